@@ -1,0 +1,55 @@
+# Two commands on a fresh machine: `make run` and `make test`. Both create .venv themselves from pinned versions.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+PIP    := $(VENV)/bin/pip -q --disable-pip-version-check
+HOST   ?= 127.0.0.1
+PORT   ?= 8000
+
+.PHONY: run test test-fast bench kafka kafka-stop venv venv-test clean
+
+$(VENV)/bin/python:
+	$(PYTHON) -m venv $(VENV)
+
+# Stamps depend on the pins, so editing pyproject.toml or requirements.lock reinstalls.
+$(VENV)/.run-installed: pyproject.toml requirements.lock | $(VENV)/bin/python
+	$(PIP) install -c requirements.lock -e .
+	touch $@
+
+$(VENV)/.test-installed: pyproject.toml requirements.lock | $(VENV)/bin/python
+	$(PIP) install -c requirements.lock -e '.[test]'
+	touch $@
+
+venv: $(VENV)/.run-installed
+venv-test: $(VENV)/.test-installed
+
+## Serve the dashboard on the embedded simulator: in-memory channel layer, SQLite.
+run: venv
+	$(PY) manage.py migrate --noinput
+	@echo "Kafka Transaction Playground: http://$(HOST):$(PORT)/"
+	$(VENV)/bin/daphne -b $(HOST) -p $(PORT) playground.asgi:application
+
+## Every test: unit, scenarios, web, Redis, the real Kafka broker (3 nodes, started and stopped here), browser.
+test: venv-test
+	bash tools/system-deps.sh
+	bash tools/test.sh
+
+## Only what needs no broker, Redis or browser (quick feedback while developing).
+test-fast: venv-test
+	$(VENV)/bin/pytest -q -m "not browser and not kafka and not redis" tests
+
+## Figures: the simulator, the web layer, and the simulator against the real broker side by side.
+bench: venv-test
+	bash tools/system-deps.sh
+	bash tools/bench/run.sh
+
+## A real Apache Kafka (KRaft, 3 nodes on loopback) for users without Docker. `make kafka-stop` stops it.
+kafka:
+	bash tools/kafka/kafka.sh start --nodes 3
+
+kafka-stop:
+	bash tools/kafka/kafka.sh stop
+
+clean:
+	-bash tools/kafka/kafka.sh clean
+	rm -rf $(VENV) var test-artifacts .pytest_cache .hypothesis

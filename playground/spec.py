@@ -1,0 +1,102 @@
+"""What a scenario declares, as plain frozen data shared by the scenario loader, both backends and the web layer.
+
+No Django, no I/O: the simulator's driver imports this too. YAML parsing and validation live in
+`playground.scenario`; this module only says what a valid scenario *is*.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+PRODUCER = "producer"
+CONSUMER = "consumer"
+
+# The step vocabulary of scenario format 1 (docs: shared/docs/scenario-format.md). Names follow confluent-kafka.
+PRODUCER_ACTIONS = (
+    "init_transactions",
+    "begin_transaction",
+    "produce",
+    "flush",
+    "send_offsets_to_transaction",
+    "commit_transaction",
+    "abort_transaction",
+    "crash",
+    "restart",
+    "close",
+)
+CONSUMER_ACTIONS = ("poll", "commit", "seek_to_committed", "crash", "restart")
+CLUSTER_ACTORS = {"clock": ("advance",), "broker": ("stop", "start")}
+NOTE = "note"
+
+
+@dataclass(frozen=True)
+class TopicSpec:
+    name: str
+    partitions: int = 1
+
+
+@dataclass(frozen=True)
+class ClusterSpec:
+    brokers: int = 3
+    # Overrides of Kafka's defaults, broker and client settings alike, e.g. {"transaction.timeout.ms": 60000}.
+    config: Mapping[str, Any] = field(default_factory=dict)
+    topics: tuple[TopicSpec, ...] = ()
+
+    def topic(self, name: str) -> TopicSpec | None:
+        return next((t for t in self.topics if t.name == name), None)
+
+
+@dataclass(frozen=True)
+class ActorSpec:
+    name: str
+    kind: str  # PRODUCER or CONSUMER
+    # Client configuration as confluent-kafka takes it: transactional.id, isolation.level, group.id, ...
+    config: Mapping[str, Any] = field(default_factory=dict)
+    topics: tuple[str, ...] = ()  # consumers: what they subscribe to
+
+    @property
+    def transactional_id(self) -> str | None:
+        return self.config.get("transactional.id")
+
+    @property
+    def group_id(self) -> str | None:
+        return self.config.get("group.id")
+
+    @property
+    def isolation_level(self) -> str:
+        return self.config.get("isolation.level", "read_committed")
+
+
+@dataclass(frozen=True)
+class Step:
+    """One line of a scenario's `steps:`: `ACTOR.ACTION` with arguments, or a note.
+
+    For cluster actions the actor is "clock" or "broker"; for a note the actor is "note", the action "note" and
+    args is {"text": {lang: text}}.
+    """
+
+    actor: str
+    action: str
+    args: Mapping[str, Any] = field(default_factory=dict)
+    expect: tuple[str, ...] | None = None  # acceptable outcomes ("ok" or error names); None: anything goes
+    index: int = 0
+    line: int = 0  # 1-based line in the scenario file, 0 when the step came from the UI
+
+    @property
+    def is_note(self) -> bool:
+        return self.actor == NOTE
+
+    @property
+    def label(self) -> str:
+        """The step as the scenario file spells it, e.g. `A.commit_transaction`."""
+        return NOTE if self.is_note else f"{self.actor}.{self.action}"
+
+    def to_dict(self) -> Any:
+        """The step in the scenario file's own form (what a session's command log stores)."""
+        if self.is_note:
+            return {NOTE: dict(self.args.get("text", {}))}
+        args = dict(self.args)
+        if self.expect is not None:
+            args["expect"] = self.expect[0] if len(self.expect) == 1 else list(self.expect)
+        return {self.label: args} if args else self.label

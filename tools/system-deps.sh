@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Installs the Debian packages the tests drive for real, when missing: redis-server (channel-layer tests) and
+# Chromium (browser tests). Java 17 and Maven come with the machine; tools/kafka/kafka.sh fetches Kafka itself.
+set -euo pipefail
+need=()
+command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
+[ -x /usr/bin/chromium ] || need+=(chromium)
+command -v java >/dev/null 2>&1 || need+=(openjdk-17-jre-headless)
+command -v mvn >/dev/null 2>&1 || need+=(maven)
+[ ${#need[@]} -eq 0 ] && exit 0
+echo "installing Debian packages: ${need[*]}"
+SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
