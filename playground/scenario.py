@@ -1,0 +1,898 @@
+"""Scenario files (format 1): load and validate them, run them on a backend, and build the observation.
+
+The format and the `--json` observation are a contract: shared/docs/scenario-format.md, extended (never broken)
+by docs/scenario-format-extensions.md. Every validation error names the file, the line and the field.
+
+No Django here: the simulator's tests, the web layer and the management command all import this module.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+import yaml
+
+from playground.backend import OK, Backend, make_backend
+from playground.spec import (
+    CLUSTER_ACTORS,
+    CONSUMER,
+    CONSUMER_ACTIONS,
+    NOTE,
+    PRODUCER,
+    PRODUCER_ACTIONS,
+    ActorSpec,
+    ClusterSpec,
+    Step,
+    TopicSpec,
+)
+
+FORMAT = 1
+DEFAULT_LANG = "en"
+MARKERS = ("COMMIT", "ABORT")
+
+# Transaction states as Kafka names them (TransactionState.java).
+TXN_STATES = (
+    "Empty",
+    "Ongoing",
+    "PrepareCommit",
+    "PrepareAbort",
+    "CompleteCommit",
+    "CompleteAbort",
+    "PrepareEpochFence",
+    "Dead",
+)
+
+# Outcome names a step may expect: "ok", librdkafka's local errors (leading underscore) as confluent-kafka's
+# KafkaError.name() spells them, and the broker errors of Errors.java a transactional application can meet.
+# A closed list so that a typo in `expect:` is an error instead of a step that can never pass.
+OUTCOMES = frozenset(
+    {
+        OK,
+        # librdkafka local errors (rdkafka.h)
+        "_BAD_MSG", "_DESTROY", "_FAIL", "_TRANSPORT", "_MSG_TIMED_OUT", "_PARTITION_EOF", "_UNKNOWN_PARTITION",
+        "_UNKNOWN_TOPIC", "_ALL_BROKERS_DOWN", "_INVALID_ARG", "_TIMED_OUT", "_QUEUE_FULL", "_WAIT_COORD",
+        "_UNKNOWN_GROUP", "_PREV_IN_PROGRESS", "_CONFLICT", "_STATE", "_NOT_IMPLEMENTED", "_NO_OFFSET",
+        "_OUTDATED", "_TIMED_OUT_QUEUE", "_RETRY", "_PURGE_QUEUE", "_PURGE_INFLIGHT", "_FATAL", "_INCONSISTENT",
+        "_NOT_CONFIGURED", "_FENCED", "_ASSIGNMENT_LOST",
+        # broker errors (Errors.java)
+        "UNKNOWN_SERVER_ERROR", "OFFSET_OUT_OF_RANGE", "UNKNOWN_TOPIC_OR_PARTITION", "LEADER_NOT_AVAILABLE",
+        "NOT_LEADER_OR_FOLLOWER", "REQUEST_TIMED_OUT", "NETWORK_EXCEPTION", "COORDINATOR_LOAD_IN_PROGRESS",
+        "COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR", "NOT_ENOUGH_REPLICAS", "ILLEGAL_GENERATION",
+        "UNKNOWN_MEMBER_ID", "REBALANCE_IN_PROGRESS", "INVALID_REQUEST", "OUT_OF_ORDER_SEQUENCE_NUMBER",
+        "DUPLICATE_SEQUENCE_NUMBER", "INVALID_PRODUCER_EPOCH", "INVALID_TXN_STATE", "INVALID_PRODUCER_ID_MAPPING",
+        "INVALID_TRANSACTION_TIMEOUT", "CONCURRENT_TRANSACTIONS", "TRANSACTION_COORDINATOR_FENCED",
+        "UNKNOWN_PRODUCER_ID", "FENCED_INSTANCE_ID", "UNSTABLE_OFFSET_COMMIT", "PRODUCER_FENCED",
+        "TRANSACTIONAL_ID_NOT_FOUND", "TRANSACTION_ABORTABLE",
+    }
+)
+
+TOP_LEVEL_KEYS = ("format", "id", "title", "summary", "tags", "seed", "cluster", "actors", "steps", "expect")
+REQUIRED_TOP_LEVEL = ("format", "id", "title", "actors", "steps")
+EXPECT_KEYS = ("consumers", "logs", "watermarks", "transactions", "groups")
+
+# Settings a scenario may override in `cluster.config`, with their types. A closed list: a misspelt setting
+# would otherwise be silently ignored and the scenario would show Kafka's default instead.
+CLUSTER_CONFIG = {
+    "transaction.timeout.ms": int,  # the producers' default (client setting)
+    "transaction.max.timeout.ms": int,
+    "transactional.id.expiration.ms": int,
+    "transaction.abort.timed.out.transaction.cleanup.interval.ms": int,
+    "transaction.remove.expired.transaction.cleanup.interval.ms": int,
+    "transaction.state.log.num.partitions": int,
+    "producer.id.expiration.ms": int,
+    "offsets.topic.num.partitions": int,
+}
+PRODUCER_CONFIG = {
+    "transactional.id": str,
+    "transaction.timeout.ms": int,
+    "enable.idempotence": bool,
+    "acks": ("all", "-1", "0", "1"),
+    "linger.ms": int,
+    "message.timeout.ms": int,
+    "delivery.timeout.ms": int,
+    "client.id": str,
+}
+CONSUMER_CONFIG = {
+    "isolation.level": ("read_committed", "read_uncommitted"),
+    "group.id": str,
+    "topics": list,
+    "auto.offset.reset": ("earliest", "latest"),
+    "enable.auto.commit": bool,
+    "client.id": str,
+}
+
+_SLUG = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+_ACTOR_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*$")
+_TOPIC_NAME = re.compile(r"^[A-Za-z0-9._-]{1,249}$")
+_LANG = re.compile(r"^[a-z]{2,3}(?:-[A-Za-z0-9]+)?$")
+_SIM_KEY = re.compile(r"^sim(?:\.[a-z0-9_-]+)+$")
+_INT = re.compile(r"^[+-]?[0-9]+$")
+_DURATION = re.compile(r"^([0-9]+)\s*(ms|s|m|h)$")
+_DURATION_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000}
+_NULLS = ("", "~", "null", "Null", "NULL")
+
+MAX_BROKERS = 9
+MAX_SOURCE_CHARS = 2_000_000
+MAX_PARTITIONS = 64
+
+
+class ScenarioError(Exception):
+    """An invalid scenario file. `str()` is `FILE:LINE: FIELD: message`."""
+
+    def __init__(self, path: str, line: int, field: str, message: str) -> None:
+        super().__init__(path, line, field, message)
+        self.path, self.line, self.field, self.message = str(path), line, field, message
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}: {self.field}: {self.message}"
+
+
+@dataclass(frozen=True, eq=False)
+class Scenario:
+    format: int
+    id: str
+    title: Mapping[str, str]
+    summary: Mapping[str, str]
+    tags: tuple[str, ...]
+    seed: int
+    cluster: ClusterSpec
+    actors: Mapping[str, ActorSpec]
+    steps: tuple[Step, ...]
+    expect: Mapping[str, Any] | None
+    path: str = ""
+    source: str = ""
+    # "logs.orders-0" -> line of that expectation in the file, for failure messages.
+    expect_lines: Mapping[str, int] = field(default_factory=dict)
+
+    def text(self, name: str, lang: str = DEFAULT_LANG) -> str:
+        """`title` or `summary` in `lang`, falling back to English."""
+        return pick(getattr(self, name), lang)
+
+
+def pick(texts: Mapping[str, str] | str | None, lang: str = DEFAULT_LANG) -> str:
+    """One language out of a {lang: text} mapping (a note's text, a title), falling back to English."""
+    if not texts:
+        return ""
+    if isinstance(texts, str):
+        return texts
+    return texts.get(lang) or texts.get(DEFAULT_LANG) or next(iter(texts.values()))
+
+
+# --------------------------------------------------------------------------------------------------------------
+# YAML: compose nodes only. Nothing is constructed by YAML's rules, so `no`, `010` and `1e3` stay the text that
+# was written; this module gives each scalar the type the schema asks for, and every node keeps its line.
+
+
+class _Loader(yaml.SafeLoader):
+    """SafeLoader without implicit resolvers: every plain scalar composes as a string node."""
+
+    yaml_implicit_resolvers: dict = {}
+
+
+class _Reader:
+    """Walks the node tree of one file; every check raises ScenarioError with the node's line."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def fail(self, node: yaml.Node | int, field: str, message: str) -> ScenarioError:
+        line = node if isinstance(node, int) else node.start_mark.line + 1
+        return ScenarioError(self.path, line, field, message)
+
+    def mapping(self, node: yaml.Node, field: str, *, allow_null: bool = False) -> dict[str, tuple[yaml.Node, yaml.Node]]:
+        """The mapping's pairs by key text, in file order; duplicate keys are an error (YAML would keep the last)."""
+        if allow_null and self.is_null(node):
+            return {}
+        if not isinstance(node, yaml.MappingNode):
+            raise self.fail(node, field or "(top level)", f"expected a mapping, got {self.describe(node)}")
+        pairs: dict[str, tuple[yaml.Node, yaml.Node]] = {}
+        for key_node, value_node in node.value:
+            if not isinstance(key_node, yaml.ScalarNode):
+                raise self.fail(key_node, field, "keys must be plain text")
+            key = key_node.value
+            if key in pairs:
+                raise self.fail(key_node, _join(field, key), f"duplicate key {key!r} (first on line {pairs[key][0].start_mark.line + 1})")
+            pairs[key] = (key_node, value_node)
+        return pairs
+
+    def sequence(self, node: yaml.Node, field: str) -> list[yaml.Node]:
+        if not isinstance(node, yaml.SequenceNode):
+            raise self.fail(node, field, f"expected a list, got {self.describe(node)}")
+        return list(node.value)
+
+    def string(self, node: yaml.Node, field: str, *, non_empty: bool = True) -> str:
+        if not isinstance(node, yaml.ScalarNode):
+            raise self.fail(node, field, f"expected text, got {self.describe(node)}")
+        if non_empty and node.value == "":
+            raise self.fail(node, field, "must not be empty")
+        return node.value
+
+    def integer(self, node: yaml.Node, field: str, lo: int | None = None, hi: int | None = None) -> int:
+        if not isinstance(node, yaml.ScalarNode) or not _INT.match(node.value.replace("_", "")):
+            raise self.fail(node, field, f"expected a whole number, got {self.describe(node)}")
+        value = int(node.value.replace("_", ""), 10)  # decimal always: `010` is ten, not YAML 1.1's octal eight
+        if lo is not None and value < lo or hi is not None and value > hi:
+            bounds = f"between {lo} and {hi}" if hi is not None else f"at least {lo}"
+            raise self.fail(node, field, f"must be {bounds}, got {value}")
+        return value
+
+    def boolean(self, node: yaml.Node, field: str) -> bool:
+        text = node.value.lower() if isinstance(node, yaml.ScalarNode) and not node.style else None
+        if text not in ("true", "false"):
+            raise self.fail(node, field, f"expected true or false, got {self.describe(node)}")
+        return text == "true"
+
+    def choice(self, node: yaml.Node, field: str, choices: tuple[str, ...]) -> str:
+        value = self.string(node, field)
+        if value not in choices:
+            raise self.fail(node, field, f"{value!r} is not one of {', '.join(choices)}")
+        return value
+
+    def texts(self, node: yaml.Node, field: str) -> dict[str, str]:
+        """A text in one or more languages: `plain text` (English) or `{en: ..., zh: ...}`."""
+        if isinstance(node, yaml.ScalarNode):
+            return {DEFAULT_LANG: self.string(node, field)}
+        pairs = self.mapping(node, field)
+        if not pairs:
+            raise self.fail(node, field, "must not be empty")
+        out = {}
+        for lang, (key_node, value_node) in pairs.items():
+            if not _LANG.match(lang):
+                raise self.fail(key_node, _join(field, lang), "expected a language code such as en or zh")
+            out[lang] = self.string(value_node, _join(field, lang))
+        if DEFAULT_LANG not in out:
+            raise self.fail(node, field, f"needs an English text ({DEFAULT_LANG}:); have {', '.join(out)}")
+        return out
+
+    @staticmethod
+    def is_null(node: yaml.Node) -> bool:
+        return isinstance(node, yaml.ScalarNode) and not node.style and node.value in _NULLS
+
+    @staticmethod
+    def describe(node: yaml.Node) -> str:
+        if isinstance(node, yaml.MappingNode):
+            return "a mapping"
+        if isinstance(node, yaml.SequenceNode):
+            return "a list"
+        return f"{node.value!r}" if node.value != "" else "nothing"
+
+
+def _join(field: str, key: str | int) -> str:
+    if isinstance(key, int):
+        return f"{field}[{key}]"
+    return f"{field}.{key}" if field else key
+
+
+def _did_you_mean(name: str, known: Any) -> str:
+    hint = difflib.get_close_matches(name, list(known), n=1)
+    return f" (did you mean {hint[0]!r}?)" if hint else ""
+
+
+def _unknown(what: str, name: str, known: Any, listing: str | None = None, context: str = "") -> str:
+    """`unknown actor 'C' (actors: A, B, rc)`: the message names what exists, and the likely intent."""
+    known = [str(k) for k in known]
+    hint = difflib.get_close_matches(name, known, n=1)
+    suggestion = f"; did you mean {hint[0]!r}?" if hint else ""
+    return f"unknown {what} {name!r}{context} ({listing or what + 's'}: {', '.join(known) or 'none'}){suggestion}"
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Loading
+
+
+def load_scenario(path: str | Path) -> Scenario:
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ScenarioError(str(path), 0, "file", f"cannot read: {exc}") from None
+    return parse_scenario(text, str(path))
+
+
+def load_library(directory: str | Path) -> list[Scenario]:
+    """Every `*.yaml` in `directory`, in file-name order (files are named `NN-slug.yaml`). Ids must be unique."""
+    scenarios = [load_scenario(p) for p in sorted(Path(directory).glob("*.yaml"))]
+    seen: dict[str, str] = {}
+    for scenario in scenarios:
+        if scenario.id in seen:
+            raise ScenarioError(scenario.path, _line_of(scenario.source, "id"), "id", f"{scenario.id!r} is also the id of {seen[scenario.id]}")
+        seen[scenario.id] = scenario.path
+    return scenarios
+
+
+def _line_of(source: str, key: str) -> int:
+    for number, line in enumerate(source.splitlines(), 1):
+        if line.startswith(f"{key}:"):
+            return number
+    return 1
+
+
+def parse_scenario(text: str, path: str = "<scenario>") -> Scenario:
+    reader = _Reader(path)
+    if len(text) > MAX_SOURCE_CHARS:  # files also come from share links and forms: bound the work
+        raise ScenarioError(path, 1, "file", f"too large ({len(text):,} characters; at most {MAX_SOURCE_CHARS:,})")
+    try:
+        documents = list(yaml.compose_all(text, Loader=_Loader))
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark else 0
+        raise ScenarioError(path, line, "yaml", f"{exc.problem or exc.context}") from None
+    except yaml.YAMLError as exc:
+        raise ScenarioError(path, 0, "yaml", str(exc)) from None
+    if not documents or documents[0] is None:
+        raise ScenarioError(path, 1, "format", "the file is empty")
+    if len(documents) > 1:
+        raise reader.fail(documents[1], "yaml", "one scenario per file (found a second YAML document)")
+    root = documents[0]
+    top = reader.mapping(root, "")
+    for key, (key_node, _) in top.items():
+        if key not in TOP_LEVEL_KEYS:
+            raise reader.fail(key_node, key, _unknown("top-level key", key, TOP_LEVEL_KEYS, "keys"))
+    for key in REQUIRED_TOP_LEVEL:
+        if key not in top:
+            raise reader.fail(root, key, "missing (required)")
+
+    fmt_node = top["format"][1]
+    fmt = reader.integer(fmt_node, "format")
+    if fmt != FORMAT:
+        raise reader.fail(fmt_node, "format", f"this playground reads format {FORMAT}, not {fmt}")
+    scenario_id = reader.string(top["id"][1], "id")
+    if not _SLUG.match(scenario_id):
+        raise reader.fail(top["id"][1], "id", f"{scenario_id!r} is not a slug (lower-case letters, digits and dashes)")
+    title = reader.texts(top["title"][1], "title")
+    summary = reader.texts(top["summary"][1], "summary") if "summary" in top else {}
+    tags: tuple[str, ...] = ()
+    if "tags" in top:
+        tags = tuple(reader.string(n, _join("tags", i)) for i, n in enumerate(reader.sequence(top["tags"][1], "tags")))
+    seed = reader.integer(top["seed"][1], "seed", 0) if "seed" in top else 0
+
+    cluster = _parse_cluster(reader, top["cluster"][1] if "cluster" in top else None)
+    actors = _parse_actors(reader, top["actors"][1], cluster)
+    steps = _parse_steps(reader, top["steps"][1], cluster, actors)
+    expect, expect_lines = (None, {})
+    if "expect" in top:
+        expect, expect_lines = _parse_expect(reader, top["expect"][1], cluster, actors)
+    return Scenario(
+        format=fmt,
+        id=scenario_id,
+        title=title,
+        summary=summary,
+        tags=tags,
+        seed=seed,
+        cluster=cluster,
+        actors=actors,
+        steps=steps,
+        expect=expect,
+        path=path,
+        source=text,
+        expect_lines=expect_lines,
+    )
+
+
+def _parse_cluster(r: _Reader, node: yaml.Node | None) -> ClusterSpec:
+    if node is None:
+        return ClusterSpec()
+    pairs = r.mapping(node, "cluster", allow_null=True)
+    for key, (key_node, _) in pairs.items():
+        if key not in ("brokers", "config", "topics"):
+            raise r.fail(key_node, _join("cluster", key), _unknown("key", key, ("brokers", "config", "topics")))
+    brokers = r.integer(pairs["brokers"][1], "cluster.brokers", 1, MAX_BROKERS) if "brokers" in pairs else 3
+    config: dict[str, Any] = {}
+    if "config" in pairs:
+        for key, (key_node, value_node) in r.mapping(pairs["config"][1], "cluster.config", allow_null=True).items():
+            where = _join("cluster.config", key)
+            # `sim.*` are the simulator's knobs (latencies, a slow broker); Kafka and the real backend ignore them.
+            if key not in CLUSTER_CONFIG and not _SIM_KEY.match(key):
+                raise r.fail(key_node, where, _unknown("setting", key, CLUSTER_CONFIG, "settings") + " (or a simulator knob sim.*)")
+            config[key] = r.integer(value_node, where, 0 if key.startswith("sim.") else 1)
+    topics = []
+    if "topics" in pairs:
+        for name, (key_node, value_node) in r.mapping(pairs["topics"][1], "cluster.topics").items():
+            where = _join("cluster.topics", name)
+            if not _TOPIC_NAME.match(name) or name.startswith("__"):
+                raise r.fail(key_node, where, f"{name!r} is not a valid topic name (letters, digits, '.', '_', '-'; not internal)")
+            spec = r.mapping(value_node, where, allow_null=True)
+            for key, (k_node, _) in spec.items():
+                if key != "partitions":
+                    raise r.fail(k_node, _join(where, key), _unknown("key", key, ("partitions",)))
+            partitions = r.integer(spec["partitions"][1], _join(where, "partitions"), 1, MAX_PARTITIONS) if "partitions" in spec else 1
+            topics.append(TopicSpec(name, partitions))
+    return ClusterSpec(brokers=brokers, config=config, topics=tuple(topics))
+
+
+def _parse_actors(r: _Reader, node: yaml.Node, cluster: ClusterSpec) -> dict[str, ActorSpec]:
+    actors: dict[str, ActorSpec] = {}
+    pairs = r.mapping(node, "actors")
+    if not pairs:
+        raise r.fail(node, "actors", "declare at least one actor")
+    for name, (name_node, spec_node) in pairs.items():
+        where = _join("actors", name)
+        if not _ACTOR_NAME.match(name):
+            raise r.fail(name_node, where, f"{name!r} is not a valid actor name (a letter, then letters, digits, '_' or '-')")
+        if name in CLUSTER_ACTORS or name == NOTE:
+            raise r.fail(name_node, where, f"{name!r} is reserved for cluster steps and notes")
+        kind_pairs = r.mapping(spec_node, where)
+        if len(kind_pairs) != 1 or next(iter(kind_pairs)) not in (PRODUCER, CONSUMER):
+            raise r.fail(spec_node, where, "expected exactly one of producer: {...} or consumer: {...}")
+        kind, (kind_node, config_node) = next(iter(kind_pairs.items()))
+        where = _join(where, kind)
+        schema = PRODUCER_CONFIG if kind == PRODUCER else CONSUMER_CONFIG
+        config: dict[str, Any] = {}
+        topics: tuple[str, ...] = ()
+        for key, (key_node, value_node) in r.mapping(config_node, where, allow_null=True).items():
+            at = _join(where, key)
+            kind_of = schema.get(key)
+            if kind_of is None:
+                raise r.fail(key_node, at, _unknown("setting", key, schema, f"{kind} settings", f" for a {kind}"))
+            if kind_of is int:
+                config[key] = r.integer(value_node, at, 0)
+            elif kind_of is bool:
+                config[key] = r.boolean(value_node, at)
+            elif kind_of is str:
+                config[key] = r.string(value_node, at)
+            elif kind_of is list:  # consumer topics
+                items = r.sequence(value_node, at)
+                if not items:
+                    raise r.fail(value_node, at, "name at least one topic")
+                names = []
+                for i, item in enumerate(items):
+                    topic = r.string(item, _join(at, i))
+                    if cluster.topic(topic) is None:
+                        raise r.fail(item, _join(at, i), _unknown("topic", topic, (t.name for t in cluster.topics)))
+                    names.append(topic)
+                topics = tuple(names)
+            else:
+                config[key] = r.choice(value_node, at, kind_of)
+        if kind == PRODUCER:
+            # The contract's `audit: {producer: {}}` is idempotent: make that explicit for both backends
+            # (librdkafka's own default is enable.idempotence=false; Kafka's Java client defaults to true).
+            config.setdefault("enable.idempotence", True)
+            if "transactional.id" in config and not config["enable.idempotence"]:
+                raise r.fail(config_node, _join(where, "enable.idempotence"), "a transactional producer is always idempotent: remove enable.idempotence: false")
+        else:
+            if not topics:
+                raise r.fail(config_node, _join(where, "topics"), "missing: a consumer names the topics it reads, e.g. topics: [orders]")
+            # confluent-kafka (librdkafka) defaults to read_committed; Kafka's Java consumer to read_uncommitted.
+            config.setdefault("isolation.level", "read_committed")
+        actors[name] = ActorSpec(name=name, kind=kind, config=config, topics=topics)
+    return actors
+
+
+def _parse_steps(r: _Reader, node: yaml.Node, cluster: ClusterSpec, actors: dict[str, ActorSpec]) -> tuple[Step, ...]:
+    steps = []
+    items = r.sequence(node, "steps")
+    if not items:
+        raise r.fail(node, "steps", "a scenario has at least one step")
+    for index, item in enumerate(items):
+        steps.append(_parse_step(r, item, index, cluster, actors))
+    return tuple(steps)
+
+
+def _parse_step(r: _Reader, item: yaml.Node, index: int, cluster: ClusterSpec, actors: dict[str, ActorSpec]) -> Step:
+    where = _join("steps", index)
+    line = item.start_mark.line + 1
+    if isinstance(item, yaml.ScalarNode):
+        label, label_node, args_node = r.string(item, where), item, None
+    else:
+        pairs = r.mapping(item, where)
+        if len(pairs) != 1:
+            raise r.fail(item, where, f"a step is one ACTOR.ACTION (with its arguments) or one note; found {', '.join(pairs)}")
+        label, (label_node, args_node) = next(iter(pairs.items()))
+
+    if label == NOTE:
+        if args_node is None:
+            raise r.fail(item, where, "a note needs its text: note: TEXT or note: {en: ..., zh: ...}")
+        return Step(actor=NOTE, action=NOTE, args={"text": r.texts(args_node, _join(where, NOTE))}, index=index, line=line)
+
+    actor, dot, action = label.partition(".")
+    if not dot or not actor or not action:
+        raise r.fail(label_node, where, f"{label!r} is not ACTOR.ACTION (e.g. A.commit_transaction) or note")
+    where = _join(where, label)
+    if actor in CLUSTER_ACTORS:
+        if action not in CLUSTER_ACTORS[actor]:
+            raise r.fail(label_node, where, _unknown("action", action, CLUSTER_ACTORS[actor], f"{actor} actions", f" for {actor}"))
+        args, expect = _cluster_args(r, actor, action, args_node, label_node, where, cluster, actors)
+        return Step(actor=actor, action=action, args=args, expect=expect, index=index, line=line)
+    spec = actors.get(actor)
+    if spec is None:
+        raise r.fail(label_node, where, _unknown("actor", actor, actors))
+    known = PRODUCER_ACTIONS if spec.kind == PRODUCER else CONSUMER_ACTIONS
+    if action not in known:
+        raise r.fail(label_node, where, _unknown("action", action, known, f"{spec.kind} actions", f" for {spec.kind} {actor!r}"))
+    raw = r.mapping(args_node, where, allow_null=True) if args_node is not None else {}
+    expect = _step_expect(r, raw.pop("expect", None), where)
+    args = _actor_args(r, spec, action, raw, args_node or label_node, where, cluster, actors)
+    return Step(actor=actor, action=action, args=args, expect=expect, index=index, line=line)
+
+
+def _step_expect(r: _Reader, pair: tuple[yaml.Node, yaml.Node] | None, where: str) -> tuple[str, ...] | None:
+    if pair is None:
+        return None
+    _, node = pair
+    at = _join(where, "expect")
+    nodes = r.sequence(node, at) if isinstance(node, yaml.SequenceNode) else [node]
+    if not nodes:
+        raise r.fail(node, at, "name at least one outcome")
+    names = []
+    for n in nodes:
+        name = r.string(n, at)
+        if name not in OUTCOMES:
+            raise r.fail(n, at, _outcome_message(name))
+        names.append(name)
+    return tuple(names)
+
+
+def _outcome_message(name: str) -> str:
+    return f"unknown outcome {name!r}{_did_you_mean(name, OUTCOMES)}: use ok, a librdkafka error such as _FENCED, _STATE, _FATAL, or a broker error such as INVALID_PRODUCER_EPOCH"
+
+
+# Arguments per action: name -> kind. Kinds: "topic", "partition", "text", "bool", "consumer", "count".
+_ACTOR_ARGS: dict[tuple[str, str], dict[str, str]] = {
+    (PRODUCER, "produce"): {"topic": "topic", "partition": "partition", "key": "text", "value": "text", "await": "bool", "from": "consumer"},
+    (PRODUCER, "send_offsets_to_transaction"): {"consumer": "consumer"},
+    (CONSUMER, "poll"): {"max": "count"},
+}
+
+
+def _actor_args(
+    r: _Reader,
+    spec: ActorSpec,
+    action: str,
+    raw: dict[str, tuple[yaml.Node, yaml.Node]],
+    node: yaml.Node,
+    where: str,
+    cluster: ClusterSpec,
+    actors: dict[str, ActorSpec],
+) -> dict[str, Any]:
+    schema = _ACTOR_ARGS.get((spec.kind, action), {})
+    args: dict[str, Any] = {}
+    for name, (key_node, value_node) in raw.items():
+        at = _join(where, name)
+        kind = schema.get(name)
+        if kind is None:
+            takes = f"{action} takes {', '.join(schema)} and expect" if schema else f"{action} takes no argument but expect"
+            raise r.fail(key_node, at, f"unknown argument {name!r}{_did_you_mean(name, schema)}; {takes}")
+        if kind == "text":
+            args[name] = r.string(value_node, at, non_empty=False)
+        elif kind == "bool":
+            args[name] = r.boolean(value_node, at)
+        elif kind == "count":
+            args[name] = r.integer(value_node, at, 1)
+        elif kind == "topic":
+            topic = r.string(value_node, at)
+            if cluster.topic(topic) is None:
+                raise r.fail(value_node, at, _unknown("topic", topic, (t.name for t in cluster.topics)) + "; declare it under cluster.topics")
+            args[name] = topic
+        elif kind == "consumer":
+            other = r.string(value_node, at)
+            target = actors.get(other)
+            consumers = [a.name for a in actors.values() if a.kind == CONSUMER]
+            if target is None or target.kind != CONSUMER:
+                raise r.fail(value_node, at, _unknown("consumer", other, consumers))
+            if name == "consumer" and not target.group_id:
+                raise r.fail(value_node, at, f"consumer {other!r} has no group.id: send_offsets_to_transaction needs the consumer's group")
+            args[name] = other
+        elif kind == "partition":
+            args[name] = r.integer(value_node, at, 0)
+    if spec.kind == PRODUCER and action == "produce":
+        if "topic" not in args:
+            raise r.fail(node, _join(where, "topic"), "missing: produce needs a topic")
+        topic = cluster.topic(args["topic"])
+        if "partition" in args and args["partition"] >= topic.partitions:
+            raise r.fail(raw["partition"][1], _join(where, "partition"), f"partition {args['partition']} is out of range: {topic.name} has {topic.partitions} partition(s), 0..{topic.partitions - 1}")
+        if "from" in args:
+            clash = [k for k in ("key", "value", "partition") if k in args]
+            if clash:
+                raise r.fail(raw[clash[0]][0], _join(where, clash[0]), "with from: the records keep the consumed key, value and partition number; remove it")
+        elif "value" not in args:
+            raise r.fail(node, _join(where, "value"), "missing: produce needs a value (or from: CONSUMER)")
+    if spec.kind == PRODUCER and action == "send_offsets_to_transaction" and "consumer" not in args:
+        raise r.fail(node, _join(where, "consumer"), "missing: whose offsets? consumer: NAME")
+    return args
+
+
+def _cluster_args(
+    r: _Reader,
+    actor: str,
+    action: str,
+    node: yaml.Node | None,
+    label_node: yaml.Node,
+    where: str,
+    cluster: ClusterSpec,
+    actors: dict[str, ActorSpec],
+) -> tuple[dict[str, Any], tuple[str, ...] | None]:
+    """`clock.advance: 61s` -> {"ms": 61000}; `broker.stop: 2` -> {"broker": 2}. Extensions for `broker.stop`:
+    `{coordinator_of: my-txn}` and `{leader_of: orders-0}`, which name a role instead of a broker id (placement
+    differs between the simulator and a real cluster). The mapping forms `{ms: 61000}` / `{broker: 2}` are what
+    Step.to_dict writes back, so a session's command log loads again."""
+    label = label_node.value
+    if node is None:
+        what = "a duration such as 61s, 500ms or 2m" if actor == "clock" else f"a broker id, 1..{cluster.brokers}"
+        raise r.fail(label_node, where, f"missing: {label} needs {what}")
+    scalar_form = isinstance(node, yaml.ScalarNode)
+    if scalar_form:
+        raw, expect = {("ms" if actor == "clock" else "broker"): (label_node, node)}, None
+    else:
+        raw = r.mapping(node, where)
+        expect = _step_expect(r, raw.pop("expect", None), where)
+    allowed = ("ms",) if actor == "clock" else ("broker", "coordinator_of", "leader_of") if action == "stop" else ("broker",)
+    args: dict[str, Any] = {}
+    for name, (key_node, value_node) in raw.items():
+        at = where if scalar_form else _join(where, name)
+        if name not in allowed:
+            raise r.fail(key_node, at, f"unknown argument {name!r}{_did_you_mean(name, allowed)}; {label} takes {' or '.join(allowed)} and expect")
+        if name == "ms":
+            args["ms"] = _duration(r, value_node, at, bare_number_ok=not scalar_form)
+        elif name == "broker":
+            args["broker"] = r.integer(value_node, at, 1)
+            if args["broker"] > cluster.brokers:
+                raise r.fail(value_node, at, f"broker {args['broker']} is out of range: the cluster has brokers 1..{cluster.brokers}")
+        elif name == "coordinator_of":
+            txid = r.string(value_node, at)
+            declared = sorted({a.transactional_id for a in actors.values() if a.transactional_id})
+            if txid not in declared:
+                raise r.fail(value_node, at, _unknown("transactional.id", txid, declared, "declared"))
+            args[name] = txid
+        else:  # leader_of
+            args[name] = _parse_tp(r, value_node, at, cluster)
+    if len(args) != 1:
+        raise r.fail(node, where, f"{label} takes exactly one of {' or '.join(allowed)}")
+    return args, expect
+
+
+def _duration(r: _Reader, node: yaml.Node, where: str, bare_number_ok: bool) -> int:
+    """`61s`, `500ms`, `2m`, `1h` -> milliseconds. A bare number is ambiguous (seconds? ms?) except in the
+    mapping form `{ms: N}`, which names its unit."""
+    if bare_number_ok and isinstance(node, yaml.ScalarNode) and _INT.match(node.value):
+        return r.integer(node, where, 1)
+    text = node.value.strip() if isinstance(node, yaml.ScalarNode) else None
+    match = _DURATION.match(text or "")
+    if not match or int(match.group(1)) <= 0:
+        raise r.fail(node, where, f"expected a positive duration such as 61s, 500ms or 2m, got {r.describe(node)}")
+    return int(match.group(1)) * _DURATION_MS[match.group(2)]
+
+
+def _parse_tp(r: _Reader, key_node: yaml.Node, where: str, cluster: ClusterSpec, topics: tuple[str, ...] | None = None) -> str:
+    """`orders-0`: a declared topic and a partition in range (topic names may contain dashes: split at the last)."""
+    name = r.string(key_node, where)
+    topic, dash, number = name.rpartition("-")
+    if not dash or not number.isdigit():
+        raise r.fail(key_node, where, f"{name!r} is not TOPIC-PARTITION (e.g. orders-0)")
+    spec = cluster.topic(topic)
+    if spec is None:
+        raise r.fail(key_node, where, _unknown("topic", topic, (t.name for t in cluster.topics)))
+    if int(number) >= spec.partitions:
+        raise r.fail(key_node, where, f"partition {int(number)} is out of range: {topic} has {spec.partitions} partition(s), 0..{spec.partitions - 1}")
+    if topics is not None and topic not in topics:
+        raise r.fail(key_node, where, f"this consumer reads {', '.join(topics)}, not {topic}")
+    return f"{topic}-{int(number)}"
+
+
+def _parse_expect(r: _Reader, node: yaml.Node, cluster: ClusterSpec, actors: dict[str, ActorSpec]) -> tuple[dict[str, Any], dict[str, int]]:
+    expect: dict[str, Any] = {}
+    lines: dict[str, int] = {}
+    blocks = r.mapping(node, "expect")
+    for key, (key_node, _) in blocks.items():
+        if key not in EXPECT_KEYS:
+            raise r.fail(key_node, _join("expect", key), _unknown("expectation", key, EXPECT_KEYS))
+
+    def values(value_node: yaml.Node, at: str) -> list[str]:
+        return [r.string(n, _join(at, i), non_empty=False) for i, n in enumerate(r.sequence(value_node, at))]
+
+    if "consumers" in blocks:
+        expect["consumers"] = {}
+        for name, (name_node, tps_node) in r.mapping(blocks["consumers"][1], "expect.consumers").items():
+            at = _join("expect.consumers", name)
+            spec = actors.get(name)
+            if spec is None or spec.kind != CONSUMER:
+                raise r.fail(name_node, at, _unknown("consumer", name, [a.name for a in actors.values() if a.kind == CONSUMER]))
+            per = expect["consumers"][name] = {}
+            for tp_name, (tp_node, vals_node) in r.mapping(tps_node, at).items():
+                tp = _parse_tp(r, tp_node, _join(at, tp_name), cluster, spec.topics)
+                per[tp] = values(vals_node, _join(at, tp_name))
+                lines[f"consumers.{name}.{tp}"] = tp_node.start_mark.line + 1
+    if "logs" in blocks:
+        expect["logs"] = {}
+        for tp_name, (tp_node, vals_node) in r.mapping(blocks["logs"][1], "expect.logs").items():
+            at = _join("expect.logs", tp_name)
+            tp = _parse_tp(r, tp_node, at, cluster)
+            expect["logs"][tp] = values(vals_node, at)
+            lines[f"logs.{tp}"] = tp_node.start_mark.line + 1
+    if "watermarks" in blocks:
+        expect["watermarks"] = {}
+        for tp_name, (tp_node, marks_node) in r.mapping(blocks["watermarks"][1], "expect.watermarks").items():
+            at = _join("expect.watermarks", tp_name)
+            tp = _parse_tp(r, tp_node, at, cluster)
+            marks = {}
+            for mark, (mark_node, value_node) in r.mapping(marks_node, at).items():
+                if mark not in ("high_watermark", "last_stable_offset"):
+                    raise r.fail(mark_node, _join(at, mark), _unknown("key", mark, ("high_watermark", "last_stable_offset")))
+                marks[mark] = r.integer(value_node, _join(at, mark), 0)
+            if not marks:
+                raise r.fail(marks_node, at, "name high_watermark and/or last_stable_offset")
+            expect["watermarks"][tp] = marks
+            lines[f"watermarks.{tp}"] = tp_node.start_mark.line + 1
+    if "transactions" in blocks:
+        expect["transactions"] = {}
+        declared = sorted({a.transactional_id for a in actors.values() if a.transactional_id})
+        for txid, (txid_node, state_node) in r.mapping(blocks["transactions"][1], "expect.transactions").items():
+            at = _join("expect.transactions", txid)
+            if txid not in declared:
+                raise r.fail(txid_node, at, _unknown("transactional.id", txid, declared, "declared"))
+            want: dict[str, Any] = {}
+            for key, (k_node, v_node) in r.mapping(state_node, at).items():
+                if key == "state":
+                    state = r.string(v_node, _join(at, key))
+                    if state not in TXN_STATES:
+                        raise r.fail(v_node, _join(at, key), _unknown("transaction state", state, TXN_STATES, "states"))
+                    want["state"] = state
+                elif key == "epoch":
+                    want["epoch"] = r.integer(v_node, _join(at, key), 0, 32767)
+                elif key == "producer":  # extension: the normalised producer id, P1, P2, ...
+                    producer = r.string(v_node, _join(at, key))
+                    if not re.match(r"^P[1-9][0-9]*$", producer):
+                        raise r.fail(v_node, _join(at, key), f"expected a normalised producer id such as P1, got {producer!r}")
+                    want["producer"] = producer
+                else:
+                    raise r.fail(k_node, _join(at, key), _unknown("key", key, ("state", "epoch", "producer")))
+            if not want:
+                raise r.fail(state_node, at, "name state, epoch and/or producer")
+            expect["transactions"][txid] = want
+            lines[f"transactions.{txid}"] = txid_node.start_mark.line + 1
+    if "groups" in blocks:
+        expect["groups"] = {}
+        groups = sorted({a.group_id for a in actors.values() if a.group_id})
+        for group, (group_node, tps_node) in r.mapping(blocks["groups"][1], "expect.groups").items():
+            at = _join("expect.groups", group)
+            if group not in groups:
+                raise r.fail(group_node, at, _unknown("group", group, groups))
+            per = expect["groups"][group] = {}
+            for tp_name, (tp_node, offset_node) in r.mapping(tps_node, at).items():
+                tp = _parse_tp(r, tp_node, _join(at, tp_name), cluster)
+                per[tp] = None if r.is_null(offset_node) else r.integer(offset_node, _join(at, tp_name), 0)
+                lines[f"groups.{group}.{tp}"] = tp_node.start_mark.line + 1
+    return expect, lines
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Running
+
+
+def run_scenario(
+    scenario: Scenario,
+    backend: str | Backend = "sim",
+    seed: int | None = None,
+    on_step: Callable[[Step, str], None] | None = None,
+    on_event: Callable[[Any], None] | None = None,
+) -> dict[str, Any]:
+    """Apply every step on a fresh backend, then observe and check: the contract's `--json` observation.
+
+    `backend` is "sim" or "kafka" (or an already built Backend, which is closed afterwards all the same).
+    `on_step(step, outcome)` is called after each step, notes included.
+    """
+    seed = scenario.seed if seed is None else seed
+    if isinstance(backend, str):
+        backend = make_backend(backend, scenario.cluster, scenario.actors, seed=seed, on_event=on_event)
+    steps, failures = [], []
+    try:
+        for step in scenario.steps:
+            outcome = backend.apply(step)
+            if on_step is not None:
+                on_step(step, outcome)
+            if step.is_note:
+                continue
+            steps.append({"index": step.index, "step": step.label, "outcome": outcome})
+            if step.expect is not None and outcome not in step.expect:
+                failures.append(f"steps[{step.index}] {step.label} (line {step.line}): expected {' or '.join(step.expect)}, observed {outcome}")
+        raw = backend.observe()
+    finally:
+        backend.close()
+    observation = build_observation(scenario, getattr(backend, "name", str(backend)), seed, steps, raw)
+    passed, block_failures = check_expectations(scenario, observation)
+    observation["expect"] = {"passed": passed, "failed": len(failures) + len(block_failures), "failures": failures + block_failures}
+    return observation
+
+
+def build_observation(scenario: Scenario, backend: str, seed: int, steps: list[dict], raw: Mapping[str, Any]) -> dict[str, Any]:
+    """The contract's observation from a backend's raw `observe()` (everything but `expect`).
+
+    Producer ids become P1, P2, ... in order of first appearance: partitions in (topic, partition) order, each
+    log in offset order, then transactions by transactional id. A real cluster and the simulator allocate
+    different numbers; the order in which producers appear is what both share. -1 (no producer id: a record
+    from a non-idempotent producer) stays null.
+    """
+    names: dict[int, str] = {}
+
+    def producer(pid: Any) -> str | None:
+        if pid is None or pid == -1:
+            return None
+        if pid not in names:
+            names[pid] = f"P{len(names) + 1}"
+        return names[pid]
+
+    partitions = {}
+    for tp in sorted(raw.get("partitions", {}), key=_tp_order):
+        part = raw["partitions"][tp]
+        log = []
+        for entry in part.get("log", []):
+            if entry.get("control"):
+                log.append({"offset": entry["offset"], "control": entry["control"], "producer": producer(entry.get("producer_id")), "epoch": entry.get("epoch")})
+            else:
+                out = {"offset": entry["offset"]}
+                if entry.get("key") is not None:
+                    out["key"] = entry["key"]
+                out.update(value=entry.get("value"), producer=producer(entry.get("producer_id")), epoch=entry.get("epoch"), transactional=bool(entry.get("transactional")))
+                log.append(out)
+        partitions[tp] = {"log": log, "high_watermark": part.get("high_watermark"), "last_stable_offset": part.get("last_stable_offset")}
+    transactions = {}
+    for txid in sorted(raw.get("transactions", {})):
+        txn = raw["transactions"][txid]
+        transactions[txid] = {"state": txn.get("state"), "producer": producer(txn.get("producer_id")), "epoch": txn.get("epoch")}
+    consumers = {name: {tp: list(values) for tp, values in sorted(per.items(), key=lambda kv: _tp_order(kv[0]))} for name, per in sorted(raw.get("consumers", {}).items())}
+    groups = {group: {tp: offset for tp, offset in sorted(per.items(), key=lambda kv: _tp_order(kv[0]))} for group, per in sorted(raw.get("groups", {}).items())}
+    return {
+        "format": FORMAT,
+        "scenario": scenario.id,
+        "backend": backend,
+        "seed": seed,
+        "steps": steps,
+        "partitions": partitions,
+        "consumers": consumers,
+        "transactions": transactions,
+        "groups": groups,
+    }
+
+
+def _tp_order(tp: str) -> tuple[str, int]:
+    topic, _, number = tp.rpartition("-")
+    return (topic, int(number)) if number.isdigit() else (tp, -1)
+
+
+def check_expectations(scenario: Scenario, observation: Mapping[str, Any]) -> tuple[int, list[str]]:
+    """Check the `expect:` block against an observation: (checks that held, failure messages).
+
+    One check per consumer and partition, per log, per partition's watermarks, per transactional id, per
+    group and partition. Each failure says where it is written, what was expected and what was observed.
+    """
+    expect = scenario.expect or {}
+    passed, failures = 0, []
+
+    def check(key: str, wanted: Any, seen: Any) -> None:
+        nonlocal passed
+        if wanted == seen:
+            passed += 1
+        else:
+            line = scenario.expect_lines.get(key, 0)
+            failures.append(f"expect.{key} (line {line}): expected {_show(wanted)}, observed {_show(seen)}")
+
+    for name, per in expect.get("consumers", {}).items():
+        for tp, values in per.items():
+            check(f"consumers.{name}.{tp}", values, observation["consumers"].get(name, {}).get(tp, []))
+    for tp, entries in expect.get("logs", {}).items():
+        log = observation["partitions"].get(tp, {}).get("log", [])
+        check(f"logs.{tp}", entries, [e["control"] if "control" in e else e["value"] for e in log])
+    for tp, marks in expect.get("watermarks", {}).items():
+        part = observation["partitions"].get(tp, {})
+        check(f"watermarks.{tp}", marks, {k: part.get(k) for k in marks})
+    for txid, want in expect.get("transactions", {}).items():
+        txn = observation["transactions"].get(txid)
+        check(f"transactions.{txid}", want, {k: txn.get(k) for k in want} if txn else "no such transactional id at the coordinator")
+    for group, per in expect.get("groups", {}).items():
+        for tp, offset in per.items():
+            check(f"groups.{group}.{tp}", offset, observation["groups"].get(group, {}).get(tp))
+    return passed, failures
+
+
+def _show(value: Any) -> str:
+    """Compact, YAML-like: [a, b], {state: Empty, epoch: 2}, null."""
+    if value is None:
+        return "null"
+    if isinstance(value, list):
+        return "[" + ", ".join(_show(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {_show(v)}" for k, v in value.items()) + "}"
+    return str(value)
