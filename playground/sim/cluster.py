@@ -1,0 +1,580 @@
+"""The simulated cluster: brokers, topics and partition leaders, RPCs in virtual time, the partition leaders'
+request handling (Produce, Fetch, ListOffsets, WriteTxnMarkers), and the periodic tasks of each broker.
+
+Placement is deterministic and easy to predict: partition p of every topic (and of `__transaction_state` and
+`__consumer_offsets`) has replicas [b(p), b(p+1), ...] with b(i) = the (i mod brokers)-th broker, so orders-0 is
+led by broker 1, orders-1 by broker 2, ... When a leader stops, the next live replica takes over (all replicas are
+in sync here); a broker that starts again does not take leadership back (no preferred-leader rebalance).
+
+Timing knobs (cluster config, all optional; Kafka itself ignores keys starting with `sim.`):
+  sim.latency.ms (1)                 one way, client <-> broker
+  sim.interbroker.latency.ms (1)     one way, broker <-> broker (markers)
+  sim.broker.N.latency.ms (0)        extra one-way delay for anything to or from broker N
+  sim.replication.latency.ms (1)     until followers have an append and the high watermark moves past it
+  sim.broker.N.replication.latency.ms  the same for partitions led by broker N (a slow follower)
+  sim.coordinator.load.ms (5)        a new coordinator loading its `__transaction_state` partition
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Any, Callable, Mapping
+
+from playground.sim import events as ev
+from playground.sim.clock import TIMER, Scheduler, SplitMix64
+from playground.sim.coordinator import TransactionCoordinator
+from playground.sim.groups import GroupCoordinator
+from playground.sim.log import PartitionLog
+
+TXN_TOPIC = "__transaction_state"
+OFFSETS_TOPIC = "__consumer_offsets"
+INTERNAL_TOPICS = (TXN_TOPIC, OFFSETS_TOPIC)
+PRODUCER_ID_BLOCK_SIZE = 1000  # ProducerIdsBlock.PRODUCER_ID_BLOCK_SIZE
+
+
+class BrokerState:
+    __slots__ = ("broker_id", "up", "incarnation", "pid_next", "pid_end")
+
+    def __init__(self, broker_id: int) -> None:
+        self.broker_id = broker_id
+        self.up = True
+        self.incarnation = 0
+        self.pid_next = 0
+        self.pid_end = 0
+
+
+class PartitionMeta:
+    __slots__ = ("name", "topic", "partition", "replicas", "leader", "leader_epoch", "log")
+
+    def __init__(self, topic: str, partition: int, replicas: tuple[int, ...]) -> None:
+        self.name = f"{topic}-{partition}"
+        self.topic = topic
+        self.partition = partition
+        self.replicas = replicas
+        self.leader: int | None = replicas[0] if replicas else None
+        self.leader_epoch = 0
+        self.log: PartitionLog | None = None
+
+
+class Cluster:
+    def __init__(self, brokers: int = 3, config: Mapping[str, Any] | None = None,
+                 topics: Mapping[str, int] | None = None, seed: int = 0, *,
+                 on_event: Callable[[ev.Event], None] | None = None, keep_events: bool = True) -> None:
+        if brokers < 1:
+            raise ValueError("a cluster needs at least one broker")
+        self.config: dict[str, Any] = dict(config or {})
+        self.rng = SplitMix64(seed)
+        self.scheduler = Scheduler()
+        self.events: list[ev.Event] = []
+        self.keep_events = keep_events
+        self.timeline: deque[ev.Rpc] = deque(maxlen=200)
+        self._listeners: list[Callable[[ev.Event], None]] = [on_event] if on_event else []
+        self._seq = 0
+        self._correlation = 0
+        self.brokers: dict[int, BrokerState] = {b: BrokerState(b) for b in range(1, brokers + 1)}
+        self.broker_ids = tuple(self.brokers)
+        self.replication_factor = int(self.config.get("sim.replication.factor", min(3, brokers)))
+        self.latency_ms = int(self.config.get("sim.latency.ms", 1))
+        self.interbroker_latency_ms = int(self.config.get("sim.interbroker.latency.ms", 1))
+        self.default_replication_ms = int(self.config.get("sim.replication.latency.ms", 1))
+        self.coordinator_load_ms = int(self.config.get("sim.coordinator.load.ms", 5))
+        self.marker_retry_backoff_ms = int(self.config.get("sim.marker.retry.backoff.ms", 100))
+        self._extra_latency = {b: int(self.config.get(f"sim.broker.{b}.latency.ms", 0)) for b in self.broker_ids}
+        self._replication = {b: int(self.config.get(f"sim.broker.{b}.replication.latency.ms",
+                                                    self.default_replication_ms)) for b in self.broker_ids}
+        self._next_pid_block = 0
+        self.markers_written = 0
+        self.partitions: dict[str, PartitionMeta] = {}
+        self.topics: dict[str, int] = {}
+        self._watermarks: dict[str, tuple[int, int, int]] = {}
+        self._parked: dict[str, list[Callable[..., bool]]] = {}  # long-polling fetches per partition
+        self._scans: dict[tuple[int, str], _PeriodicScan] = {}
+        # replies owed by each broker: correlation -> fail(), so a stopped broker's requests fail at once
+        self._outstanding: dict[int, dict[int, Callable[[], None]]] = {b: {} for b in self.broker_ids}
+        self.txn_coordinator = TransactionCoordinator(self)
+        self.groups = GroupCoordinator(self)
+        for name, count in (topics or {}).items():
+            self.create_topic(name, count)
+        self._create_internal_topic(OFFSETS_TOPIC, self.groups.num_partitions)
+        self._create_internal_topic(TXN_TOPIC, self.txn_coordinator.num_partitions)
+        for p in range(self.txn_coordinator.num_partitions):
+            self.txn_coordinator.on_leader_change(p, self.partitions[f"{TXN_TOPIC}-{p}"].leader, 0)
+        for b in self.broker_ids:
+            self._start_broker_tasks(b)
+
+    # -- events -----------------------------------------------------------------------------------------------
+    def subscribe(self, listener: Callable[[ev.Event], None]) -> None:
+        self._listeners.append(listener)
+
+    def emit(self, cls: type[ev.Event], **fields: Any) -> ev.Event:
+        self._seq += 1
+        event = cls(seq=self._seq, time_ms=self.scheduler.now_ms, **fields)
+        if self.keep_events:
+            self.events.append(event)
+        if cls is ev.Rpc:
+            self.timeline.append(event)  # type: ignore[arg-type]
+        for listener in self._listeners:
+            listener(event)
+        return event
+
+    @property
+    def now_ms(self) -> int:
+        return self.scheduler.now_ms
+
+    # -- topology ---------------------------------------------------------------------------------------------
+    def _replicas(self, partition: int) -> tuple[int, ...]:
+        n = len(self.broker_ids)
+        return tuple(self.broker_ids[(partition + i) % n] for i in range(self.replication_factor))
+
+    def create_topic(self, name: str, partitions: int) -> None:
+        if name in self.topics:
+            raise ValueError(f"topic {name!r} already exists")
+        if partitions < 1:
+            raise ValueError(f"topic {name!r} needs at least one partition")
+        self.topics[name] = partitions
+        for p in range(partitions):
+            meta = PartitionMeta(name, p, self._replicas(p))
+            meta.log = PartitionLog(name, p)
+            self.partitions[meta.name] = meta
+
+    def _create_internal_topic(self, name: str, partitions: int) -> None:
+        self.topics[name] = partitions
+        for p in range(partitions):
+            meta = PartitionMeta(name, p, self._replicas(p))
+            self.partitions[meta.name] = meta  # logs are created when first written
+
+    def partition_count(self, topic: str) -> int:
+        return self.topics.get(topic, 0)
+
+    def user_topics(self) -> list[str]:
+        return [t for t in self.topics if t not in INTERNAL_TOPICS]
+
+    def leader_of(self, partition: str) -> int | None:
+        meta = self.partitions.get(partition)
+        return meta.leader if meta else None
+
+    def log(self, partition: str) -> PartitionLog:
+        meta = self.partitions[partition]
+        if meta.log is None:
+            meta.log = PartitionLog(meta.topic, meta.partition)
+        return meta.log
+
+    def broker_up(self, broker: int | None) -> bool:
+        return broker is not None and broker in self.brokers and self.brokers[broker].up
+
+    def any_up_broker(self) -> int | None:
+        return next((b for b in self.broker_ids if self.brokers[b].up), None)
+
+    def replication_ms(self, broker: int | None) -> int:
+        return self._replication.get(broker, self.default_replication_ms) if broker is not None else 0
+
+    def hop_ms(self, dst: int | None, src_broker: int | None = None) -> int:
+        extra = self._extra_latency.get(dst, 0) if dst is not None else 0
+        if src_broker is not None:
+            return self.interbroker_latency_ms + extra + self._extra_latency.get(src_broker, 0)
+        return self.latency_ms + extra
+
+    def generate_producer_id(self, broker: int) -> int:
+        """ProducerIdManager: each broker hands out ids from a block of 1000 the controller gave it."""
+        state = self.brokers[broker]
+        if state.pid_next >= state.pid_end:
+            state.pid_next = self._next_pid_block
+            state.pid_end = self._next_pid_block + PRODUCER_ID_BLOCK_SIZE
+            self._next_pid_block += PRODUCER_ID_BLOCK_SIZE
+        pid = state.pid_next
+        state.pid_next += 1
+        return pid
+
+    # -- brokers up/down --------------------------------------------------------------------------------------
+    def stop_broker(self, broker: int) -> None:
+        state = self.brokers[broker]
+        if not state.up:
+            return
+        state.up = False
+        state.incarnation += 1
+        state.pid_next = state.pid_end = 0  # an unused id block is lost with the process, as in Kafka
+        self.emit(ev.Broker, broker=broker, up=False)
+        for fail in list(self._outstanding[broker].values()):
+            fail()
+        self._outstanding[broker].clear()
+        for meta in self.partitions.values():
+            if meta.leader == broker:
+                self._elect(meta)
+
+    def start_broker(self, broker: int) -> None:
+        state = self.brokers[broker]
+        if state.up:
+            return
+        state.up = True
+        state.incarnation += 1
+        self.emit(ev.Broker, broker=broker, up=True)
+        for meta in self.partitions.values():
+            if meta.leader is None and broker in meta.replicas:
+                self._elect(meta)
+        self._start_broker_tasks(broker)
+
+    def _elect(self, meta: PartitionMeta) -> None:
+        new_leader = next((b for b in meta.replicas if self.brokers[b].up), None)
+        if new_leader == meta.leader:
+            return
+        meta.leader = new_leader
+        meta.leader_epoch += 1
+        if meta.topic not in INTERNAL_TOPICS:  # internal partitions: CoordinatorLoad tells what matters
+            self.emit(ev.Leader, partition=meta.name, leader=new_leader, leader_epoch=meta.leader_epoch)
+        if meta.topic == TXN_TOPIC:
+            self.txn_coordinator.on_leader_change(meta.partition, new_leader, self.coordinator_load_ms)
+
+    def _start_broker_tasks(self, broker: int) -> None:
+        tc = self.txn_coordinator
+        self._scans[(broker, "abort")] = _PeriodicScan(
+            self, broker, tc.abort_interval_ms, f"transaction-abort b{broker}",
+            lambda: tc.abort_timed_out_transactions(broker), lambda t: bool(tc.timed_out(broker, t)),
+            lambda: tc.next_timeout_ms(broker))
+        self._scans[(broker, "expire")] = _PeriodicScan(
+            self, broker, tc.expire_interval_ms, f"transactionalId-expiration b{broker}",
+            lambda: tc.remove_expired_transactional_ids(broker), lambda t: bool(tc.expirable(broker, t)),
+            lambda: tc.next_expiry_ms(broker))
+
+    def wake_scans(self, broker: int | None, timeout_at_ms: int | None, expiry_at_ms: int | None) -> None:
+        """A transactional id got a new deadline: make sure the scans of its coordinator look in time."""
+        if broker is None:
+            return
+        if timeout_at_ms is not None and (broker, "abort") in self._scans:
+            self._scans[(broker, "abort")].wake(timeout_at_ms)
+        if expiry_at_ms is not None and (broker, "expire") in self._scans:
+            self._scans[(broker, "expire")].wake(expiry_at_ms)
+
+    # -- RPC --------------------------------------------------------------------------------------------------
+    def rpc(self, name: str, src: str, dst_broker: int | None, dst_label: str, detail: str,
+            handler: Callable[[Callable[..., None]], None],
+            on_response: Callable[[str | None, dict[str, Any]], None], *,
+            src_alive: Callable[[], bool] = lambda: True, src_broker: int | None = None) -> int:
+        """Send a request; `handler(reply)` runs at the destination when it arrives, `reply(error, **result)`
+        sends the answer back; `on_response(error, result)` runs at the source when the answer arrives (unless
+        the source died meanwhile). A broker that is down, or stops before answering, yields `_TRANSPORT`."""
+        self._correlation += 1
+        corr = self._correlation
+        self.emit(ev.Rpc, rpc=name, src=src, dst=dst_label, direction="request", error=None, detail=detail,
+                  correlation=corr)
+        hop = self.hop_ms(dst_broker, src_broker)
+        done = [False]
+
+        def deliver(error: str | None, result: dict[str, Any]) -> None:
+            if not src_alive():
+                return
+            self.emit(ev.Rpc, rpc=name, src=dst_label, dst=src, direction="response", error=error,
+                      detail=_describe(result), correlation=corr)
+            on_response(error, result)
+
+        def fail_transport() -> None:
+            if done[0]:
+                return
+            done[0] = True
+            self.scheduler.after(hop, lambda: deliver("_TRANSPORT", {}), label=f"{name} transport error")
+
+        if dst_broker is None or not self.broker_up(dst_broker):
+            self.scheduler.after(hop, lambda: deliver("_TRANSPORT", {}), label=f"{name} no broker")
+            return corr
+        incarnation = self.brokers[dst_broker].incarnation
+
+        def reply(error: str | None = None, **result: Any) -> None:
+            if done[0]:
+                return
+            if not self.broker_up(dst_broker) or self.brokers[dst_broker].incarnation != incarnation:
+                return  # the broker died before answering; fail_transport already told the source
+            done[0] = True
+            self._outstanding[dst_broker].pop(corr, None)
+            self.scheduler.after(hop, lambda: deliver(error, result), label=f"{name} response")
+
+        def arrive() -> None:
+            if not self.broker_up(dst_broker) or self.brokers[dst_broker].incarnation != incarnation:
+                fail_transport()
+                return
+            self._outstanding[dst_broker][corr] = fail_transport
+            handler(reply)
+
+        self.scheduler.after(hop, arrive, label=f"{name} request")
+        return corr
+
+    # -- partition leader: appends and replication ------------------------------------------------------------
+    def after_append(self, log: PartitionLog, result: Any, producer_id: int, epoch: int, transactional: bool,
+                     values: tuple, sequence: int = -1, then: Callable[[], None] | None = None,
+                     client_id: str | None = None) -> None:
+        """Announce an append and let followers catch up: the high watermark moves after the replication delay
+        (acks=all answers then)."""
+        if not result.duplicate:
+            self.emit(ev.Append, partition=log.name, base_offset=result.base_offset, count=len(values),
+                      producer_id=producer_id, epoch=epoch, sequence=sequence, transactional=transactional,
+                      values=values, client_id=client_id)
+            self.emit_watermarks(log)
+        self.replicate(log, result.last_offset + 1, then)
+
+    def replicate(self, log: PartitionLog, upto: int, then: Callable[[], None] | None = None) -> None:
+        leader = self.leader_of(log.name)
+
+        def caught_up() -> None:
+            if log.advance_high_watermark(upto):
+                self.emit_watermarks(log)
+            if then is not None:
+                then()
+
+        self.scheduler.after(self.replication_ms(leader), caught_up, label=f"replicate {log.name}")
+
+    def emit_watermarks(self, log: PartitionLog) -> None:
+        marks = (log.high_watermark, log.last_stable_offset, log.log_end_offset)
+        if self._watermarks.get(log.name) != marks:
+            self._watermarks[log.name] = marks
+            parked = self._parked.get(log.name)
+            if parked:
+                self._parked[log.name] = [check for check in parked if not check()]
+            if not log.topic.startswith("__"):
+                self.emit(ev.Watermarks, partition=log.name, high_watermark=marks[0], last_stable_offset=marks[1],
+                          log_end_offset=marks[2])
+
+    def handle_produce(self, broker: int, partition: str, transactional_id: str | None, producer_id: int,
+                       epoch: int, base_sequence: int, transactional: bool, values: tuple, keys: tuple | None,
+                       acks: int, reply: Callable[..., None], client_id: str | None = None) -> None:
+        meta = self.partitions.get(partition)
+        if meta is None:
+            reply("UNKNOWN_TOPIC_OR_PARTITION")
+            return
+        if meta.leader != broker:
+            reply("NOT_LEADER_OR_FOLLOWER")
+            return
+        log = self.log(partition)
+        verify = None
+        if transactional and transactional_id:
+            tc = self.txn_coordinator
+            verify = (lambda pid, e: tc.verify_partition(transactional_id, pid, e, partition))  # noqa: E731
+        result = log.append(producer_id, epoch, base_sequence, transactional, values, keys,
+                            timestamp_ms=self.now_ms, verify=verify)
+        if result.error:
+            reply(result.error)
+            return
+        answer = lambda: reply(None, base_offset=result.base_offset, duplicate=result.duplicate)  # noqa: E731
+        if acks == 0:
+            self.after_append(log, result, producer_id, epoch, transactional, values, base_sequence,
+                              client_id=client_id)
+            return
+        if acks == 1:
+            self.after_append(log, result, producer_id, epoch, transactional, values, base_sequence,
+                              client_id=client_id)
+            answer()
+            return
+        self.after_append(log, result, producer_id, epoch, transactional, values, base_sequence, then=answer,
+                          client_id=client_id)
+
+    def handle_fetch(self, broker: int, partition: str, offset: int, isolation_level: str,
+                     max_records: int | None, reply: Callable[..., None], max_wait_ms: int = 0) -> None:
+        """A Fetch is a long poll (DelayedFetch): with nothing readable at `offset` (below the LSO for
+        read_committed, the high watermark otherwise) the leader holds it until something is, or until
+        `max_wait_ms` (librdkafka's fetch.wait.max.ms, 500) has passed."""
+        meta = self.partitions.get(partition)
+        if meta is None:
+            reply("UNKNOWN_TOPIC_OR_PARTITION")
+            return
+        if meta.leader != broker:
+            reply("NOT_LEADER_OR_FOLLOWER")
+            return
+        log = self.log(partition)
+
+        def readable() -> bool:
+            upper = log.last_stable_offset if isolation_level == "read_committed" else log.high_watermark
+            return upper > offset
+
+        def answer() -> None:
+            records, position = log.fetch(offset, isolation_level, max_records)
+            reply(None, records=records, position=position, high_watermark=log.high_watermark,
+                  last_stable_offset=log.last_stable_offset)
+
+        if max_wait_ms <= 0 or readable():
+            answer()
+            return
+        parked = self._parked.setdefault(partition, [])
+        done = [False]
+
+        def check(expired: bool = False) -> bool:
+            if done[0]:
+                return True
+            if expired or readable():
+                done[0] = True
+                if meta.leader == broker and self.broker_up(broker):
+                    answer()
+                return True
+            return False
+
+        parked.append(check)
+        self.scheduler.after(max_wait_ms, lambda: check(expired=True), label=f"fetch wait {partition}")
+
+    def handle_list_offsets(self, broker: int, partition: str, latest: bool, isolation_level: str,
+                            reply: Callable[..., None]) -> None:
+        meta = self.partitions.get(partition)
+        if meta is None or meta.leader != broker:
+            reply("NOT_LEADER_OR_FOLLOWER")
+            return
+        log = self.log(partition)
+        if not latest:
+            reply(None, offset=log.log_start_offset)
+        else:
+            reply(None, offset=log.last_stable_offset if isolation_level == "read_committed" else log.high_watermark)
+
+    # -- transaction markers ----------------------------------------------------------------------------------
+    def send_markers(self, coordinator: int | None, transactional_id: str, producer_id: int, epoch: int,
+                     control: str, coordinator_epoch: int, partitions: list[str],
+                     on_result: Callable[[str, str | None], None]) -> None:
+        """TransactionMarkerChannelManager: one WriteTxnMarkers request per partition leader."""
+        if coordinator is None or not self.broker_up(coordinator):
+            return
+        by_leader: dict[int | None, list[str]] = {}
+        for tp in partitions:
+            by_leader.setdefault(self.leader_of(tp), []).append(tp)
+        incarnation = self.brokers[coordinator].incarnation
+
+        def coordinator_alive() -> bool:
+            return self.broker_up(coordinator) and self.brokers[coordinator].incarnation == incarnation
+
+        for leader, tps in by_leader.items():
+            if leader is None:
+                for tp in tps:
+                    self.scheduler.after(self.marker_retry_backoff_ms,
+                                         lambda tp=tp: coordinator_alive() and on_result(tp, "NOT_LEADER_OR_FOLLOWER"),
+                                         label=f"marker {tp} has no leader")
+                continue
+            self._send_marker_request(coordinator, leader, transactional_id, producer_id, epoch, control,
+                                      coordinator_epoch, tps, on_result, coordinator_alive)
+
+    def _send_marker_request(self, coordinator: int, leader: int, transactional_id: str, producer_id: int,
+                             epoch: int, control: str, coordinator_epoch: int, tps: list[str],
+                             on_result: Callable[[str, str | None], None],
+                             coordinator_alive: Callable[[], bool]) -> None:
+        def handler(reply: Callable[..., None]) -> None:
+            errors: dict[str, str | None] = {}
+            written: list[tuple[PartitionLog, int]] = []
+            for tp in tps:
+                if self.leader_of(tp) != leader:
+                    errors[tp] = "NOT_LEADER_OR_FOLLOWER"
+                    continue
+                log = self.log(tp)
+                result = log.append_marker(producer_id, epoch, control, coordinator_epoch, self.now_ms)
+                errors[tp] = result.error
+                if result.error is None:
+                    self.markers_written += 1
+                    self.emit(ev.Marker, partition=tp, offset=result.base_offset, control=control,
+                              producer_id=producer_id, epoch=epoch, coordinator_epoch=coordinator_epoch)
+                    self.emit_watermarks(log)
+                    if log.topic == OFFSETS_TOPIC:
+                        self.groups.on_marker(tp, producer_id, control)
+                    written.append((log, result.base_offset + 1))
+            if not written:
+                reply(None, errors=errors)
+                return
+            pending = [len(written)]
+
+            def one_caught_up() -> None:
+                pending[0] -= 1
+                if pending[0] == 0:
+                    reply(None, errors=errors)
+
+            for log, upto in written:
+                self.replicate(log, upto, one_caught_up)
+
+        def on_response(error: str | None, result: dict[str, Any]) -> None:
+            errors = result.get("errors") if error is None else {tp: error for tp in tps}
+            for tp in tps:
+                on_result(tp, errors.get(tp))
+
+        self.rpc("WriteTxnMarkers", f"coordinator(b{coordinator})", leader,
+                 f"leader {','.join(tps)}(b{leader})",
+                 f"{control} producer {producer_id} epoch {epoch} -> {', '.join(tps)}", handler, on_response,
+                 src_alive=coordinator_alive, src_broker=coordinator)
+
+    # -- time -------------------------------------------------------------------------------------------------
+    def advance(self, ms: int) -> None:
+        before = self.now_ms
+        self.scheduler.advance(ms)
+        self.emit(ev.Clock, from_ms=before, to_ms=self.now_ms)
+
+    def settle(self, max_ms: int = 30_000) -> bool:
+        return self.scheduler.settle(max_ms)
+
+    # -- figures for the cost scenario and the dashboard ------------------------------------------------------
+    def stats(self) -> dict[str, Any]:
+        tc = self.txn_coordinator
+        return {
+            "init_producer_id_calls": tc.init_producer_id_calls,
+            "transaction_state_records": tc.records_written,
+            "transaction_state_bytes": tc.bytes_written,
+            "transaction_state_records_by_id": dict(sorted(tc.records_by_id.items())),
+            "markers_written": self.markers_written,
+        }
+
+
+class _PeriodicScan:
+    """A broker's periodic task (the coordinator's abort and expiry scans) on its fixed grid of ticks
+    (broker start + k x interval), as Kafka's scheduler runs it. Ticks at which the scan would find nothing are
+    skipped: the next tick is the first one at or after the earliest deadline the coordinator knows of, and a new
+    deadline wakes the scan up earlier. Long clock jumps (7 days for expiry) stay cheap; behaviour is the same."""
+
+    def __init__(self, cluster: "Cluster", broker: int, interval_ms: int, label: str, task: Callable[[], None],
+                 would_act: Callable[[int], bool], next_deadline: Callable[[], int | None]) -> None:
+        self.c = cluster
+        self.broker = broker
+        self.interval_ms = interval_ms
+        self.label = label
+        self.task = task
+        self.would_act = would_act
+        self.next_deadline = next_deadline
+        self.incarnation = cluster.brokers[broker].incarnation
+        self.start_ms = cluster.now_ms
+        self.entry = None
+        self.scheduled_ms: int | None = None
+        self._reschedule()
+
+    def _alive(self) -> bool:
+        state = self.c.brokers[self.broker]
+        return state.up and state.incarnation == self.incarnation
+
+    def _tick_after(self, t: int) -> int:
+        """The first tick strictly after t."""
+        k = (t - self.start_ms) // self.interval_ms + 1
+        return self.start_ms + k * self.interval_ms
+
+    def _schedule(self, tick: int) -> None:
+        self.c.scheduler.cancel(self.entry)
+        self.scheduled_ms = tick
+        self.entry = self.c.scheduler.at(tick, self._run, category=TIMER, label=self.label,
+                                         inert=lambda t: not self._alive() or not self.would_act(t))
+
+    def _reschedule(self) -> None:
+        deadline = self.next_deadline()
+        if deadline is None:
+            self.c.scheduler.cancel(self.entry)
+            self.entry = None
+            self.scheduled_ms = None
+            return
+        self._schedule(max(self._tick_after(self.c.now_ms), self._tick_after(deadline - 1)))
+
+    def wake(self, deadline_ms: int) -> None:
+        if not self._alive():
+            return
+        tick = max(self._tick_after(self.c.now_ms), self._tick_after(deadline_ms - 1))
+        if self.scheduled_ms is None or tick < self.scheduled_ms:
+            self._schedule(tick)
+
+    def _run(self) -> None:
+        self.entry = None
+        self.scheduled_ms = None
+        if not self._alive():
+            return
+        self.task()
+        self._reschedule()
+
+
+def _describe(result: dict[str, Any]) -> str:
+    parts = []
+    for key in ("producer_id", "producer_epoch", "base_offset", "coordinator", "member_id", "position"):
+        if key in result and result[key] is not None:
+            parts.append(f"{key.replace('_', ' ')} {result[key]}")
+    if "records" in result:
+        parts.append(f"{len(result['records'])} records")
+    return ", ".join(parts)

@@ -1,0 +1,512 @@
+"""SimBackend: the scenario steps of scenario-format.md executed against the simulated cluster.
+
+Time: steps run back to back in virtual time. A blocking call (init, an awaited produce, commit, abort,
+send_offsets, a consumer poll) runs the scheduler until its answer is in, so whatever else is in flight
+(other clients' background sends, markers) happens meanwhile in time order. A fire-and-forget produce only
+queues the record; it goes out with the next thing that lets time pass.
+
+Quiescence (what `observe()` waits for): in-flight work is finished: markers are written, the high watermark
+and LSO caught up, queued records sent, retries done. Timers that would change the story (the coordinator's
+transaction-timeout abort scan finding a timed-out transaction, transactional.id expiry, a consumer's session
+timeout) do not fire; periodic scans that would find nothing run on the way. The wait is bounded (30 s of
+virtual time). So `observe()` never makes a transaction time out that the steps did not already time out.
+"""
+
+from __future__ import annotations
+
+import bisect
+from typing import Any, Callable, Mapping
+
+from playground.backend import OK, Backend, BackendError
+from playground.sim import events as ev
+from playground.sim.client import CLOSED, CRASHED, Consumer, Message, Producer, TopicPartition
+from playground.sim.cluster import Cluster
+from playground.sim.coordinator import TRANSITIONS
+from playground.sim.errors import KafkaException
+from playground.sim.log import READ_COMMITTED
+from playground.spec import CONSUMER, PRODUCER, ActorSpec, ClusterSpec, Step
+
+# Client settings a cluster-level `config:` passes on to every client (the rest are broker settings).
+CLIENT_KEYS = frozenset({
+    "transaction.timeout.ms", "linger.ms", "queue.buffering.max.ms", "message.timeout.ms", "delivery.timeout.ms",
+    "retry.backoff.ms", "acks", "request.required.acks", "enable.idempotence", "batch.num.messages",
+    "isolation.level", "auto.offset.reset", "enable.auto.commit", "auto.commit.interval.ms", "sim.api.timeout.ms",
+})
+SETTLE_MAX_MS = 30_000
+POLL_ROUNDS_MAX = 1000
+POLL_BATCH = 500
+
+
+def _ms(value: Any) -> int:
+    if isinstance(value, bool):
+        raise BackendError(f"expected a number of milliseconds, got {value!r}")
+    if isinstance(value, (int, float)):
+        return int(value)
+    text = str(value).strip().lower()
+    for suffix, factor in (("ms", 1), ("s", 1000), ("m", 60_000), ("h", 3_600_000), ("d", 86_400_000)):
+        if text.endswith(suffix) and text[: -len(suffix)].replace(".", "", 1).isdigit():
+            return int(float(text[: -len(suffix)]) * factor)
+    if text.isdigit():
+        return int(text)
+    raise BackendError(f"cannot read {value!r} as a duration")
+
+
+class _ProducerActor:
+    def __init__(self, spec: ActorSpec) -> None:
+        self.spec = spec
+        self.client: Producer | None = None
+        self.app_sent_ok = 0
+        self.last_error: dict[str, Any] | None = None
+        self.fenced = False
+
+
+class _ConsumerActor:
+    def __init__(self, spec: ActorSpec) -> None:
+        self.spec = spec
+        self.client: Consumer | None = None
+        self.received: dict[str, list[tuple[int, Any]]] = {}
+        self.last_poll: list[Message] = []
+        self.last_error: dict[str, Any] | None = None
+
+
+class SimBackend(Backend):
+    name = "sim"
+
+    def __init__(self, cluster: ClusterSpec, actors: Mapping[str, ActorSpec], *, seed: int = 0,
+                 on_event: Callable[[Any], None] | None = None) -> None:
+        self.spec = cluster
+        self.seed = seed
+        self.config = dict(cluster.config)
+        self._external = on_event
+        self._spans: dict[str, tuple[list[int], list[tuple[int, str | None]]]] = {}
+        self._landed: dict[str, int] = {}
+        self._rc_seen: set[tuple[str, int]] = set()
+        self._rc_received: dict[str, int] = {}  # producing actor -> its records a read_committed consumer got
+        self.cluster = Cluster(cluster.brokers, self.config, {t.name: t.partitions for t in cluster.topics},
+                               seed=seed, on_event=self._on_event)
+        if "session.timeout.ms" in self.config:
+            self.cluster.groups.session_timeout_ms = int(self.config["session.timeout.ms"])
+        self.producers: dict[str, _ProducerActor] = {}
+        self.consumers: dict[str, _ConsumerActor] = {}
+        for actor in actors.values():
+            self.add_actor(actor)
+
+    # -- events -----------------------------------------------------------------------------------------------
+    @property
+    def events(self) -> list[ev.Event]:
+        return self.cluster.events
+
+    def _on_event(self, event: ev.Event) -> None:
+        if isinstance(event, ev.Append) and not event.partition.startswith("__"):
+            bases, spans = self._spans.setdefault(event.partition, ([], []))
+            bases.append(event.base_offset)
+            spans.append((event.base_offset + event.count, event.client_id))
+            if event.client_id is not None:
+                self._landed[event.client_id] = self._landed.get(event.client_id, 0) + event.count
+        if self._external is not None:
+            self._external(event)
+
+    def _owner(self, tp: str, offset: int) -> str | None:
+        found = self._spans.get(tp)
+        if not found:
+            return None
+        bases, spans = found
+        i = bisect.bisect_right(bases, offset) - 1
+        if i >= 0 and offset < spans[i][0]:
+            return spans[i][1]
+        return None
+
+    # -- actors -----------------------------------------------------------------------------------------------
+    def add_actor(self, actor: ActorSpec) -> None:
+        if actor.name in self.producers or actor.name in self.consumers:
+            raise BackendError(f"actor {actor.name!r} already exists")
+        if actor.kind == PRODUCER:
+            entry = _ProducerActor(actor)
+            self.producers[actor.name] = entry
+            entry.client = self._new_producer(actor)
+        elif actor.kind == CONSUMER:
+            for topic in actor.topics:
+                if self.cluster.partition_count(topic) == 0:
+                    raise BackendError(f"actor {actor.name!r} subscribes to unknown topic {topic!r}")
+            entry_c = _ConsumerActor(actor)
+            self.consumers[actor.name] = entry_c
+            entry_c.client = self._new_consumer(actor)
+        else:
+            raise BackendError(f"actor {actor.name!r} has unknown kind {actor.kind!r}")
+
+    def _client_conf(self, actor: ActorSpec) -> dict[str, Any]:
+        conf = {k: v for k, v in self.config.items() if k in CLIENT_KEYS}
+        conf.update(actor.config)
+        conf["client.id"] = actor.name
+        return conf
+
+    def _new_producer(self, actor: ActorSpec) -> Producer:
+        conf = self._client_conf(actor)
+        # the scenario format: a producer without transactional.id is idempotent unless it says otherwise
+        conf.setdefault("enable.idempotence", True)
+        return Producer(conf, cluster=self.cluster, name=actor.name)
+
+    def _new_consumer(self, actor: ActorSpec) -> Consumer:
+        conf = self._client_conf(actor)
+        # scenarios read topics from the start and commit only when told to
+        conf.setdefault("auto.offset.reset", "earliest")
+        conf.setdefault("enable.auto.commit", False)
+        consumer = Consumer(conf, cluster=self.cluster, name=actor.name)
+        if actor.group_id:
+            consumer.subscribe(list(actor.topics))
+        else:
+            consumer.assign([TopicPartition(t, p) for t in actor.topics
+                             for p in range(self.cluster.partition_count(t))])
+        return consumer
+
+    # -- steps ------------------------------------------------------------------------------------------------
+    def apply(self, step: Step) -> str:
+        if step.is_note:
+            outcome = OK
+        else:
+            outcome = self._apply(step)
+        self.cluster.emit(ev.Step, label=step.label, outcome=outcome)
+        return outcome
+
+    def _apply(self, step: Step) -> str:
+        actor, action, args = step.actor, step.action, dict(step.args)
+        args.pop("expect", None)
+        if actor == "clock":
+            if action != "advance":
+                raise BackendError(f"clock has no action {action!r}")
+            self.cluster.advance(_ms(args.get("ms", args.get("value", 0))))
+            return OK
+        if actor == "broker":
+            broker = self._broker_arg(args)
+            if action == "stop":
+                self.cluster.stop_broker(broker)
+            elif action == "start":
+                self.cluster.start_broker(broker)
+            else:
+                raise BackendError(f"broker has no action {action!r}")
+            return OK
+        if actor in self.producers:
+            return self._producer_step(self.producers[actor], action, args)
+        if actor in self.consumers:
+            return self._consumer_step(self.consumers[actor], action, args)
+        raise BackendError(f"unknown actor {actor!r}")
+
+    def _broker_arg(self, args: dict[str, Any]) -> int:
+        """`{"broker": 2}`; extensions: `{"coordinator_of": TXID}`, `{"leader_of": "orders-0"}`."""
+        if "coordinator_of" in args:
+            broker = self.cluster.txn_coordinator.coordinator_of(str(args["coordinator_of"]))
+        elif "leader_of" in args:
+            broker = self.cluster.leader_of(str(args["leader_of"]))
+        else:
+            broker = args.get("broker", args.get("value"))
+        if not isinstance(broker, int) or broker not in self.cluster.brokers:
+            raise BackendError(f"no broker {broker!r} (brokers are {list(self.cluster.brokers)})")
+        return broker
+
+    def _fail(self, entry: Any, op: str, exc: KafkaException) -> str:
+        error = exc.error
+        entry.last_error = {"op": op, "error": error.name(), "detail": error.str()}
+        if isinstance(entry, _ProducerActor) and error.name() == "_FENCED":
+            entry.fenced = True
+        return error.name()
+
+    def _producer_step(self, entry: _ProducerActor, action: str, args: dict[str, Any]) -> str:
+        if action == "restart":
+            if entry.client is not None and entry.client.alive:
+                entry.client.crash()
+            entry.client = self._new_producer(entry.spec)
+            entry.fenced = False
+            return OK
+        p = entry.client
+        if p is None or not p.alive:
+            state = p.state if p is not None else "gone"
+            raise BackendError(f"producer {entry.spec.name!r} is {state}: restart it first")
+        try:
+            if action == "init_transactions":
+                p.init_transactions()
+            elif action == "begin_transaction":
+                p.begin_transaction()
+            elif action == "produce":
+                return self._produce(entry, p, args)
+            elif action == "flush":
+                if p.flush() > 0:
+                    return "_TIMED_OUT"
+            elif action == "send_offsets_to_transaction":
+                name = args.get("consumer")
+                if name not in self.consumers:
+                    raise BackendError(f"send_offsets_to_transaction names unknown consumer {name!r}")
+                consumer = self.consumers[name].client
+                assert consumer is not None
+                positions = consumer.position(consumer.assignment())
+                p.send_offsets_to_transaction(positions, consumer.consumer_group_metadata())
+            elif action == "commit_transaction":
+                p.commit_transaction()
+            elif action == "abort_transaction":
+                p.abort_transaction()
+            elif action == "crash":
+                p.crash()
+            elif action == "close":
+                p.close()
+            else:
+                raise BackendError(f"producer {entry.spec.name!r} has no action {action!r}")
+        except KafkaException as exc:
+            self._note_fenced(entry)
+            return self._fail(entry, action, exc)
+        self._note_fenced(entry)
+        return OK
+
+    def _note_fenced(self, entry: _ProducerActor) -> None:
+        if entry.client is not None and entry.client.fatal_error == "_FENCED":
+            entry.fenced = True
+
+    def _produce(self, entry: _ProducerActor, p: Producer, args: dict[str, Any]) -> str:
+        wait = args.get("await", True)
+        if isinstance(wait, str):
+            wait = wait.lower() not in ("false", "no", "0")
+        source = args.get("from")
+        if source is not None:
+            if source not in self.consumers:
+                raise BackendError(f"produce from unknown consumer {source!r}")
+            topic = args.get("topic")
+            records = [(topic or m.topic(), m.partition(), m.key(), m.value())
+                       for m in self.consumers[source].last_poll]
+        else:
+            topic = args.get("topic")
+            if topic is None:
+                raise BackendError("produce needs a topic")
+            # an undeclared topic or partition reaches librdkafka, which answers _UNKNOWN_TOPIC/_UNKNOWN_PARTITION
+            partition = args.get("partition")
+            key = args.get("key")
+            records = [(str(topic), -1 if partition is None else int(partition),
+                        None if key is None else str(key),
+                        None if args.get("value") is None else str(args.get("value")))]
+        reports: list[tuple[Any, Message]] = []
+        outcome = OK
+        for topic, partition, key, value in records:
+            try:
+                p.produce(topic, value=value, key=key, partition=partition,
+                          on_delivery=(lambda err, msg: reports.append((err, msg))) if wait else None)
+            except KafkaException as exc:
+                self._note_fenced(entry)
+                return self._fail(entry, "produce", exc)
+            if not wait:
+                entry.app_sent_ok += 1
+        if wait:
+            p.flush()
+            for err, _msg in reports:
+                if err is None:
+                    entry.app_sent_ok += 1
+                elif outcome == OK:
+                    outcome = err.name()
+                    entry.last_error = {"op": "produce", "error": err.name(), "detail": err.str()}
+            if len(reports) < len(records) and outcome == OK:
+                outcome = "_TIMED_OUT"
+        self._note_fenced(entry)
+        return outcome
+
+    def _consumer_step(self, entry: _ConsumerActor, action: str, args: dict[str, Any]) -> str:
+        if action == "restart":
+            if entry.client is not None and entry.client.alive:
+                entry.client.crash()
+            entry.client = self._new_consumer(entry.spec)
+            entry.last_poll = []
+            return OK
+        c = entry.client
+        if c is None or not c.alive:
+            raise BackendError(f"consumer {entry.spec.name!r} is {c.state if c else 'gone'}: restart it first")
+        try:
+            if action == "poll":
+                self._poll(entry, c, args.get("max"))
+            elif action == "commit":
+                c.commit(asynchronous=False)
+            elif action == "seek_to_committed":
+                self._seek_to_committed(c)
+            elif action == "crash":
+                c.crash()
+            else:
+                raise BackendError(f"consumer {entry.spec.name!r} has no action {action!r}")
+        except KafkaException as exc:
+            return self._fail(entry, action, exc)
+        return OK
+
+    def _poll(self, entry: _ConsumerActor, c: Consumer, max_records: Any) -> None:
+        limit = None if max_records is None else int(max_records)
+        got: list[Message] = []
+        for _ in range(POLL_ROUNDS_MAX):
+            want = POLL_BATCH if limit is None else min(POLL_BATCH, limit - len(got))
+            if want <= 0:
+                break
+            batch = c.consume(want, timeout=1.0)
+            if not batch:
+                break
+            got.extend(batch)
+        entry.last_poll = got
+        rc = c.isolation_level == READ_COMMITTED
+        for m in got:
+            tp = f"{m.topic()}-{m.partition()}"
+            entry.received.setdefault(tp, []).append((m.offset(), m.value()))
+            if rc and (tp, m.offset()) not in self._rc_seen:
+                self._rc_seen.add((tp, m.offset()))
+                owner = self._owner(tp, m.offset())
+                if owner is not None:
+                    self._rc_received[owner] = self._rc_received.get(owner, 0) + 1
+
+    def _seek_to_committed(self, c: Consumer) -> None:
+        parts = c.assignment()
+        committed = c.committed(parts) if c.group_id else [TopicPartition(tp.topic, tp.partition, -1001)
+                                                           for tp in parts]
+        for tp in committed:
+            offset = tp.offset if tp.offset >= 0 else self.cluster.log(tp.name).log_start_offset
+            c.seek(TopicPartition(tp.topic, tp.partition, offset))
+
+    # -- observation ------------------------------------------------------------------------------------------
+    def settle(self) -> bool:
+        """Let in-flight work finish (see the module docstring)."""
+        return self.cluster.settle(SETTLE_MAX_MS)
+
+    def observe(self) -> dict[str, Any]:
+        self.settle()
+        return {
+            "partitions": {name: self._partition(name) for name in self._user_partitions()},
+            "consumers": self._consumers_received(),
+            "transactions": {txid: {k: snap[k] for k in ("state", "producer_id", "epoch")}
+                             for txid, snap in self._transactions().items()},
+            "groups": self._groups(),
+        }
+
+    def _user_partitions(self) -> list[str]:
+        return [f"{t}-{p}" for t in self.cluster.user_topics() for p in range(self.cluster.partition_count(t))]
+
+    def _entry(self, offset: int, batch: Any, j: int) -> dict[str, Any]:
+        if batch.control is not None:
+            return {"offset": offset, "control": batch.control, "producer_id": batch.producer_id,
+                    "epoch": batch.epoch}
+        return {"offset": offset, "key": batch.key_at(j), "value": batch.values[j],
+                "producer_id": batch.producer_id, "epoch": batch.epoch,
+                "sequence": batch.base_sequence + j if batch.base_sequence >= 0 else -1,
+                "transactional": batch.transactional}
+
+    def _partition(self, name: str, start: int = 0, fate: bool = False) -> dict[str, Any]:
+        log = self.cluster.log(name)
+        entries = []
+        for offset, batch, j in log.entries(start):
+            entry = self._entry(offset, batch, j)
+            if fate:
+                entry["fate"] = batch.fate()
+            entries.append(entry)
+        return {"log": entries, "high_watermark": log.high_watermark, "last_stable_offset": log.last_stable_offset,
+                "log_end_offset": log.log_end_offset}
+
+    def _consumers_received(self) -> dict[str, dict[str, list[Any]]]:
+        out = {}
+        for name, entry in self.consumers.items():
+            per = {f"{t}-{p}": [] for t in entry.spec.topics for p in range(self.cluster.partition_count(t))}
+            for tp, records in entry.received.items():
+                per.setdefault(tp, []).extend(v for _, v in records)
+            out[name] = per
+        return out
+
+    def _transactions(self) -> dict[str, dict[str, Any]]:
+        tc = self.cluster.txn_coordinator
+        out = {}
+        for txid in tc.known_ids():
+            snap = tc.snapshot(txid)
+            if snap is not None:
+                out[txid] = snap
+        return out
+
+    def _groups(self) -> dict[str, dict[str, int | None]]:
+        out: dict[str, dict[str, int | None]] = {}
+        for entry in self.consumers.values():
+            gid = entry.spec.group_id
+            if not gid:
+                continue
+            per = out.setdefault(gid, {})
+            for t in entry.spec.topics:
+                for p in range(self.cluster.partition_count(t)):
+                    per.setdefault(f"{t}-{p}", None)
+        for gid, per in out.items():
+            per.update(self.cluster.groups.committed(gid))
+            out[gid] = dict(sorted(per.items()))
+        return out
+
+    def view(self, log_limit: int = 200) -> dict[str, Any]:
+        c = self.cluster
+        partitions = {}
+        for name in self._user_partitions():
+            log = c.log(name)
+            start = max(log.log_start_offset, log.log_end_offset - max(0, log_limit))
+            data = self._partition(name, start, fate=True)
+            meta = c.partitions[name]
+            data.update({
+                "topic": meta.topic, "partition": meta.partition, "leader": meta.leader,
+                "log_start_offset": log.log_start_offset, "window_start": start,
+                # extensions
+                "replicas": list(meta.replicas), "leader_epoch": meta.leader_epoch,
+                "open_transactions": {str(pid): first for pid, first in log.open_transactions().items()},
+                "abort_index": [t._asdict() for t in log.aborted[-50:]],
+            })
+            partitions[name] = data
+        producers = {}
+        for name, entry in self.producers.items():
+            p = entry.client
+            landed = self._landed.get(name, 0)
+            rc_received = self._rc_received.get(name, 0)
+            producers[name] = {
+                "transactional_id": entry.spec.transactional_id,
+                "producer_id": p.producer_id if p is not None and p.producer_id >= 0 else None,
+                "epoch": p.epoch if p is not None and p.epoch >= 0 else None,
+                "state": p.state if p is not None else CRASHED,
+                "last_error": entry.last_error,
+                "fenced": entry.fenced,
+                "counters": {"app_sent_ok": entry.app_sent_ok, "landed": landed,
+                             "read_committed_received": rc_received},
+                # extensions
+                "queued": p.outstanding() if p is not None and p.alive else 0,
+                "fatal_error": p.fatal_error if p is not None else None,
+            }
+        consumers = {}
+        for name, entry in self.consumers.items():
+            cons = entry.client
+            consumers[name] = {
+                "isolation_level": cons.isolation_level if cons else entry.spec.isolation_level,
+                "group_id": entry.spec.group_id,
+                "topics": list(entry.spec.topics),
+                "state": "CRASHED" if cons is None or cons.state == CRASHED else
+                         ("CLOSED" if cons.state == CLOSED else "RUNNING"),
+                "positions": dict(sorted(cons.positions.items())) if cons else {},
+                "received": {tp: [{"offset": o, "value": v} for o, v in recs[-log_limit:]]
+                             for tp, recs in entry.received.items()},
+                "last_error": entry.last_error,
+            }
+        txns = {}
+        for txid, snap in self._transactions().items():
+            txns[txid] = {k: snap[k] for k in ("state", "producer_id", "epoch", "partitions", "timeout_ms",
+                                               "coordinator_partition", "coordinator_broker", "txn_start_time_ms",
+                                               "pending_state")}
+        timeline = [{"seq": e.seq, "time_ms": e.time_ms, "rpc": e.rpc, "src": e.src, "dst": e.dst,
+                     "direction": e.direction, "error": e.error, "detail": e.detail} for e in c.timeline]
+        return {
+            "backend": self.name,
+            "time_ms": c.now_ms,
+            "brokers": {str(b): {"up": s.up} for b, s in c.brokers.items()},
+            "partitions": partitions,
+            "producers": producers,
+            "consumers": consumers,
+            "transactions": txns,
+            "groups": self._groups(),
+            "timeline": timeline,
+            "unobservable": [],
+            # extensions
+            "consumers_received": self._consumers_received(),
+            "transitions": {k: sorted(v) for k, v in TRANSITIONS.items()},
+            "stats": c.stats(),
+        }
+
+    def close(self) -> None:
+        for entry in self.producers.values():
+            if entry.client is not None and entry.client.alive:
+                entry.client.alive = False
+        for entry_c in self.consumers.values():
+            if entry_c.client is not None and entry_c.client.alive:
+                entry_c.client.alive = False
