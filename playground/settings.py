@@ -48,7 +48,10 @@ DATABASES = {
         "ENGINE": "django.db.backends.sqlite3",
         "NAME": os.environ.get("PLAYGROUND_DB", str(BASE_DIR / "db.sqlite3")),
         # Two Daphne processes may share one SQLite file; wait for the lock instead of failing.
-        "OPTIONS": {"timeout": 20},
+        # WAL: readers never wait for the writer, and a commit costs no fsync (synchronous=NORMAL), which keeps
+        # a command's round trip short; the database survives a crash of the server, at worst losing the last
+        # commands of a power cut.
+        "OPTIONS": {"timeout": 20, "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"},
     }
 }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
@@ -92,3 +95,14 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": os.environ.get("PLAYGROUND_LOG_LEVEL", "WARNING")},
 }
+
+# The dashboard (playground/session.py, limits.py): pause between steps of "run", live backends kept per process,
+# per-session and per-client limits (see playground/limits.py for the names and defaults).
+PLAYGROUND_RUN_STEP_MS = int(os.environ.get("PLAYGROUND_RUN_STEP_MS", "800"))
+PLAYGROUND_LIVE_SESSIONS = int(os.environ.get("PLAYGROUND_LIVE_SESSIONS", "200"))
+PLAYGROUND_LIMITS = {}
+PLAYGROUND_DEFAULT_BACKEND = os.environ.get("PLAYGROUND_DEFAULT_BACKEND", "sim")
+# More backends by name, "module:Class" (the web tests register their fake this way in server processes).
+PLAYGROUND_BACKENDS = dict(
+    item.split("=", 1) for item in os.environ.get("PLAYGROUND_BACKENDS", "").split(",") if "=" in item
+)

@@ -1,0 +1,153 @@
+"""Render once, send to everyone: the panels as HTML fragments (htmx out-of-band swaps) for a session's group.
+
+After a command, the process that applied it renders the panels whose data changed, once per language, and sends
+one message to the group "session-<id>"; every websocket consumer of that session, in any process, forwards the
+text for its viewer's language as it is. A new viewer gets a full snapshot from its own process.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import threading
+from typing import Any, Iterable, Mapping
+
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+from django.template.loader import render_to_string
+from django.utils import translation
+
+from playground import panels
+from playground.i18n import LANGS
+
+log = logging.getLogger(__name__)
+
+MESSAGE_TYPE = "session.update"
+
+# session id -> (version rendered, {panel: digest of its context}); lets the next publish skip unchanged panels.
+_sent: dict[str, tuple[int, dict[str, str]]] = {}
+_sent_lock = threading.Lock()
+
+
+def view_of(live: Any) -> dict[str, Any]:
+    return live.backend.view(panels.LOG_WINDOW)
+
+
+def _digest(ctx: Mapping[str, Any]) -> str:
+    return hashlib.blake2b(json.dumps(ctx, sort_keys=True, default=repr).encode(), digest_size=12).hexdigest()
+
+
+COMMANDS = ("action", "produce", "clock", "broker", "add-producer", "add-consumer", "step", "back", "reset", "run", "pause")
+
+
+def urls(sid: str) -> dict[str, str]:
+    """The command endpoints of a session (reversed once per render, not once per button)."""
+    from django.urls import reverse
+
+    return {name.replace("-", "_"): reverse(name, kwargs={"sid": sid}) for name in COMMANDS}
+
+
+def render(name: str, ctx: Mapping[str, Any], lang: str, sid: str, oob: bool = True, u: Mapping[str, str] | None = None) -> str:
+    with translation.override(lang):
+        return render_to_string(f"playground/panels/{name}.html", {"p": ctx, "lang": lang, "sid": sid, "oob": oob, "u": u or urls(sid)})
+
+
+def version_tag(live: Any) -> str:
+    return f'<span id="state-version" data-version="{live.version}" hx-swap-oob="true"></span>'
+
+
+def snapshot(live: Any, lang: str, contexts: Mapping[str, Mapping[str, Any]] | None = None) -> str:
+    """Every panel, for one viewer's language (a new or reconnecting viewer)."""
+    contexts = contexts or panels.contexts(live, view_of(live))
+    u = urls(live.session_id)
+    return "".join(render(name, contexts[name], lang, live.session_id, u=u) for name in panels.PANELS) + version_tag(live)
+
+
+# Panels whose items (a producer's card, a partition's strip) are swapped one by one when only they changed.
+ITEMS = {"producers": ("cards", "pc", "name"), "logs": ("strips", "strip", "tp"), "consumers": ("tables", "cmp", "tp")}
+
+
+def _render_item(panel: str, item: Mapping[str, Any], ctx: Mapping[str, Any], lang: str, u: Mapping[str, str]) -> str:
+    from playground.templatetags import playground as tags
+
+    with translation.override(lang):
+        if panel == "producers":
+            return tags.producer_card(item, ctx, u, oob=True)
+        if panel == "consumers":
+            return tags.cmp_table(item, ctx, oob=True)
+        return tags.strip(item, oob=True)
+
+
+def _digests(contexts: Mapping[str, Mapping[str, Any]]) -> tuple[dict[str, str], dict[str, dict[str, str]]]:
+    """A digest per panel and, for itemised panels, per item (the panel's digest then covers the rest of it)."""
+    panel_digests, item_digests = {}, {}
+    for name, ctx in contexts.items():
+        if name in ITEMS:
+            key, _prefix, ident = ITEMS[name]
+            items = {str(i[ident]): _digest(i) for i in ctx[key]}
+            frame = {k: v for k, v in ctx.items() if k != key}
+            frame["_items"] = list(items)
+            panel_digests[name], item_digests[name] = _digest(frame), items
+        else:
+            panel_digests[name] = _digest(ctx)
+    return panel_digests, item_digests
+
+
+def fragments(live: Any, langs: Iterable[str] = LANGS) -> dict[str, str]:
+    """What changed since this process last published this session, in every language: whole panels, or for
+    producers and logs only the cards and strips that changed when nothing else in the panel did."""
+    contexts = panels.contexts(live, view_of(live))
+    digests, items = _digests(contexts)
+    with _sent_lock:
+        previous = _sent.get(live.session_id)
+        _sent[live.session_id] = (live.version, digests, items)
+    whole: list[str] = []
+    parts: dict[str, list[Mapping[str, Any]]] = {}
+    if previous is not None and previous[0] == live.version - 1:
+        for n in panels.PANELS:
+            if previous[1].get(n) != digests[n]:
+                whole.append(n)
+            elif n in ITEMS:
+                old = previous[2].get(n, {})
+                key, _prefix, ident = ITEMS[n]
+                changed = [i for i in contexts[n][key] if old.get(str(i[ident])) != items[n][str(i[ident])]]
+                if changed:
+                    parts[n] = changed
+    else:
+        whole = list(panels.PANELS)
+    out = {}
+    u = urls(live.session_id)
+    for lang in langs:
+        html = [render(name, contexts[name], lang, live.session_id, u=u) for name in whole]
+        for name, changed in parts.items():
+            html += [_render_item(name, item, contexts[name], lang, u) for item in changed]
+        out[lang] = "".join(html) + version_tag(live)
+    return out
+
+
+def forget(session_id: str) -> None:
+    with _sent_lock:
+        _sent.pop(session_id, None)
+
+
+def publish(live: Any) -> None:
+    """Send the changed panels to every viewer of the session (any process: through the channel layer)."""
+    from playground.session import group_name
+
+    html = fragments(live)
+    layer = get_channel_layer()
+    if layer is None:
+        return
+    try:
+        async_to_sync(layer.group_send)(group_name(live.session_id), {"type": MESSAGE_TYPE, "version": live.version, "html": html})
+    except Exception:  # noqa: BLE001 - the command is stored; viewers catch up on reconnect
+        log.exception("session %s: publishing version %s failed", live.session_id, live.version)
+
+
+def notice(session_id: str, text: str, level: str = "info") -> None:
+    from playground.session import group_name
+
+    layer = get_channel_layer()
+    if layer is not None:
+        async_to_sync(layer.group_send)(group_name(session_id), {"type": "session.notice", "text": text, "level": level})

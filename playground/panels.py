@@ -1,0 +1,427 @@
+"""From a backend's `view()` dict (and the session's log) to what each panel's template draws.
+
+Presentation only: no protocol logic. Every value here is read from the view dict the backend returned; this module
+decides layout (which cells, which cursors, which colours), the templates decide words. The contexts are plain,
+language-neutral data (texts in several languages stay {lang: text} dicts), so one context serves every language
+and two equal contexts render equal HTML: `broadcast` skips panels whose context did not change.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from playground import diagrams
+from playground.spec import CONSUMER_ACTIONS, PRODUCER_ACTIONS
+
+LOG_WINDOW = 48  # cells per strip: the last N entries of each partition
+TIMELINE_ROWS = 28
+TABLE_ROWS = 24  # records per partition in the consumers' side-by-side table
+PALETTE = 8  # producer colours (CSS classes pc0..pc7)
+
+PANELS = ("header", "cluster", "producers", "consumers", "logs", "coordinator", "timeline", "truth", "narrative")
+
+
+def step_summary(label: str, args: Mapping[str, Any]) -> str:
+    """A step's arguments in a few words: `orders-0 "txn1-p0"`, `+61s`, `broker 2`."""
+    if not args:
+        return ""
+    if "ms" in args:
+        ms = int(args["ms"])
+        return f"+{ms // 1000}s" if ms % 1000 == 0 else f"+{ms}ms"
+    if "broker" in args:
+        return f"b{args['broker']}"
+    if "coordinator_of" in args:
+        return f"coordinator of {args['coordinator_of']}"
+    parts = []
+    if "topic" in args:
+        tp = args["topic"] + (f"-{args['partition']}" if args.get("partition") is not None else "")
+        parts.append(tp)
+    if args.get("key") is not None:
+        parts.append(f"{args['key']}=")
+    if "value" in args:
+        parts.append(f'"{args["value"]}"')
+    if "from" in args:
+        parts.append(f"from {args['from']}")
+    if args.get("await") is False:
+        parts.append("fire-and-forget")
+    if "consumer" in args:
+        parts.append(str(args["consumer"]))
+    if "max" in args:
+        parts.append(f"max {args['max']}")
+    return " ".join(parts)
+
+
+def next_value(live: Any, actor: str) -> str:
+    """The one-click produce's value: the actor's name and a counter, e.g. A-3 (the same for every viewer)."""
+    label = f"{actor}.produce"
+    n = sum(1 for e in live.commands if isinstance(e.get("step"), Mapping) and label in e["step"])
+    return f"{actor}-{n + 1}"
+
+
+def _short(value: Any, n: int = 9) -> str:
+    text = "" if value is None else str(value)
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def _tp_key(tp: str) -> tuple[str, int]:
+    topic, _, n = tp.rpartition("-")
+    return (topic, int(n)) if n.isdigit() else (tp, 0)
+
+
+def producer_colours(view: Mapping[str, Any]) -> dict[int, int]:
+    """A colour per producer id, in order of first appearance (producers first, then the logs)."""
+    colours: dict[int, int] = {}
+    pids = [p.get("producer_id") for p in view.get("producers", {}).values()]
+    for tp in sorted(view.get("partitions", {}), key=_tp_key):
+        pids += [e.get("producer_id") for e in view["partitions"][tp].get("log", [])]
+    for pid in pids:
+        if pid is not None and pid != -1 and pid not in colours:
+            colours[pid] = len(colours) % PALETTE
+    return colours
+
+
+def owners(view: Mapping[str, Any]) -> dict[tuple[int, int], str]:
+    """(producer id, epoch) -> producer name, from the producers' cards (who wrote a record, as far as we know)."""
+    out: dict[tuple[int, int], str] = {}
+    for name, p in view.get("producers", {}).items():
+        if p.get("producer_id") is not None:
+            out.setdefault((p["producer_id"], p.get("epoch")), name)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------- panels
+def header(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
+    last = None
+    for entry in reversed(live.commands):
+        if "step" in entry:
+            from playground.session import step_from_entry
+
+            step = step_from_entry(entry["step"])
+            if not step.is_note:
+                last = {"label": step.label, "args": step_summary(step.label, step.args), "outcome": entry.get("outcome", "ok")}
+                break
+    scenario = live.scenario
+    return {
+        "session_id": live.session_id,
+        "free_play": scenario is None,
+        "title": dict(scenario.title) if scenario is not None else None,
+        "scenario_id": scenario.id if scenario is not None else "",
+        "backend": view.get("backend", live.backend_name),
+        "seed": live.seed,
+        "time_ms": view.get("time_ms", 0),
+        "cursor": live.cursor,
+        "total": len(live.steps),
+        "running": live.running,
+        "commands": len(live.commands),
+        "last": last,
+        "version": live.version,
+    }
+
+
+def cluster(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
+    brokers = [{"id": int(b), "up": bool(info.get("up", True))} for b, info in sorted(view.get("brokers", {}).items(), key=lambda kv: int(kv[0]))]
+    return {"brokers": brokers, "unobservable": list(view.get("unobservable", []))}
+
+
+def producers(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
+    colours = producer_colours(view)
+    cards = []
+    for name, p in view.get("producers", {}).items():
+        state = p.get("state") or "INIT"
+        tone = "bad" if (p.get("fenced") or state in ("FATAL_ERROR", "CRASHED")) else "warn" if state == "ABORTABLE_ERROR" else (
+            "busy" if state in ("IN_TRANSACTION", "COMMITTING_TRANSACTION", "ABORTING_TRANSACTION", "BEGIN_COMMIT", "BEGIN_ABORT") else
+            "ok" if state == "READY" else "off" if state in ("CLOSED",) else "idle")
+        cards.append(
+            {
+                "name": name,
+                "txid": p.get("transactional_id"),
+                "pid": p.get("producer_id"),
+                "epoch": p.get("epoch"),
+                "state": state,
+                "tone": tone,
+                "fenced": bool(p.get("fenced")),
+                "last_error": p.get("last_error"),
+                "counters": dict(p.get("counters") or {}),
+                "colour": colours.get(p.get("producer_id"), None),
+                "transactional": bool(p.get("transactional_id")),
+                "next_value": next_value(live, name),
+            }
+        )
+    consumers_with_group = [n for n, c in view.get("consumers", {}).items() if c.get("group_id")]
+    return {
+        "cards": cards,
+        "txids": live.transactional_ids(),
+        "topics": [{"name": t.name, "partitions": list(range(t.partitions))} for t in live.cluster.topics],
+        "group_consumers": consumers_with_group,
+        "consumers": list(view.get("consumers", {})),
+        "actions": PRODUCER_ACTIONS,
+    }
+
+
+def consumers(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
+    cons = view.get("consumers", {})
+    parts = view.get("partitions", {})
+    who = owners(view)
+    cards = []
+    for name, c in cons.items():
+        received = sum(len(v) for v in (c.get("received") or {}).values())
+        cards.append(
+            {
+                "name": name,
+                "isolation": c.get("isolation_level", "read_committed"),
+                "group": c.get("group_id"),
+                "state": c.get("state", "RUNNING"),
+                "positions": sorted((c.get("positions") or {}).items(), key=lambda kv: _tp_key(kv[0])),
+                "received": received,
+            }
+        )
+    ru = [c for c in cards if c["isolation"] == "read_uncommitted"]
+    rc = [c for c in cards if c["isolation"] != "read_uncommitted"]
+    columns = ru + rc
+    tables = []
+    for tp in sorted(parts, key=_tp_key):
+        part = parts[tp]
+        data = [e for e in part.get("log", []) if not e.get("control")]
+        if not data:
+            continue
+        lso = part.get("last_stable_offset", 0)
+        shown = data[-TABLE_ROWS:]
+        got = {name: {r["offset"] for r in (c.get("received") or {}).get(tp, [])} for name, c in cons.items()}
+        rows = []
+        for e in shown:
+            cells = []
+            for col in columns:
+                c = cons[col["name"]]
+                reads_tp = (tp in (c.get("positions") or {}) or tp in (c.get("received") or {})
+                            or tp.rpartition("-")[0] in (c.get("topics") or ()))
+                pos = (c.get("positions") or {}).get(tp, 0)
+                if not reads_tp:
+                    status = "na"
+                elif e["offset"] in got[col["name"]]:
+                    status = "got"
+                elif col["isolation"] != "read_uncommitted" and e.get("fate") == "aborted":
+                    status = "aborted"
+                elif col["isolation"] != "read_uncommitted" and e["offset"] >= lso:
+                    status = "lso"
+                elif e["offset"] >= pos:
+                    status = "pending"
+                else:
+                    status = "skipped"
+                cells.append({"status": status})
+            rows.append(
+                {
+                    "offset": e["offset"],
+                    "value": e.get("value"),
+                    "key": e.get("key"),
+                    "fate": e.get("fate"),
+                    "by": who.get((e.get("producer_id"), e.get("epoch"))) or _pid_label(e),
+                    "cells": cells,
+                }
+            )
+        tables.append({"tp": tp, "lso": lso, "rows": rows, "hidden_rows": len(data) - len(shown)})
+    return {
+        "ru": ru,
+        "rc": rc,
+        "columns": [{"name": c["name"], "isolation": c["isolation"]} for c in columns],
+        "tables": tables,
+        "actions": CONSUMER_ACTIONS,
+    }
+
+
+def _pid_label(e: Mapping[str, Any]) -> str:
+    pid = e.get("producer_id")
+    if pid is None or pid == -1:
+        return "—"
+    return f"PID {pid} e{e.get('epoch')}"
+
+
+def logs(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
+    colours = producer_colours(view)
+    who = owners(view)
+    cons = view.get("consumers", {})
+    strips = []
+    for tp in sorted(view.get("partitions", {}), key=_tp_key):
+        part = view["partitions"][tp]
+        hw = part.get("high_watermark", 0)
+        lso = part.get("last_stable_offset", hw)
+        leo = part.get("log_end_offset", hw)
+        entries = list(part.get("log", []))[-LOG_WINDOW:]
+        start = entries[0]["offset"] if entries else part.get("window_start", leo)
+        positions: dict[int, list[str]] = {}
+        for name, c in cons.items():
+            pos = (c.get("positions") or {}).get(tp)
+            if pos is not None:
+                positions.setdefault(max(pos, start), []).append(name)
+        slots = []
+        for e in entries:
+            o = e["offset"]
+            control = e.get("control")
+            fate = "marker" if control else (e.get("fate") or ("committed" if e.get("transactional") else "plain"))
+            owner = who.get((e.get("producer_id"), e.get("epoch")))
+            slots.append(
+                {
+                    "offset": o,
+                    "control": control,
+                    "letter": (control or "?")[0] if control else "",
+                    "fate": fate,
+                    "text": _short(e.get("value")),
+                    "value": e.get("value"),
+                    "key": e.get("key"),
+                    "pid": e.get("producer_id"),
+                    "epoch": e.get("epoch"),
+                    "sequence": e.get("sequence"),
+                    "owner": owner,
+                    "colour": colours.get(e.get("producer_id")),
+                    "shade": (e.get("epoch") or 0) % 3 if e.get("epoch") not in (None, -1) else 0,
+                    "cursors": [m for m, v in (("HW", hw), ("LSO", lso), ("LEO", leo)) if v == o],
+                    "consumers": positions.get(o, []),
+                }
+            )
+        end_offset = max(leo, (entries[-1]["offset"] + 1) if entries else leo)
+        slots.append(
+            {
+                "offset": end_offset,
+                "end": True,
+                "cursors": [m for m, v in (("HW", hw), ("LSO", lso), ("LEO", leo)) if v == end_offset],
+                "consumers": sorted({n for o, names in positions.items() if o >= end_offset for n in names}),
+            }
+        )
+        # Cursors beyond the window's end (should not happen) or before it (long logs) still show, at the edge.
+        strips.append(
+            {
+                "tp": tp,
+                "topic": part.get("topic", tp.rpartition("-")[0]),
+                "partition": part.get("partition"),
+                "leader": part.get("leader"),
+                "hw": hw,
+                "lso": lso,
+                "leo": leo,
+                "log_start": part.get("log_start_offset", 0),
+                "hidden": max(0, start - part.get("log_start_offset", 0)),
+                "slots": slots,
+            }
+        )
+    return {"strips": strips}
+
+
+def coordinator(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
+    sm = diagrams.current_state_machine(view.get("transitions"))
+    users: dict[str, list[dict[str, Any]]] = {}
+    for name, p in view.get("producers", {}).items():
+        if p.get("transactional_id"):
+            users.setdefault(p["transactional_id"], []).append({"name": name, "epoch": p.get("epoch"), "fenced": bool(p.get("fenced"))})
+    entries = []
+    for txid, t in sorted(view.get("transactions", {}).items()):
+        current = t.get("state")
+        entries.append(
+            {
+                "txid": txid,
+                "state": current,
+                "pid": t.get("producer_id"),
+                "epoch": t.get("epoch"),
+                "partitions": list(t.get("partitions") or []),
+                "timeout_ms": t.get("timeout_ms"),
+                "coordinator_partition": t.get("coordinator_partition"),
+                "coordinator_broker": t.get("coordinator_broker"),
+                "txn_start_time_ms": t.get("txn_start_time_ms"),
+                "pending": t.get("pending_state"),
+                "users": users.get(txid, []),
+            }
+        )
+    # The diagram's geometry is static (cached in diagrams); the context only says whether there is one.
+    stats = view.get("stats") or {}
+    return {"entries": entries, "sm": sm is not None, "table": view.get("transitions"),
+            "stats": {k: stats[k] for k in ("transaction_state_records", "transaction_state_bytes", "init_producer_id_calls", "markers_written") if k in stats}}
+
+
+def timeline(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
+    clients = list(view.get("producers", {})) + list(view.get("consumers", {}))
+    return diagrams.timeline(list(view.get("timeline", [])), clients, rows=TIMELINE_ROWS)
+
+
+def truth(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
+    rows = []
+    top = 1
+    for name, p in view.get("producers", {}).items():
+        c = p.get("counters") or {}
+        sent, landed, got = int(c.get("app_sent_ok", 0)), int(c.get("landed", 0)), int(c.get("read_committed_received", 0))
+        top = max(top, sent, landed, got)
+        rows.append({"name": name, "txid": p.get("transactional_id"), "sent": sent, "landed": landed, "got": got, "gap": max(0, sent - got)})
+    for r in rows:
+        r["w_sent"], r["w_landed"], r["w_got"] = (round(100 * r[k] / top) for k in ("sent", "landed", "got"))
+    return {"rows": rows, "gap": sum(r["gap"] for r in rows)}
+
+
+def narrative(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
+    from playground.session import step_from_entry
+
+    outcomes: dict[int, str] = {e["n"]: e.get("outcome", "ok") for e in live.commands if "n" in e}
+    cursor = live.cursor
+    steps = []
+    current_note = None
+    for s in live.steps:
+        done = s.index in outcomes
+        outcome = outcomes.get(s.index)
+        row = {
+            "n": s.index,
+            "note": dict(s.args.get("text", {})) if s.is_note else None,
+            "label": s.label,
+            "args": "" if s.is_note else step_summary(s.label, s.args),
+            "expect": list(s.expect) if s.expect else None,
+            "done": done,
+            "current": s.index == cursor - 1,
+            "next": s.index == cursor,
+            "outcome": outcome,
+            "as_expected": (outcome in s.expect) if (done and s.expect and not s.is_note) else None,
+        }
+        if s.is_note and s.index < cursor:
+            current_note = row["note"]
+        steps.append(row)
+    mine = []
+    for i, e in enumerate(live.commands):
+        if "n" in e:
+            continue
+        if "add" in e:
+            ((name, decl),) = e["add"].items()
+            ((kind, body),) = decl.items()
+            mine.append({"i": i, "label": f"+ {kind} {name}", "args": _add_summary(kind, body), "outcome": "ok"})
+        else:
+            s = step_from_entry(e["step"])
+            mine.append({"i": i, "label": s.label, "args": step_summary(s.label, s.args), "outcome": e.get("outcome", "ok")})
+    return {
+        "free_play": live.scenario is None,
+        "summary": dict(live.scenario.summary) if live.scenario is not None else None,
+        "steps": steps,
+        "cursor": cursor,
+        "total": len(steps),
+        "note": current_note,
+        "mine": mine[-30:],
+        "mine_hidden": max(0, len(mine) - 30),
+        "running": live.running,
+    }
+
+
+def _add_summary(kind: str, body: Mapping[str, Any]) -> str:
+    if kind == "producer":
+        return f"transactional.id {body['transactional.id']}" if body.get("transactional.id") else "plain"
+    bits = [body.get("isolation.level", "read_committed")]
+    if body.get("group.id"):
+        bits.append(f"group {body['group.id']}")
+    return ", ".join(bits)
+
+
+BUILDERS = {
+    "header": header,
+    "cluster": cluster,
+    "producers": producers,
+    "consumers": consumers,
+    "logs": logs,
+    "coordinator": coordinator,
+    "timeline": timeline,
+    "truth": truth,
+    "narrative": narrative,
+}
+
+
+def contexts(live: Any, view: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    return {name: BUILDERS[name](live, view) for name in PANELS}

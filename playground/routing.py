@@ -1,0 +1,7 @@
+from django.urls import path
+
+from playground import consumers
+
+websocket_urlpatterns = [
+    path("ws/s/<str:sid>/", consumers.SessionConsumer.as_asgi()),
+]

@@ -1,0 +1,182 @@
+"""Thin views: validate a form, call one `session` function, answer. Commands answer 204 (the screen changes through
+the websocket, for every viewer alike) or a 4xx whose body is the sentence to show."""
+
+from __future__ import annotations
+
+import functools
+import logging
+from typing import Any, Callable
+
+from django.conf import settings
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import redirect, render
+from django.utils.translation import get_language
+from django.utils.translation import gettext as _
+from django.views.decorators.http import require_GET, require_POST
+
+from playground import broadcast, forms, library, limits, panels, session
+from playground.i18n import normalize
+
+log = logging.getLogger(__name__)
+
+
+def _client(request: HttpRequest) -> str:
+    return session.client_key(request.META.get("REMOTE_ADDR"))
+
+
+def problem(message: str, status: int = 400) -> HttpResponse:
+    return HttpResponse(message, status=status, content_type="text/plain; charset=utf-8")
+
+
+def command(view: Callable[..., Any]) -> Callable[..., HttpResponse]:
+    """POST only; turns bad input and limits into a 4xx with the message; success is 204 (or what the view says)."""
+
+    @require_POST
+    @functools.wraps(view)
+    def wrapper(request: HttpRequest, sid: str) -> HttpResponse:
+        try:
+            result = view(request, sid)
+        except session.CommandError as exc:
+            return problem(str(exc), exc.status)
+        except limits.LimitExceeded as exc:
+            return problem(str(exc), 429 if exc.name == "sessions_per_minute" else 422)
+        except forms.forms.ValidationError as exc:
+            return problem("; ".join(exc.messages))
+        return result if isinstance(result, HttpResponse) else HttpResponse(status=204)
+
+    return wrapper
+
+
+def _valid(form: forms.Form) -> forms.Form:
+    if not form.is_valid():
+        raise session.CommandError(form.message())
+    return form
+
+
+# ------------------------------------------------------------------------------------------------------ pages
+@require_GET
+def gallery(request: HttpRequest) -> HttpResponse:
+    entries = library.entries()
+    return render(request, "playground/gallery.html", {"entries": entries, "kafka": bool(settings.KAFKA_BOOTSTRAP_SERVERS)})
+
+
+@require_POST
+def new_session(request: HttpRequest) -> HttpResponse:
+    form = forms.NewSessionForm(request.POST)
+    if not form.is_valid():
+        return problem(form.message())
+    d = form.cleaned_data
+    scenario, source = None, ""
+    if d.get("scenario"):
+        entry = library.find(d["scenario"])
+        if entry is None:
+            return problem(_("No scenario %(id)s in the library.") % {"id": d["scenario"]}, 404)
+        scenario, source = entry.scenario, entry.scenario.source
+    try:
+        row = session.create(scenario, source=source, backend=d.get("backend") or getattr(settings, "PLAYGROUND_DEFAULT_BACKEND", "sim"), seed=d.get("seed"), client=_client(request))
+    except limits.LimitExceeded as exc:
+        return problem(str(exc), 429)
+    except session.CommandError as exc:
+        return problem(str(exc), exc.status)
+    return redirect("session", sid=row.id)
+
+
+@require_GET
+def session_page(request: HttpRequest, sid: str) -> HttpResponse:
+    try:
+        live = session.load(sid)
+    except session.CommandError as exc:
+        if exc.status == 404:
+            raise Http404(_("No such session.")) from None
+        return problem(str(exc), exc.status)
+    ctx = panels.contexts(live, broadcast.view_of(live))
+    return render(
+        request,
+        "playground/session.html",
+        {"live": live, "p": ctx, "sid": sid, "u": broadcast.urls(sid), "lang": normalize(get_language()), "topics": ctx["producers"]["topics"],
+         "consumers": ctx["producers"]["consumers"], "limits": {k: limits.limit(k) for k in limits.DEFAULTS}},
+    )
+
+
+@require_GET
+def session_log(request: HttpRequest, sid: str) -> HttpResponse:
+    """The command log as JSON: what the session is, in full (also handy to file a bug)."""
+    try:
+        live = session.load(sid)
+    except session.CommandError:
+        raise Http404(_("No such session.")) from None
+    return JsonResponse({"id": sid, "scenario": live.scenario.id if live.scenario else None, "backend": live.backend_name,
+                         "seed": live.seed, "version": live.version, "commands": live.commands})
+
+
+@require_GET
+def healthz(request: HttpRequest) -> HttpResponse:
+    return HttpResponse("ok", content_type="text/plain")
+
+
+# --------------------------------------------------------------------------------------------------- commands
+@command
+def action(request: HttpRequest, sid: str) -> None:
+    session.apply_step(sid, _valid(forms.ActionForm(request.POST)).step())
+
+
+@command
+def produce(request: HttpRequest, sid: str) -> None:
+    session.apply_step(sid, _valid(forms.ProduceForm(request.POST)).step())
+
+
+@command
+def clock(request: HttpRequest, sid: str) -> None:
+    session.apply_step(sid, _valid(forms.ClockForm(request.POST)).step())
+
+
+@command
+def broker(request: HttpRequest, sid: str) -> None:
+    session.apply_step(sid, _valid(forms.BrokerForm(request.POST)).step())
+
+
+@command
+def add_producer(request: HttpRequest, sid: str) -> None:
+    d = _valid(forms.AddProducerForm(request.POST)).cleaned_data
+    session.add_producer(sid, d["mode"], d.get("transactional_id") or None)
+
+
+@command
+def add_consumer(request: HttpRequest, sid: str) -> None:
+    d = _valid(forms.AddConsumerForm(request.POST)).cleaned_data
+    session.add_consumer(sid, d["isolation"], d.get("group") or None)
+
+
+@command
+def step(request: HttpRequest, sid: str) -> None:
+    session.step(sid)
+
+
+@command
+def back(request: HttpRequest, sid: str) -> None:
+    session.back(sid)
+
+
+@command
+def reset(request: HttpRequest, sid: str) -> None:
+    session.reset(sid)
+
+
+@command
+def pause(request: HttpRequest, sid: str) -> None:
+    session.set_running(sid, False)
+
+
+@require_POST
+async def run(request: HttpRequest, sid: str) -> HttpResponse:
+    """Applies the remaining steps one by one in this process's event loop ("pause" stops it, from any process)."""
+    from channels.db import database_sync_to_async
+
+    try:
+        await database_sync_to_async(session.set_running)(sid, True)
+    except session.CommandError as exc:
+        return problem(str(exc), exc.status)
+    except limits.LimitExceeded as exc:
+        return problem(str(exc), 422)
+    session.ensure_runner(sid)
+    return HttpResponse(status=204)

@@ -1,0 +1,66 @@
+"""Browser tests: Playwright's sync API driving Debian's Chromium (/usr/bin/chromium, never a downloaded build)
+against a Daphne server on a free port, on the simulator. A missing Chromium is a failure, not a skip."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from playground import procs
+
+CHROMIUM = os.environ.get("PLAYGROUND_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+ARTIFACTS = procs.ROOT / "test-artifacts"
+
+
+@pytest.fixture(scope="session")
+def server(tmp_path_factory):
+    work = tmp_path_factory.mktemp("browser-server")
+    env = procs.django_env(work / "db.sqlite3", "", PLAYGROUND_RUN_STEP_MS="150", DJANGO_DEBUG="0")
+    procs.migrate(env)
+    proc = procs.start_daphne(env, work)
+    yield proc
+    proc.stop()
+
+
+@pytest.fixture(scope="session")
+def browser():
+    if not (os.path.exists(CHROMIUM) and os.access(CHROMIUM, os.X_OK)):
+        pytest.fail(f"Chromium not found at {CHROMIUM}: `apt-get install -y chromium` (make test does it)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser, request):
+    context = browser.new_context(viewport={"width": 1440, "height": 1000}, locale="en-US")
+    pg = context.new_page()
+    errors: list[str] = []
+    pg.on("pageerror", lambda exc: errors.append(str(exc)))
+    yield pg
+    ARTIFACTS.mkdir(exist_ok=True)
+    if request.node.rep_call.failed if hasattr(request.node, "rep_call") else False:
+        pg.screenshot(path=str(ARTIFACTS / f"FAILED-{request.node.name}.png"), full_page=True)
+    context.close()
+    assert not errors, f"JavaScript errors on the page: {errors}"
+
+
+@pytest.hookimpl(hookwrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    rep = outcome.get_result()
+    setattr(item, "rep_" + rep.when, rep)
+
+
+def shot(page, name: str, full_page: bool = True) -> Path:
+    ARTIFACTS.mkdir(exist_ok=True)
+    path = ARTIFACTS / f"{name}.png"
+    page.screenshot(path=str(path), full_page=full_page)
+    return path

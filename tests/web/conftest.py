@@ -1,0 +1,65 @@
+"""Fixtures of the web tests: the fake backend registered as "fake", a clean live-session cache per test, the
+in-memory channel layer, and helpers to create sessions."""
+
+from __future__ import annotations
+
+import pytest
+
+from playground import broadcast, session
+from .fake_backend import FakeBackend
+
+
+@pytest.fixture(autouse=True)
+def _web_env(settings):
+    settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+    settings.PLAYGROUND_RUN_STEP_MS = 0
+    settings.PLAYGROUND_LIMITS = {}
+    settings.PLAYGROUND_DEFAULT_BACKEND = "fake"
+    session.BACKEND_FACTORIES["fake"] = FakeBackend
+    session.CACHE.clear()
+    broadcast._sent.clear()
+    from channels.layers import channel_layers
+
+    channel_layers.backends.clear()
+    yield
+    session.CACHE.clear()
+    channel_layers.backends.clear()
+
+
+@pytest.fixture
+def free_session(db):
+    """A free-play session on the fake backend."""
+    return session.create(None, backend="fake")
+
+
+@pytest.fixture
+def fencing_session(db, settings):
+    """The zombie-fencing scenario from the library, on the fake backend."""
+    from playground import library
+
+    entry = library.find("zombie-fencing")
+    assert entry is not None, "scenarios/02-zombie-fencing.yaml is missing"
+    return session.create(entry.scenario, source=entry.scenario.source, backend="fake")
+
+
+@pytest.fixture(scope="session")
+def redis_server(tmp_path_factory):
+    """A real redis-server on a free loopback port, for the whole test session. Missing redis-server fails."""
+    from playground import procs
+
+    try:
+        server = procs.start_redis(tmp_path_factory.mktemp("redis"))
+    except RuntimeError as exc:
+        pytest.fail(str(exc))
+    yield server.extra["url"]
+    server.stop()
+
+
+@pytest.fixture
+def redis_layer(settings, redis_server):
+    from channels.layers import channel_layers
+
+    settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer", "CONFIG": {"hosts": [redis_server]}}}
+    channel_layers.backends.clear()
+    yield redis_server
+    channel_layers.backends.clear()

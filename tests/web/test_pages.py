@@ -1,0 +1,60 @@
+"""Pages and commands through Django's test client, on the fake backend."""
+
+from __future__ import annotations
+
+import pytest
+
+from playground import session
+from playground.models import Session
+
+pytestmark = pytest.mark.django_db
+
+
+def test_it_serves_the_gallery_with_free_play(client):
+    r = client.get("/")
+    assert r.status_code == 200
+    assert "Free play" in r.content.decode()
+
+
+def test_it_shows_a_free_play_session_with_every_panel(client, free_session):
+    r = client.get(f"/s/{free_session.id}/")
+    html = r.content.decode()
+    assert r.status_code == 200
+    for pid in ("p-header", "p-producers", "p-consumers", "p-logs", "p-coordinator", "p-timeline", "p-truth", "p-narrative", "p-cluster"):
+        assert f'id="{pid}"' in html
+    assert f'ws-connect="/ws/s/{free_session.id}/' in html
+
+
+def test_it_applies_commands_and_logs_them(client, free_session):
+    sid = free_session.id
+    assert client.post(f"/s/{sid}/add-producer/", {"mode": "new"}).status_code == 204
+    assert client.post(f"/s/{sid}/action/", {"actor": "A", "action": "init_transactions"}).status_code == 204
+    assert client.post(f"/s/{sid}/action/", {"actor": "A", "action": "begin_transaction"}).status_code == 204
+    assert client.post(f"/s/{sid}/produce/", {"actor": "A", "topic": "orders", "partition": "0", "value": "v1"}).status_code == 204
+    assert client.post(f"/s/{sid}/action/", {"actor": "A", "action": "abort_transaction"}).status_code == 204
+    row = Session.objects.get(pk=sid)
+    assert [list(e.get("step", e.get("add")).keys())[0] if isinstance(e.get("step", e.get("add")), dict) else e["step"] for e in row.commands] == [
+        "A", "A.init_transactions", "A.begin_transaction", "A.produce", "A.abort_transaction"]
+    html = client.get(f"/s/{sid}/").content.decode()
+    assert 'data-control="ABORT"' in html
+    assert "hidden: aborted" in html
+
+
+def test_it_answers_422_when_a_stored_scenario_no_longer_loads(client, fencing_session):
+    Session.objects.filter(pk=fencing_session.id).update(scenario_source="format: 1\nid: broken\n")
+    session.CACHE.clear()
+    r = client.get(f"/s/{fencing_session.id}/")
+    assert r.status_code == 422
+    assert "no longer loads" in r.content.decode()
+    r = client.post(f"/s/{fencing_session.id}/step/")
+    assert r.status_code == 422
+
+
+def test_it_404s_an_unknown_session(client, db):
+    assert client.get("/s/nope/").status_code == 404
+
+
+def test_it_exports_the_command_log(client, free_session):
+    client.post(f"/s/{free_session.id}/add-producer/", {"mode": "plain"})
+    data = client.get(f"/s/{free_session.id}/log.json").json()
+    assert data["commands"] == [{"add": {"A": {"producer": {"enable.idempotence": True}}}, "outcome": "ok"}]

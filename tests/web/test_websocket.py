@@ -1,0 +1,151 @@
+"""The session websocket through Channels' WebsocketCommunicator (in-memory layer)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+from channels.db import database_sync_to_async
+from channels.testing import WebsocketCommunicator
+
+from playground import session
+from playground.asgi import application
+from playground.models import Session
+from playground.spec import Step
+
+pytestmark = [pytest.mark.django_db(transaction=True)]
+
+PANELS = ("p-header", "p-cluster", "p-producers", "p-consumers", "p-logs", "p-coordinator", "p-timeline", "p-truth", "p-narrative")
+
+
+def _connect(sid: str, lang: str = "en") -> WebsocketCommunicator:
+    return WebsocketCommunicator(application, f"/ws/s/{sid}/?lang={lang}", headers=[(b"origin", b"http://127.0.0.1"), (b"host", b"127.0.0.1")])
+
+
+async def _open(sid: str, lang: str = "en") -> tuple[WebsocketCommunicator, str]:
+    ws = _connect(sid, lang)
+    connected, _ = await ws.connect(timeout=5)
+    assert connected
+    return ws, await ws.receive_from(timeout=5)
+
+
+async def test_it_sends_a_full_snapshot_first(free_session):
+    ws, first = await _open(free_session.id)
+    for pid in PANELS:
+        assert f'id="{pid}" class' in first or f'id="{pid}"' in first
+        assert 'hx-swap-oob="true"' in first
+    assert 'id="state-version" data-version="0"' in first
+    await ws.disconnect()
+
+
+async def test_it_pushes_changed_panels_to_every_viewer(free_session):
+    sid = free_session.id
+    a, _ = await _open(sid)
+    b, _ = await _open(sid)
+    await database_sync_to_async(session.add_producer)(sid, "new")
+    fa, fb = await a.receive_from(timeout=5), await b.receive_from(timeout=5)
+    assert fa == fb
+    assert 'data-producer="A"' in fa
+    assert 'data-version="1"' in fa
+    await database_sync_to_async(session.apply_step)(sid, Step("A", "init_transactions"))
+    frame = await a.receive_from(timeout=5)
+    assert 'id="p-coordinator"' in frame and "txn-1" in frame
+    assert 'id="p-logs"' not in frame  # nothing changed in the logs: not re-sent
+    await database_sync_to_async(session.apply_step)(sid, Step("A", "begin_transaction"))
+    await a.receive_from(timeout=5)
+    await database_sync_to_async(session.apply_step)(sid, Step("A", "produce", {"topic": "orders", "partition": 1, "value": "v"}))
+    frame = await a.receive_from(timeout=5)
+    # Only what changed: partition orders-1's strip and A's card, not the whole logs and producers panels.
+    assert 'id="strip-orders-1" hx-swap-oob="true"' in frame and 'id="strip-orders-0"' not in frame
+    assert 'id="pc-A" hx-swap-oob="true"' in frame
+    assert 'id="p-logs"' not in frame and 'id="p-producers"' not in frame
+    await a.disconnect()
+    await b.disconnect()
+
+
+async def test_it_sends_each_viewer_its_language(fencing_session):
+    sid = fencing_session.id
+    en, _ = await _open(sid, "en")
+    zh, _ = await _open(sid, "zh-hans")
+    await database_sync_to_async(session.step)(sid)
+    fen, fzh = await en.receive_from(timeout=5), await zh.receive_from(timeout=5)
+    assert "Round 1, fenced at commit" in fen
+    assert "第一轮" in fzh
+    await en.disconnect()
+    await zh.disconnect()
+
+
+async def test_it_refuses_an_unknown_session():
+    ws = _connect("no-such-session")
+    connected, code = await ws.connect(timeout=5)
+    assert not connected
+    assert code == 4404
+
+
+@pytest.mark.parametrize(
+    "frame",
+    ["not json", "[]", "42", json.dumps({"type": "apply", "step": "A.crash"}), json.dumps({"type": None}), "{" * 5000, json.dumps({})],
+)
+async def test_it_answers_bad_messages_with_an_error_frame_and_changes_nothing(free_session, frame):
+    sid = free_session.id
+    ws, _ = await _open(sid)
+    await ws.send_to(text_data=frame)
+    reply = await ws.receive_from(timeout=5)
+    assert 'id="ws-error"' in reply
+    await ws.send_to(bytes_data=b"\x00\x01")
+    assert 'id="ws-error"' in await ws.receive_from(timeout=5)
+    await ws.send_to(text_data=json.dumps({"type": "ping"}))
+    assert 'id="ws-pong"' in await ws.receive_from(timeout=5)  # still alive
+    row = await database_sync_to_async(Session.objects.get)(pk=sid)
+    assert row.commands == [] and row.version == 0
+    await ws.disconnect()
+
+
+async def test_it_resends_a_snapshot_on_request(free_session):
+    ws, first = await _open(free_session.id)
+    await ws.send_to(text_data=json.dumps({"type": "snapshot"}))
+    assert await ws.receive_from(timeout=5) == first
+    await ws.disconnect()
+
+
+async def test_it_runs_the_rest_of_a_scenario_and_pauses(fencing_session, settings):
+    from django.test import AsyncClient
+
+    settings.PLAYGROUND_RUN_STEP_MS = 50
+    sid = fencing_session.id
+    ws, _ = await _open(sid)
+    client = AsyncClient()
+    r = await client.post(f"/s/{sid}/run/")
+    assert r.status_code == 204
+    seen = []
+    for _ in range(4):
+        seen.append(await ws.receive_from(timeout=5))
+    r = await client.post(f"/s/{sid}/pause/")
+    assert r.status_code == 204
+    await asyncio.sleep(0.3)
+    row = await database_sync_to_async(Session.objects.get)(pk=sid)
+    assert not row.running
+    n = len(row.commands)
+    assert 2 <= n < 30
+    await asyncio.sleep(0.3)
+    row = await database_sync_to_async(Session.objects.get)(pk=sid)
+    assert len(row.commands) == n  # paused: nothing more applied
+    await ws.disconnect()
+
+
+async def test_it_runs_to_the_end_and_stops(fencing_session, settings):
+    from django.test import AsyncClient
+
+    settings.PLAYGROUND_RUN_STEP_MS = 0
+    sid = fencing_session.id
+    total = len((await database_sync_to_async(session.load)(sid)).steps)
+    r = await AsyncClient().post(f"/s/{sid}/run/")
+    assert r.status_code == 204
+    for _ in range(200):
+        row = await database_sync_to_async(Session.objects.get)(pk=sid)
+        if not row.running:
+            break
+        await asyncio.sleep(0.05)
+    assert not row.running
+    assert len(row.commands) == total
