@@ -44,7 +44,11 @@ plus
   "timeline": [ {"seq", "time_ms", "rpc": "EndTxn", "src": "A" | "coordinator(b2)" | "leader orders-0(b1)",
                  "dst": ..., "direction": "request" | "response", "error": "PRODUCER_FENCED" | None,
                  "detail": "commit, epoch 0"} ]   # the most recent 200
-  "unobservable": [ "what this backend cannot see, in a sentence each" ]   # e.g. the real coordinator's RPCs
+  "unobservable": [ "what this backend cannot see, in a sentence each" ],  # e.g. the real coordinator's RPCs
+  "consumers_received": observe()["consumers"] (view()["consumers"] has the richer per-consumer shape),
+  "transitions": {target state: [allowed previous states]}: the coordinator's table, for the state diagram,
+  "stats": {"init_producer_id": N, "transaction_state_records": N, "transaction_state_bytes": N,
+            "markers": N, ...}: cost counters, where the backend can count them
 }
 """
 

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the tests drive for real, when missing: redis-server (channel-layer tests) and
-# Chromium (browser tests). Java 17 and Maven come with the machine; tools/kafka/kafka.sh fetches Kafka itself.
+# Chromium (browser tests) with a CJK font. Java 17 and Maven come with the machine; tools/kafka/kafka.sh fetches Kafka itself.
 set -euo pipefail
 need=()
 command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
 [ -x /usr/bin/chromium ] || need+=(chromium)
+# CJK glyphs, so the Chinese pages render readable text in Chromium (screenshots, browser tests).
+[ -e /usr/share/fonts/truetype/wqy/wqy-microhei.ttc ] || need+=(fonts-wqy-microhei)
 command -v java >/dev/null 2>&1 || need+=(openjdk-17-jre-headless)
 command -v mvn >/dev/null 2>&1 || need+=(maven)
 [ ${#need[@]} -eq 0 ] && exit 0
