@@ -13,13 +13,23 @@ librdkafka facts reproduced here (src/rdkafka_txnmgr.c, rdkafka_idempotence.c, r
   reports say _PURGE_QUEUE.
 - AddPartitionsToTxn: PRODUCER_FENCED / INVALID_PRODUCER_EPOCH / INVALID_TXN_STATE are fatal (fencing normalised
   to _FENCED); INVALID_PRODUCER_ID_MAPPING is abortable and needs an epoch bump (KIP-360), done on abort.
-- AddOffsetsToTxn: PRODUCER_FENCED is not in librdkafka's list and so ends up *abortable* with code _FENCED.
+- AddOffsetsToTxn: INVALID_PRODUCER_EPOCH / INVALID_TXN_STATE / authorization errors fatal (fencing normalised to
+  _FENCED); PRODUCER_FENCED is not in librdkafka's list and would be merely abortable, but Kafka never sends it
+  to the v0 request librdkafka uses (see API_VERSIONS): a fenced send_offsets_to_transaction() is fatal _FENCED.
 - EndTxn: PRODUCER_FENCED / INVALID_PRODUCER_EPOCH / INVALID_TXN_STATE fatal; INVALID_PRODUCER_ID_MAPPING
   abortable (+ bump); CONCURRENT_TRANSACTIONS and coordinator errors retried.
 - InitProducerId: CONCURRENT_TRANSACTIONS and coordinator errors retried every 500 ms; fencing fatal;
   init_transactions() with no timeout waits at most 2 x transaction.timeout.ms and then returns the last
   InitProducerId error (e.g. CONCURRENT_TRANSACTIONS) or _TIMED_OUT.
 - commit/abort with nothing registered send no EndTxn. commit after a failed delivery: _INCONSISTENT (abortable).
+  A failed AddPartitionsToTxn still counts as a request sent (txn_req_cnt is restored), so a later abort sends
+  EndTxn.
+
+Request versions (API_VERSIONS) are what librdkafka 2.x negotiates with a Kafka 3.9 broker: AddPartitionsToTxn v0
+and AddOffsetsToTxn v0 (rd_kafka_AddPartitionsToTxnRequest / rd_kafka_AddOffsetsToTxnRequest: supported range
+0..0), EndTxn v1 (0..1), InitProducerId v4 (0..4), TxnOffsetCommit v3 (rdkafka_txnmgr.c: 0..3). The coordinator
+answers a stale epoch according to the version (KIP-588): INVALID_PRODUCER_EPOCH below AddPartitionsToTxn/
+AddOffsetsToTxn/EndTxn v2 and InitProducerId v4, PRODUCER_FENCED from then on.
 """
 
 from __future__ import annotations
@@ -58,6 +68,9 @@ RETRIABLE_PRODUCE = frozenset({"NOT_LEADER_OR_FOLLOWER", "LEADER_NOT_AVAILABLE",
                                "NETWORK_EXCEPTION"})
 COORDINATOR_ERRORS = frozenset({"NOT_COORDINATOR", "COORDINATOR_NOT_AVAILABLE", "_TRANSPORT"})
 INFINITE = -1
+# librdkafka's request ApiVersions against Kafka 3.9 (src/rdkafka_request.c, rdkafka_txnmgr.c)
+API_VERSIONS = {"InitProducerId": 4, "AddPartitionsToTxn": 0, "AddOffsetsToTxn": 0, "EndTxn": 1,
+                "TxnOffsetCommit": 3}
 
 
 def normalize(error: str) -> str:
@@ -191,7 +204,8 @@ class _Client:
     def _rpc(self, name: str, broker: int | None, dst_label: str, detail: str,
              handler: Callable[[Callable[..., None]], None],
              on_response: Callable[[str | None, dict[str, Any]], None]) -> None:
-        self.cluster.rpc(name, self.name, broker, dst_label, detail, handler, on_response, src_alive=self._is_alive)
+        self.cluster.rpc(name, self.name, broker, dst_label, detail, handler, on_response, src_alive=self._is_alive,
+                         version=API_VERSIONS.get(name))
 
     def _find_coordinator(self, key: str, kind: str, on_found: Callable[[int], None],
                           retry_ms: int = 100) -> None:
@@ -355,7 +369,8 @@ class Producer(_Client):
 
             def handler(reply: Callable[..., None]) -> None:
                 c.txn_coordinator.handle_init_producer_id(broker, self.transactional_id,
-                                                          self.transaction_timeout_ms, expected, reply)
+                                                          self.transaction_timeout_ms, expected, reply,
+                                                          version=API_VERSIONS["InitProducerId"])
 
             label = f"coordinator(b{broker})" if self.transactional_id else f"b{broker}"
             self._rpc("InitProducerId", broker, label, detail, handler, on_response)
@@ -598,30 +613,38 @@ class Producer(_Client):
 
         def send(broker: int) -> None:
             def handler(reply: Callable[..., None]) -> None:
-                c.txn_coordinator.handle_add_partitions(broker, txid, pid, epoch, parts, reply)
+                c.txn_coordinator.handle_add_partitions(broker, txid, pid, epoch, parts, reply,
+                                                        version=API_VERSIONS["AddPartitionsToTxn"])
 
             self._rpc("AddPartitionsToTxn", broker, f"coordinator(b{broker})",
                       f"{', '.join(sorted(parts))}, producer {pid} epoch {epoch}", handler, on_response)
 
         def on_response(error: str | None, result: dict[str, Any]) -> None:
             self._waitresp_parts -= parts
+            if error != "_TRANSPORT" and self.state not in (IN_TRANSACTION, BEGIN_COMMIT):
+                # rd_kafka_txn_handle_AddPartitionsToTxn: an answer after the transaction failed or is being
+                # aborted is _OUTDATED: un-counted (txn_req_cnt--) and otherwise ignored
+                self.txn_req_cnt -= 1
+                return
             if error is None:
                 self._registered |= parts
                 for tp in sorted(parts):
                     self._kick(tp, self._linger_left(tp))
                 self._schedule_register(0)
                 return
-            self.txn_req_cnt -= 1
-            if self.state in (BEGIN_ABORT, ABORTING_TRANSACTION, ABORT_NOT_ACKED, READY):
-                return  # the transaction is being aborted: the partitions no longer matter
+            # any other error: librdkafka decrements txn_req_cnt and counts it back at once ("we can't be sure if
+            # the request was received by the broker"), so that abort_transaction() sends EndTxn
+            if self.state not in (IN_TRANSACTION, BEGIN_COMMIT):
+                return  # a transport error while aborting: nothing left to register
             self._pending_parts |= parts
             if error in COORDINATOR_ERRORS:
                 self._coord = None
-                self._schedule_register(self.retry_backoff_ms)
+                self._schedule_register(500)  # librdkafka's AddPartitionsToTxn retry backoff
             elif error in ("CONCURRENT_TRANSACTIONS", "COORDINATOR_LOAD_IN_PROGRESS", "UNKNOWN_TOPIC_OR_PARTITION"):
-                self._schedule_register(20 if error == "CONCURRENT_TRANSACTIONS" else self.retry_backoff_ms)
-            elif error in FENCING or error in ("INVALID_TXN_STATE", "TRANSACTIONAL_ID_AUTHORIZATION_FAILED"):
-                self._set_fatal(normalize(error), f"Failed to add partitions to transaction: {error}")
+                self._schedule_register(20 if error == "CONCURRENT_TRANSACTIONS" else 500)
+            elif error in FENCING or error in ("INVALID_TXN_STATE", "TRANSACTIONAL_ID_AUTHORIZATION_FAILED",
+                                               "CLUSTER_AUTHORIZATION_FAILED"):
+                self._set_fatal(normalize(error), f"Failed to add partitions to transaction: {normalize(error)}")
             elif error in ("INVALID_PRODUCER_ID_MAPPING", "UNKNOWN_PRODUCER_ID"):
                 self._set_abortable(error, f"Failed to add partition(s) to transaction: {error}",
                                     requires_bump=True)
@@ -721,7 +744,8 @@ class Producer(_Client):
 
         def send(broker: int) -> None:
             def handler(reply: Callable[..., None]) -> None:
-                c.txn_coordinator.handle_add_offsets(broker, txid, pid, epoch, gm.group_id, reply)
+                c.txn_coordinator.handle_add_offsets(broker, txid, pid, epoch, gm.group_id, reply,
+                                                     version=API_VERSIONS["AddOffsetsToTxn"])
 
             self._rpc("AddOffsetsToTxn", broker, f"coordinator(b{broker})",
                       f"group {gm.group_id}, producer {pid} epoch {epoch}", handler, on_response)
@@ -875,7 +899,8 @@ class Producer(_Client):
 
         def send(broker: int) -> None:
             def handler(reply: Callable[..., None]) -> None:
-                c.txn_coordinator.handle_end_txn(broker, txid, pid, epoch, commit, reply)
+                c.txn_coordinator.handle_end_txn(broker, txid, pid, epoch, commit, reply,
+                                                 version=API_VERSIONS["EndTxn"])
 
             self._rpc("EndTxn", broker, f"coordinator(b{broker})",
                       f"{'commit' if commit else 'abort'}, producer {pid} epoch {epoch}", handler, on_response)

@@ -248,14 +248,17 @@ class Cluster:
     def rpc(self, name: str, src: str, dst_broker: int | None, dst_label: str, detail: str,
             handler: Callable[[Callable[..., None]], None],
             on_response: Callable[[str | None, dict[str, Any]], None], *,
-            src_alive: Callable[[], bool] = lambda: True, src_broker: int | None = None) -> int:
+            src_alive: Callable[[], bool] = lambda: True, src_broker: int | None = None,
+            version: int | None = None) -> int:
         """Send a request; `handler(reply)` runs at the destination when it arrives, `reply(error, **result)`
         sends the answer back; `on_response(error, result)` runs at the source when the answer arrives (unless
-        the source died meanwhile). A broker that is down, or stops before answering, yields `_TRANSPORT`."""
+        the source died meanwhile). A broker that is down, or stops before answering, yields `_TRANSPORT`.
+        `version`: the request's ApiVersion, shown in the timeline as the real backend shows it ("v0, ...")."""
         self._correlation += 1
         corr = self._correlation
-        self.emit(ev.Rpc, rpc=name, src=src, dst=dst_label, direction="request", error=None, detail=detail,
-                  correlation=corr)
+        prefix = f"v{version}" if version is not None else ""
+        self.emit(ev.Rpc, rpc=name, src=src, dst=dst_label, direction="request", error=None,
+                  detail=", ".join(x for x in (prefix, detail) if x), correlation=corr)
         hop = self.hop_ms(dst_broker, src_broker)
         done = [False]
 
@@ -263,7 +266,7 @@ class Cluster:
             if not src_alive():
                 return
             self.emit(ev.Rpc, rpc=name, src=dst_label, dst=src, direction="response", error=error,
-                      detail=_describe(result), correlation=corr)
+                      detail=", ".join(x for x in (prefix, _describe(result)) if x), correlation=corr)
             on_response(error, result)
 
         def fail_transport() -> None:

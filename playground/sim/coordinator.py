@@ -9,6 +9,11 @@ Every change follows Kafka's pattern: prepare a transition (the metadata gets a 
 now get CONCURRENT_TRANSACTIONS), append the new value to `__transaction_state` (acks=all), then complete the
 transition. EndTxn is answered right after PrepareCommit/PrepareAbort is durable, before any marker is written.
 
+Error codes on the wire follow KafkaApis: the handle_* methods take the request's ApiVersion, and a stale epoch
+(PRODUCER_FENCED in the coordinator) goes out as INVALID_PRODUCER_EPOCH to versions older than KIP-588's
+(AddPartitionsToTxn/AddOffsetsToTxn/EndTxn < 2, InitProducerId < 4): librdkafka 2.x sends AddPartitionsToTxn v0,
+AddOffsetsToTxn v0 and EndTxn v1, so a fenced librdkafka producer sees 47, never 90, from those three.
+
 The coordinator is one logical object for the cluster; which broker answers for a transactional id is the leader
 of its `__transaction_state` partition. What is durable (the last value per transactional id, per partition) is
 kept apart from the in-memory cache, so a new leader can load it and resume Prepare* transactions.
@@ -66,6 +71,20 @@ DEFAULTS = {
     "transaction.abort.timed.out.transaction.cleanup.interval.ms": 10_000,
     "transaction.remove.expired.transaction.cleanup.interval.ms": 3_600_000,
 }
+
+# KafkaApis (core/src/main/scala/kafka/server/KafkaApis.scala, 3.9): the first request version that may be answered
+# PRODUCER_FENCED (KIP-588); older versions get INVALID_PRODUCER_EPOCH instead ("For older clients, they could not
+# understand the new PRODUCER_FENCED error code"): handleInitProducerIdRequest (version < 4),
+# handleEndTxnRequest, handleAddPartitionsToTxnRequest, handleAddOffsetsToTxnRequest (version < 2).
+PRODUCER_FENCED_SINCE = {"InitProducerId": 4, "AddPartitionsToTxn": 2, "AddOffsetsToTxn": 2, "EndTxn": 2}
+
+
+def for_version(api: str, version: int | None, error: str | None) -> str | None:
+    """The error code KafkaApis puts on the wire for `api` at request `version` (None: the newest)."""
+    if error == "PRODUCER_FENCED" and version is not None and version < PRODUCER_FENCED_SINCE[api]:
+        return "INVALID_PRODUCER_EPOCH"
+    return error
+
 
 # Bytes a record costs on the log besides key and value: the v2 record batch header (61) plus the record's own
 # varint framing (about 9). The cost scenario only needs the order of magnitude.
@@ -323,8 +342,10 @@ class TransactionCoordinator:
 
     # -- InitProducerId ---------------------------------------------------------------------------------------
     def handle_init_producer_id(self, broker: int, transactional_id: str | None, timeout_ms: int,
-                                expected: tuple[int, int] | None, reply: Reply) -> None:
+                                expected: tuple[int, int] | None, reply: Reply, *,
+                                version: int | None = None) -> None:
         self.init_producer_id_calls += 1
+        reply = self._versioned("InitProducerId", version, reply)
         if transactional_id is None:
             # idempotent producer: a new producer id, epoch 0, nothing persisted
             reply(None, producer_id=self.c.generate_producer_id(broker), producer_epoch=0)
@@ -392,7 +413,13 @@ class TransactionCoordinator:
 
     # -- AddPartitionsToTxn / AddOffsetsToTxn -----------------------------------------------------------------
     def handle_add_partitions(self, broker: int, transactional_id: str, producer_id: int, epoch: int,
-                              partitions: frozenset[str], reply: Reply) -> None:
+                              partitions: frozenset[str], reply: Reply, *, version: int | None = None) -> None:
+        self._add_partitions(broker, transactional_id, producer_id, epoch, partitions,
+                             self._versioned("AddPartitionsToTxn", version, reply))
+
+    def _add_partitions(self, broker: int, transactional_id: str, producer_id: int, epoch: int,
+                        partitions: frozenset[str], reply: Reply) -> None:
+        """TransactionCoordinator.handleAddPartitionsToTransaction."""
         error, st = self._lookup(broker, transactional_id)
         if error:
             reply(error)
@@ -410,11 +437,19 @@ class TransactionCoordinator:
             self._append(md, md.prepare_add_partitions(partitions, self.c.now_ms), st, lambda err: reply(err))
 
     def handle_add_offsets(self, broker: int, transactional_id: str, producer_id: int, epoch: int, group_id: str,
-                           reply: Reply) -> None:
+                           reply: Reply, *, version: int | None = None) -> None:
         # KafkaApis.handleAddOffsetsToTxnRequest: the group's __consumer_offsets partition joins the transaction
         offsets_partition = f"__consumer_offsets-{self.c.groups.partition_for(group_id)}"
-        self.handle_add_partitions(broker, transactional_id, producer_id, epoch, frozenset({offsets_partition}),
-                                   reply)
+        self._add_partitions(broker, transactional_id, producer_id, epoch, frozenset({offsets_partition}),
+                             self._versioned("AddOffsetsToTxn", version, reply))
+
+    @staticmethod
+    def _versioned(api: str, version: int | None, reply: Reply) -> Reply:
+        """KafkaApis' sendResponseCallback: PRODUCER_FENCED becomes INVALID_PRODUCER_EPOCH for old versions."""
+        def answer(error: str | None = None, **result: object) -> None:
+            reply(for_version(api, version, error), **result)
+
+        return answer
 
     def verify_partition(self, transactional_id: str, producer_id: int, epoch: int, partition: str) -> str | None:
         """handleVerifyPartitionsInTransaction as a partition leader's Produce path uses it (KIP-890 part 1),
@@ -435,7 +470,8 @@ class TransactionCoordinator:
 
     # -- EndTxn -----------------------------------------------------------------------------------------------
     def handle_end_txn(self, broker: int, transactional_id: str, producer_id: int, epoch: int, commit: bool,
-                       reply: Reply) -> None:
+                       reply: Reply, *, version: int | None = None) -> None:
+        reply = self._versioned("EndTxn", version, reply)
         self._end_transaction(broker, transactional_id, producer_id, epoch, commit, True, lambda err: reply(err))
 
     def _end_transaction(self, broker: int, transactional_id: str, producer_id: int, epoch: int, commit: bool,

@@ -216,6 +216,7 @@ class SimBackend(Backend):
                 entry.client.crash()
             entry.client = self._new_producer(entry.spec)
             entry.fenced = False
+            entry.last_error = None  # a new instance has raised nothing yet (as the real backend's restart)
             return OK
         p = entry.client
         if p is None or not p.alive:
@@ -310,6 +311,7 @@ class SimBackend(Backend):
                 entry.client.crash()
             entry.client = self._new_consumer(entry.spec)
             entry.last_poll = []
+            entry.last_error = None
             return OK
         c = entry.client
         if c is None or not c.alive:

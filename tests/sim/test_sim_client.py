@@ -229,3 +229,63 @@ def test_it_keeps_a_crashed_group_member_until_its_session_times_out(cluster):
     cluster.advance(45_000)
     c2.consume(1, timeout=1)
     assert len(c2.assignment()) == 3
+
+
+def _wire(cluster, rpc, actor):
+    """(detail, error) of every response `actor` got for `rpc`."""
+    return [(e.detail, e.error) for e in cluster.timeline
+            if e.rpc == rpc and e.direction == "response" and e.dst == actor]
+
+
+def test_it_speaks_librdkafkas_request_versions_and_gets_47_for_a_fenced_end_txn(cluster):
+    a = producer(cluster, "A", **{"transactional.id": "t"})
+    a.init_transactions()
+    a.begin_transaction()
+    a.produce("orders", "a", partition=0)
+    a.flush()
+    producer(cluster, "B", **{"transactional.id": "t"}).init_transactions()
+    err = error_of(a.commit_transaction)
+    assert err.name() == "_FENCED" and err.fatal()
+    assert _wire(cluster, "EndTxn", "A") == [("v1", "INVALID_PRODUCER_EPOCH")]  # EndTxn v1: 47, not 90
+    assert [d for d, _ in _wire(cluster, "AddPartitionsToTxn", "A")] == ["v0"]
+    assert [d.split(",")[0] for d, _ in _wire(cluster, "InitProducerId", "A")] == ["v4"]
+    assert a.state == "FATAL_ERROR"
+    again = error_of(a.abort_transaction)
+    assert again.name() == "_FENCED" and again.fatal()
+
+
+def test_it_makes_a_fenced_send_offsets_to_transaction_fatal(cluster):
+    # measured on Kafka 3.9.1 with confluent-kafka 2.16.1: AddOffsetsToTxn v0 is answered INVALID_PRODUCER_EPOCH,
+    # which librdkafka's rd_kafka_txn_handle_AddOffsetsToTxn makes fatal (normalised to _FENCED)
+    c = Consumer({"group.id": "g", "auto.offset.reset": "earliest"}, cluster=cluster, name="cin")
+    c.subscribe(["orders"])
+    c.consume(1, timeout=1)
+    a = producer(cluster, "A", **{"transactional.id": "t"})
+    a.init_transactions()
+    a.begin_transaction()
+    a.produce("orders", "a", partition=1)
+    a.flush()
+    producer(cluster, "B", **{"transactional.id": "t"}).init_transactions()
+    err = error_of(a.send_offsets_to_transaction, [TopicPartition("orders", 0, 1)], c.consumer_group_metadata())
+    assert err.name() == "_FENCED" and err.fatal() and not err.txn_requires_abort()
+    assert a.state == "FATAL_ERROR" and a.fatal_error == "_FENCED"
+    assert _wire(cluster, "AddOffsetsToTxn", "A") == [("v0", "INVALID_PRODUCER_EPOCH")]
+    commit = error_of(a.commit_transaction)
+    assert commit.name() == "_FENCED" and commit.fatal()
+    cluster.settle()
+    assert cluster.groups.committed("g") == {}
+
+
+def test_it_sends_end_txn_on_abort_after_a_failed_add_partitions_to_txn(cluster):
+    # rd_kafka_txn_handle_AddPartitionsToTxn counts a failed request back into txn_req_cnt, so the abort that
+    # follows INVALID_PRODUCER_ID_MAPPING sends EndTxn (answered INVALID_PRODUCER_ID_MAPPING, then the epoch bump)
+    p = producer(cluster, **{"transactional.id": "t"})
+    p.init_transactions()
+    cluster.advance(7 * 24 * 3600 * 1000 + 3600 * 1000)
+    p.begin_transaction()
+    p.produce("orders", "x", partition=0)
+    p.flush()
+    assert p.state == "ABORTABLE_ERROR" and p.txn_req_cnt == 1
+    p.abort_transaction()
+    assert _wire(cluster, "EndTxn", "A") == [("v1", "INVALID_PRODUCER_ID_MAPPING")]
+    assert p.state == "READY" and p.epoch == 0

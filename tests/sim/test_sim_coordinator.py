@@ -193,3 +193,35 @@ def test_it_counts_transaction_state_records_and_init_calls(cluster):
     assert stats["init_producer_id_calls"] == 1
     assert stats["transaction_state_records"] == 4  # Empty, Ongoing, PrepareCommit, CompleteCommit
     assert stats["markers_written"] == 1
+
+
+def test_it_answers_a_stale_epoch_with_invalid_producer_epoch_to_request_versions_before_kip_588(cluster):
+    # KafkaApis (3.9): handleAddPartitionsToTxnRequest / handleAddOffsetsToTxnRequest / handleEndTxnRequest turn
+    # PRODUCER_FENCED into INVALID_PRODUCER_EPOCH for version < 2, handleInitProducerIdRequest for version < 4
+    tc = cluster.txn_coordinator
+    pid = call(cluster, tc.handle_init_producer_id, "t", 60000, None)["producer_id"]
+    call(cluster, tc.handle_init_producer_id, "t", 60000, None)  # epoch 1: epoch 0 is now stale
+    stale = ("t", pid, 0)
+
+    def add_parts(version):
+        return call(cluster, lambda b, *a: tc.handle_add_partitions(b, *a, version=version),
+                    *stale, frozenset({"orders-0"}))["error"]
+
+    def add_offsets(version):
+        return call(cluster, lambda b, *a: tc.handle_add_offsets(b, *a, version=version), *stale, "g")["error"]
+
+    def end_txn(version):
+        return call(cluster, lambda b, *a: tc.handle_end_txn(b, *a, version=version), *stale, True)["error"]
+
+    def bump(version):
+        return call(cluster, lambda b, *a: tc.handle_init_producer_id(b, *a, version=version), "t", 60000,
+                    (pid + 7, 0))["error"]
+
+    assert [add_parts(v) for v in (0, 1, 2, 3)] == ["INVALID_PRODUCER_EPOCH"] * 2 + ["PRODUCER_FENCED"] * 2
+    assert [add_offsets(v) for v in (0, 1, 2, 4)] == ["INVALID_PRODUCER_EPOCH"] * 2 + ["PRODUCER_FENCED"] * 2
+    assert [end_txn(v) for v in (0, 1, 2, 4)] == ["INVALID_PRODUCER_EPOCH"] * 2 + ["PRODUCER_FENCED"] * 2
+    assert [bump(v) for v in (3, 4)] == ["INVALID_PRODUCER_EPOCH", "PRODUCER_FENCED"]
+    assert add_parts(None) == end_txn(None) == "PRODUCER_FENCED"  # no version named: the newest
+    # other errors pass through untouched
+    assert call(cluster, lambda b, *a: tc.handle_end_txn(b, *a, version=1), "t", pid + 1, 1, True)["error"] == \
+        "INVALID_PRODUCER_ID_MAPPING"

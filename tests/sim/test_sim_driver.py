@@ -297,3 +297,31 @@ def test_it_adds_an_actor_to_a_running_session():
     b.add_actor(ActorSpec("C", PRODUCER, {"transactional.id": "order-pay"}))
     assert run(b, "A.init_transactions", "C.init_transactions") == ["ok", "ok"]
     assert b.view()["producers"]["C"]["epoch"] == 1
+
+
+def test_it_forgets_the_last_error_of_a_restarted_instance():
+    b = backend(actors={"A": (PRODUCER, TXN), "B": (PRODUCER, TXN), "rc": RC})
+    out = run(b, "A.init_transactions", "A.begin_transaction",
+              ("A.produce", {"topic": "orders", "partition": 0, "value": "x"}), "B.init_transactions",
+              "A.commit_transaction")
+    assert out[-1] == "_FENCED" and b.view()["producers"]["A"]["last_error"]["error"] == "_FENCED"
+    assert run(b, "A.restart", "A.init_transactions") == ["ok", "ok"]
+    card = b.view()["producers"]["A"]
+    assert card["last_error"] is None and not card["fenced"] and card["state"] == "READY"
+    assert card["fatal_error"] is None
+
+
+def test_it_shows_a_fenced_send_offsets_to_transaction_as_fatal_on_the_card():
+    b = backend(actors={"A": (PRODUCER, TXN), "B": (PRODUCER, TXN),
+                        "feed": (PRODUCER, {}), "cin": (CONSUMER, {"group.id": "g"}, ["incoming"])},
+                topics={"orders": 2, "incoming": 1})
+    out = run(b, ("feed.produce", {"topic": "incoming", "partition": 0, "value": "in-1"}), "cin.poll",
+              "A.init_transactions", "A.begin_transaction",
+              ("A.produce", {"topic": "orders", "partition": 1, "value": "a"}), "B.init_transactions",
+              ("A.send_offsets_to_transaction", {"consumer": "cin"}), "A.commit_transaction")
+    assert out[-2:] == ["_FENCED", "_FENCED"]
+    card = b.view()["producers"]["A"]
+    assert card["state"] == "FATAL_ERROR" and card["fenced"] and card["fatal_error"] == "_FENCED"
+    errors = [e for e in b.events if e.kind == "client.error" and e.actor == "A" and e.op == "send_offsets_to_transaction"]
+    assert errors and errors[0].fatal and not errors[0].txn_requires_abort
+    assert any(t["rpc"] == "AddOffsetsToTxn" and t["error"] == "INVALID_PRODUCER_EPOCH" for t in b.view()["timeline"])
