@@ -166,12 +166,21 @@ class KafkaBackend(Backend):
         *,
         seed: int = 0,
         on_event: Callable[[Any], None] | None = None,
+        settings: Mapping[str, Any] | None = None,
     ) -> None:
+        """`settings` overrides what kafka_settings() found (keys: bootstrap, client, broker_control, base_dir,
+        max_sleep_s); for code that picks the cluster itself, e.g. a test running a scenario on a second, dedicated
+        cluster. Never filled from user input."""
         self._lock = threading.RLock()
         self.cluster = cluster
         self.seed = seed
         self.on_event = on_event
         self.settings = kafka_settings()
+        if settings:
+            unknown = set(settings) - set(self.settings)
+            if unknown:
+                raise ValueError(f"unknown Kafka backend settings: {sorted(unknown)}")
+            self.settings.update(settings)
         if not self.settings["bootstrap"]:
             raise BackendError(
                 "No Kafka cluster is configured: set KAFKA_BOOTSTRAP_SERVERS in the server's settings "

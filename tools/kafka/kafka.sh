@@ -11,7 +11,7 @@
 #   kafka.sh start-node N          restart one node, wait until it is back
 #   kafka.sh status                show nodes and ports (exit 0 iff all nodes up)
 #   kafka.sh bootstrap             print the bootstrap servers of the cluster
-#   kafka.sh clean                 stop and delete tools/kafka/.run
+#   kafka.sh clean                 stop and delete the run directory
 #   kafka.sh topics ...            org.apache.kafka.tools.TopicCommand
 #   kafka.sh transactions ...      org.apache.kafka.tools.TransactionsCommand
 #   kafka.sh groups ...            consumer group command
@@ -20,12 +20,26 @@
 #
 # Progress goes to stderr; only machine-readable answers go to stdout.
 # See README.md next to this file for ports and settings.
+#
+# A second cluster beside the first: give it a run directory and ports of its
+# own, and use the same two variables for every later command on it:
+#   KAFKA_RUN_DIR=/tmp/k2 KAFKA_BASE_PORT=19392 kafka.sh start --nodes 1
+#   KAFKA_RUN_DIR=/tmp/k2 kafka.sh stop    (stops that cluster only)
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 JARS_DIR="$HERE/.jars"
-RUN_DIR="$HERE/.run"
-BIN_DIR="$RUN_DIR/bin"
+DEFAULT_RUN_DIR="$HERE/.run"
+# KAFKA_RUN_DIR: where this cluster's state, node configs, data, logs and pid
+# files live (default tools/kafka/.run). Every command acts on the cluster of
+# that directory only, so two clusters with different run directories (and
+# different KAFKA_BASE_PORTs) run side by side without touching each other.
+RUN_DIR="${KAFKA_RUN_DIR:-$DEFAULT_RUN_DIR}"
+case "$RUN_DIR" in /*) ;; *) RUN_DIR="$PWD/$RUN_DIR" ;; esac
+RUN_DIR="${RUN_DIR%/}"
+# the compiled helper, log4j config and class-data-sharing archive are shared by
+# every run directory (they depend only on the jars and the JVM)
+BIN_DIR="$DEFAULT_RUN_DIR/bin"
 STATE_FILE="$RUN_DIR/cluster.env"
 
 KAFKA_VERSION_DEFAULT="3.9.1"
@@ -670,7 +684,13 @@ cmd_bootstrap() {
 
 cmd_clean() {
     cmd_stop
-    rm -rf "$RUN_DIR"
+    if [[ "$RUN_DIR" == "$DEFAULT_RUN_DIR" ]]; then
+        rm -rf "$RUN_DIR"
+    elif [[ -d "$RUN_DIR" ]]; then
+        # a directory chosen by the caller: delete only what this script made there
+        rm -rf "$RUN_DIR"/node-* "$RUN_DIR"/jars.tmp.* "$STATE_FILE" "$RUN_DIR/bootstrap" "$RUN_DIR/format.log"
+        rmdir "$RUN_DIR" 2>/dev/null || true
+    fi
     log "removed $RUN_DIR"
 }
 
