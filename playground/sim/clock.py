@@ -76,15 +76,26 @@ class Scheduler:
     # -- scheduling -------------------------------------------------------------------------------------------
     def at(self, time_ms: int, fn: Callable[[], None], *, category: str = WORK, label: str = "",
            inert: Callable[[int], bool] | None = None) -> Entry:
-        entry = Entry(max(time_ms, self.now_ms), fn, category, label, inert)
+        if time_ms < self.now_ms:
+            time_ms = self.now_ms
+        entry = Entry(time_ms, fn, category, label, inert)
         self._seq += 1
-        heapq.heappush(self._heap, (entry.time_ms, self._seq, entry))
+        heapq.heappush(self._heap, (time_ms, self._seq, entry))
         if category == WORK:
             self._work_pending += 1
         return entry
 
-    def after(self, delay_ms: int, fn: Callable[[], None], **kwargs) -> Entry:  # type: ignore[no-untyped-def]
-        return self.at(self.now_ms + max(0, int(delay_ms)), fn, **kwargs)
+    def after(self, delay_ms: int, fn: Callable[[], None], *, category: str = WORK, label: str = "",
+              inert: Callable[[int], bool] | None = None) -> Entry:
+        # the hot path (every RPC hop, linger and replication step): the same as at(now + max(0, delay)), without
+        # the second call
+        time_ms = self.now_ms + max(0, int(delay_ms))
+        entry = Entry(time_ms, fn, category, label, inert)
+        self._seq += 1
+        heapq.heappush(self._heap, (time_ms, self._seq, entry))
+        if category == WORK:
+            self._work_pending += 1
+        return entry
 
     def cancel(self, entry: Entry | None) -> None:
         if entry is not None and not entry.cancelled:
@@ -114,13 +125,22 @@ class Scheduler:
 
     def run_until(self, done: Callable[[], bool], deadline_ms: int | None = None) -> bool:
         """Run entries in order until `done()`; stop at `deadline_ms` (time moves to the deadline)."""
+        heap = self._heap
         while not done():
-            entry = self.next_entry()
-            if entry is None or (deadline_ms is not None and entry.time_ms > deadline_ms):
+            # next_entry() and _run_next() inlined: this loop runs every entry of a blocking client call
+            while heap and heap[0][2].cancelled:
+                heapq.heappop(heap)
+            if not heap or (deadline_ms is not None and heap[0][0] > deadline_ms):
                 if deadline_ms is not None and deadline_ms > self.now_ms:
                     self.now_ms = deadline_ms
                 return done()
-            self._run_next()
+            entry = heapq.heappop(heap)[2]
+            if entry.category == WORK:
+                self._work_pending -= 1
+            entry.cancelled = True  # an entry runs once
+            if entry.time_ms > self.now_ms:
+                self.now_ms = entry.time_ms
+            entry.fn()
         return True
 
     def advance(self, ms: int) -> None:

@@ -67,7 +67,9 @@ class Cluster:
         self.scheduler = Scheduler()
         self.events: list[ev.Event] = []
         self.keep_events = keep_events
-        self.timeline: deque[ev.Rpc] = deque(maxlen=200)
+        # the last 200 RPCs, for the view: events, or (seq, time_ms, fields) when nobody observes events (then the
+        # Rpc is only built if the timeline is read; see `timeline`)
+        self._timeline: deque[ev.Rpc | tuple[int, int, dict[str, Any]]] = deque(maxlen=200)
         self._listeners: list[Callable[[ev.Event], None]] = [on_event] if on_event else []
         self._seq = 0
         self._correlation = 0
@@ -106,16 +108,38 @@ class Cluster:
     def subscribe(self, listener: Callable[[ev.Event], None]) -> None:
         self._listeners.append(listener)
 
-    def emit(self, cls: type[ev.Event], **fields: Any) -> ev.Event:
+    @property
+    def observed(self) -> bool:
+        """Whether events go anywhere (kept or listened to). Hot paths check it before assembling an event's
+        fields; `emit` checks it too, so callers that do not bother stay correct."""
+        return self.keep_events or bool(self._listeners)
+
+    def skip_event(self) -> None:
+        """Take the `seq` of an event that is not emitted because nobody observes it (see `observed`)."""
         self._seq += 1
+
+    def emit(self, cls: type[ev.Event], **fields: Any) -> ev.Event | None:
+        """Record an event. Its `seq` is taken even when nobody observes it, so that sequence numbers (visible
+        in the RPC timeline) do not depend on whether events are kept. Returns None when the event was not
+        built because nobody observes it (building the frozen dataclass is the bulk of an emit)."""
+        self._seq += 1
+        if not self.keep_events and not self._listeners:
+            if cls is ev.Rpc:
+                self._timeline.append((self._seq, self.scheduler.now_ms, fields))
+            return None
         event = cls(seq=self._seq, time_ms=self.scheduler.now_ms, **fields)
         if self.keep_events:
             self.events.append(event)
         if cls is ev.Rpc:
-            self.timeline.append(event)  # type: ignore[arg-type]
+            self._timeline.append(event)  # type: ignore[arg-type]
         for listener in self._listeners:
             listener(event)
         return event
+
+    @property
+    def timeline(self) -> list[ev.Rpc]:
+        """The last 200 RPC events, oldest first."""
+        return [e if isinstance(e, ev.Rpc) else ev.Rpc(seq=e[0], time_ms=e[1], **e[2]) for e in self._timeline]
 
     @property
     def now_ms(self) -> int:
@@ -258,7 +282,7 @@ class Cluster:
         corr = self._correlation
         prefix = f"v{version}" if version is not None else ""
         self.emit(ev.Rpc, rpc=name, src=src, dst=dst_label, direction="request", error=None,
-                  detail=", ".join(x for x in (prefix, detail) if x), correlation=corr)
+                  detail=_join_detail(prefix, detail), correlation=corr)
         hop = self.hop_ms(dst_broker, src_broker)
         done = [False]
 
@@ -266,7 +290,7 @@ class Cluster:
             if not src_alive():
                 return
             self.emit(ev.Rpc, rpc=name, src=dst_label, dst=src, direction="response", error=error,
-                      detail=", ".join(x for x in (prefix, _describe(result)) if x), correlation=corr)
+                      detail=_join_detail(prefix, _describe(result)), correlation=corr)
             on_response(error, result)
 
         def fail_transport() -> None:
@@ -571,6 +595,13 @@ class _PeriodicScan:
             return
         self.task()
         self._reschedule()
+
+
+def _join_detail(prefix: str, detail: str) -> str:
+    """", ".join of the non-empty parts (without a generator: two of these per RPC)."""
+    if prefix and detail:
+        return f"{prefix}, {detail}"
+    return prefix or detail
 
 
 def _describe(result: dict[str, Any]) -> str:

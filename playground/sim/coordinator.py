@@ -21,6 +21,7 @@ kept apart from the in-memory cache, so a new leader can load it and resume Prep
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable
 
@@ -91,6 +92,9 @@ def for_version(api: str, version: int | None, error: str | None) -> str | None:
 RECORD_OVERHEAD_BYTES = 70
 
 
+# Cached: every transactional request looks its id's coordinator partition up, and ids repeat from one transaction
+# to the next. Bounded, as ids may be minted per order.
+@functools.lru_cache(maxsize=4096)
 def java_string_hash(s: str) -> int:
     """java.lang.String.hashCode over UTF-16 code units, as a signed 32-bit int."""
     h = 0
