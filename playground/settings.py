@@ -75,6 +75,11 @@ KAFKA_CLIENT_CONFIG = {
     for key, value in os.environ.items()
     if key.startswith("KAFKA_CLIENT_")
 }
+# How broker.stop/broker.start steps stop and start brokers, e.g. "bash tools/kafka/kafka.sh {action}-node {broker}"
+# ({action} = stop|start; split like a shell would, never run through one). Empty: not possible on this server.
+KAFKA_BROKER_CONTROL = os.environ.get("KAFKA_BROKER_CONTROL", "")
+# clock.advance sleeps for real on a Kafka cluster; one step sleeps at most this many seconds.
+KAFKA_MAX_SLEEP_S = float(os.environ.get("KAFKA_MAX_SLEEP_S", "120"))
 
 LANGUAGE_CODE = "en"
 LANGUAGES = [("en", "English"), ("zh-hans", "中文")]

@@ -14,15 +14,19 @@ from __future__ import annotations
 
 import concurrent.futures
 import os
+import subprocess
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from playground.kafka.backend import KafkaBackend
 from playground.scenario import load_library, run_scenario
 
 ROOT = Path(__file__).resolve().parents[2]
+KAFKA_SH = ROOT / "tools" / "kafka" / "kafka.sh"
 SCENARIOS = {s.id: s for s in load_library(ROOT / "scenarios")}
 
 MAX_SLEEP_S = 80.0  # enough for every 75 s timeout scenario
@@ -90,34 +94,104 @@ def _sleep_ms(scenario: Any) -> int:
     return sum(int(step.args.get("ms", 0)) for step in scenario.steps if step.actor == "clock")
 
 
+def _run_on(scenario: Any, **settings: Any) -> dict[str, Any]:
+    """One scenario on the real cluster named by `settings` (KafkaBackend's overrides). The runs outlive the test
+    that starts them, so they never depend on a test's `settings` fixture nor on the environment."""
+    backend = KafkaBackend(scenario.cluster, scenario.actors, seed=scenario.seed, settings=settings)
+    return run_scenario(scenario, backend)
+
+
+class _CompressedCluster:
+    """A dedicated 1-node cluster (tools/kafka/kafka.sh with a run directory and ports of its own) for one
+    TIME_COMPRESSED scenario. `stop()` stops that cluster only, and may be called any number of times."""
+
+    def __init__(self, run_dir: Path, props: dict[str, Any]) -> None:
+        self.run_dir = run_dir
+        self.env = dict(
+            os.environ,
+            KAFKA_RUN_DIR=str(run_dir),
+            KAFKA_BASE_PORT=str(COMPRESSED_BASE_PORT),
+            KAFKA_CONTROLLER_BASE_PORT=str(COMPRESSED_BASE_PORT + 100),
+            KAFKA_EXTRA_PROPS="\n".join(f"{k}={v}" for k, v in props.items()),
+            KAFKA_READY_TIMEOUT=str(int(COMPRESSED_START_TIMEOUT_S) - 30),
+        )
+        self._lock = threading.Lock()
+        self.started = False
+
+    def start(self) -> str:
+        with self._lock:
+            self.started = True  # from here on, stop() must run even if start fails halfway
+            out = subprocess.run(
+                ["bash", str(KAFKA_SH), "start", "--nodes", "1"], cwd=ROOT, env=self.env, capture_output=True,
+                text=True, timeout=COMPRESSED_START_TIMEOUT_S,
+            )
+        if out.returncode != 0 or not out.stdout.strip():
+            raise RuntimeError(f"the time-compressed cluster did not start (logs in {self.run_dir}):\n{out.stderr[-2000:]}")
+        return out.stdout.strip().splitlines()[-1]
+
+    def stop(self) -> None:
+        with self._lock:
+            if not self.started:
+                return
+            out = subprocess.run(
+                ["bash", str(KAFKA_SH), "stop"], cwd=ROOT, env=self.env, capture_output=True, text=True,
+                timeout=COMPRESSED_STOP_TIMEOUT_S,
+            )
+            if out.returncode != 0:
+                raise RuntimeError(f"could not stop the time-compressed cluster in {self.run_dir}: {out.stderr[-500:]}")
+            self.started = False
+
+
 class _KafkaRuns:
-    """Runs every scenario on the real cluster once per test session, lazily, concurrently; each test waits for
+    """Runs every scenario on a real cluster once per test session, lazily, concurrently; each test waits for
     its own scenario only."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._futures: dict[str, concurrent.futures.Future] = {}
-        self._pool: concurrent.futures.ThreadPoolExecutor | None = None
-        self._solo: concurrent.futures.ThreadPoolExecutor | None = None
+        self._pools: list[concurrent.futures.ThreadPoolExecutor] = []
+        self._clusters: list[_CompressedCluster] = []
+        self.timings: dict[str, float] = {}
 
-    def start(self, control: str) -> None:
+    def _timed(self, scenario_id: str, fn: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        t0 = time.monotonic()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            self.timings[scenario_id] = time.monotonic() - t0
+
+    def start(self, bootstrap: str, control: str, tmp_dir: Path) -> None:
         with self._lock:
-            if self._pool is not None:
+            if self._pools:
                 return
-            # The runs outlive the test that starts them, so they must not depend on a test's `settings` fixture:
-            # the environment (the backend's fallback) carries the sleep cap and the broker control for the session.
-            self._env = {k: os.environ.get(k) for k in ("KAFKA_MAX_SLEEP_S", "KAFKA_BROKER_CONTROL")}
-            os.environ["KAFKA_MAX_SLEEP_S"] = str(MAX_SLEEP_S)
-            if control:
-                os.environ["KAFKA_BROKER_CONTROL"] = control
-            self._pool = concurrent.futures.ThreadPoolExecutor(POOL, thread_name_prefix="fidelity")
-            self._solo = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="fidelity-solo")
-            shared = [s for s in SCENARIOS.values() if not _has_broker_steps(s)]
-            solo = [s for s in SCENARIOS.values() if _has_broker_steps(s)]
+            main = {"bootstrap": bootstrap, "max_sleep_s": MAX_SLEEP_S, "broker_control": control}
+            pool = concurrent.futures.ThreadPoolExecutor(POOL, thread_name_prefix="fidelity")
+            solo_pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="fidelity-solo")
+            compressed_pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="fidelity-compressed")
+            self._pools = [pool, solo_pool, compressed_pool]
+
+            # the dedicated cluster starts first: its JVM start-up overlaps with the shared runs' sleeps
+            for sid, spec in TIME_COMPRESSED.items():
+                cluster = _CompressedCluster(tmp_dir / f"kafka-{sid}", spec["broker_props"])
+                self._clusters.append(cluster)
+
+                def compressed(scenario: Any = SCENARIOS[sid], cluster: _CompressedCluster = cluster,
+                               spec: dict[str, Any] = spec) -> dict[str, Any]:
+                    try:
+                        return _run_on(scenario, bootstrap=cluster.start(), max_sleep_s=spec["max_sleep_s"],
+                                       broker_control="")
+                    finally:
+                        cluster.stop()
+
+                self._futures[sid] = compressed_pool.submit(self._timed, sid, compressed)
+
+            others = [s for s in SCENARIOS.values() if s.id not in TIME_COMPRESSED]
+            shared = [s for s in others if not _has_broker_steps(s)]
+            solo = [s for s in others if _has_broker_steps(s)]
             # the longest sleepers first, so that their sleeps overlap with the quick ones
             shared.sort(key=_sleep_ms, reverse=True)
             for s in shared:
-                self._futures[s.id] = self._pool.submit(run_scenario, s, "kafka")
+                self._futures[s.id] = pool.submit(self._timed, s.id, _run_on, s, **main)
             barrier = [self._futures[s.id] for s in shared]
 
             def alone(scenario: Any) -> dict[str, Any]:
@@ -128,33 +202,37 @@ class _KafkaRuns:
                         f.result()
                     except BaseException:  # noqa: BLE001 - that scenario's own test reports it
                         pass
-                return run_scenario(scenario, "kafka")
+                return self._timed(scenario.id, _run_on, scenario, **main)
 
             for s in solo:
-                self._futures[s.id] = self._solo.submit(alone, s)
+                self._futures[s.id] = solo_pool.submit(alone, s)
 
     def get(self, scenario_id: str) -> dict[str, Any]:
         return self._futures[scenario_id].result(timeout=1800)
 
     def shutdown(self) -> None:
-        for pool in (self._pool, self._solo):
-            if pool is not None:
+        try:
+            for pool in self._pools:
                 pool.shutdown(wait=True, cancel_futures=True)
-        for k, v in getattr(self, "_env", {}).items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+        finally:
+            # normally each run stops its own cluster; this covers an interrupted run (stop is idempotent)
+            for cluster in self._clusters:
+                cluster.stop()
 
 
 _RUNS = _KafkaRuns()
 
 
 @pytest.fixture(scope="module")
-def kafka_runs(kafka_bootstrap, broker_control):
-    _RUNS.start(broker_control)
-    yield _RUNS
-    _RUNS.shutdown()
+def kafka_runs(kafka_bootstrap, broker_control, tmp_path_factory):
+    try:
+        _RUNS.start(kafka_bootstrap, broker_control, tmp_path_factory.mktemp("fidelity"))
+        yield _RUNS
+    finally:
+        _RUNS.shutdown()
+        if _RUNS.timings:
+            print("\n[fidelity] real-cluster run time per scenario: " + ", ".join(
+                f"{sid} {t:.0f}s" for sid, t in sorted(_RUNS.timings.items(), key=lambda kv: -kv[1])), flush=True)
 
 
 def _outcome(scenario: Any, index: int, outcome: str) -> str:
@@ -200,17 +278,24 @@ def normalise(obs: dict[str, Any], scenario: Any) -> dict[str, Any]:
     fields compared here). A consumer's partition with nothing received counts the same as a partition not
     listed. Otherwise nothing timing-dependent remains in an observation: the real backend waits for quiescence
     (markers written, LSO caught up, offsets stable) before every poll and before observing, so what a
-    read_committed consumer sees right after commit_transaction() does not race the coordinator's markers."""
+    read_committed consumer sees right after commit_transaction() does not race the coordinator's markers, except
+    where a scenario makes that race its subject (RACY_READS)."""
     partitions = {
         tp: {"log": part["log"], "high_watermark": part["high_watermark"], "last_stable_offset": part["last_stable_offset"]}
         for tp, part in obs["partitions"].items()
     }
     if _has_broker_steps(scenario):
         partitions = {tp: _without_resent_markers(part) for tp, part in partitions.items()}
+    consumers = {name: dict(per) for name, per in obs["consumers"].items()}
+    for consumer, tp, reference in RACY_READS.get(scenario.id, ()):
+        got = consumers.get(consumer, {}).get(tp) or []
+        whole = consumers.get(reference, {}).get(tp) or []
+        if got == [] or got == whole:  # anything else stays as it is, and shows as a difference
+            consumers.setdefault(consumer, {})[tp] = f"nothing yet, or all that {reference} got (timing)"
     return {
         "steps": [f"{s['index']} {s['step']} -> {_outcome(scenario, s['index'], s['outcome'])}" for s in obs["steps"]],
         "partitions": partitions,
-        "consumers": {name: {tp: v for tp, v in per.items() if v} for name, per in obs["consumers"].items()},
+        "consumers": {name: {tp: v for tp, v in per.items() if v} for name, per in consumers.items()},
         "transactions": obs["transactions"],
         "groups": obs["groups"],
     }
@@ -237,13 +322,7 @@ def differences(sim: dict[str, Any], real: dict[str, Any], path: str = "") -> li
 
 
 def _params() -> list[Any]:
-    out = []
-    for sid in SCENARIOS:
-        marks = [pytest.mark.kafka]
-        if sid in KNOWN_DIFFERENCES:
-            marks.append(pytest.mark.xfail(strict=True, reason=KNOWN_DIFFERENCES[sid]))
-        out.append(pytest.param(sid, marks=marks, id=sid))
-    return out
+    return [pytest.param(sid, marks=[pytest.mark.kafka], id=sid) for sid in SCENARIOS]
 
 
 @pytest.mark.parametrize("scenario_id", _params())
@@ -260,4 +339,25 @@ def test_scenario_agrees_with_kafka(scenario_id, kafka_runs):
 @pytest.mark.kafka
 def test_every_scenario_is_compared():
     assert len(SCENARIOS) >= 1
-    assert set(KNOWN_DIFFERENCES) <= set(SCENARIOS), "a known difference names a scenario that no longer exists"
+    assert set(TIME_COMPRESSED) <= set(SCENARIOS), "TIME_COMPRESSED names a scenario that no longer exists"
+    assert set(RACY_READS) <= set(SCENARIOS), "RACY_READS names a scenario that no longer exists"
+    for sid, reads in RACY_READS.items():
+        names = {a for a, spec in SCENARIOS[sid].actors.items() if spec.kind == "consumer"}
+        for consumer, tp, reference in reads:
+            assert {consumer, reference} <= names, f"RACY_READS[{sid!r}] names a consumer the scenario lacks"
+
+
+def test_time_compression_keeps_the_order_of_events():
+    """TIME_COMPRESSED is only a change of time unit if the order of events is kept: on the simulator the
+    scenario's clock.advance outlasts the Kafka default of every shortened timer (plus the scans that act on it),
+    and on the compressed cluster the capped sleep outlasts the shortened values."""
+    for sid, spec in TIME_COMPRESSED.items():
+        longest_ms = max(int(step.args.get("ms", 0)) for step in SCENARIOS[sid].steps if step.actor == "clock")
+        assert longest_ms >= sum(spec["kafka_defaults"].values()), f"{sid}: the simulator's timers would not fire"
+        assert set(spec["kafka_defaults"]) == set(spec["broker_props"])
+        assert spec["max_sleep_s"] * 1000 >= 1.25 * sum(spec["broker_props"].values()), (
+            f"{sid}: the compressed cluster's timers would not fire within the capped sleep"
+        )
+        assert not SCENARIOS[sid].cluster.config.keys() & spec["broker_props"].keys(), (
+            f"{sid}: the scenario sets a compressed property itself"
+        )

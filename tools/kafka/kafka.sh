@@ -464,7 +464,9 @@ cds_opts() { # use|dump -> JVM options for this launch (may be empty)
     fi
     if [[ -f "$jsa" ]]; then
         echo "-XX:SharedArchiveFile=$jsa -Xshare:auto -Xlog:cds=off -Xlog:cds+dynamic=off"
-    elif [[ "$1" == dump ]]; then
+    elif [[ "$1" == dump && "$RUN_DIR" == "$DEFAULT_RUN_DIR" ]]; then
+        # only the default run directory's cluster writes the shared archive, so that two clusters
+        # never write the same file
         mkdir -p "$BIN_DIR"
         rm -f "$jsa.new"
         echo "-XX:ArchiveClassesAtExit=$jsa.new -Xlog:cds=off -Xlog:cds+dynamic=off"
