@@ -15,6 +15,7 @@ from typing import Any, Iterable, Mapping
 
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
+from django.conf import settings
 from django.template.loader import render_to_string
 from django.utils import translation
 
@@ -31,14 +32,26 @@ _sent_lock = threading.Lock()
 
 
 def view_of(live: Any) -> dict[str, Any]:
-    return live.backend.view(panels.LOG_WINDOW)
+    """The backend's view; when a real cluster cannot be observed right now, a view of the session's actors only,
+    with the problem named (the page still renders, and says so)."""
+    from playground.backend import BackendError
+
+    try:
+        return live.backend.view(panels.LOG_WINDOW)
+    except BackendError as exc:
+        from playground.session import DetachedBackend
+
+        log.warning("session %s: cannot observe the backend: %s", live.session_id, exc)
+        detail = str(exc) if settings.DEBUG else ""
+        return DetachedBackend(live.cluster, live.actors, backend_name=live.backend_name, problem=detail or "-").view()
 
 
 def _digest(ctx: Mapping[str, Any]) -> str:
     return hashlib.blake2b(json.dumps(ctx, sort_keys=True, default=repr).encode(), digest_size=12).hexdigest()
 
 
-COMMANDS = ("action", "produce", "clock", "broker", "add-producer", "add-consumer", "step", "back", "reset", "run", "pause")
+COMMANDS = ("action", "produce", "clock", "broker", "add-producer", "add-consumer", "step", "back", "reset", "run", "pause",
+            "rerun", "end")
 
 
 def urls(sid: str) -> dict[str, str]:

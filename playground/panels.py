@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from playground import diagrams
+from playground.session import live_only
 from playground.spec import CONSUMER_ACTIONS, PRODUCER_ACTIONS
 
 LOG_WINDOW = 48  # cells per strip: the last N entries of each partition
@@ -115,6 +116,11 @@ def header(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
         "commands": len(live.commands),
         "last": last,
         "version": live.version,
+        # A real cluster: live in this process, or detached (see session.py), or live but not observable right now.
+        "real": live_only(live.backend_name),
+        "detached": getattr(live, "detached", ""),
+        "observe_error": view.get("observe_error"),
+        "prefix": getattr(live.backend, "prefix", None),
     }
 
 

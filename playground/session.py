@@ -5,12 +5,20 @@ ONCE per language -> `group_send` to "session-<id>". Any process rebuilds a simu
 log (the simulator is deterministic), so a process catches up by replay before it applies or renders anything;
 it keeps the backends it built in an in-process cache together with the log version they reflect.
 
+A real cluster ("kafka") is different: its state lives in the cluster, and replaying the log would re-run every
+command against it. Such a session is *live* only in the process that created it (or re-ran or reset it); that
+process keeps its backend until the session is reset, ended, idle for PLAYGROUND_KAFKA_IDLE_S, evicted or the
+process exits, and closing the backend deletes the session's topics. Any other process (or the same one after a
+restart) shows a *detached* session: the stored command log, and a clear statement that the cluster's state is
+not re-run, with a button that re-runs the log on fresh topics (a new prefix) when the user asks for it.
+
 Everything here is synchronous (Django ORM, the backend). Under Daphne, sync code runs in one thread per process
 (`sync_to_async(thread_sensitive=True)`), and a lock per session guards the rest.
 """
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import hmac
 import logging
@@ -126,6 +134,10 @@ class Live:
     commands: list[dict[str, Any]] = field(default_factory=list)
     running: bool = False
     last_error: str | None = None
+    # A real-cluster session that is not live in this process: "" (live), "not_here" (created by another process,
+    # or before a restart, or closed for idleness), "moved" (re-run or reset in another process), "ended".
+    detached: str = ""
+    last_used: float = field(default_factory=time.monotonic)
 
     @property
     def steps(self) -> tuple[Step, ...]:
@@ -157,6 +169,67 @@ class Live:
 # Backends by name. Tests add fakes here; "sim" and "kafka" go through `make_backend`.
 BACKEND_FACTORIES: dict[str, Callable[..., Backend]] = {}
 
+# Backends whose state is outside this process (a real cluster): never rebuilt by replaying the log behind the
+# user's back. Tests add a fake's name here to exercise the same path without a broker.
+LIVE_ONLY_BACKENDS: set[str] = {"kafka"}
+
+
+def live_only(backend_name: str) -> bool:
+    return backend_name in LIVE_ONLY_BACKENDS
+
+
+def kafka_configured() -> bool:
+    return bool(str(getattr(settings, "KAFKA_BOOTSTRAP_SERVERS", "") or "").strip())
+
+
+def cluster_problem(exc: BaseException, *, created: bool = False) -> str:
+    """The sentence a user sees when the real cluster failed a request (the backend's detail only with DEBUG on:
+    it names the server's cluster address)."""
+    if created:
+        text = _("The Kafka cluster cannot be reached right now, so no session was created. Try again in a moment.")
+    else:
+        text = _("The Kafka cluster did not do this: nothing was changed. Try again in a moment.")
+    if settings.DEBUG and str(exc):
+        text += " (" + str(exc) + ")"
+    return text
+
+
+class DetachedBackend(Backend):
+    """Stands in for a real-cluster backend that is not live in this process: shows the session's actors and
+    nothing of the cluster (the narrative shows the stored log), and refuses every command."""
+
+    name = "detached"
+
+    def __init__(self, cluster: ClusterSpec, actors: Mapping[str, ActorSpec], *, seed: int = 0, on_event: Any = None,
+                 backend_name: str = "kafka", problem: str = "") -> None:
+        self.cluster, self.actors, self.backend_name, self.problem = cluster, dict(actors), backend_name, problem
+
+    def add_actor(self, actor: ActorSpec) -> None:
+        raise BackendError("this session is not live in this server process")
+
+    def apply(self, step: Step) -> str:
+        raise BackendError("this session is not live in this server process")
+
+    def observe(self) -> dict[str, Any]:
+        return {"partitions": {}, "consumers": {}, "transactions": {}, "groups": {}}
+
+    def view(self, log_limit: int = 200) -> dict[str, Any]:
+        producers = {
+            n: {"transactional_id": a.transactional_id, "producer_id": None, "epoch": None, "state": "UNKNOWN",
+                "last_error": None, "fenced": False, "counters": {"app_sent_ok": 0, "landed": 0, "read_committed_received": 0}}
+            for n, a in self.actors.items() if a.kind == PRODUCER
+        }
+        consumers = {
+            n: {"isolation_level": a.config.get("isolation.level", "read_committed"), "group_id": a.config.get("group.id"),
+                "topics": list(a.topics), "state": "UNKNOWN", "positions": {}, "received": {}}
+            for n, a in self.actors.items() if a.kind == CONSUMER
+        }
+        out = {"partitions": {}, "consumers": consumers, "transactions": {}, "groups": {}, "backend": self.backend_name,
+               "time_ms": 0, "brokers": {}, "producers": producers, "timeline": [], "unobservable": [], "consumers_received": {}}
+        if self.problem:
+            out["observe_error"] = self.problem
+        return out
+
 
 def _extra_backend(name: str) -> Callable[..., Backend] | None:
     """settings.PLAYGROUND_BACKENDS = {"name": "module:Class"}: more backends (the tests' fake, in server processes)."""
@@ -173,8 +246,10 @@ def _build_backend(name: str, cluster: ClusterSpec, actors: Mapping[str, ActorSp
     factory = BACKEND_FACTORIES.get(name) or _extra_backend(name)
     if factory is not None:
         return factory(cluster, actors, seed=seed)
-    if name == "kafka" and not settings.KAFKA_BOOTSTRAP_SERVERS:
+    if name == "kafka" and not kafka_configured():
         raise CommandError(_("This server has no Kafka cluster configured (KAFKA_BOOTSTRAP_SERVERS)."))
+    if name not in ("sim", "kafka"):
+        raise CommandError(_("Unknown backend %(b)s.") % {"b": name})
     return make_backend(name, cluster, actors, seed=seed)
 
 
@@ -191,16 +266,19 @@ class _Cache:
             return self._locks.setdefault(session_id, threading.RLock())
 
     def get(self, session_id: str) -> Live | None:
+        self.reap_idle()
         with self._guard:
             live = self._items.get(session_id)
             if live is not None:
                 self._items.move_to_end(session_id)
+                live.last_used = time.monotonic()
             return live
 
     def put(self, live: Live) -> None:
         size = int(getattr(settings, "PLAYGROUND_LIVE_SESSIONS", 200))
         evicted: list[Live] = []
         with self._guard:
+            live.last_used = time.monotonic()
             self._items[live.session_id] = live
             self._items.move_to_end(live.session_id)
             while len(self._items) > size:
@@ -208,6 +286,19 @@ class _Cache:
                 evicted.append(old)
         for old in evicted:
             _close(old)
+
+    def reap_idle(self) -> None:
+        """A real-cluster session nobody touched for PLAYGROUND_KAFKA_IDLE_S has ended: close it (its topics are
+        deleted); it shows as detached afterwards and can be re-run."""
+        idle = float(getattr(settings, "PLAYGROUND_KAFKA_IDLE_S", 3600))
+        now = time.monotonic()
+        with self._guard:
+            stale = [sid for sid, lv in self._items.items()
+                     if live_only(lv.backend_name) and not lv.detached and now - lv.last_used > idle]
+            lives = [self._items.pop(sid) for sid in stale]
+        for lv in lives:
+            log.info("session %s: idle for %.0f s, closing its real-cluster backend", lv.session_id, now - lv.last_used)
+            _close(lv)
 
     def evict(self, session_id: str) -> None:
         with self._guard:
@@ -233,13 +324,26 @@ def _close(live: Live) -> None:
 CACHE = _Cache()
 
 
+def _close_live_only_at_exit() -> None:
+    """A server that stops ends its real-cluster sessions: their topics are deleted (best effort)."""
+    with CACHE._guard:
+        lives = [lv for lv in CACHE._items.values() if live_only(lv.backend_name) and not lv.detached]
+        for lv in lives:
+            CACHE._items.pop(lv.session_id, None)
+    for lv in lives:
+        _close(lv)
+
+
+atexit.register(_close_live_only_at_exit)
+
+
 def _scenario_from_source(row: Session) -> Any:
     from playground.scenario import parse_scenario
 
     return parse_scenario(row.scenario_source, f"{row.scenario_id}.yaml")
 
 
-def _fresh_live(row: Session) -> Live:
+def _spec_of(row: Session) -> tuple[Any, ClusterSpec, dict[str, ActorSpec]]:
     if row.scenario_id:
         from playground.scenario import ScenarioError
 
@@ -250,8 +354,37 @@ def _fresh_live(row: Session) -> Live:
         cluster, actors = scenario.cluster, dict(scenario.actors)
     else:
         scenario, cluster, actors = None, free_play_cluster(), free_play_actors()
-    backend = _build_backend(row.backend, cluster, actors, row.seed)
+    return scenario, cluster, actors
+
+
+def _fresh_live(row: Session, *, creating: bool = True) -> Live:
+    scenario, cluster, actors = _spec_of(row)
+    try:
+        backend = _build_backend(row.backend, cluster, actors, row.seed)
+    except BackendError as exc:
+        log.warning("session %s: the %s backend did not start: %s", row.id, row.backend, exc)
+        raise CommandError(cluster_problem(exc, created=creating), status=503) from exc
     return Live(row.id, row.backend, row.seed, scenario, cluster, actors, backend)
+
+
+def _detached_live(row: Session, reason: str) -> Live:
+    """What another process shows of a real-cluster session: its actors and its stored log, no cluster state."""
+    scenario, cluster, actors = _spec_of(row)
+    for entry in row.commands:
+        if "add" in entry:
+            spec = actor_from_entry(entry["add"])
+            actors[spec.name] = spec
+    backend = DetachedBackend(cluster, actors, backend_name=row.backend)
+    return Live(row.id, row.backend, row.seed, scenario, cluster, actors, backend, version=row.version,
+                commands=list(row.commands), running=row.running, detached=reason or "not_here")
+
+
+def detached_message(live: Live) -> str:
+    if live.detached == "ended":
+        return _("This real-cluster session has ended and its topics were deleted. Re-run its log on fresh topics, or reset it, to continue.")
+    if live.detached == "moved":
+        return _("This real-cluster session was re-run or reset in another server process, which now holds it; open its link again, or re-run it here on fresh topics.")
+    return _("This real-cluster session is not live in this server process (another process holds it, or the server restarted): its stored log is shown, not re-run against the cluster. Re-run it on fresh topics to continue.")
 
 
 def _replay_entry(live: Live, entry: Mapping[str, Any]) -> str:
@@ -269,8 +402,32 @@ def _replay_entry(live: Live, entry: Mapping[str, Any]) -> str:
     return outcome
 
 
+def _catch_up_live_only(row: Session) -> Live:
+    """A real-cluster session: the live backend of this process if it is current, else a detached view (never a
+    replay against the cluster)."""
+    live = CACHE.get(row.id)
+    reason = "not_here"
+    if live is not None and not live.detached:
+        if live.version == row.version:
+            live.running = row.running
+            return live
+        # The log changed in another process (a re-run or a reset there): that process holds the cluster state now.
+        CACHE.evict(row.id)  # closes ours: our topics are deleted
+        live, reason = None, "moved"
+    if live is not None and live.version == row.version:
+        live.running = row.running
+        return live
+    if live is not None:
+        reason = live.detached
+    live = _detached_live(row, reason)
+    CACHE.put(live)
+    return live
+
+
 def _catch_up(row: Session) -> Live:
     """The live session for a database row, replaying whatever this process has not applied yet."""
+    if live_only(row.backend):
+        return _catch_up_live_only(row)
     live = CACHE.get(row.id)
     commands = list(row.commands)
     if live is not None and live.version == row.version:
@@ -338,7 +495,11 @@ def create(
         row = Session(backend=backend, seed=seed or 0, client_key=client)
     # Build it once now: a scenario that fails to load or a backend that cannot start is the creator's error.
     live = _fresh_live(row)
-    row.save(force_insert=True)
+    try:
+        row.save(force_insert=True)
+    except Exception:
+        _close(live)
+        raise
     live.session_id = row.id
     live.version = row.version
     CACHE.put(live)
@@ -356,7 +517,9 @@ class Change:
     message: str = ""
 
 
-def _commit(session_id: str, mutate: Callable[[Live], Change], *, publish: bool = True) -> tuple[Live, Change]:
+def _commit(
+    session_id: str, mutate: Callable[[Live], Change], *, publish: bool = True, allow_detached: bool = False
+) -> tuple[Live, Change]:
     """Catch up, let `mutate` validate and apply to the live backend, then store the result in the log.
 
     `mutate` raises CommandError before touching the backend when the input is bad. When the database row moved
@@ -369,11 +532,18 @@ def _commit(session_id: str, mutate: Callable[[Live], Change], *, publish: bool 
             except Session.DoesNotExist:
                 raise CommandError(_("No session %(id)s.") % {"id": session_id}, status=404) from None
             live = _catch_up(row)
+            if live.detached and not allow_detached:
+                raise CommandError(detached_message(live), status=409)
             try:
                 change = mutate(live)
             except (CommandError, limits.LimitExceeded):
                 raise
             except BackendError as exc:
+                if live_only(live.backend_name):
+                    # The real backend checks the cluster before it acts: the session is as it was; keep it, so
+                    # the same command can simply be tried again once the cluster answers.
+                    log.warning("session %s: %s", session_id, exc)
+                    raise CommandError(cluster_problem(exc), status=503) from exc
                 CACHE.evict(session_id)
                 raise CommandError(str(exc)) from exc
             except Exception as exc:
@@ -525,7 +695,7 @@ def set_running(session_id: str, running: bool) -> Live:
             return Change()
         return Change(running=running)
 
-    live, _change = _commit(session_id, mutate)
+    live, _change = _commit(session_id, mutate, allow_detached=not running)
     return live
 
 
@@ -534,6 +704,8 @@ def back(session_id: str) -> Live:
     free play, without the last command."""
 
     def mutate(live: Live) -> Change:
+        if live_only(live.backend_name):
+            raise CommandError(_("A real cluster cannot be rewound: reset starts again on fresh topics."), status=409)
         if not live.commands:
             raise CommandError(_("Nothing to undo: this is the start."), status=409)
         if live.scenario is not None and live.cursor > 0:
@@ -548,7 +720,10 @@ def back(session_id: str) -> Live:
 
 
 def reset(session_id: str) -> Live:
-    """Start again: a new, empty log (free play keeps the actors that were added)."""
+    """Start again: a new, empty log (free play keeps the actors that were added). On a real cluster: a fresh
+    backend (new topics under a new prefix) and the old one closed, its topics deleted."""
+    if _backend_of(session_id) in LIVE_ONLY_BACKENDS:
+        return _restart_live_only(session_id, lambda live: [e for e in live.commands if "add" in e] if live.scenario is None else [])
 
     def mutate(live: Live) -> Change:
         keep = [e for e in live.commands if "add" in e] if live.scenario is None else []
@@ -557,6 +732,86 @@ def reset(session_id: str) -> Live:
         return Change(rewrite=keep, running=False)
 
     live, _change = _commit(session_id, mutate)
+    return live
+
+
+def _backend_of(session_id: str) -> str:
+    row = Session.objects.filter(pk=session_id).values_list("backend", flat=True).first()
+    if row is None:
+        raise CommandError(_("No session %(id)s.") % {"id": session_id}, status=404)
+    return row
+
+
+def _restart_live_only(session_id: str, entries_of: Callable[[Live], list[dict[str, Any]]], *, need_detached: bool = False) -> Live:
+    """A real-cluster session on a fresh backend (new topics under a new prefix), the given entries of its log
+    applied again against the cluster, their new outcomes stored; the old backend is closed (its topics deleted).
+    If the cluster does not answer, nothing changes and the user can try again."""
+    with CACHE.lock(session_id):
+        try:
+            row = Session.objects.get(pk=session_id)
+        except Session.DoesNotExist:
+            raise CommandError(_("No session %(id)s.") % {"id": session_id}, status=404) from None
+        old = _catch_up(row)
+        if need_detached and not old.detached:
+            raise CommandError(_("This session is live here already: nothing to re-run."), status=409)
+        entries = entries_of(old)
+        fresh = _fresh_live(row, creating=False)  # an unreachable cluster: CommandError 503, nothing changed
+        try:
+            for entry in entries:
+                outcome = _replay_entry(fresh, entry)
+                fresh.commands.append({**entry, "outcome": outcome})
+        except BackendError as exc:
+            _close(fresh)
+            log.warning("session %s: re-running on the cluster failed: %s", session_id, exc)
+            raise CommandError(cluster_problem(exc), status=503) from exc
+        except Exception as exc:
+            _close(fresh)
+            log.exception("session %s: re-running on the cluster failed", session_id)
+            raise CommandError(_("The backend failed on this command: %(e)s") % {"e": exc}, status=422) from exc
+        with transaction.atomic():
+            updated = Session.objects.filter(pk=session_id, version=row.version).update(
+                commands=fresh.commands, version=row.version + 1, running=False, updated_at=timezone.now()
+            )
+        if not updated:
+            _close(fresh)
+            raise CommandError(_("The session is busy; try again."), status=409)
+        fresh.version, fresh.running = row.version + 1, False
+        CACHE.evict(session_id)  # the old backend, if this process had one: closed, its topics deleted
+        CACHE.put(fresh)
+    from playground.broadcast import publish as _publish
+
+    _publish(fresh)
+    return fresh
+
+
+def rerun(session_id: str) -> Live:
+    """A detached real-cluster session, live again here: its whole log re-run on fresh topics (the user asked)."""
+    if _backend_of(session_id) not in LIVE_ONLY_BACKENDS:
+        raise CommandError(_("Only a real-cluster session is re-run: this one replays by itself."), status=409)
+    return _restart_live_only(session_id, lambda live: list(live.commands), need_detached=True)
+
+
+def end(session_id: str) -> Live:
+    """End a real-cluster session: close its backend (its topics and groups are deleted). The log stays; the
+    session shows as ended and can be re-run or reset."""
+    if _backend_of(session_id) not in LIVE_ONLY_BACKENDS:
+        raise CommandError(_("Only a real-cluster session has topics to delete."), status=409)
+    with CACHE.lock(session_id):
+        row = Session.objects.get(pk=session_id)
+        live = _catch_up(row)
+        if live.detached:
+            raise CommandError(detached_message(live), status=409)
+        version = row.version
+        if row.running:
+            version += 1
+            Session.objects.filter(pk=session_id).update(running=False, version=version, updated_at=timezone.now())
+            row.running, row.version = False, version
+        CACHE.evict(session_id)
+        live = _detached_live(row, "ended")
+        CACHE.put(live)
+    from playground.broadcast import publish as _publish
+
+    _publish(live)
     return live
 
 

@@ -22,4 +22,6 @@ urlpatterns = [
     path(SID + "reset/", views.reset, name="reset"),
     path(SID + "run/", views.run, name="run"),
     path(SID + "pause/", views.pause, name="pause"),
+    path(SID + "rerun/", views.rerun, name="rerun"),
+    path(SID + "end/", views.end, name="end"),
 ]

@@ -54,10 +54,16 @@ def _valid(form: forms.Form) -> forms.Form:
 
 
 # ------------------------------------------------------------------------------------------------------ pages
+def _gallery(request: HttpRequest, error: str = "", status: int = 200, chosen: str = "") -> HttpResponse:
+    # The backend choice is offered only when the server names a cluster (nothing a user types is an address).
+    return render(request, "playground/gallery.html",
+                  {"entries": library.entries(), "kafka": session.kafka_configured(), "error": error, "chosen": chosen},
+                  status=status)
+
+
 @require_GET
 def gallery(request: HttpRequest) -> HttpResponse:
-    entries = library.entries()
-    return render(request, "playground/gallery.html", {"entries": entries, "kafka": bool(settings.KAFKA_BOOTSTRAP_SERVERS)})
+    return _gallery(request)
 
 
 @require_POST
@@ -66,6 +72,8 @@ def new_session(request: HttpRequest) -> HttpResponse:
     if not form.is_valid():
         return problem(form.message())
     d = form.cleaned_data
+    if d.get("backend") == "kafka" and not session.kafka_configured():
+        return problem(_("This server has no Kafka cluster configured (KAFKA_BOOTSTRAP_SERVERS): choose the simulator."), 400)
     scenario, source = None, ""
     if d.get("scenario"):
         entry = library.find(d["scenario"])
@@ -77,6 +85,11 @@ def new_session(request: HttpRequest) -> HttpResponse:
     except limits.LimitExceeded as exc:
         return problem(str(exc), 429)
     except session.CommandError as exc:
+        if exc.status == 503:
+            # The cluster did not answer: the gallery again, with the sentence, and the same button to retry.
+            if request.headers.get("HX-Request"):
+                return problem(str(exc), 503)
+            return _gallery(request, str(exc), 503, d.get("backend") or "")
         return problem(str(exc), exc.status)
     return redirect("session", sid=row.id)
 
@@ -165,6 +178,18 @@ def reset(request: HttpRequest, sid: str) -> None:
 @command
 def pause(request: HttpRequest, sid: str) -> None:
     session.set_running(sid, False)
+
+
+@command
+def rerun(request: HttpRequest, sid: str) -> None:
+    """A real-cluster session that is not live here: its log re-run on fresh topics (only when the user asks)."""
+    session.rerun(sid)
+
+
+@command
+def end(request: HttpRequest, sid: str) -> None:
+    """A real-cluster session ends: its backend closed, its topics deleted; the log stays."""
+    session.end(sid)
 
 
 @require_POST

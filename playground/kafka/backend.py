@@ -385,7 +385,14 @@ class KafkaBackend(Backend):
         self.actors[spec.name] = actor
         self._spawn(actor)
         if start:
-            self._finish_start(actor)
+            try:
+                self._finish_start(actor)
+            except BaseException:
+                # Forget the half-started actor, so that adding it again (a retry) is possible.
+                self.actors.pop(spec.name, None)
+                if actor.proc is not None:
+                    actor.proc.kill()
+                raise
         return actor
 
     def _spawn(self, actor: _Actor) -> None:
