@@ -87,7 +87,7 @@ UNOBSERVABLE_BASE = [
     "The coordinator's pending (in-memory) state and PrepareEpochFence are never written to __transaction_state "
     "and not reported by DescribeTransactions.",
     "The RPC timeline is what librdkafka logs (debug contexts eos, protocol): times are when the log line reached "
-    "the worker, consumer Fetch requests are left out, and where librdkafka logs only its own mapping of an answer "
+    "the worker, consumer Fetch and ListOffsets requests are left out, and where librdkafka logs only its own mapping of an answer "
     "(AddOffsetsToTxn: _FENCED) the broker's error code is not visible.",
     "A partition's log end offset beyond the high watermark (records not yet replicated) cannot be read by a "
     "client: log_end_offset is shown as the high watermark.",

@@ -162,7 +162,8 @@ TIMELINE_RPCS = {
     "FindCoordinator",
     "OffsetCommit",
     "OffsetFetch",
-    "ListOffsets",
+    # Not ListOffsets: a consumer repeats it on every poll and, like Fetch, it would push the transactional RPCs
+    # out of the timeline's last 200 entries.
     "JoinGroup",
     "SyncGroup",
 }
