@@ -12,19 +12,25 @@ import math
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
-# Where Kafka's states sit: the happy path left to right on top, the abort path below.
+# Where Kafka's states sit (box centres, in the diagram's own units, drawn about 1:1 in the coordinator panel):
+# the happy path left to right on top (Empty -> Ongoing -> PrepareCommit), the fencing/abort path down the
+# middle (Ongoing -> PrepareAbort, PrepareEpochFence feeding it from the left), each Complete state under its
+# Prepare state, Dead in the bottom left corner. Only positions are chosen here: the edges come from the table.
 STATE_POS = {
-    "Empty": (62, 30),
-    "Ongoing": (200, 30),
-    "PrepareCommit": (338, 30),
-    "PrepareEpochFence": (131, 98),
-    "CompleteCommit": (338, 112),
-    "PrepareAbort": (200, 160),
-    "CompleteAbort": (338, 205),
-    "Dead": (62, 205),
+    "Empty": (34, 22),
+    "Ongoing": (160, 22),
+    "PrepareCommit": (260, 22),
+    "PrepareEpochFence": (84, 74),
+    "PrepareAbort": (160, 124),
+    "CompleteAbort": (160, 176),
+    "CompleteCommit": (260, 176),
+    "Dead": (34, 176),
 }
-NODE_W, NODE_H = 112, 24
-SM_W, SM_H = 400, 222
+NODE_W, NODE_H = 112, 22  # NODE_W: for a state whose label is unknown (unplaced states get their own row)
+SM_W, SM_H = 312, 210
+# Box width from the label: the stylesheet draws node labels at 10px (about 6 units a character) + padding.
+CHAR_W, NODE_PAD = 6.0, 12
+LOOP = 9  # height of a self loop's arc above its box
 
 
 _SM_CACHE: dict[tuple, dict[str, Any]] = {}
@@ -36,7 +42,7 @@ def current_state_machine(table: Mapping[str, Iterable[str]] | None = None) -> d
     table = {str(k): tuple(str(p) for p in v) for k, v in table.items()} if table else transitions()
     if not table:
         return None
-    key = tuple(sorted((k, tuple(v)) for k, v in table.items()))
+    key = tuple(sorted((k, tuple(sorted(v))) for k, v in table.items()))
     if key not in _SM_CACHE:
         _SM_CACHE[key] = state_machine(table)
     return _SM_CACHE[key]
@@ -73,91 +79,144 @@ class Edge:
     dst: str
     path: str
     loop: bool = False
-    back: bool = False  # drawn against the main flow (to a state placed left of or above its source)
+    back: bool = False  # drawn against the main flow (to a state placed above its source, or left of it)
+
+
+def _order(names: Iterable[str]) -> list[str]:
+    """Placed states in the layout's order (top to bottom, left to right), then the others as they came."""
+    names = list(dict.fromkeys(names))
+    placed = sorted((n for n in names if n in STATE_POS), key=lambda n: (STATE_POS[n][1], STATE_POS[n][0]))
+    return placed + [n for n in names if n not in STATE_POS]
 
 
 def state_machine(table: Mapping[str, Iterable[str]]) -> dict[str, Any]:
-    """Nodes and edges of the state diagram (static for one table; the template lights the current state)."""
-    names: list[str] = []
-    for target, previous in table.items():
-        for n in (target, *previous):
-            if n not in names:
-                names.append(n)
+    """Nodes and edges of the state diagram (static for one table; the template lights the current state).
+
+    Every edge is a gentle curve between two box borders, bent only as much as it takes to pass clear of every
+    other box and to cross as few of the edges already drawn as it can; a self loop is a small arc on its box's
+    top right corner."""
+    names = _order(n for target, previous in table.items() for n in (target, *previous))
     nodes: dict[str, Node] = {}
     spare = 0
+    bottom = max(y for _, y in STATE_POS.values())
     for n in names:
+        w = round(CHAR_W * len(n) + NODE_PAD)
         if n in STATE_POS:
             x, y = STATE_POS[n]
         else:
-            x, y = 60 + 130 * (spare % 3), 235 + 50 * (spare // 3)
+            x, y = 62 + 124 * (spare % 2), bottom + 46 * (1 + spare // 2)
             spare += 1
-        nodes[n] = Node(n, x, y)
+        nodes[n] = Node(n, x, y, w=w)
+    pairs = [(src, dst) for dst, previous in table.items() for src in previous]
+    # Short edges along the flow first (they get the straight lines), the long ways back last.
+    pairs.sort(key=lambda e: (_is_back(nodes[e[0]], nodes[e[1]]), _dist(nodes[e[0]], nodes[e[1]]), names.index(e[0]), names.index(e[1])))
+    drawn: list[list[tuple[float, float]]] = []
     edges: list[Edge] = []
-    for target, previous in table.items():
-        for src in previous:
-            a, b = nodes[src], nodes[target]
-            if src == target:
-                # A self loop above the node.
-                x, y = a.x + a.w / 2 - 22, a.y - a.h / 2
-                path = f"M{x:.1f},{y:.1f} c -4,-14 20,-14 16,0"
-                edges.append(Edge(src, target, path, loop=True))
-                continue
-            x1, y1, x2, y2 = _clip(a, b)
-            back = b.y < a.y - 5 or (abs(b.y - a.y) <= 5 and b.x < a.x)
-            others = [n for n in nodes.values() if n.name not in (src, target)]
-            path = _route(x1, y1, x2, y2, others)
-            edges.append(Edge(src, target, path, back=back))
-    height = max([SM_H] + [n.y + n.h / 2 + 10 for n in nodes.values()])
+    for src, dst in pairs:
+        a, b = nodes[src], nodes[dst]
+        if src == dst:
+            x, y = a.x + a.w / 2 - 16, a.y - a.h / 2 + 0.5
+            path = f"M{x:.1f},{y:.1f} c 0,-{LOOP} 12,-{LOOP} 11,-1.5"
+            edges.append(Edge(src, dst, path, loop=True))
+            continue
+        others = [n for n in nodes.values() if n.name not in (src, dst)]
+        path, points = _route(a, b, others, drawn)
+        drawn.append(points)
+        edges.append(Edge(src, dst, path, back=_is_back(a, b)))
+    height = max([SM_H] + [n.y + n.h / 2 + 8 for n in nodes.values()])
     return {"nodes": list(nodes.values()), "edges": edges, "width": SM_W, "height": height}
 
 
-def _route(x1: float, y1: float, x2: float, y2: float, obstacles: list[Node]) -> str:
-    """A quadratic curve from (x1, y1) to (x2, y2), bent just enough to pass no other state's box.
+def _is_back(a: Node, b: Node) -> bool:
+    return b.y < a.y - 5 or (abs(b.y - a.y) <= 5 and b.x < a.x)
 
-    The bend goes to the right of the direction of travel first, so A->B and B->A never overlap."""
-    length = math.hypot(x2 - x1, y2 - y1) or 1
-    nx, ny = -(y2 - y1) / length, (x2 - x1) / length
-    mx, my = (x1 + x2) / 2, (y1 + y2) / 2
-    gentle = min(14.0, length / 8)
+
+def _dist(a: Node, b: Node) -> float:
+    return math.hypot(b.x - a.x, b.y - a.y)
+
+
+BENDS = (0, 10, -10, 20, -20, 32, -32, 46, -46, 62, -62, 80, -80, 100, -100, 125, -125)
+
+
+def _route(a: Node, b: Node, obstacles: list[Node], drawn: list[list[tuple[float, float]]]) -> tuple[str, list[tuple[float, float]]]:
+    """The curve from box a to box b: a quadratic Bezier whose control point sits `bend` off the middle of the
+    centre line; the best bend passes no other box, crosses the fewest edges drawn so far, and is the smallest."""
+    length = _dist(a, b) or 1
+    nx, ny = -(b.y - a.y) / length, (b.x - a.x) / length
+    mx, my = (a.x + b.x) / 2, (a.y + b.y) / 2
     best = None
-    for bend in (gentle, 32, -32, 52, -52, 75, -75, 100, -100):
+    for bend in BENDS:
         cx, cy = mx + nx * bend, my + ny * bend
-        if not any(_hits(x1, y1, cx, cy, x2, y2, n) for n in obstacles):
-            best = (cx, cy)
-            break
-    cx, cy = best or (mx + nx * gentle, my + ny * gentle)
-    return f"M{x1:.1f},{y1:.1f} Q{cx:.1f},{cy:.1f} {x2:.1f},{y2:.1f}"
+        x1, y1 = _border(a, cx, cy)
+        x2, y2 = _border(b, cx, cy)
+        # Keep the control point where it bends the clipped curve as much as it would the centre one.
+        ccx, ccy = (x1 + x2) / 2 + nx * bend, (y1 + y2) / 2 + ny * bend
+        # Room for the arrow head.
+        d = math.hypot(x2 - ccx, y2 - ccy) or 1
+        x2, y2 = x2 - (x2 - ccx) / d * 2, y2 - (y2 - ccy) / d * 2
+        pts = _sample(x1, y1, ccx, ccy, x2, y2)
+        hits = sum(1 for n in obstacles if _hits(pts, n))
+        if any(not (2 <= x <= SM_W - 2 and 2 <= y <= SM_H - 2) for x, y in pts):
+            hits += 1
+        crossings = sum(_crossings(pts, other) + _near(pts, other) for other in drawn)
+        score = (hits, crossings, abs(bend), bend < 0)
+        if best is None or score < best[0]:
+            best = (score, f"M{x1:.1f},{y1:.1f} Q{ccx:.1f},{ccy:.1f} {x2:.1f},{y2:.1f}", pts)
+    return best[1], best[2]
 
 
-def _hits(x1: float, y1: float, cx: float, cy: float, x2: float, y2: float, n: Node, pad: float = 4) -> bool:
-    for i in range(1, 24):
-        t = i / 24
-        x = (1 - t) ** 2 * x1 + 2 * (1 - t) * t * cx + t * t * x2
-        y = (1 - t) ** 2 * y1 + 2 * (1 - t) * t * cy + t * t * y2
-        if abs(x - n.x) <= n.w / 2 + pad and abs(y - n.y) <= n.h / 2 + pad:
-            return True
-    return False
+def _sample(x1: float, y1: float, cx: float, cy: float, x2: float, y2: float, steps: int = 24) -> list[tuple[float, float]]:
+    out = []
+    for i in range(steps + 1):
+        t = i / steps
+        out.append(((1 - t) ** 2 * x1 + 2 * (1 - t) * t * cx + t * t * x2, (1 - t) ** 2 * y1 + 2 * (1 - t) * t * cy + t * t * y2))
+    return out
 
 
-def _clip(a: Node, b: Node) -> tuple[float, float, float, float]:
-    """The segment between two node boxes' borders (centre to centre, clipped)."""
+def _hits(pts: list[tuple[float, float]], n: Node, pad: float = 5) -> bool:
+    return any(abs(x - n.x) <= n.w / 2 + pad and abs(y - n.y) <= n.h / 2 + pad for x, y in pts)
 
-    def border(n: Node, dx: float, dy: float) -> tuple[float, float]:
-        if dx == 0 and dy == 0:
-            return n.x, n.y
-        sx = (n.w / 2) / abs(dx) if dx else math.inf
-        sy = (n.h / 2) / abs(dy) if dy else math.inf
-        s = min(sx, sy)
-        return n.x + dx * s, n.y + dy * s
 
-    dx, dy = b.x - a.x, b.y - a.y
-    x1, y1 = border(a, dx, dy)
-    x2, y2 = border(b, -dx, -dy)
-    # Leave room for the arrow head.
-    length = math.hypot(x2 - x1, y2 - y1) or 1
-    x2 -= (x2 - x1) / length * 2
-    y2 -= (y2 - y1) / length * 2
-    return x1, y1, x2, y2
+def _crossings(p: list[tuple[float, float]], q: list[tuple[float, float]]) -> int:
+    """How many times two sampled curves cross (shared end points at a box do not count)."""
+    count = 0
+    for i in range(2, len(p) - 3):
+        for j in range(2, len(q) - 3):
+            if _segments_cross(p[i], p[i + 1], q[j], q[j + 1]):
+                count += 1
+    return count
+
+
+def _near(p: list[tuple[float, float]], q: list[tuple[float, float]], gap: float = 5) -> int:
+    """1 when two curves run alongside each other (away from their ends) closer than `gap`: as bad as a crossing."""
+    inner = q[2:-2]
+    return int(any(math.hypot(x - u, y - v) < gap for x, y in p[2:-2] for u, v in inner))
+
+
+def _segments_cross(p1, p2, q1, q2) -> bool:
+    def side(a, b, c):
+        return (b[0] - a[0]) * (c[1] - a[1]) - (b[1] - a[1]) * (c[0] - a[0])
+
+    d1, d2 = side(q1, q2, p1), side(q1, q2, p2)
+    d3, d4 = side(p1, p2, q1), side(p1, p2, q2)
+    return (d1 > 0) != (d2 > 0) and (d3 > 0) != (d4 > 0)
+
+
+def _border(n: Node, tx: float, ty: float) -> tuple[float, float]:
+    """Where the ray from the centre of n's pill-shaped box towards (tx, ty) leaves it."""
+    dx, dy = tx - n.x, ty - n.y
+    d = math.hypot(dx, dy)
+    if d == 0:
+        return n.x, n.y
+    dx, dy = dx / d, dy / d
+    r = n.h / 2
+    lo, hi = 0.0, n.w / 2 + n.h
+    for _ in range(30):
+        mid = (lo + hi) / 2
+        x, y = abs(dx * mid), abs(dy * mid)
+        inside = y <= r and (x <= n.w / 2 - r or math.hypot(x - (n.w / 2 - r), y) <= r)
+        lo, hi = (mid, hi) if inside else (lo, mid)
+    return n.x + dx * lo, n.y + dy * lo
 
 
 # ------------------------------------------------------------------------------------------------- timeline
