@@ -379,17 +379,12 @@ class Cluster:
             reply(result.error)
             return
         answer = lambda: reply(None, base_offset=result.base_offset, duplicate=result.duplicate)  # noqa: E731
-        if acks == 0:
-            self.after_append(log, result, producer_id, epoch, transactional, values, base_sequence,
-                              client_id=client_id)
-            return
+        # acks=all is answered once the followers have the batch (the high watermark passed it); acks=1 by the
+        # leader right away; acks=0 never.
+        self.after_append(log, result, producer_id, epoch, transactional, values, base_sequence,
+                          then=answer if acks not in (0, 1) else None, client_id=client_id)
         if acks == 1:
-            self.after_append(log, result, producer_id, epoch, transactional, values, base_sequence,
-                              client_id=client_id)
             answer()
-            return
-        self.after_append(log, result, producer_id, epoch, transactional, values, base_sequence, then=answer,
-                          client_id=client_id)
 
     def handle_fetch(self, broker: int, partition: str, offset: int, isolation_level: str,
                      max_records: int | None, reply: Callable[..., None], max_wait_ms: int = 0) -> None:
