@@ -358,17 +358,23 @@ class Cluster:
                 self.emit(ev.Watermarks, partition=log.name, high_watermark=marks[0], last_stable_offset=marks[1],
                           log_end_offset=marks[2])
 
-    def handle_produce(self, broker: int, partition: str, transactional_id: str | None, producer_id: int,
-                       epoch: int, base_sequence: int, transactional: bool, values: tuple, keys: tuple | None,
-                       acks: int, reply: Callable[..., None], client_id: str | None = None) -> None:
+    def _leader_log(self, broker: int, partition: str, reply: Callable[..., None]) -> PartitionLog | None:
+        """The partition's log when `broker` leads it; otherwise answer the request as a broker would and None."""
         meta = self.partitions.get(partition)
         if meta is None:
             reply("UNKNOWN_TOPIC_OR_PARTITION")
-            return
+            return None
         if meta.leader != broker:
             reply("NOT_LEADER_OR_FOLLOWER")
+            return None
+        return self.log(partition)
+
+    def handle_produce(self, broker: int, partition: str, transactional_id: str | None, producer_id: int,
+                       epoch: int, base_sequence: int, transactional: bool, values: tuple, keys: tuple | None,
+                       acks: int, reply: Callable[..., None], client_id: str | None = None) -> None:
+        log = self._leader_log(broker, partition, reply)
+        if log is None:
             return
-        log = self.log(partition)
         verify = None
         if transactional and transactional_id:
             tc = self.txn_coordinator
@@ -391,14 +397,9 @@ class Cluster:
         """A Fetch is a long poll (DelayedFetch): with nothing readable at `offset` (below the LSO for
         read_committed, the high watermark otherwise) the leader holds it until something is, or until
         `max_wait_ms` (librdkafka's fetch.wait.max.ms, 500) has passed."""
-        meta = self.partitions.get(partition)
-        if meta is None:
-            reply("UNKNOWN_TOPIC_OR_PARTITION")
+        log = self._leader_log(broker, partition, reply)
+        if log is None:
             return
-        if meta.leader != broker:
-            reply("NOT_LEADER_OR_FOLLOWER")
-            return
-        log = self.log(partition)
 
         def readable() -> bool:
             upper = log.last_stable_offset if isolation_level == "read_committed" else log.high_watermark
@@ -420,7 +421,7 @@ class Cluster:
                 return True
             if expired or readable():
                 done[0] = True
-                if meta.leader == broker and self.broker_up(broker):
+                if self.leader_of(partition) == broker and self.broker_up(broker):
                     answer()
                 return True
             return False
