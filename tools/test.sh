@@ -14,6 +14,9 @@ export PLAYGROUND_KAFKA_NODES=3
 
 status=0
 "$PYTEST" -m "not browser" tests || status=$?
+# The web tests again, every database test on a throw-away PostgreSQL (tests/pg.py; DATABASE_URL for the servers
+# they start). It fails, never skips, when PostgreSQL cannot be started.
+PLAYGROUND_TEST_DATABASE=postgres "$PYTEST" -m "not browser and not kafka" tests/web || status=$((status == 0 ? $? : status))
 "$PYTEST" -m browser tests/browser || status=$((status == 0 ? $? : status))
-# Pytest's closing line for both runs is above; this line sums them for a reader of CI's log.
+# Pytest's closing line for each run is above; this line sums them for a reader of CI's log.
 exit "$status"
