@@ -3,6 +3,7 @@ dashboard), websockets through Channels."""
 
 import os
 
+from django.conf import settings
 from django.core.asgi import get_asgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "playground.settings")
@@ -14,6 +15,13 @@ from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E40
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
 
 from playground.routing import websocket_urlpatterns  # noqa: E402
+
+if settings.KAFKA_BOOTSTRAP_SERVERS:
+    # Topics a killed server process left on the cluster: deleted once its owner is known dead (never a live
+    # process's); in a thread, so that the server does not wait for the cluster to start.
+    from playground.kafka.owners import sweep_at_startup  # noqa: E402
+
+    sweep_at_startup()
 
 application = ProtocolTypeRouter(
     {

@@ -8,6 +8,11 @@ Design (see playground/backend.py for the contract and shared/docs/design.md, "N
 * Every session gets a prefix of its own, `pg-<8 hex>-`: its topics (`pg-1a2b3c4d-orders`), transactional ids
   and group ids live under it, so sessions on one cluster never see each other. Topics are deleted on close().
   The backend refuses any topic outside its prefix. Observations map names back to the scenario's.
+* A process killed before close() leaves its topics behind (Kafka never deletes a topic by itself): each prefix is
+  recorded in a registry that outlives the process (`owners.py`), and the first backend of a process deletes the
+  topics and groups of prefixes whose owner process is dead, for its cluster only.
+* Times in view() count from the session's start, wall clock: `time_ms`, and the coordinator's transaction start
+  (DescribeTransactions' TransactionStartTimeMs, an epoch in the coordinator's clock) on the same origin.
 * Each actor runs in a worker process of its own (`worker.py`): `crash` kills it (SIGKILL: no abort, no close,
   buffered records lost), `restart` starts a fresh one. `close` calls confluent-kafka's close(), which since 2.16
   aborts an open transaction: a close is not a crash.
@@ -33,6 +38,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from playground.backend import OK, Backend, BackendError
+from playground.kafka import owners
 from playground.kafka.observer import Observer, ObserverError
 from playground.kafka.worker import ActorProcess, WorkerError
 from playground.sim import events as ev
@@ -125,13 +131,17 @@ def kafka_settings() -> dict[str, Any]:
     client = dict(client)
     for forbidden in ("bootstrap.servers", "metadata.broker.list", "debug", "logger"):
         client.pop(forbidden, None)  # the cluster comes from KAFKA_BOOTSTRAP_SERVERS only
-    base_dir = conf.BASE_DIR if conf is not None and hasattr(conf, "BASE_DIR") else None
+    base_dir = Path(conf.BASE_DIR) if conf is not None and hasattr(conf, "BASE_DIR") else Path(__file__).resolve().parents[2]
+    # the registry of which process owns which prefixes (owners.py): KAFKA_OWNERS_DIR, else VAR_DIR/kafka-owners
+    var_dir = conf.VAR_DIR if conf is not None and hasattr(conf, "VAR_DIR") else os.environ.get("PLAYGROUND_VAR_DIR")
+    owners_dir = str(get("KAFKA_OWNERS_DIR", "") or "")
     return {
         "bootstrap": bootstrap.strip(),
         "client": client,
         "broker_control": str(get("KAFKA_BROKER_CONTROL", "") or "").strip(),
-        "base_dir": Path(base_dir) if base_dir else Path(__file__).resolve().parents[2],
+        "base_dir": base_dir,
         "max_sleep_s": float(get("KAFKA_MAX_SLEEP_S", MAX_SLEEP_S) or MAX_SLEEP_S),
+        "owners_dir": Path(owners_dir) if owners_dir else Path(var_dir or base_dir / "var") / "kafka-owners",
     }
 
 
@@ -169,8 +179,8 @@ class KafkaBackend(Backend):
         settings: Mapping[str, Any] | None = None,
     ) -> None:
         """`settings` overrides what kafka_settings() found (keys: bootstrap, client, broker_control, base_dir,
-        max_sleep_s); for code that picks the cluster itself, e.g. a test running a scenario on a second, dedicated
-        cluster. Never filled from user input."""
+        max_sleep_s, owners_dir); for code that picks the cluster itself, e.g. a test running a scenario on a second,
+        dedicated cluster. Never filled from user input."""
         self._lock = threading.RLock()
         self.cluster = cluster
         self.seed = seed
@@ -208,14 +218,19 @@ class KafkaBackend(Backend):
             self.observer.check_reachable()
             self.brokers = self.observer.broker_ids()
             rf = min(3, len(self.brokers))
+            # The first backend of this process on this cluster deletes what killed processes left behind
+            # (bounded, never raises). Then this prefix is recorded as ours before anything exists under it.
+            owners.sweep_once(self.settings["bootstrap"], self.settings["client"], self.settings["owners_dir"])
+            owners.register(self.settings["owners_dir"], self.prefix, self.settings["bootstrap"])
             creating = True
             self.observer.create_topics({self._real_topic(t.name): t.partitions for t in cluster.topics}, rf)
         except ObserverError as e:
             if creating:  # topics created before the failure must not outlive it
                 try:
                     self.observer.delete_session([self.prefix + t for t in self.topics], [], timeout_s=5.0)
+                    owners.unregister(self.settings["owners_dir"], self.prefix)
                 except ObserverError:
-                    pass
+                    pass  # still recorded: swept once this process is gone
             self.observer.close()
             raise BackendError(str(e)) from None
         try:
@@ -274,6 +289,15 @@ class KafkaBackend(Backend):
 
     def _now_ms(self, t: float | None = None) -> int:
         return int(((t if t is not None else time.time()) - self.t0_wall) * 1000)
+
+    def _session_ms(self, epoch_ms: int | None) -> int | None:
+        """A broker's wall-clock epoch in ms -> ms since the session began, the origin of view()["time_ms"] (the
+        dashboard shows both as t=mm:ss.mmm). Only this session's transactional ids are described, so a time before
+        the session began, or after now, is the coordinator's clock differing from this server's: shown as 0 or now,
+        never as a negative time."""
+        if epoch_ms is None or epoch_ms < 0:
+            return None
+        return max(0, min(self._now_ms(), self._now_ms(epoch_ms / 1000.0)))
 
     def _emit(self, cls: type, t: float | None = None, **values: Any) -> None:
         self._seq += 1
@@ -890,7 +914,8 @@ class KafkaBackend(Backend):
                     "topics": list(a.spec.topics),
                     "state": "CRASHED" if a.state == "CRASHED" else "RUNNING",
                     "positions": dict(a.positions),
-                    "received": {tp: list(v) for tp, v in a.received.items()},
+                    "received": {tp: list(v[-log_limit:]) for tp, v in a.received.items()},
+                    "received_total": sum(len(v) for v in a.received.values()),
                 }
             transactions = {}
             for txid, d in snap["transactions"].items():
@@ -904,7 +929,7 @@ class KafkaBackend(Backend):
                     "timeout_ms": d.get("timeout_ms"),
                     "coordinator_partition": d.get("coordinator_partition"),
                     "coordinator_broker": d.get("coordinator_broker"),
-                    "txn_start_time_ms": d.get("txn_start_time_ms"),
+                    "txn_start_time_ms": self._session_ms(d.get("txn_start_time_ms")),
                     "pending_state": None,
                 }
             brokers = {str(b): {"up": b not in self.stopped_brokers and b in snap["brokers"]} for b in sorted(set(self.brokers) | self.stopped_brokers | set(snap["brokers"]))}
@@ -966,7 +991,9 @@ class KafkaBackend(Backend):
                     [self.prefix + t for t in self.topics],
                     [self.prefix + g for g in self._groups()] + [f"{self.prefix}_solo-{n}" for n, a in self.actors.items() if a.spec.kind == CONSUMER and not a.spec.group_id],
                 )
+                owners.unregister(self.settings["owners_dir"], self.prefix)
             except ObserverError as e:
+                # still recorded as this process's: a later sweep deletes them once this process is gone
                 log.warning("closing session %s: %s", self.prefix, e)
             self.observer.close()
 

@@ -361,3 +361,24 @@ def test_the_coordinator_and_the_partition_leader_describe_an_open_transaction()
         assert [e["fate"] for e in view["partitions"]["orders-0"]["log"]] == ["plain", "committed", "marker"]
     finally:
         b.close()
+
+
+def test_it_reports_the_transaction_start_on_the_sessions_clock():
+    # The coordinator's TransactionStartTimeMs is an epoch in its own clock; view() gives it on the origin of its
+    # time_ms (ms since the session began), as the simulator does with virtual time: the dashboard shows both as
+    # t=mm:ss.mmm. The transaction starts when the coordinator adds its first partition (AddPartitionsToTxn).
+    b = session({"orders": 1}, producer("T", "timed"))
+    try:
+        run(b, "T.init_transactions")
+        assert b.view()["transactions"]["timed"]["txn_start_time_ms"] is None  # Empty: no transaction yet
+        before = b._now_ms()
+        run(b, "T.begin_transaction", produce("T", "t-1"))
+        after = b._now_ms()
+        time.sleep(0.3)  # so that "now" (what a clamped wrong value would be) is clearly later than `after`
+        view = b.view()
+        txn = view["transactions"]["timed"]
+        assert txn["state"] == "Ongoing"
+        assert 0 <= txn["txn_start_time_ms"] <= view["time_ms"]
+        assert before - 1 <= txn["txn_start_time_ms"] <= after + 1  # ±1: both sides truncate to whole ms
+    finally:
+        b.close()
