@@ -220,11 +220,22 @@ def _border(n: Node, tx: float, ty: float) -> tuple[float, float]:
 
 
 # ------------------------------------------------------------------------------------------------- timeline
-LANE_W = 150
+# The timeline is laid out in its own units for the panel's usual width and drawn at width 100% (viewBox), so it
+# fits the panel it lands in. Text scales with it, so the template bounds the scale: below MIN_SCALE the SVG keeps
+# its minimum width and the panel scrolls (many lanes), above MAX_SCALE it stops growing (very wide windows).
+FIT_WIDTH = 960  # the timeline panel's inner width in 1024..1440 px windows
+MIN_SCALE, MAX_SCALE = 0.9, 1.15
+MIN_LANE = 64  # the least room per lane (more for a longer header): one-letter clients still get a readable arrow
 ROW_H = 22
 TOP = 44
-MIN_WIDTH = 960
-LEFT = 62
+LEFT = 62  # the time column
+RIGHT = 6
+FOOT = 30  # lane names again under the lifelines, when the diagram is too wide to see its headers and end at once
+# Text widths, in units per character, measured in Chromium with DejaVu Sans (the widest of the stack) and rounded
+# up: arrow labels at 10.5px (5.5, errors bold 6.9), lane headers at 11px bold (6.6).
+LABEL_CHAR, ERROR_CHAR, LANE_CHAR = 6.0, 7.0, 6.8
+LABEL_MAX = 600  # a longer label is shortened (hovering shows it whole): read at a glance, even on a long arrow
+LANE_MAX = 22  # characters per line of a lane header
 
 
 def lane_order(events: list[Mapping[str, Any]], clients: list[str]) -> list[str]:
@@ -253,56 +264,99 @@ def lane_label(lane: str) -> list[str]:
     """"leader orders-0(b1)" -> ["leader orders-0", "(b1)"]: two short lines instead of one long one."""
     head, paren, tail = lane.rpartition("(")
     if paren and head and tail.endswith(")"):
-        return [head.strip(), f"({tail}"]
-    return [lane]
+        lines = [head.strip(), f"({tail}"]
+    else:
+        lines = [lane]
+    return [shorten(line, LANE_MAX) for line in lines]
+
+
+def shorten(text: str, n: int) -> str:
+    return text if len(text) <= n else text[: max(0, n - 1)] + "…"
+
+
+def lane_xs(lanes: list[str], labels: Mapping[str, list[str]]) -> tuple[dict[str, float], float]:
+    """Each lane's x and the drawing's width: lanes as wide as their headers (at least MIN_LANE), spread over
+    FIT_WIDTH when they need less, so arrows between neighbours have room for their labels."""
+    widths = {lane: max(MIN_LANE, LANE_CHAR * max(len(line) for line in labels[lane]) + 14) for lane in lanes}
+    total = sum(widths.values())
+    room = FIT_WIDTH - LEFT - RIGHT
+    if lanes and total < room:
+        widths = {lane: w * room / total for lane, w in widths.items()}
+    xs: dict[str, float] = {}
+    x = float(LEFT)
+    for lane in lanes:
+        xs[lane] = x + widths[lane] / 2
+        x += widths[lane]
+    return xs, max(FIT_WIDTH, math.ceil(x + RIGHT))
+
+
+def rpc_label(e: Mapping[str, Any], budget: float = math.inf) -> str:
+    """"Rpc (detail) → ERROR" in at most `budget` units. Too long, the detail gives way first (its start is kept:
+    version, partition, producer), then the RPC's name; the error, the reason the row is red, stays whole."""
+    rpc, detail, error = str(e.get("rpc", "")), str(e.get("detail") or ""), str(e.get("error") or "")
+    n = budget if budget == math.inf else int(budget // (ERROR_CHAR if error else LABEL_CHAR))
+    tail = f" → {error}" if error else ""
+
+    def join(d: str) -> str:
+        return rpc + (f" ({d})" if d else "") + tail
+
+    room = n - len(join("")) - 3  # characters left for the detail in "rpc (detail) → ERROR"
+    for label in (join(detail), join(shorten(detail, room)) if room >= 6 else "", join("…") if detail else ""):
+        if label and len(label) <= n:
+            return label
+    if error and n >= len(tail) + 4:
+        return shorten(rpc, n - len(tail)) + tail
+    return shorten(join(detail), n)
+
+
+def place(label: str, error: bool, x1: float, x2: float, width: float) -> float:
+    """The label's centre: over the middle of its arrow, moved in as far as it takes to stay inside the drawing
+    (a label wider than its arrow, on the first or last lane, would otherwise run off the edge)."""
+    half = len(label) * (ERROR_CHAR if error else LABEL_CHAR) / 2
+    lo, hi = LEFT + half, width - RIGHT - half
+    return min(max((x1 + x2) / 2, lo), max(lo, hi))
 
 
 def timeline(events: list[Mapping[str, Any]], clients: list[str], rows: int = 40) -> dict[str, Any]:
     shown = list(events)[-rows:]
     lanes = lane_order(shown, clients)
     labels = {lane: lane_label(lane) for lane in lanes}
-    widths = {lane: max(84, 6.4 * max(len(line) for line in labels[lane]) + 14) for lane in lanes}
-    # Spread the lanes over the panel's usual width: labels of arrows between neighbours need the room.
-    total = sum(widths.values())
-    if lanes and total < MIN_WIDTH - LEFT:
-        widths = {lane: w * (MIN_WIDTH - LEFT) / total for lane, w in widths.items()}
-    xs: dict[str, float] = {}
-    x = LEFT
-    for lane in lanes:
-        xs[lane] = x + widths[lane] / 2
-        x += widths[lane]
+    xs, width = lane_xs(lanes, labels)
     arrows = []
     for i, e in enumerate(shown):
         y = TOP + 14 + i * ROW_H
         x1, x2 = xs.get(e.get("src"), LEFT), xs.get(e.get("dst"), LEFT)
         if x1 == x2:
             x2 = x1 + 30
-        label = str(e.get("rpc", ""))
-        if e.get("detail"):
-            label += f" ({e['detail']})"
-        if e.get("error"):
-            label += f" → {e['error']}"
+        error = bool(e.get("error"))
+        full = rpc_label(e)
+        label = rpc_label(e, min(width - LEFT - RIGHT, LABEL_MAX))
         arrows.append(
             {
                 "x1": x1,
                 "x2": x2,
                 "y": y,
-                "mid": (x1 + x2) / 2,
+                "mid": place(label, error, x1, x2, width),
                 "label": label,
-                "error": bool(e.get("error")),
+                "short": label != full,
+                "error": error,
                 "response": e.get("direction") == "response",
                 "t": e.get("time_ms", 0),
-                "title": f"#{e.get('seq', '')} t={e.get('time_ms', 0)} ms {e.get('src')} → {e.get('dst')}: {label}",
+                "title": f"#{e.get('seq', '')} t={e.get('time_ms', 0)} ms {e.get('src')} → {e.get('dst')}: {full}",
             }
         )
-    height = TOP + 24 + len(shown) * ROW_H
-    width = max(x + 10, max((a["mid"] + 4 * len(a["label"]) for a in arrows), default=0))
+    # Wider than the usual panel holds even at MIN_SCALE: it scrolls sideways, and the scrollbar is at the bottom.
+    foot = width > FIT_WIDTH / MIN_SCALE
+    height = TOP + 24 + len(shown) * ROW_H + (FOOT if foot else 0)
     return {
         "lanes": [{"name": lane, "lines": labels[lane], "x": xs[lane]} for lane in lanes],
         "arrows": arrows,
         "width": width,
         "height": height,
-        "bottom": height - 6,
+        "bottom": TOP + 18 + len(shown) * ROW_H,
+        "foot": foot,
+        "min_width": round(width * MIN_SCALE),
+        "max_width": round(width * MAX_SCALE),
         "hidden": max(0, len(events) - len(shown)),
         "total": len(events),
     }

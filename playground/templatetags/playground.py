@@ -119,22 +119,30 @@ def strip_cells(s: dict) -> str:
 
 @register.simple_tag
 def timeline_svg(p: dict) -> str:
-    out = [f'<svg class="seq" width="{p["width"]}" height="{p["height"]}" viewBox="0 0 {p["width"]} {p["height"]}" role="img" aria-label="{_a(_("sequence diagram of the RPCs"))}">',
+    # Drawn at the panel's width (width 100% of the viewBox), within the scale the layout allows: narrower, the
+    # SVG keeps min-width and the panel scrolls; the hover tips (data-tip) give every name and label in full.
+    size = f'width="100%" style="min-width:{p["min_width"]}px;max-width:{p["max_width"]}px"'
+    out = [f'<svg class="seq" {size} viewBox="0 0 {p["width"]} {p["height"]}" role="img" aria-label="{_a(_("sequence diagram of the RPCs"))}">',
            '<text x="4" y="20" class="lane t">t (ms)</text>']
     for lane in p["lanes"]:
         x = f'{lane["x"]:.0f}'
-        lines = lane["lines"]
-        text = "".join(f'<tspan x="{x}" dy="{0 if i == 0 else 12}">{_a(line)}</tspan>' for i, line in enumerate(lines))
-        out.append(f'<text x="{x}" y="{14 if len(lines) > 1 else 20}" class="lane"><title>{_a(lane["name"])}</title>{text}</text>'
-                   f'<line x1="{x}" y1="32" x2="{x}" y2="{p["bottom"]}" class="life"/>')
+        out.append(lane_name(lane, x, 14 if len(lane["lines"]) > 1 else 20) + f'<line x1="{x}" y1="32" x2="{x}" y2="{p["bottom"]}" class="life"/>')
+        if p["foot"]:
+            out.append(lane_name(lane, x, p["bottom"] + 14))
     for a in p["arrows"]:
-        cls = "msg" + (" err" if a["error"] else "") + (" resp" if a["response"] else "")
+        cls = "msg" + (" err" if a["error"] else "") + (" resp" if a["response"] else "") + (" short" if a["short"] else "")
         out.append(
             f'<g class="{cls}" data-tip="{_a(a["title"])}"><line x1="{a["x1"]:.0f}" y1="{a["y"]}" x2="{a["x2"]:.0f}" y2="{a["y"]}"/>'
             f'<text x="{a["mid"]:.0f}" y="{a["y"] - 4}">{_a(a["label"])}</text><text x="4" y="{a["y"] + 3}" class="t">{a["t"]}</text></g>'
         )
     out.append("</svg>")
     return mark_safe("".join(out))
+
+
+def lane_name(lane: dict, x: str, y: int) -> str:
+    """A lane's header (one or two lines, maybe shortened); its full name on hover."""
+    text = "".join(f'<tspan x="{x}" dy="{0 if i == 0 else 12}">{_a(line)}</tspan>' for i, line in enumerate(lane["lines"]))
+    return f'<text x="{x}" y="{y}" class="lane" data-tip="{_a(lane["name"])}">{text}</text>'
 
 
 @register.simple_tag
