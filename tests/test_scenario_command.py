@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
-import playground.scenario as scenario_module
+import playground.scenario.run as scenario_module
 from tests.test_scenario_runner import RAW, TEXT, ScriptedBackend
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -1,22 +1,38 @@
-"""Scenario files (format 1): load and validate them, run them on a backend, and build the observation.
+"""Loading and validating scenario files (format 1). Every error names the file, the line and the field.
 
-The format and the `--json` observation are a contract: shared/docs/scenario-format.md, extended (never broken)
-by docs/scenario-format-extensions.md. Every validation error names the file, the line and the field.
-
-No Django here: the simulator's tests, the web layer and the management command all import this module.
+The YAML is composed into nodes only: nothing is constructed by YAML's rules, so `no`, `010` and `1e3` stay the
+text that was written; each scalar gets the type the schema asks for, and every node keeps its line.
 """
 
 from __future__ import annotations
 
 import difflib
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import yaml
 
-from playground.backend import OK, Backend, make_backend
+from playground.scenario.model import (
+    CLUSTER_CONFIG,
+    CONSUMER_CONFIG,
+    DEFAULT_LANG,
+    EXPECT_KEYS,
+    FORMAT,
+    MAX_ACTORS,
+    MAX_BROKERS,
+    MAX_DEPTH,
+    MAX_PARTITIONS,
+    MAX_SOURCE_BYTES,
+    MAX_STEPS,
+    OUTCOMES,
+    PRODUCER_CONFIG,
+    REQUIRED_TOP_LEVEL,
+    TOP_LEVEL_KEYS,
+    TXN_STATES,
+    Scenario,
+    ScenarioError,
+)
 from playground.spec import (
     CLUSTER_ACTORS,
     CONSUMER,
@@ -30,81 +46,6 @@ from playground.spec import (
     TopicSpec,
 )
 
-FORMAT = 1
-DEFAULT_LANG = "en"
-MARKERS = ("COMMIT", "ABORT")
-
-# Transaction states as Kafka names them (TransactionState.java).
-TXN_STATES = (
-    "Empty",
-    "Ongoing",
-    "PrepareCommit",
-    "PrepareAbort",
-    "CompleteCommit",
-    "CompleteAbort",
-    "PrepareEpochFence",
-    "Dead",
-)
-
-# Outcome names a step may expect: "ok", librdkafka's local errors (leading underscore) as confluent-kafka's
-# KafkaError.name() spells them, and the broker errors of Errors.java a transactional application can meet.
-# A closed list so that a typo in `expect:` is an error instead of a step that can never pass.
-OUTCOMES = frozenset(
-    {
-        OK,
-        # librdkafka local errors (rdkafka.h)
-        "_BAD_MSG", "_DESTROY", "_FAIL", "_TRANSPORT", "_MSG_TIMED_OUT", "_PARTITION_EOF", "_UNKNOWN_PARTITION",
-        "_UNKNOWN_TOPIC", "_ALL_BROKERS_DOWN", "_INVALID_ARG", "_TIMED_OUT", "_QUEUE_FULL", "_WAIT_COORD",
-        "_UNKNOWN_GROUP", "_PREV_IN_PROGRESS", "_CONFLICT", "_STATE", "_NOT_IMPLEMENTED", "_NO_OFFSET",
-        "_OUTDATED", "_TIMED_OUT_QUEUE", "_RETRY", "_PURGE_QUEUE", "_PURGE_INFLIGHT", "_FATAL", "_INCONSISTENT",
-        "_NOT_CONFIGURED", "_FENCED", "_ASSIGNMENT_LOST",
-        # broker errors (Errors.java)
-        "UNKNOWN_SERVER_ERROR", "OFFSET_OUT_OF_RANGE", "UNKNOWN_TOPIC_OR_PARTITION", "LEADER_NOT_AVAILABLE",
-        "NOT_LEADER_OR_FOLLOWER", "REQUEST_TIMED_OUT", "NETWORK_EXCEPTION", "COORDINATOR_LOAD_IN_PROGRESS",
-        "COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR", "NOT_ENOUGH_REPLICAS", "ILLEGAL_GENERATION",
-        "UNKNOWN_MEMBER_ID", "REBALANCE_IN_PROGRESS", "INVALID_REQUEST", "OUT_OF_ORDER_SEQUENCE_NUMBER",
-        "DUPLICATE_SEQUENCE_NUMBER", "INVALID_PRODUCER_EPOCH", "INVALID_TXN_STATE", "INVALID_PRODUCER_ID_MAPPING",
-        "INVALID_TRANSACTION_TIMEOUT", "CONCURRENT_TRANSACTIONS", "TRANSACTION_COORDINATOR_FENCED",
-        "UNKNOWN_PRODUCER_ID", "FENCED_INSTANCE_ID", "UNSTABLE_OFFSET_COMMIT", "PRODUCER_FENCED",
-        "TRANSACTIONAL_ID_NOT_FOUND", "TRANSACTION_ABORTABLE",
-    }
-)
-
-TOP_LEVEL_KEYS = ("format", "id", "title", "summary", "tags", "seed", "cluster", "actors", "steps", "expect")
-REQUIRED_TOP_LEVEL = ("format", "id", "title", "actors", "steps")
-EXPECT_KEYS = ("consumers", "logs", "watermarks", "transactions", "groups")
-
-# Settings a scenario may override in `cluster.config`, with their types. A closed list: a misspelt setting
-# would otherwise be silently ignored and the scenario would show Kafka's default instead.
-CLUSTER_CONFIG = {
-    "transaction.timeout.ms": int,  # the producers' default (client setting)
-    "transaction.max.timeout.ms": int,
-    "transactional.id.expiration.ms": int,
-    "transaction.abort.timed.out.transaction.cleanup.interval.ms": int,
-    "transaction.remove.expired.transaction.cleanup.interval.ms": int,
-    "transaction.state.log.num.partitions": int,
-    "producer.id.expiration.ms": int,
-    "offsets.topic.num.partitions": int,
-}
-PRODUCER_CONFIG = {
-    "transactional.id": str,
-    "transaction.timeout.ms": int,
-    "enable.idempotence": bool,
-    "acks": ("all", "-1", "0", "1"),
-    "linger.ms": int,
-    "message.timeout.ms": int,
-    "delivery.timeout.ms": int,
-    "client.id": str,
-}
-CONSUMER_CONFIG = {
-    "isolation.level": ("read_committed", "read_uncommitted"),
-    "group.id": str,
-    "topics": list,
-    "auto.offset.reset": ("earliest", "latest"),
-    "enable.auto.commit": bool,
-    "client.id": str,
-}
-
 _SLUG = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 _ACTOR_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*$")
 _TOPIC_NAME = re.compile(r"^[A-Za-z0-9._-]{1,249}$")
@@ -115,69 +56,62 @@ _DURATION = re.compile(r"^([0-9]+)\s*(ms|s|m|h)$")
 _DURATION_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000}
 _NULLS = ("", "~", "null", "Null", "NULL")
 
-MAX_BROKERS = 9
-MAX_SOURCE_CHARS = 2_000_000
-MAX_PARTITIONS = 64
-
-
-class ScenarioError(Exception):
-    """An invalid scenario file. `str()` is `FILE:LINE: FIELD: message`."""
-
-    def __init__(self, path: str, line: int, field: str, message: str) -> None:
-        super().__init__(path, line, field, message)
-        self.path, self.line, self.field, self.message = str(path), line, field, message
-
-    def __str__(self) -> str:
-        return f"{self.path}:{self.line}: {self.field}: {self.message}"
-
-
-@dataclass(frozen=True, eq=False)
-class Scenario:
-    format: int
-    id: str
-    title: Mapping[str, str]
-    summary: Mapping[str, str]
-    tags: tuple[str, ...]
-    seed: int
-    cluster: ClusterSpec
-    actors: Mapping[str, ActorSpec]
-    steps: tuple[Step, ...]
-    expect: Mapping[str, Any] | None
-    path: str = ""
-    source: str = ""
-    # "logs.orders-0" -> line of that expectation in the file, for failure messages.
-    expect_lines: Mapping[str, int] = field(default_factory=dict)
-
-    def text(self, name: str, lang: str = DEFAULT_LANG) -> str:
-        """`title` or `summary` in `lang`, falling back to English."""
-        return pick(getattr(self, name), lang)
-
-
-def pick(texts: Mapping[str, str] | str | None, lang: str = DEFAULT_LANG) -> str:
-    """One language out of a {lang: text} mapping (a note's text, a title), falling back to English."""
-    if not texts:
-        return ""
-    if isinstance(texts, str):
-        return texts
-    return texts.get(lang) or texts.get(DEFAULT_LANG) or next(iter(texts.values()))
-
-
 # --------------------------------------------------------------------------------------------------------------
 # YAML: compose nodes only. Nothing is constructed by YAML's rules, so `no`, `010` and `1e3` stay the text that
 # was written; this module gives each scalar the type the schema asks for, and every node keeps its line.
 
 
-class _Loader(yaml.SafeLoader):
-    """SafeLoader without implicit resolvers: every plain scalar composes as a string node."""
+# libyaml (PyYAML's C parser) when it is there: composing a 300-line file in pure Python takes tens of ms, too slow
+# for an editor that checks as the author types.
+_BaseLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _Loader(_BaseLoader):  # type: ignore[misc, valid-type]
+    """A safe loader without implicit resolvers: every plain scalar composes as a string node."""
 
     yaml_implicit_resolvers: dict = {}
 
 
+def _refuse_aliases_and_depth(text: str) -> None:
+    """Anchors and aliases are refused (a few lines of aliases make a tree of billions of nodes to walk: the
+    "billion laughs"), and so is nesting deeper than MAX_DEPTH (composing recurses once per level). Checked on
+    the event stream, which is flat, before anything is composed."""
+    depth = 0
+    for event in yaml.parse(text, Loader=_Loader):
+        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
+            raise yaml.composer.ComposerError(
+                None, None, "anchors and aliases (&name, *name) are not allowed in a scenario: write each value out",
+                event.start_mark)
+        if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise yaml.composer.ComposerError(None, None, f"nested more than {MAX_DEPTH} levels deep", event.start_mark)
+        elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+            depth -= 1
+
+
 class _Reader:
-    """Walks the node tree of one file; every check raises ScenarioError with the node's line."""
+    """Walks the node tree of one file; every check raises ScenarioError with the node's line. Independent parts of
+    the file (an actor, a step, an expectation block) are checked through `attempt`, which notes an error and goes
+    on, so that one pass finds every bad line."""
 
     def __init__(self, path: str) -> None:
         self.path = path
+        self.errors: list[ScenarioError] = []
+        self.broken: set[str] = set()  # actors whose declaration has an error
+
+    def attempt(self, check: Any, *args: Any, default: Any = None) -> Any:
+        try:
+            return check(*args)
+        except ScenarioError as exc:
+            self.errors.append(exc)
+            return default
+
+    def raise_errors(self) -> None:
+        if self.errors:
+            errors = sorted(self.errors, key=lambda e: e.line)
+            errors[0].errors = errors
+            raise errors[0]
 
     def fail(self, node: yaml.Node | int, field: str, message: str) -> ScenarioError:
         line = node if isinstance(node, int) else node.start_mark.line + 1
@@ -311,11 +245,14 @@ def _line_of(source: str, key: str) -> int:
     return 1
 
 
-def parse_scenario(text: str, path: str = "<scenario>") -> Scenario:
-    reader = _Reader(path)
-    if len(text) > MAX_SOURCE_CHARS:  # files also come from share links and forms: bound the work
-        raise ScenarioError(path, 1, "file", f"too large ({len(text):,} characters; at most {MAX_SOURCE_CHARS:,})")
+def _compose(text: str, path: str) -> yaml.Node:
+    """The one YAML document of the file, as nodes. Errors here end the check: nothing after them can be read."""
+    size = len(text.encode("utf-8"))
+    if size > MAX_SOURCE_BYTES:  # files also come from share links and an editor: bound the work
+        line = text.encode("utf-8")[:MAX_SOURCE_BYTES].count(b"\n") + 1
+        raise ScenarioError(path, line, "file", f"too large: {size:,} bytes, at most {MAX_SOURCE_BYTES:,} (line {line} crosses the limit)")
     try:
+        _refuse_aliases_and_depth(text)
         documents = list(yaml.compose_all(text, Loader=_Loader))
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
@@ -326,36 +263,51 @@ def parse_scenario(text: str, path: str = "<scenario>") -> Scenario:
     if not documents or documents[0] is None:
         raise ScenarioError(path, 1, "format", "the file is empty")
     if len(documents) > 1:
-        raise reader.fail(documents[1], "yaml", "one scenario per file (found a second YAML document)")
-    root = documents[0]
+        raise ScenarioError(path, documents[1].start_mark.line + 1, "yaml", "one scenario per file (found a second YAML document)")
+    return documents[0]
+
+
+def check_text(text: str, path: str = "<editor>") -> tuple[Scenario | None, list[ScenarioError]]:
+    """The editor's check: the scenario, or every error found (first in the file first)."""
+    try:
+        return parse_scenario(text, path), []
+    except ScenarioError as exc:
+        return None, exc.errors
+
+
+def parse_scenario(text: str, path: str = "<scenario>") -> Scenario:
+    root = _compose(text, path)
+    reader = _Reader(path)
     top = reader.mapping(root, "")
     for key, (key_node, _) in top.items():
         if key not in TOP_LEVEL_KEYS:
-            raise reader.fail(key_node, key, _unknown("top-level key", key, TOP_LEVEL_KEYS, "keys"))
+            reader.errors.append(reader.fail(key_node, key, _unknown("top-level key", key, TOP_LEVEL_KEYS, "keys")))
     for key in REQUIRED_TOP_LEVEL:
         if key not in top:
-            raise reader.fail(root, key, "missing (required)")
+            reader.errors.append(reader.fail(root, key, "missing (required)"))
 
-    fmt_node = top["format"][1]
-    fmt = reader.integer(fmt_node, "format")
-    if fmt != FORMAT:
-        raise reader.fail(fmt_node, "format", f"this playground reads format {FORMAT}, not {fmt}")
-    scenario_id = reader.string(top["id"][1], "id")
-    if not _SLUG.match(scenario_id):
-        raise reader.fail(top["id"][1], "id", f"{scenario_id!r} is not a slug (lower-case letters, digits and dashes)")
-    title = reader.texts(top["title"][1], "title")
-    summary = reader.texts(top["summary"][1], "summary") if "summary" in top else {}
-    tags: tuple[str, ...] = ()
-    if "tags" in top:
-        tags = tuple(reader.string(n, _join("tags", i)) for i, n in enumerate(reader.sequence(top["tags"][1], "tags")))
-    seed = reader.integer(top["seed"][1], "seed", 0) if "seed" in top else 0
+    def node(key: str) -> yaml.Node | None:
+        return top[key][1] if key in top else None
 
-    cluster = _parse_cluster(reader, top["cluster"][1] if "cluster" in top else None)
-    actors = _parse_actors(reader, top["actors"][1], cluster)
-    steps = _parse_steps(reader, top["steps"][1], cluster, actors)
+    fmt = reader.attempt(_format, reader, node("format")) if "format" in top else None
+    scenario_id = reader.attempt(_scenario_id, reader, node("id")) if "id" in top else None
+    title = reader.attempt(reader.texts, node("title"), "title") if "title" in top else None
+    summary = reader.attempt(reader.texts, node("summary"), "summary", default={}) if "summary" in top else {}
+    tags = reader.attempt(_tags, reader, node("tags"), default=()) if "tags" in top else ()
+    seed = reader.attempt(reader.integer, node("seed"), "seed", 0, default=0) if "seed" in top else 0
+    cluster = reader.attempt(_parse_cluster, reader, node("cluster"))
+    if cluster is None:  # the rest refers to its topics and brokers: an error there ends the check
+        reader.raise_errors()
+    actors: dict[str, ActorSpec] = {}
+    if "actors" in top:
+        actors = reader.attempt(_parse_actors, reader, node("actors"), cluster, default={})
+    steps: tuple[Step, ...] = ()
+    if "steps" in top and (actors or "actors" not in top):
+        steps = reader.attempt(_parse_steps, reader, node("steps"), cluster, actors, default=())
     expect, expect_lines = (None, {})
     if "expect" in top:
-        expect, expect_lines = _parse_expect(reader, top["expect"][1], cluster, actors)
+        expect, expect_lines = reader.attempt(_parse_expect, reader, node("expect"), cluster, actors, default=(None, {}))
+    reader.raise_errors()
     return Scenario(
         format=fmt,
         id=scenario_id,
@@ -371,6 +323,24 @@ def parse_scenario(text: str, path: str = "<scenario>") -> Scenario:
         source=text,
         expect_lines=expect_lines,
     )
+
+
+def _format(r: _Reader, node: yaml.Node) -> int:
+    fmt = r.integer(node, "format")
+    if fmt != FORMAT:
+        raise r.fail(node, "format", f"this playground reads format {FORMAT}, not {fmt}")
+    return fmt
+
+
+def _scenario_id(r: _Reader, node: yaml.Node) -> str:
+    scenario_id = r.string(node, "id")
+    if not _SLUG.match(scenario_id):
+        raise r.fail(node, "id", f"{scenario_id!r} is not a slug (lower-case letters, digits and dashes)")
+    return scenario_id
+
+
+def _tags(r: _Reader, node: yaml.Node) -> tuple[str, ...]:
+    return tuple(r.string(n, _join("tags", i)) for i, n in enumerate(r.sequence(node, "tags")))
 
 
 def _parse_cluster(r: _Reader, node: yaml.Node | None) -> ClusterSpec:
@@ -409,57 +379,71 @@ def _parse_actors(r: _Reader, node: yaml.Node, cluster: ClusterSpec) -> dict[str
     pairs = r.mapping(node, "actors")
     if not pairs:
         raise r.fail(node, "actors", "declare at least one actor")
+    if len(pairs) > MAX_ACTORS:
+        raise r.fail(node, "actors", f"at most {MAX_ACTORS} actors, found {len(pairs)}")
     for name, (name_node, spec_node) in pairs.items():
-        where = _join("actors", name)
-        if not _ACTOR_NAME.match(name):
-            raise r.fail(name_node, where, f"{name!r} is not a valid actor name (a letter, then letters, digits, '_' or '-')")
-        if name in CLUSTER_ACTORS or name == NOTE:
-            raise r.fail(name_node, where, f"{name!r} is reserved for cluster steps and notes")
-        kind_pairs = r.mapping(spec_node, where)
-        if len(kind_pairs) != 1 or next(iter(kind_pairs)) not in (PRODUCER, CONSUMER):
-            raise r.fail(spec_node, where, "expected exactly one of producer: {...} or consumer: {...}")
-        kind, (kind_node, config_node) = next(iter(kind_pairs.items()))
-        where = _join(where, kind)
-        schema = PRODUCER_CONFIG if kind == PRODUCER else CONSUMER_CONFIG
-        config: dict[str, Any] = {}
-        topics: tuple[str, ...] = ()
-        for key, (key_node, value_node) in r.mapping(config_node, where, allow_null=True).items():
-            at = _join(where, key)
-            kind_of = schema.get(key)
-            if kind_of is None:
-                raise r.fail(key_node, at, _unknown("setting", key, schema, f"{kind} settings", f" for a {kind}"))
-            if kind_of is int:
-                config[key] = r.integer(value_node, at, 0)
-            elif kind_of is bool:
-                config[key] = r.boolean(value_node, at)
-            elif kind_of is str:
-                config[key] = r.string(value_node, at)
-            elif kind_of is list:  # consumer topics
-                items = r.sequence(value_node, at)
-                if not items:
-                    raise r.fail(value_node, at, "name at least one topic")
-                names = []
-                for i, item in enumerate(items):
-                    topic = r.string(item, _join(at, i))
-                    if cluster.topic(topic) is None:
-                        raise r.fail(item, _join(at, i), _unknown("topic", topic, (t.name for t in cluster.topics)))
-                    names.append(topic)
-                topics = tuple(names)
-            else:
-                config[key] = r.choice(value_node, at, kind_of)
-        if kind == PRODUCER:
-            # The contract's `audit: {producer: {}}` is idempotent: make that explicit for both backends
-            # (librdkafka's own default is enable.idempotence=false; Kafka's Java client defaults to true).
-            config.setdefault("enable.idempotence", True)
-            if "transactional.id" in config and not config["enable.idempotence"]:
-                raise r.fail(config_node, _join(where, "enable.idempotence"), "a transactional producer is always idempotent: remove enable.idempotence: false")
-        else:
-            if not topics:
-                raise r.fail(config_node, _join(where, "topics"), "missing: a consumer names the topics it reads, e.g. topics: [orders]")
-            # confluent-kafka (librdkafka) defaults to read_committed; Kafka's Java consumer to read_uncommitted.
-            config.setdefault("isolation.level", "read_committed")
-        actors[name] = ActorSpec(name=name, kind=kind, config=config, topics=topics)
+        spec = r.attempt(_parse_actor, r, name, name_node, spec_node, cluster)
+        if spec is None:
+            # An actor with an error is still declared, with its kind when that much was readable: its steps'
+            # actions are checked, not called unknown (their arguments cannot be).
+            kinds = [k.value for k, _v in spec_node.value] if isinstance(spec_node, yaml.MappingNode) else []
+            kind = kinds[0] if len(kinds) == 1 and kinds[0] in (PRODUCER, CONSUMER) else "broken"
+            spec = ActorSpec(name=name, kind=kind)
+            r.broken.add(name)
+        actors[name] = spec
     return actors
+
+
+def _parse_actor(r: _Reader, name: str, name_node: yaml.Node, spec_node: yaml.Node, cluster: ClusterSpec) -> ActorSpec:
+    where = _join("actors", name)
+    if not _ACTOR_NAME.match(name):
+        raise r.fail(name_node, where, f"{name!r} is not a valid actor name (a letter, then letters, digits, '_' or '-')")
+    if name in CLUSTER_ACTORS or name == NOTE:
+        raise r.fail(name_node, where, f"{name!r} is reserved for cluster steps and notes")
+    kind_pairs = r.mapping(spec_node, where)
+    if len(kind_pairs) != 1 or next(iter(kind_pairs)) not in (PRODUCER, CONSUMER):
+        raise r.fail(spec_node, where, "expected exactly one of producer: {...} or consumer: {...}")
+    kind, (kind_node, config_node) = next(iter(kind_pairs.items()))
+    where = _join(where, kind)
+    schema = PRODUCER_CONFIG if kind == PRODUCER else CONSUMER_CONFIG
+    config: dict[str, Any] = {}
+    topics: tuple[str, ...] = ()
+    for key, (key_node, value_node) in r.mapping(config_node, where, allow_null=True).items():
+        at = _join(where, key)
+        kind_of = schema.get(key)
+        if kind_of is None:
+            raise r.fail(key_node, at, _unknown("setting", key, schema, f"{kind} settings", f" for a {kind}"))
+        if kind_of is int:
+            config[key] = r.integer(value_node, at, 0)
+        elif kind_of is bool:
+            config[key] = r.boolean(value_node, at)
+        elif kind_of is str:
+            config[key] = r.string(value_node, at)
+        elif kind_of is list:  # consumer topics
+            items = r.sequence(value_node, at)
+            if not items:
+                raise r.fail(value_node, at, "name at least one topic")
+            names = []
+            for i, item in enumerate(items):
+                topic = r.string(item, _join(at, i))
+                if cluster.topic(topic) is None:
+                    raise r.fail(item, _join(at, i), _unknown("topic", topic, (t.name for t in cluster.topics)))
+                names.append(topic)
+            topics = tuple(names)
+        else:
+            config[key] = r.choice(value_node, at, kind_of)
+    if kind == PRODUCER:
+        # The contract's `audit: {producer: {}}` is idempotent: make that explicit for both backends
+        # (librdkafka's own default is enable.idempotence=false; Kafka's Java client defaults to true).
+        config.setdefault("enable.idempotence", True)
+        if "transactional.id" in config and not config["enable.idempotence"]:
+            raise r.fail(config_node, _join(where, "enable.idempotence"), "a transactional producer is always idempotent: remove enable.idempotence: false")
+    else:
+        if not topics:
+            raise r.fail(config_node, _join(where, "topics"), "missing: a consumer names the topics it reads, e.g. topics: [orders]")
+        # confluent-kafka (librdkafka) defaults to read_committed; Kafka's Java consumer to read_uncommitted.
+        config.setdefault("isolation.level", "read_committed")
+    return ActorSpec(name=name, kind=kind, config=config, topics=topics)
 
 
 def _parse_steps(r: _Reader, node: yaml.Node, cluster: ClusterSpec, actors: dict[str, ActorSpec]) -> tuple[Step, ...]:
@@ -467,12 +451,16 @@ def _parse_steps(r: _Reader, node: yaml.Node, cluster: ClusterSpec, actors: dict
     items = r.sequence(node, "steps")
     if not items:
         raise r.fail(node, "steps", "a scenario has at least one step")
+    if len(items) > MAX_STEPS:
+        raise r.fail(items[MAX_STEPS], "steps", f"at most {MAX_STEPS:,} steps, found {len(items):,}")
     for index, item in enumerate(items):
-        steps.append(_parse_step(r, item, index, cluster, actors))
+        step = r.attempt(_parse_step, r, item, index, cluster, actors)
+        if step is not None:
+            steps.append(step)
     return tuple(steps)
 
 
-def _parse_step(r: _Reader, item: yaml.Node, index: int, cluster: ClusterSpec, actors: dict[str, ActorSpec]) -> Step:
+def _parse_step(r: _Reader, item: yaml.Node, index: int, cluster: ClusterSpec, actors: dict[str, ActorSpec]) -> Step | None:
     where = _join("steps", index)
     line = item.start_mark.line + 1
     if isinstance(item, yaml.ScalarNode):
@@ -486,6 +474,9 @@ def _parse_step(r: _Reader, item: yaml.Node, index: int, cluster: ClusterSpec, a
     if label == NOTE:
         if args_node is None:
             raise r.fail(item, where, "a note needs its text: note: TEXT or note: {en: ..., zh: ...}")
+        if isinstance(args_node, yaml.ScalarNode) and args_node.style and args_node.value == "":
+            # `note: ""`: a place for the author to write one (a session saved as a scenario has them); shows nothing
+            return Step(actor=NOTE, action=NOTE, args={"text": {DEFAULT_LANG: ""}}, index=index, line=line)
         return Step(actor=NOTE, action=NOTE, args={"text": r.texts(args_node, _join(where, NOTE))}, index=index, line=line)
 
     actor, dot, action = label.partition(".")
@@ -500,9 +491,13 @@ def _parse_step(r: _Reader, item: yaml.Node, index: int, cluster: ClusterSpec, a
     spec = actors.get(actor)
     if spec is None:
         raise r.fail(label_node, where, _unknown("actor", actor, actors))
+    if spec.kind == "broken":  # its declaration has an error of its own: its steps cannot be checked
+        return None
     known = PRODUCER_ACTIONS if spec.kind == PRODUCER else CONSUMER_ACTIONS
     if action not in known:
         raise r.fail(label_node, where, _unknown("action", action, known, f"{spec.kind} actions", f" for {spec.kind} {actor!r}"))
+    if actor in r.broken:
+        return None
     raw = r.mapping(args_node, where, allow_null=True) if args_node is not None else {}
     expect = _step_expect(r, raw.pop("expect", None), where)
     args = _actor_args(r, spec, action, raw, args_node or label_node, where, cluster, actors)
@@ -678,16 +673,18 @@ def _parse_expect(r: _Reader, node: yaml.Node, cluster: ClusterSpec, actors: dic
     blocks = r.mapping(node, "expect")
     for key, (key_node, _) in blocks.items():
         if key not in EXPECT_KEYS:
-            raise r.fail(key_node, _join("expect", key), _unknown("expectation", key, EXPECT_KEYS))
+            r.errors.append(r.fail(key_node, _join("expect", key), _unknown("expectation", key, EXPECT_KEYS)))
 
     def values(value_node: yaml.Node, at: str) -> list[str]:
         return [r.string(n, _join(at, i), non_empty=False) for i, n in enumerate(r.sequence(value_node, at))]
 
-    if "consumers" in blocks:
+    def consumers_block() -> None:
         expect["consumers"] = {}
         for name, (name_node, tps_node) in r.mapping(blocks["consumers"][1], "expect.consumers").items():
             at = _join("expect.consumers", name)
             spec = actors.get(name)
+            if name in r.broken:
+                continue
             if spec is None or spec.kind != CONSUMER:
                 raise r.fail(name_node, at, _unknown("consumer", name, [a.name for a in actors.values() if a.kind == CONSUMER]))
             per = expect["consumers"][name] = {}
@@ -695,14 +692,14 @@ def _parse_expect(r: _Reader, node: yaml.Node, cluster: ClusterSpec, actors: dic
                 tp = _parse_tp(r, tp_node, _join(at, tp_name), cluster, spec.topics)
                 per[tp] = values(vals_node, _join(at, tp_name))
                 lines[f"consumers.{name}.{tp}"] = tp_node.start_mark.line + 1
-    if "logs" in blocks:
+    def logs_block() -> None:
         expect["logs"] = {}
         for tp_name, (tp_node, vals_node) in r.mapping(blocks["logs"][1], "expect.logs").items():
             at = _join("expect.logs", tp_name)
             tp = _parse_tp(r, tp_node, at, cluster)
             expect["logs"][tp] = values(vals_node, at)
             lines[f"logs.{tp}"] = tp_node.start_mark.line + 1
-    if "watermarks" in blocks:
+    def watermarks_block() -> None:
         expect["watermarks"] = {}
         for tp_name, (tp_node, marks_node) in r.mapping(blocks["watermarks"][1], "expect.watermarks").items():
             at = _join("expect.watermarks", tp_name)
@@ -716,7 +713,7 @@ def _parse_expect(r: _Reader, node: yaml.Node, cluster: ClusterSpec, actors: dic
                 raise r.fail(marks_node, at, "name high_watermark and/or last_stable_offset")
             expect["watermarks"][tp] = marks
             lines[f"watermarks.{tp}"] = tp_node.start_mark.line + 1
-    if "transactions" in blocks:
+    def transactions_block() -> None:
         expect["transactions"] = {}
         declared = sorted({a.transactional_id for a in actors.values() if a.transactional_id})
         for txid, (txid_node, state_node) in r.mapping(blocks["transactions"][1], "expect.transactions").items():
@@ -743,7 +740,7 @@ def _parse_expect(r: _Reader, node: yaml.Node, cluster: ClusterSpec, actors: dic
                 raise r.fail(state_node, at, "name state, epoch and/or producer")
             expect["transactions"][txid] = want
             lines[f"transactions.{txid}"] = txid_node.start_mark.line + 1
-    if "groups" in blocks:
+    def groups_block() -> None:
         expect["groups"] = {}
         groups = sorted({a.group_id for a in actors.values() if a.group_id})
         for group, (group_node, tps_node) in r.mapping(blocks["groups"][1], "expect.groups").items():
@@ -755,144 +752,10 @@ def _parse_expect(r: _Reader, node: yaml.Node, cluster: ClusterSpec, actors: dic
                 tp = _parse_tp(r, tp_node, _join(at, tp_name), cluster)
                 per[tp] = None if r.is_null(offset_node) else r.integer(offset_node, _join(at, tp_name), 0)
                 lines[f"groups.{group}.{tp}"] = tp_node.start_mark.line + 1
+    for key, block in (("consumers", consumers_block), ("logs", logs_block), ("watermarks", watermarks_block),
+                       ("transactions", transactions_block), ("groups", groups_block)):
+        if key in blocks:
+            r.attempt(block)  # one block's error does not hide another's
     return expect, lines
 
 
-# --------------------------------------------------------------------------------------------------------------
-# Running
-
-
-def run_scenario(
-    scenario: Scenario,
-    backend: str | Backend = "sim",
-    seed: int | None = None,
-    on_step: Callable[[Step, str], None] | None = None,
-    on_event: Callable[[Any], None] | None = None,
-) -> dict[str, Any]:
-    """Apply every step on a fresh backend, then observe and check: the contract's `--json` observation.
-
-    `backend` is "sim" or "kafka" (or an already built Backend, which is closed afterwards all the same).
-    `on_step(step, outcome)` is called after each step, notes included.
-    """
-    seed = scenario.seed if seed is None else seed
-    if isinstance(backend, str):
-        backend = make_backend(backend, scenario.cluster, scenario.actors, seed=seed, on_event=on_event)
-    steps, failures = [], []
-    try:
-        for step in scenario.steps:
-            outcome = backend.apply(step)
-            if on_step is not None:
-                on_step(step, outcome)
-            if step.is_note:
-                continue
-            steps.append({"index": step.index, "step": step.label, "outcome": outcome})
-            if step.expect is not None and outcome not in step.expect:
-                failures.append(f"steps[{step.index}] {step.label} (line {step.line}): expected {' or '.join(step.expect)}, observed {outcome}")
-        raw = backend.observe()
-    finally:
-        backend.close()
-    observation = build_observation(scenario, getattr(backend, "name", str(backend)), seed, steps, raw)
-    passed, block_failures = check_expectations(scenario, observation)
-    observation["expect"] = {"passed": passed, "failed": len(failures) + len(block_failures), "failures": failures + block_failures}
-    return observation
-
-
-def build_observation(scenario: Scenario, backend: str, seed: int, steps: list[dict], raw: Mapping[str, Any]) -> dict[str, Any]:
-    """The contract's observation from a backend's raw `observe()` (everything but `expect`).
-
-    Producer ids become P1, P2, ... in order of first appearance: partitions in (topic, partition) order, each
-    log in offset order, then transactions by transactional id. A real cluster and the simulator allocate
-    different numbers; the order in which producers appear is what both share. -1 (no producer id: a record
-    from a non-idempotent producer) stays null.
-    """
-    names: dict[int, str] = {}
-
-    def producer(pid: Any) -> str | None:
-        if pid is None or pid == -1:
-            return None
-        if pid not in names:
-            names[pid] = f"P{len(names) + 1}"
-        return names[pid]
-
-    partitions = {}
-    for tp in sorted(raw.get("partitions", {}), key=_tp_order):
-        part = raw["partitions"][tp]
-        log = []
-        for entry in part.get("log", []):
-            if entry.get("control"):
-                log.append({"offset": entry["offset"], "control": entry["control"], "producer": producer(entry.get("producer_id")), "epoch": entry.get("epoch")})
-            else:
-                out = {"offset": entry["offset"]}
-                if entry.get("key") is not None:
-                    out["key"] = entry["key"]
-                out.update(value=entry.get("value"), producer=producer(entry.get("producer_id")), epoch=entry.get("epoch"), transactional=bool(entry.get("transactional")))
-                log.append(out)
-        partitions[tp] = {"log": log, "high_watermark": part.get("high_watermark"), "last_stable_offset": part.get("last_stable_offset")}
-    transactions = {}
-    for txid in sorted(raw.get("transactions", {})):
-        txn = raw["transactions"][txid]
-        transactions[txid] = {"state": txn.get("state"), "producer": producer(txn.get("producer_id")), "epoch": txn.get("epoch")}
-    consumers = {name: {tp: list(values) for tp, values in sorted(per.items(), key=lambda kv: _tp_order(kv[0]))} for name, per in sorted(raw.get("consumers", {}).items())}
-    groups = {group: {tp: offset for tp, offset in sorted(per.items(), key=lambda kv: _tp_order(kv[0]))} for group, per in sorted(raw.get("groups", {}).items())}
-    return {
-        "format": FORMAT,
-        "scenario": scenario.id,
-        "backend": backend,
-        "seed": seed,
-        "steps": steps,
-        "partitions": partitions,
-        "consumers": consumers,
-        "transactions": transactions,
-        "groups": groups,
-    }
-
-
-def _tp_order(tp: str) -> tuple[str, int]:
-    topic, _, number = tp.rpartition("-")
-    return (topic, int(number)) if number.isdigit() else (tp, -1)
-
-
-def check_expectations(scenario: Scenario, observation: Mapping[str, Any]) -> tuple[int, list[str]]:
-    """Check the `expect:` block against an observation: (checks that held, failure messages).
-
-    One check per consumer and partition, per log, per partition's watermarks, per transactional id, per
-    group and partition. Each failure says where it is written, what was expected and what was observed.
-    """
-    expect = scenario.expect or {}
-    passed, failures = 0, []
-
-    def check(key: str, wanted: Any, seen: Any) -> None:
-        nonlocal passed
-        if wanted == seen:
-            passed += 1
-        else:
-            line = scenario.expect_lines.get(key, 0)
-            failures.append(f"expect.{key} (line {line}): expected {_show(wanted)}, observed {_show(seen)}")
-
-    for name, per in expect.get("consumers", {}).items():
-        for tp, values in per.items():
-            check(f"consumers.{name}.{tp}", values, observation["consumers"].get(name, {}).get(tp, []))
-    for tp, entries in expect.get("logs", {}).items():
-        log = observation["partitions"].get(tp, {}).get("log", [])
-        check(f"logs.{tp}", entries, [e["control"] if "control" in e else e["value"] for e in log])
-    for tp, marks in expect.get("watermarks", {}).items():
-        part = observation["partitions"].get(tp, {})
-        check(f"watermarks.{tp}", marks, {k: part.get(k) for k in marks})
-    for txid, want in expect.get("transactions", {}).items():
-        txn = observation["transactions"].get(txid)
-        check(f"transactions.{txid}", want, {k: txn.get(k) for k in want} if txn else "no such transactional id at the coordinator")
-    for group, per in expect.get("groups", {}).items():
-        for tp, offset in per.items():
-            check(f"groups.{group}.{tp}", offset, observation["groups"].get(group, {}).get(tp))
-    return passed, failures
-
-
-def _show(value: Any) -> str:
-    """Compact, YAML-like: [a, b], {state: Empty, epoch: 2}, null."""
-    if value is None:
-        return "null"
-    if isinstance(value, list):
-        return "[" + ", ".join(_show(v) for v in value) + "]"
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{k}: {_show(v)}" for k, v in value.items()) + "}"
-    return str(value)

@@ -1,0 +1,143 @@
+"""What a scenario file is: its vocabulary (outcome names, settings, transaction states), its limits, and the
+loaded form (`Scenario`). No Django, no YAML here: the loader (loader.py) builds these, the runner (run.py) and
+the web layer read them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from playground.backend import OK
+from playground.spec import ActorSpec, ClusterSpec, Step
+
+FORMAT = 1
+DEFAULT_LANG = "en"
+MARKERS = ("COMMIT", "ABORT")
+
+# Transaction states as Kafka names them (TransactionState.java).
+TXN_STATES = (
+    "Empty",
+    "Ongoing",
+    "PrepareCommit",
+    "PrepareAbort",
+    "CompleteCommit",
+    "CompleteAbort",
+    "PrepareEpochFence",
+    "Dead",
+)
+
+# Outcome names a step may expect: "ok", librdkafka's local errors (leading underscore) as confluent-kafka's
+# KafkaError.name() spells them, and the broker errors of Errors.java a transactional application can meet.
+# A closed list so that a typo in `expect:` is an error instead of a step that can never pass.
+OUTCOMES = frozenset(
+    {
+        OK,
+        # librdkafka local errors (rdkafka.h)
+        "_BAD_MSG", "_DESTROY", "_FAIL", "_TRANSPORT", "_MSG_TIMED_OUT", "_PARTITION_EOF", "_UNKNOWN_PARTITION",
+        "_UNKNOWN_TOPIC", "_ALL_BROKERS_DOWN", "_INVALID_ARG", "_TIMED_OUT", "_QUEUE_FULL", "_WAIT_COORD",
+        "_UNKNOWN_GROUP", "_PREV_IN_PROGRESS", "_CONFLICT", "_STATE", "_NOT_IMPLEMENTED", "_NO_OFFSET",
+        "_OUTDATED", "_TIMED_OUT_QUEUE", "_RETRY", "_PURGE_QUEUE", "_PURGE_INFLIGHT", "_FATAL", "_INCONSISTENT",
+        "_NOT_CONFIGURED", "_FENCED", "_ASSIGNMENT_LOST",
+        # broker errors (Errors.java)
+        "UNKNOWN_SERVER_ERROR", "OFFSET_OUT_OF_RANGE", "UNKNOWN_TOPIC_OR_PARTITION", "LEADER_NOT_AVAILABLE",
+        "NOT_LEADER_OR_FOLLOWER", "REQUEST_TIMED_OUT", "NETWORK_EXCEPTION", "COORDINATOR_LOAD_IN_PROGRESS",
+        "COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR", "NOT_ENOUGH_REPLICAS", "ILLEGAL_GENERATION",
+        "UNKNOWN_MEMBER_ID", "REBALANCE_IN_PROGRESS", "INVALID_REQUEST", "OUT_OF_ORDER_SEQUENCE_NUMBER",
+        "DUPLICATE_SEQUENCE_NUMBER", "INVALID_PRODUCER_EPOCH", "INVALID_TXN_STATE", "INVALID_PRODUCER_ID_MAPPING",
+        "INVALID_TRANSACTION_TIMEOUT", "CONCURRENT_TRANSACTIONS", "TRANSACTION_COORDINATOR_FENCED",
+        "UNKNOWN_PRODUCER_ID", "FENCED_INSTANCE_ID", "UNSTABLE_OFFSET_COMMIT", "PRODUCER_FENCED",
+        "TRANSACTIONAL_ID_NOT_FOUND", "TRANSACTION_ABORTABLE",
+    }
+)
+
+TOP_LEVEL_KEYS = ("format", "id", "title", "summary", "tags", "seed", "cluster", "actors", "steps", "expect")
+REQUIRED_TOP_LEVEL = ("format", "id", "title", "actors", "steps")
+EXPECT_KEYS = ("consumers", "logs", "watermarks", "transactions", "groups")
+
+# Settings a scenario may override in `cluster.config`, with their types. A closed list: a misspelt setting
+# would otherwise be silently ignored and the scenario would show Kafka's default instead.
+CLUSTER_CONFIG = {
+    "transaction.timeout.ms": int,  # the producers' default (client setting)
+    "transaction.max.timeout.ms": int,
+    "transactional.id.expiration.ms": int,
+    "transaction.abort.timed.out.transaction.cleanup.interval.ms": int,
+    "transaction.remove.expired.transaction.cleanup.interval.ms": int,
+    "transaction.state.log.num.partitions": int,
+    "producer.id.expiration.ms": int,
+    "offsets.topic.num.partitions": int,
+}
+PRODUCER_CONFIG = {
+    "transactional.id": str,
+    "transaction.timeout.ms": int,
+    "enable.idempotence": bool,
+    "acks": ("all", "-1", "0", "1"),
+    "linger.ms": int,
+    "message.timeout.ms": int,
+    "delivery.timeout.ms": int,
+    "client.id": str,
+}
+CONSUMER_CONFIG = {
+    "isolation.level": ("read_committed", "read_uncommitted"),
+    "group.id": str,
+    "topics": list,
+    "auto.offset.reset": ("earliest", "latest"),
+    "enable.auto.commit": bool,
+    "client.id": str,
+}
+
+MAX_BROKERS = 9
+MAX_PARTITIONS = 64
+# Scenario texts come from share links and an editor on a public server: bound the work one may ask for.
+MAX_SOURCE_BYTES = 64 * 1024
+MAX_ACTORS = 12
+MAX_STEPS = 2000
+MAX_DEPTH = 24  # YAML nesting: the deepest library file has 6 levels
+
+
+class ScenarioError(Exception):
+    """An invalid scenario file. `str()` is `FILE:LINE: FIELD: message`. `errors` holds every error the loader
+    found (this one, the first in the file, among them): it goes on past an actor, a step or an expectation that
+    is wrong, so that an editor can mark every bad line at once."""
+
+    def __init__(self, path: str, line: int, field: str, message: str) -> None:
+        super().__init__(path, line, field, message)
+        self.path, self.line, self.field, self.message = str(path), line, field, message
+        self.errors: list[ScenarioError] = [self]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"line": self.line, "field": self.field, "message": self.message}
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}: {self.field}: {self.message}"
+
+
+@dataclass(frozen=True, eq=False)
+class Scenario:
+    format: int
+    id: str
+    title: Mapping[str, str]
+    summary: Mapping[str, str]
+    tags: tuple[str, ...]
+    seed: int
+    cluster: ClusterSpec
+    actors: Mapping[str, ActorSpec]
+    steps: tuple[Step, ...]
+    expect: Mapping[str, Any] | None
+    path: str = ""
+    source: str = ""
+    # "logs.orders-0" -> line of that expectation in the file, for failure messages.
+    expect_lines: Mapping[str, int] = field(default_factory=dict)
+
+    def text(self, name: str, lang: str = DEFAULT_LANG) -> str:
+        """`title` or `summary` in `lang`, falling back to English."""
+        return pick(getattr(self, name), lang)
+
+
+def pick(texts: Mapping[str, str] | str | None, lang: str = DEFAULT_LANG) -> str:
+    """One language out of a {lang: text} mapping (a note's text, a title), falling back to English."""
+    if not texts:
+        return ""
+    if isinstance(texts, str):
+        return texts
+    return texts.get(lang) or texts.get(DEFAULT_LANG) or next(iter(texts.values()))
+

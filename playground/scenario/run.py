@@ -1,0 +1,149 @@
+"""Running a scenario on a backend and building the contract's observation (`scenario run --json`)."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Mapping
+
+from playground.backend import Backend, make_backend
+from playground.scenario.model import FORMAT, Scenario
+from playground.spec import Step
+
+# --------------------------------------------------------------------------------------------------------------
+# Running
+
+
+def run_scenario(
+    scenario: Scenario,
+    backend: str | Backend = "sim",
+    seed: int | None = None,
+    on_step: Callable[[Step, str], None] | None = None,
+    on_event: Callable[[Any], None] | None = None,
+) -> dict[str, Any]:
+    """Apply every step on a fresh backend, then observe and check: the contract's `--json` observation.
+
+    `backend` is "sim" or "kafka" (or an already built Backend, which is closed afterwards all the same).
+    `on_step(step, outcome)` is called after each step, notes included.
+    """
+    seed = scenario.seed if seed is None else seed
+    if isinstance(backend, str):
+        backend = make_backend(backend, scenario.cluster, scenario.actors, seed=seed, on_event=on_event)
+    steps, failures = [], []
+    try:
+        for step in scenario.steps:
+            outcome = backend.apply(step)
+            if on_step is not None:
+                on_step(step, outcome)
+            if step.is_note:
+                continue
+            steps.append({"index": step.index, "step": step.label, "outcome": outcome})
+            if step.expect is not None and outcome not in step.expect:
+                failures.append(f"steps[{step.index}] {step.label} (line {step.line}): expected {' or '.join(step.expect)}, observed {outcome}")
+        raw = backend.observe()
+    finally:
+        backend.close()
+    observation = build_observation(scenario.id, getattr(backend, "name", str(backend)), seed, steps, raw)
+    passed, block_failures = check_expectations(scenario, observation)
+    observation["expect"] = {"passed": passed, "failed": len(failures) + len(block_failures), "failures": failures + block_failures}
+    return observation
+
+
+def build_observation(scenario_id: str, backend: str, seed: int, steps: list[dict], raw: Mapping[str, Any]) -> dict[str, Any]:
+    """The contract's observation from a backend's raw `observe()` (everything but `expect`).
+
+    Producer ids become P1, P2, ... in order of first appearance: partitions in (topic, partition) order, each
+    log in offset order, then transactions by transactional id. A real cluster and the simulator allocate
+    different numbers; the order in which producers appear is what both share. -1 (no producer id: a record
+    from a non-idempotent producer) stays null.
+    """
+    names: dict[int, str] = {}
+
+    def producer(pid: Any) -> str | None:
+        if pid is None or pid == -1:
+            return None
+        if pid not in names:
+            names[pid] = f"P{len(names) + 1}"
+        return names[pid]
+
+    partitions = {}
+    for tp in sorted(raw.get("partitions", {}), key=_tp_order):
+        part = raw["partitions"][tp]
+        log = []
+        for entry in part.get("log", []):
+            if entry.get("control"):
+                log.append({"offset": entry["offset"], "control": entry["control"], "producer": producer(entry.get("producer_id")), "epoch": entry.get("epoch")})
+            else:
+                out = {"offset": entry["offset"]}
+                if entry.get("key") is not None:
+                    out["key"] = entry["key"]
+                out.update(value=entry.get("value"), producer=producer(entry.get("producer_id")), epoch=entry.get("epoch"), transactional=bool(entry.get("transactional")))
+                log.append(out)
+        partitions[tp] = {"log": log, "high_watermark": part.get("high_watermark"), "last_stable_offset": part.get("last_stable_offset")}
+    transactions = {}
+    for txid in sorted(raw.get("transactions", {})):
+        txn = raw["transactions"][txid]
+        transactions[txid] = {"state": txn.get("state"), "producer": producer(txn.get("producer_id")), "epoch": txn.get("epoch")}
+    consumers = {name: {tp: list(values) for tp, values in sorted(per.items(), key=lambda kv: _tp_order(kv[0]))} for name, per in sorted(raw.get("consumers", {}).items())}
+    groups = {group: {tp: offset for tp, offset in sorted(per.items(), key=lambda kv: _tp_order(kv[0]))} for group, per in sorted(raw.get("groups", {}).items())}
+    return {
+        "format": FORMAT,
+        "scenario": scenario_id,
+        "backend": backend,
+        "seed": seed,
+        "steps": steps,
+        "partitions": partitions,
+        "consumers": consumers,
+        "transactions": transactions,
+        "groups": groups,
+    }
+
+
+def _tp_order(tp: str) -> tuple[str, int]:
+    topic, _, number = tp.rpartition("-")
+    return (topic, int(number)) if number.isdigit() else (tp, -1)
+
+
+def check_expectations(scenario: Scenario, observation: Mapping[str, Any]) -> tuple[int, list[str]]:
+    """Check the `expect:` block against an observation: (checks that held, failure messages).
+
+    One check per consumer and partition, per log, per partition's watermarks, per transactional id, per
+    group and partition. Each failure says where it is written, what was expected and what was observed.
+    """
+    expect = scenario.expect or {}
+    passed, failures = 0, []
+
+    def check(key: str, wanted: Any, seen: Any) -> None:
+        nonlocal passed
+        if wanted == seen:
+            passed += 1
+        else:
+            line = scenario.expect_lines.get(key, 0)
+            failures.append(f"expect.{key} (line {line}): expected {_show(wanted)}, observed {_show(seen)}")
+
+    for name, per in expect.get("consumers", {}).items():
+        for tp, values in per.items():
+            check(f"consumers.{name}.{tp}", values, observation["consumers"].get(name, {}).get(tp, []))
+    for tp, entries in expect.get("logs", {}).items():
+        log = observation["partitions"].get(tp, {}).get("log", [])
+        check(f"logs.{tp}", entries, [e["control"] if "control" in e else e["value"] for e in log])
+    for tp, marks in expect.get("watermarks", {}).items():
+        part = observation["partitions"].get(tp, {})
+        check(f"watermarks.{tp}", marks, {k: part.get(k) for k in marks})
+    for txid, want in expect.get("transactions", {}).items():
+        txn = observation["transactions"].get(txid)
+        check(f"transactions.{txid}", want, {k: txn.get(k) for k in want} if txn else "no such transactional id at the coordinator")
+    for group, per in expect.get("groups", {}).items():
+        for tp, offset in per.items():
+            check(f"groups.{group}.{tp}", offset, observation["groups"].get(group, {}).get(tp))
+    return passed, failures
+
+
+def _show(value: Any) -> str:
+    """Compact, YAML-like: [a, b], {state: Empty, epoch: 2}, null."""
+    if value is None:
+        return "null"
+    if isinstance(value, list):
+        return "[" + ", ".join(_show(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {_show(v)}" for k, v in value.items()) + "}"
+    return str(value)
+
