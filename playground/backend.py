@@ -37,7 +37,9 @@ plus
                                     "landed": records of this actor in the logs,
                                     "read_committed_received": of those, received by a read_committed consumer}}},
   "consumers":  {NAME: {"isolation_level": ..., "group_id": ..., "topics": [...], "state": "RUNNING" | "CRASHED",
-                        "positions": {"orders-0": 3}, "received": {"orders-0": [{"offset": 0, "value": "v"}]}}},
+                        "positions": {"orders-0": 3},
+                        "received": {"orders-0": [{"offset": 0, "value": "v"}]},  # the last `log_limit` per partition
+                        "received_total": N}},  # every record received, all partitions
   "transactions": {TXID: {"state", "producer_id", "epoch", "partitions": ["orders-0"], "timeout_ms",
                           "coordinator_partition" (__transaction_state partition), "coordinator_broker",
                           "txn_start_time_ms" | None, "pending_state" | None}},
@@ -45,7 +47,6 @@ plus
                  "dst": ..., "direction": "request" | "response", "error": "PRODUCER_FENCED" | None,
                  "detail": "commit, epoch 0"} ]   # the most recent 200
   "unobservable": [ "what this backend cannot see, in a sentence each" ],  # e.g. the real coordinator's RPCs
-  "consumers_received": observe()["consumers"] (view()["consumers"] has the richer per-consumer shape),
   "transitions": {target state: [allowed previous states]}: the coordinator's table, for the state diagram,
   "stats": {"init_producer_id": N, "transaction_state_records": N, "transaction_state_bytes": N,
             "markers": N, ...}: cost counters, where the backend can count them
@@ -96,6 +97,12 @@ class Backend(ABC):
     @abstractmethod
     def view(self, log_limit: int = 200) -> dict[str, Any]:
         """Everything the dashboard shows, right now."""
+
+    def fenced_actors(self) -> frozenset[str]:
+        """Names of the producers that are fenced right now (view()["producers"][name]["fenced"]), cheaply: the
+        session calls it around every command to note which command fenced whom. A backend that cannot tell
+        cheaply answers the empty set (the command's own error outcome is marked anyway)."""
+        return frozenset()
 
     def close(self) -> None:
         """Release clients, processes and (real cluster) the session's topics."""

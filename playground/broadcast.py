@@ -50,15 +50,13 @@ def _digest(ctx: Mapping[str, Any]) -> str:
     return hashlib.blake2b(json.dumps(ctx, sort_keys=True, default=repr).encode(), digest_size=12).hexdigest()
 
 
-COMMANDS = ("action", "produce", "clock", "broker", "add-producer", "add-consumer", "step", "back", "reset", "run", "pause",
-            "rerun", "end")
-
-
 def urls(sid: str) -> dict[str, str]:
     """The command endpoints of a session (reversed once per render, not once per button)."""
     from django.urls import reverse
 
-    return {name.replace("-", "_"): reverse(name, kwargs={"sid": sid}) for name in COMMANDS}
+    from playground.commands import COMMANDS
+
+    return {name.replace("-", "_"): reverse(name, kwargs={"sid": sid}) for name in (*COMMANDS, "fork")}
 
 
 def render(name: str, ctx: Mapping[str, Any], lang: str, sid: str, oob: bool = True, u: Mapping[str, str] | None = None) -> str:
@@ -70,11 +68,12 @@ def version_tag(live: Any) -> str:
     return f'<span id="state-version" data-version="{live.version}" hx-swap-oob="true"></span>'
 
 
-def snapshot(live: Any, lang: str, contexts: Mapping[str, Mapping[str, Any]] | None = None) -> str:
-    """Every panel, for one viewer's language (a new or reconnecting viewer)."""
-    contexts = contexts or panels.contexts(live, view_of(live))
+def snapshot(live: Any, lang: str, head: Any = None) -> str:
+    """Every panel, for one viewer's language (a new or reconnecting viewer). For a moment (step k, scrubbing),
+    `head` is the session itself: the slider's track shows the whole log, and the version is the head's."""
+    contexts = panels.contexts(live, view_of(live), head=head)
     u = urls(live.session_id)
-    return "".join(render(name, contexts[name], lang, live.session_id, u=u) for name in panels.PANELS) + version_tag(live)
+    return "".join(render(name, contexts[name], lang, live.session_id, u=u) for name in panels.PANELS) + version_tag(head or live)
 
 
 # Panels whose items (a producer's card, a partition's strip) are swapped one by one when only they changed.
@@ -107,9 +106,10 @@ def _digests(contexts: Mapping[str, Mapping[str, Any]]) -> tuple[dict[str, str],
     return panel_digests, item_digests
 
 
-def fragments(live: Any, langs: Iterable[str] = LANGS) -> dict[str, str]:
+def fragments(live: Any, langs: Iterable[str] = LANGS) -> tuple[dict[str, str], dict[str, str]]:
     """What changed since this process last published this session, in every language: whole panels, or for
-    producers and logs only the cards and strips that changed when nothing else in the panel did."""
+    producers and logs only the cards and strips that changed when nothing else in the panel did; and, apart,
+    the slider's track when it changed (for viewers holding an earlier step)."""
     contexts = panels.contexts(live, view_of(live))
     digests, items = _digests(contexts)
     with _sent_lock:
@@ -129,14 +129,16 @@ def fragments(live: Any, langs: Iterable[str] = LANGS) -> dict[str, str]:
                     parts[n] = changed
     else:
         whole = list(panels.PANELS)
-    out = {}
+    out, scrub = {}, {}
     u = urls(live.session_id)
     for lang in langs:
         html = [render(name, contexts[name], lang, live.session_id, u=u) for name in whole]
         for name, changed in parts.items():
             html += [_render_item(name, item, contexts[name], lang, u) for item in changed]
         out[lang] = "".join(html) + version_tag(live)
-    return out
+        # What a viewer looking at an earlier step gets: the slider's track, so the log's growth stays visible.
+        scrub[lang] = html[whole.index("scrubber")] if "scrubber" in whole else ""
+    return out, scrub
 
 
 def forget(session_id: str) -> None:
@@ -148,12 +150,13 @@ def publish(live: Any) -> None:
     """Send the changed panels to every viewer of the session (any process: through the channel layer)."""
     from playground.session import group_name
 
-    html = fragments(live)
+    html, scrub = fragments(live)
     layer = get_channel_layer()
     if layer is None:
         return
     try:
-        async_to_sync(layer.group_send)(group_name(live.session_id), {"type": MESSAGE_TYPE, "version": live.version, "html": html})
+        async_to_sync(layer.group_send)(group_name(live.session_id),
+                                         {"type": MESSAGE_TYPE, "version": live.version, "html": html, "scrub": scrub})
     except Exception:  # noqa: BLE001 - the command is stored; viewers catch up on reconnect
         log.exception("session %s: publishing version %s failed", live.session_id, live.version)
 

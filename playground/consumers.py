@@ -2,7 +2,12 @@
 forwards the fragments every update carries, in its viewer's language. It translates events into HTML and nothing
 else (design.md, principle 5).
 
-What a client may send (JSON): {"type": "ping"} -> a pong frame; {"type": "snapshot"} -> a full snapshot again.
+What a client may send (JSON text frames of at most 4 KB):
+- {"type": "ping"} -> a pong frame; {"type": "snapshot"} -> a full snapshot again.
+- {"type": "at", "step": k} -> step k of the session, for this viewer only; while a viewer holds an earlier step,
+  updates bring it only the time slider's track. {"type": "live"} -> back to the live session (a full snapshot).
+- {"type": "command", "command": NAME, "data": {...}} -> one of commands.COMMANDS, exactly as over HTTP, behind the
+  same drive capability (the handshake's cookie): without it, a 403 error frame and nothing changes.
 Anything else gets an error frame (an out-of-band fragment for the #ws-error element) and changes nothing.
 """
 
@@ -12,27 +17,32 @@ import json
 import logging
 from html import escape
 from http.cookies import SimpleCookie
+from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
+from django.utils import translation
 
-from playground import broadcast, session
+from playground import broadcast, commands, forms, limits, session
 from playground.i18n import normalize
+from playground.session import capability
 
 log = logging.getLogger(__name__)
 
 MAX_FRAME = 4096
 
 
+def _headers(scope) -> dict[bytes, bytes]:
+    return dict(scope.get("headers") or [])
+
+
 def _language(scope) -> str:
     """The viewer's language: ?lang=, else Django's language cookie, else Accept-Language, else the default."""
-    from urllib.parse import parse_qs
-
     query = parse_qs((scope.get("query_string") or b"").decode("latin-1"))
     if query.get("lang"):
         return normalize(query["lang"][0])
-    headers = dict(scope.get("headers") or [])
+    headers = _headers(scope)
     cookie = SimpleCookie()
     try:
         cookie.load(headers.get(b"cookie", b"").decode("latin-1"))
@@ -44,8 +54,21 @@ def _language(scope) -> str:
     return "zh-hans" if accept.startswith("zh") else normalize(None)
 
 
+def _step_of(value) -> int | None:
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        return None
+    text = str(value)
+    return int(text) if text.isdigit() and len(text) <= 9 else None
+
+
 def error_frame(message: str) -> str:
     return f'<div id="ws-error" hx-swap-oob="true" class="ws-error" role="alert">{escape(message)}</div>'
+
+
+def moment_frame(at: int | None, length: int) -> str:
+    """Tells the page which step it is showing (the slider follows it): live, or step k of n."""
+    value = "live" if at is None else str(at)
+    return f'<span id="ws-moment" hx-swap-oob="true" data-at="{value}" data-length="{length}"></span>'
 
 
 class SessionConsumer(AsyncWebsocketConsumer):
@@ -53,6 +76,9 @@ class SessionConsumer(AsyncWebsocketConsumer):
         self.sid = self.scope["url_route"]["kwargs"]["sid"]
         self.lang = _language(self.scope)
         self.group = session.group_name(self.sid)
+        self.key = capability.from_header(_headers(self.scope).get(b"cookie", b"").decode("latin-1"), self.sid)
+        query = parse_qs((self.scope.get("query_string") or b"").decode("latin-1"))
+        self.at = _step_of(query.get("at", [""])[0])  # held at an earlier step (None: live)
         if not await database_sync_to_async(session.exists)(self.sid):
             await self.close(code=4404)
             return
@@ -70,6 +96,11 @@ class SessionConsumer(AsyncWebsocketConsumer):
         try:
             html = await database_sync_to_async(self._snapshot)()
         except session.CommandError as exc:
+            if self.at is not None:  # a step that is not (or no longer) in the log: back to live
+                self.at = None
+                await self.send(text_data=error_frame(str(exc)))
+                await self.send_snapshot()
+                return
             await self.send(text_data=error_frame(str(exc)))
             return
         except Exception:  # noqa: BLE001 - a viewer gets a message, the server a log line, nobody a dead socket
@@ -79,8 +110,11 @@ class SessionConsumer(AsyncWebsocketConsumer):
         await self.send(text_data=html)
 
     def _snapshot(self) -> str:
-        live = session.load(self.sid)
-        return broadcast.snapshot(live, self.lang)
+        head = session.load(self.sid)
+        if self.at is None:
+            return broadcast.snapshot(head, self.lang) + moment_frame(None, head.length)
+        at = session.moment(self.sid, self.at)
+        return broadcast.snapshot(at, self.lang, head=head) + moment_frame(self.at, head.length)
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         if text_data is None or len(text_data) > MAX_FRAME:
@@ -96,12 +130,48 @@ class SessionConsumer(AsyncWebsocketConsumer):
             await self.send(text_data='<span id="ws-pong" hx-swap-oob="true"></span>')
         elif kind == "snapshot":
             await self.send_snapshot()
+        elif kind == "at":
+            step = _step_of(message.get("step"))
+            if step is None:
+                await self.send(text_data=error_frame("at: send the step as a whole number, 0 or more."))
+                return
+            self.at = step
+            await self.send_snapshot()
+        elif kind == "live":
+            self.at = None
+            await self.send_snapshot()
+        elif kind == "command":
+            await self.command(message)
         else:
-            await self.send(text_data=error_frame(f"Unknown message type {str(kind)[:40]!r}: send ping or snapshot."))
+            await self.send(text_data=error_frame(f"Unknown message type {str(kind)[:40]!r}: send ping, snapshot, at, live or command."))
+
+    async def command(self, message: dict) -> None:
+        name, data = message.get("command"), message.get("data") or {}
+        if not isinstance(name, str) or not isinstance(data, dict):
+            await self.send(text_data=error_frame("command: send {\"command\": NAME, \"data\": {...}}."))
+            return
+        try:
+            with translation.override(self.lang):
+                done = await database_sync_to_async(self._execute)(name, {str(k): str(v) for k, v in data.items()})
+        except session.CommandError as exc:
+            text = f"{exc.status}: {exc}" if exc.status == 403 else str(exc)
+            await self.send(text_data=error_frame(text))
+            return
+        except (limits.LimitExceeded, forms.forms.ValidationError) as exc:
+            await self.send(text_data=error_frame("; ".join(getattr(exc, "messages", [str(exc)]))))
+            return
+        if done.starts_runner:
+            session.ensure_runner(self.sid)
+
+    def _execute(self, name: str, data: dict):
+        with translation.override(self.lang):
+            return commands.execute(name, self.sid, data, self.key)
 
     # ---- group messages: one handler per type
     async def session_update(self, event: dict) -> None:
-        html = event.get("html") or {}
+        # A viewer holding an earlier step gets the slider's track only (the log grows under it).
+        html = event.get("html") if self.at is None else event.get("scrub")
+        html = html or {}
         text = html.get(self.lang) or next(iter(html.values()), "")
         if text:
             await self.send(text_data=text)

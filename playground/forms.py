@@ -175,3 +175,20 @@ ISOLATION_LABELS = {
     "read_committed": gettext_lazy("read_committed"),
     "read_uncommitted": gettext_lazy("read_uncommitted"),
 }
+
+
+class ScenarioTextForm(Form):
+    """The editor's text. The loader names what is wrong with it (with lines); the form only bounds the request:
+    a text over the loader's limit still reaches it, to get the line-numbered message."""
+
+    text = forms.CharField(max_length=4 * 64 * 1024, strip=False)
+    backend = forms.ChoiceField(required=False, choices=[("sim", "sim"), ("kafka", "kafka")])
+
+
+class ForkForm(Form):
+    at = forms.IntegerField(min_value=0, max_value=10_000_000)
+    backend = forms.ChoiceField(required=False, choices=[("sim", "sim"), ("kafka", "kafka")])
+
+
+class ClaimForm(Form):
+    key = forms.CharField(max_length=128)

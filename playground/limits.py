@@ -17,7 +17,7 @@ DEFAULTS = {
     "records_per_action": 1000,  # records one command may write (produce `count`, produce `from`)
     "value_bytes": 1024,  # size of one record value (UTF-8)
     "key_bytes": 256,  # size of one record key
-    "commands": 2000,  # commands in one session's log
+    "commands": 20_000,  # commands in one session's log (stored a row each: the cost of one does not grow with it)
     "clock_advance_s": 7 * 24 * 3600,  # one clock.advance
     "sessions_per_minute": 10,  # sessions one client may create per minute
     "name_chars": 40,  # actor names, transactional ids, group ids

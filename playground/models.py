@@ -1,16 +1,25 @@
-"""What the database keeps: a session is its command log (design.md, principle 4).
+"""What the database keeps: a session is its command log (design.md, principle 4), stored one row per command.
 
-Everything a viewer sees is rebuilt from a `Session` row: the scenario's own source text (so a share link replays
-exactly, even after the library changed), the backend, the seed and the commands applied so far. The log is
-append-only except for "back" and "reset", which rewrite it; `version` grows on every change so another server
-process knows whether its in-memory backend is still current.
+- `ScenarioText`: a scenario file's exact text, content-addressed (the same text has the same id, so the same
+  link). Library sessions, shared scenarios and forks all point at one; `shared` makes it reachable at `/sc/<id>`.
+- `Session`: the scenario text (None for free play), the backend, the seed, and `length` commands in its log;
+  `version` grows on every change so that another server process knows whether its in-memory backend is current.
+- `Command`: one command of a session's log: its position `seq`, the entry (the step in the scenario file's own
+  form, or an actor added in free play), the outcome and the time. A command is appended in the same database
+  transaction that checks and bumps the session's version. "back", "reset" and truncation mark rows `dropped`
+  instead of rewriting anything: the live log is the rows not dropped, `seq` 0..length-1.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import secrets
+from typing import Any
 
 from django.db import models
+from django.db.models import Q
+from django.utils import timezone
 
 
 def new_slug() -> str:
@@ -18,20 +27,57 @@ def new_slug() -> str:
     return secrets.token_urlsafe(16)
 
 
+def normalise_text(text: str) -> str:
+    """What "the same text" means for a content address: line endings and trailing blank space do not count."""
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    return "\n".join(line.rstrip() for line in lines).strip("\n") + "\n"
+
+
+def text_id(text: str) -> str:
+    """The content address of a scenario text: 128 bits of SHA-256 of the normalised text, base32, 26 characters."""
+    digest = hashlib.sha256(normalise_text(text).encode("utf-8")).digest()[:16]
+    return base64.b32encode(digest).decode("ascii").rstrip("=").lower()
+
+
+class ScenarioText(models.Model):
+    id = models.CharField(primary_key=True, max_length=32, editable=False)
+    text = models.TextField()
+    # The file's own `id:` slug, for pages and file names (the text is the truth).
+    scenario_id = models.CharField(max_length=100, default="")
+    # "Save and share" sets it: the text is then reachable at /sc/<id>. Texts only played, never shared, are not.
+    shared = models.BooleanField(default=False)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return f"scenario text {self.id} ({self.scenario_id})"
+
+    @classmethod
+    def store(cls, text: str, scenario_id: str, *, shared: bool = False) -> "ScenarioText":
+        """The row for this text, created if new; sharing is never taken back by storing the text again."""
+        text = normalise_text(text)
+        row, _created = cls.objects.get_or_create(id=text_id(text), defaults={"text": text, "scenario_id": scenario_id, "shared": shared})
+        if shared and not row.shared:
+            cls.objects.filter(pk=row.pk).update(shared=True)
+            row.shared = True
+        return row
+
+
 class Session(models.Model):
     id = models.CharField(primary_key=True, max_length=32, default=new_slug, editable=False)
-    # "" for free play; otherwise the scenario's id and the exact text it was loaded from.
+    # "" for free play; otherwise the scenario's id, and `source` the exact text it was loaded from.
     scenario_id = models.CharField(max_length=100, blank=True, default="")
-    scenario_source = models.TextField(blank=True, default="")
+    source = models.ForeignKey(ScenarioText, null=True, blank=True, on_delete=models.PROTECT, related_name="sessions")
     backend = models.CharField(max_length=16, default="sim")
     seed = models.IntegerField(default=0)
-    # The command log. Each entry is a dict:
-    #   {"step": <the step in the scenario file's own form>, "n": k (scenario step index) | absent, "outcome": "ok"}
-    #   {"add": {"name": "C", "producer": {...}} | {"name": "c2", "consumer": {...}}, "outcome": "ok"}
-    commands = models.JSONField(default=list)
+    length = models.PositiveIntegerField(default=0)  # commands in the live log
     version = models.PositiveIntegerField(default=0)
     # The "run" button: a runner applies the remaining scenario steps while this is true ("pause" clears it).
     running = models.BooleanField(default=False)
+    # SHA-256 (hex) of the drive capability: whoever presents the secret may act. "" = nobody may (sessions stored
+    # before capabilities existed: watch and fork them).
+    drive_key = models.CharField(max_length=64, blank=True, default="")
+    forked_from = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="forks")
+    forked_at = models.PositiveIntegerField(null=True, blank=True)  # the step of `forked_from` it copies up to
     # A keyed hash of the creating client's address: the per-client creation limit, without storing addresses.
     client_key = models.CharField(max_length=64, blank=True, default="", db_index=True)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
@@ -41,8 +87,41 @@ class Session(models.Model):
         ordering = ["-created_at"]
 
     def __str__(self) -> str:
-        return f"session {self.id} ({self.scenario_id or 'free play'}, {len(self.commands)} commands)"
+        return f"session {self.id} ({self.scenario_id or 'free play'}, {self.length} commands)"
 
     @property
     def is_free_play(self) -> bool:
         return not self.scenario_id
+
+    @property
+    def scenario_source(self) -> str:
+        return self.source.text if self.source_id else ""
+
+    @property
+    def commands(self) -> list[dict[str, Any]]:
+        """The live log as entries with their outcomes (the form `log.json` and the tests read)."""
+        return [c.as_entry() for c in self.log.filter(dropped=False).order_by("seq")]
+
+
+class Command(models.Model):
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="log")
+    seq = models.PositiveIntegerField()  # position in the log, from 0
+    # {"step": <the step in the scenario file's own form>, "n": k (scenario step index) | absent}
+    # {"add": {"C": {"producer": {...}}}}: an actor added in free play
+    # optional "fenced": [actor names]: producers this command left fenced that were not before
+    entry = models.JSONField()
+    outcome = models.CharField(max_length=64, default="ok")
+    created_at = models.DateTimeField(default=timezone.now)
+    dropped = models.BooleanField(default=False)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["session", "seq"], condition=Q(dropped=False), name="one_live_command_per_seq"),
+        ]
+        indexes = [models.Index(fields=["session", "seq"], name="command_session_seq")]
+
+    def __str__(self) -> str:
+        return f"{self.session_id}[{self.seq}]{' (dropped)' if self.dropped else ''}"
+
+    def as_entry(self) -> dict[str, Any]:
+        return {**self.entry, "outcome": self.outcome}

@@ -17,9 +17,13 @@ from playground.spec import CONSUMER_ACTIONS, PRODUCER_ACTIONS
 LOG_WINDOW = 48  # cells per strip: the last N entries of each partition
 TIMELINE_ROWS = 28
 TABLE_ROWS = 24  # records per partition in the consumers' side-by-side table
+MINE_ROWS = 30  # the user's own commands listed in the narrative
 PALETTE = 8  # producer colours (CSS classes pc0..pc7)
 
-PANELS = ("header", "cluster", "producers", "consumers", "logs", "coordinator", "timeline", "truth", "narrative")
+PANELS = ("header", "scrubber", "cluster", "producers", "consumers", "logs", "coordinator", "timeline", "truth", "narrative")
+SCRUB_WIDTH = 1000  # the time slider's drawing, in SVG units
+SCRUB_TICKS_MAX = 400  # up to this many commands, a tick each; beyond, the track (and the marks) only
+SCRUB_COLUMN = 3  # marks of one kind closer than this (SVG units) are drawn as one
 
 
 def step_summary(label: str, args: Mapping[str, Any]) -> str:
@@ -50,13 +54,6 @@ def step_summary(label: str, args: Mapping[str, Any]) -> str:
     if "max" in args:
         parts.append(f"max {args['max']}")
     return " ".join(parts)
-
-
-def next_value(live: Any, actor: str) -> str:
-    """The one-click produce's value: the actor's name and a counter, e.g. A-3 (the same for every viewer)."""
-    label = f"{actor}.produce"
-    n = sum(1 for e in live.commands if isinstance(e.get("step"), Mapping) and label in e["step"])
-    return f"{actor}-{n + 1}"
 
 
 def _short(value: Any, n: int = 9) -> str:
@@ -121,7 +118,35 @@ def header(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
         "detached": getattr(live, "detached", ""),
         "observe_error": view.get("observe_error"),
         "prefix": getattr(live.backend, "prefix", None),
+        "origin": live.origin,
     }
+
+
+def scrubber(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
+    """The time slider's track: step k is the state after the first k commands (0..length). A tick per command
+    (while they fit), and marks where a command failed, fenced a producer, or carried a note; marks of one kind
+    that would overlap are drawn once (the first), so the drawing stays small at 20,000 commands."""
+    from playground.session import step_from_entry
+
+    n = live.length
+    scale = SCRUB_WIDTH / max(n, 1)
+    ticks = " ".join(f"M{round((i + 1) * scale, 1)} 9V17" for i in range(n)) if 0 < n <= SCRUB_TICKS_MAX else ""
+    marks, seen = [], set()
+    for seq, kind in live.marks:
+        column = (int((seq + 1) * scale / SCRUB_COLUMN), kind)
+        if column in seen:
+            continue
+        seen.add(column)
+        entry = live.commands[seq]
+        if kind == "note":
+            label, text = "note", dict(step_from_entry(entry["step"]).args.get("text", {}))
+        else:
+            step = step_from_entry(entry["step"]) if "step" in entry else None
+            label, text = (step.label if step else "+ actor") + " → " + entry.get("outcome", "ok"), None
+            if entry.get("fenced"):
+                label += " (fenced " + ", ".join(entry["fenced"]) + ")"
+        marks.append({"x": round((seq + 1) * scale - 2, 1), "k": seq + 1, "kind": kind, "label": label, "text": text})
+    return {"length": n, "w": SCRUB_WIDTH, "ticks": ticks, "marks": marks}
 
 
 def cluster(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
@@ -150,7 +175,7 @@ def producers(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
                 "counters": dict(p.get("counters") or {}),
                 "colour": colours.get(p.get("producer_id"), None),
                 "transactional": bool(p.get("transactional_id")),
-                "next_value": next_value(live, name),
+                "next_value": live.next_value(name),
             }
         )
     consumers_with_group = [n for n, c in view.get("consumers", {}).items() if c.get("group_id")]
@@ -170,7 +195,7 @@ def consumers(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
     who = owners(view)
     cards = []
     for name, c in cons.items():
-        received = sum(len(v) for v in (c.get("received") or {}).values())
+        received = c.get("received_total", sum(len(v) for v in (c.get("received") or {}).values()))
         cards.append(
             {
                 "name": name,
@@ -373,7 +398,7 @@ def truth(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
 def narrative(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
     from playground.session import step_from_entry
 
-    outcomes: dict[int, str] = {e["n"]: e.get("outcome", "ok") for e in live.commands if "n" in e}
+    outcomes = live.step_outcomes
     cursor = live.cursor
     steps = []
     current_note = None
@@ -392,11 +417,14 @@ def narrative(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
             "outcome": outcome,
             "as_expected": (outcome in s.expect) if (done and s.expect and not s.is_note) else None,
         }
-        if s.is_note and s.index < cursor:
+        if s.is_note and s.index < cursor and any(row["note"].values()):
             current_note = row["note"]
         steps.append(row)
     mine = []
-    for i, e in enumerate(live.commands):
+    for i in range(live.length - 1, -1, -1):  # the user's own commands, newest first, only as many as are shown
+        if len(mine) == MINE_ROWS:
+            break
+        e = live.commands[i]
         if "n" in e:
             continue
         if "add" in e:
@@ -406,6 +434,7 @@ def narrative(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
         else:
             s = step_from_entry(e["step"])
             mine.append({"i": i, "label": s.label, "args": step_summary(s.label, s.args), "outcome": e.get("outcome", "ok")})
+    mine.reverse()
     return {
         "free_play": live.scenario is None,
         "summary": dict(live.scenario.summary) if live.scenario is not None else None,
@@ -413,8 +442,8 @@ def narrative(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
         "cursor": cursor,
         "total": len(steps),
         "note": current_note,
-        "mine": mine[-30:],
-        "mine_hidden": max(0, len(mine) - 30),
+        "mine": mine,
+        "mine_hidden": max(0, live.own_count - len(mine)),
         "running": live.running,
     }
 
@@ -430,6 +459,7 @@ def _add_summary(kind: str, body: Mapping[str, Any]) -> str:
 
 BUILDERS = {
     "header": header,
+    "scrubber": scrubber,
     "cluster": cluster,
     "producers": producers,
     "consumers": consumers,
@@ -441,5 +471,9 @@ BUILDERS = {
 }
 
 
-def contexts(live: Any, view: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    return {name: BUILDERS[name](live, view) for name in PANELS}
+def contexts(live: Any, view: Mapping[str, Any], head: Any = None) -> dict[str, dict[str, Any]]:
+    """Every panel's context. For a moment (step k of a session), `head` is the session itself: the time slider's
+    track always shows the whole log."""
+    out = {name: BUILDERS[name](live, view) for name in PANELS if name != "scrubber"}
+    out["scrubber"] = scrubber(head if head is not None else live, view)
+    return out

@@ -1,6 +1,6 @@
 from django.urls import include, path
 
-from playground import views
+from playground import commands, views
 
 SID = "s/<str:sid>/"
 
@@ -9,19 +9,19 @@ urlpatterns = [
     path("new/", views.new_session, name="new"),
     path("healthz", views.healthz, name="healthz"),
     path("i18n/", include("django.conf.urls.i18n")),
+    path("editor/", views.editor, name="editor"),
+    path("editor/check/", views.editor_check, name="editor-check"),
+    path("editor/play/", views.editor_play, name="editor-play"),
+    path("editor/save/", views.editor_save, name="editor-save"),
+    path("sc/<str:text_id>/", views.shared, name="shared"),
+    path("sc/<str:text_id>/play/", views.shared_play, name="shared-play"),
+    path("sc/<str:text_id>.yaml", views.shared_download, name="shared-download"),
     path(SID, views.session_page, name="session"),
     path(SID + "log.json", views.session_log, name="session-log"),
-    path(SID + "action/", views.action, name="action"),
-    path(SID + "produce/", views.produce, name="produce"),
-    path(SID + "clock/", views.clock, name="clock"),
-    path(SID + "broker/", views.broker, name="broker"),
-    path(SID + "add-producer/", views.add_producer, name="add-producer"),
-    path(SID + "add-consumer/", views.add_consumer, name="add-consumer"),
-    path(SID + "step/", views.step, name="step"),
-    path(SID + "back/", views.back, name="back"),
-    path(SID + "reset/", views.reset, name="reset"),
-    path(SID + "run/", views.run, name="run"),
-    path(SID + "pause/", views.pause, name="pause"),
-    path(SID + "rerun/", views.rerun, name="rerun"),
-    path(SID + "end/", views.end, name="end"),
+    path(SID + "scenario.yaml", views.session_scenario, name="session-scenario"),
+    path(SID + "claim/", views.claim, name="claim"),
+    path(SID + "fork/", views.fork, name="fork"),
+] + [
+    # Every command of the table, by name (the templates and broadcast.urls reverse these).
+    path(SID + f"{name}/", views.command, {"name": name}, name=name) for name in commands.COMMANDS
 ]

@@ -1,5 +1,5 @@
-"""Thin views: validate a form, call one `session` function, answer. Commands answer 204 (the screen changes through
-the websocket, for every viewer alike) or a 4xx whose body is the sentence to show."""
+"""Thin views: validate a form, call one `session` (or `commands`) function, answer. Commands answer 204 (the screen
+changes through the websocket, for every viewer alike) or a 4xx whose body is the sentence to show."""
 
 from __future__ import annotations
 
@@ -7,15 +7,21 @@ import functools
 import logging
 from typing import Any, Callable
 
+from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.utils.translation import get_language
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 
-from playground import broadcast, forms, library, limits, panels, session
+from playground import broadcast, commands, forms, library, limits, panels, session
 from playground.i18n import normalize
+from playground.models import ScenarioText
+from playground.scenario import check_text, pick
+from playground.session import capability
+from playground.session.export import as_scenario
 
 log = logging.getLogger(__name__)
 
@@ -24,25 +30,27 @@ def _client(request: HttpRequest) -> str:
     return session.client_key(request.META.get("REMOTE_ADDR"))
 
 
+def _key(request: HttpRequest, sid: str) -> str | None:
+    return capability.from_cookies(request.COOKIES, sid)
+
+
 def problem(message: str, status: int = 400) -> HttpResponse:
     return HttpResponse(message, status=status, content_type="text/plain; charset=utf-8")
 
 
-def command(view: Callable[..., Any]) -> Callable[..., HttpResponse]:
-    """POST only; turns bad input and limits into a 4xx with the message; success is 204 (or what the view says)."""
+def answers_problems(view: Callable[..., Any]) -> Callable[..., HttpResponse]:
+    """Bad input and limits become a 4xx with the sentence (429 for the per-client creation limit)."""
 
-    @require_POST
     @functools.wraps(view)
-    def wrapper(request: HttpRequest, sid: str) -> HttpResponse:
+    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         try:
-            result = view(request, sid)
+            return view(request, *args, **kwargs)
         except session.CommandError as exc:
             return problem(str(exc), exc.status)
         except limits.LimitExceeded as exc:
             return problem(str(exc), 429 if exc.name == "sessions_per_minute" else 422)
         except forms.forms.ValidationError as exc:
             return problem("; ".join(exc.messages))
-        return result if isinstance(result, HttpResponse) else HttpResponse(status=204)
 
     return wrapper
 
@@ -51,6 +59,31 @@ def _valid(form: forms.Form) -> forms.Form:
     if not form.is_valid():
         raise session.CommandError(form.message())
     return form
+
+
+def _drive(response: HttpResponse, request: HttpRequest, row: Any) -> HttpResponse:
+    """Hand the new session's drive capability to this browser (HttpOnly: page scripts never see it)."""
+    secret = getattr(row, "drive_secret", None)
+    if secret:
+        response.set_cookie(capability.cookie_name(row.id), secret, max_age=capability.COOKIE_MAX_AGE_S, httponly=True,
+                            samesite="Lax", secure=request.is_secure())
+    return response
+
+
+def _to_session(request: HttpRequest, row: Any) -> HttpResponse:
+    url = reverse("session", kwargs={"sid": row.id})
+    if request.headers.get("HX-Request"):
+        response = HttpResponse(status=204, headers={"HX-Redirect": url})
+    else:
+        response = redirect(url)
+    return _drive(response, request, row)
+
+
+def _backend_choice(request_backend: str | None) -> str:
+    backend = request_backend or getattr(settings, "PLAYGROUND_DEFAULT_BACKEND", "sim")
+    if backend == "kafka" and not session.kafka_configured():
+        raise session.CommandError(_("This server has no Kafka cluster configured (KAFKA_BOOTSTRAP_SERVERS): choose the simulator."))
+    return backend
 
 
 # ------------------------------------------------------------------------------------------------------ pages
@@ -72,8 +105,6 @@ def new_session(request: HttpRequest) -> HttpResponse:
     if not form.is_valid():
         return problem(form.message())
     d = form.cleaned_data
-    if d.get("backend") == "kafka" and not session.kafka_configured():
-        return problem(_("This server has no Kafka cluster configured (KAFKA_BOOTSTRAP_SERVERS): choose the simulator."), 400)
     scenario, source = None, ""
     if d.get("scenario"):
         entry = library.find(d["scenario"])
@@ -81,33 +112,48 @@ def new_session(request: HttpRequest) -> HttpResponse:
             return problem(_("No scenario %(id)s in the library.") % {"id": d["scenario"]}, 404)
         scenario, source = entry.scenario, entry.scenario.source
     try:
-        row = session.create(scenario, source=source, backend=d.get("backend") or getattr(settings, "PLAYGROUND_DEFAULT_BACKEND", "sim"), seed=d.get("seed"), client=_client(request))
+        row = session.create(scenario, source=source, backend=_backend_choice(d.get("backend")), seed=d.get("seed"), client=_client(request))
     except limits.LimitExceeded as exc:
         return problem(str(exc), 429)
     except session.CommandError as exc:
-        if exc.status == 503:
+        if exc.status == 503 and not request.headers.get("HX-Request"):
             # The cluster did not answer: the gallery again, with the sentence, and the same button to retry.
-            if request.headers.get("HX-Request"):
-                return problem(str(exc), 503)
             return _gallery(request, str(exc), 503, d.get("backend") or "")
         return problem(str(exc), exc.status)
-    return redirect("session", sid=row.id)
+    return _to_session(request, row)
+
+
+def _at(request: HttpRequest) -> int | None:
+    raw = request.GET.get("at")
+    if raw is None or raw == "":
+        return None
+    if not raw.isdigit() or len(raw) > 9:
+        raise session.CommandError(_("at= is a step number: 0 for the start, up to the session's length."))
+    return int(raw)
 
 
 @require_GET
 def session_page(request: HttpRequest, sid: str) -> HttpResponse:
     try:
-        live = session.load(sid)
+        at = _at(request)
+        head = session.load(sid)
+        live = session.moment(sid, at) if at is not None else head
     except session.CommandError as exc:
-        if exc.status == 404:
+        if exc.status == 404 and not session.exists(sid):
             raise Http404(_("No such session.")) from None
         return problem(str(exc), exc.status)
-    ctx = panels.contexts(live, broadcast.view_of(live))
+    ctx = panels.contexts(live, broadcast.view_of(live), head=head)
+    key = _key(request, sid)
+    drives = capability.matches(key, session.drive_key(sid))
+    watch_link = request.build_absolute_uri(reverse("session", kwargs={"sid": sid}))
     return render(
         request,
         "playground/session.html",
-        {"live": live, "p": ctx, "sid": sid, "u": broadcast.urls(sid), "lang": normalize(get_language()), "topics": ctx["producers"]["topics"],
-         "consumers": ctx["producers"]["consumers"], "limits": {k: limits.limit(k) for k in limits.DEFAULTS}},
+        {"live": live, "head": head, "p": ctx, "sid": sid, "u": broadcast.urls(sid), "lang": normalize(get_language()),
+         "topics": ctx["producers"]["topics"], "consumers": ctx["producers"]["consumers"],
+         "limits": {k: limits.limit(k) for k in limits.DEFAULTS}, "at": at, "length": head.length,
+         "drives": drives, "watch_link": watch_link, "drive_link": f"{watch_link}#drive={key}" if drives else "",
+         "kafka": session.kafka_configured()},
     )
 
 
@@ -119,7 +165,7 @@ def session_log(request: HttpRequest, sid: str) -> HttpResponse:
     except session.CommandError:
         raise Http404(_("No such session.")) from None
     return JsonResponse({"id": sid, "scenario": live.scenario.id if live.scenario else None, "backend": live.backend_name,
-                         "seed": live.seed, "version": live.version, "commands": live.commands})
+                         "seed": live.seed, "version": live.version, "origin": live.origin, "commands": live.commands})
 
 
 @require_GET
@@ -128,80 +174,201 @@ def healthz(request: HttpRequest) -> HttpResponse:
 
 
 # --------------------------------------------------------------------------------------------------- commands
-@command
-def action(request: HttpRequest, sid: str) -> None:
-    session.apply_step(sid, _valid(forms.ActionForm(request.POST)).step())
-
-
-@command
-def produce(request: HttpRequest, sid: str) -> None:
-    session.apply_step(sid, _valid(forms.ProduceForm(request.POST)).step())
-
-
-@command
-def clock(request: HttpRequest, sid: str) -> None:
-    session.apply_step(sid, _valid(forms.ClockForm(request.POST)).step())
-
-
-@command
-def broker(request: HttpRequest, sid: str) -> None:
-    session.apply_step(sid, _valid(forms.BrokerForm(request.POST)).step())
-
-
-@command
-def add_producer(request: HttpRequest, sid: str) -> None:
-    d = _valid(forms.AddProducerForm(request.POST)).cleaned_data
-    session.add_producer(sid, d["mode"], d.get("transactional_id") or None)
-
-
-@command
-def add_consumer(request: HttpRequest, sid: str) -> None:
-    d = _valid(forms.AddConsumerForm(request.POST)).cleaned_data
-    session.add_consumer(sid, d["isolation"], d.get("group") or None)
-
-
-@command
-def step(request: HttpRequest, sid: str) -> None:
-    session.step(sid)
-
-
-@command
-def back(request: HttpRequest, sid: str) -> None:
-    session.back(sid)
-
-
-@command
-def reset(request: HttpRequest, sid: str) -> None:
-    session.reset(sid)
-
-
-@command
-def pause(request: HttpRequest, sid: str) -> None:
-    session.set_running(sid, False)
-
-
-@command
-def rerun(request: HttpRequest, sid: str) -> None:
-    """A real-cluster session that is not live here: its log re-run on fresh topics (only when the user asks)."""
-    session.rerun(sid)
-
-
-@command
-def end(request: HttpRequest, sid: str) -> None:
-    """A real-cluster session ends: its backend closed, its topics deleted; the log stays."""
-    session.end(sid)
-
-
 @require_POST
-async def run(request: HttpRequest, sid: str) -> HttpResponse:
-    """Applies the remaining steps one by one in this process's event loop ("pause" stops it, from any process)."""
-    from channels.db import database_sync_to_async
-
+async def command(request: HttpRequest, sid: str, name: str) -> HttpResponse:
+    """Every session command (commands.COMMANDS), behind the drive capability. "run" then applies the remaining
+    steps one by one in this process's event loop ("pause" stops it, from any process)."""
     try:
-        await database_sync_to_async(session.set_running)(sid, True)
+        # asgiref's sync_to_async, not Channels' database_sync_to_async: Django's ASGI handler already looks after
+        # the request's database connections (and the test client keeps its transaction open across the call).
+        done = await sync_to_async(commands.execute)(name, sid, request.POST, _key(request, sid))
     except session.CommandError as exc:
         return problem(str(exc), exc.status)
     except limits.LimitExceeded as exc:
         return problem(str(exc), 422)
-    session.ensure_runner(sid)
+    except forms.forms.ValidationError as exc:
+        return problem("; ".join(exc.messages))
+    if done.starts_runner:
+        session.ensure_runner(sid)
     return HttpResponse(status=204)
+
+
+@require_POST
+@answers_problems
+def claim(request: HttpRequest, sid: str) -> HttpResponse:
+    """A drive link was opened (`/s/<id>/#drive=<secret>`): its page hands the secret over once, and gets it back as
+    this browser's HttpOnly cookie."""
+    key = _valid(forms.ClaimForm(request.POST)).cleaned_data["key"]
+    commands.authorize(sid, key)
+    response = HttpResponse(status=204)
+    response.set_cookie(capability.cookie_name(sid), key, max_age=capability.COOKIE_MAX_AGE_S, httponly=True,
+                        samesite="Lax", secure=request.is_secure())
+    return response
+
+
+@require_POST
+@answers_problems
+def fork(request: HttpRequest, sid: str) -> HttpResponse:
+    """A new session from the first k commands of this one ("fork from here"); anyone who can watch may fork."""
+    d = _valid(forms.ForkForm(request.POST)).cleaned_data
+    row = session.fork(sid, d["at"], backend=d.get("backend") or None, client=_client(request))
+    return _to_session(request, row)
+
+
+# ----------------------------------------------------------------------------------------------- the editor
+EXAMPLE = """format: 1
+id: my-scenario
+title: {en: My scenario, zh: 我的场景}
+summary: What this shows, in a sentence or two.
+cluster:
+  topics:
+    orders: {partitions: 3}
+actors:
+  A:  {producer: {transactional.id: order-pay}}
+  rc: {consumer: {isolation.level: read_committed, topics: [orders]}}
+  ru: {consumer: {isolation.level: read_uncommitted, topics: [orders]}}
+steps:
+  - note: {en: "A opens a transaction and writes one record.", zh: "A 开启事务并写入一条记录。"}
+  - A.init_transactions
+  - A.begin_transaction
+  - A.produce: {topic: orders, partition: 0, value: order-1}
+  - rc.poll
+  - ru.poll
+  - A.commit_transaction: {expect: ok}
+  - rc.poll
+expect:
+  consumers:
+    rc: {orders-0: [order-1]}
+"""
+
+
+def _editor(request: HttpRequest, text: str, *, errors: list[dict] | None = None, origin: str = "", status: int = 200) -> HttpResponse:
+    return render(request, "playground/editor.html",
+                  {"text": text, "errors": errors or [], "origin": origin, "kafka": session.kafka_configured()}, status=status)
+
+
+@require_GET
+@answers_problems
+def editor(request: HttpRequest) -> HttpResponse:
+    """The editor, empty (an example), with a copy of a library scenario (?from=ID), of a shared one (?sc=ID), or a
+    session written out as a scenario (?session=ID)."""
+    if request.GET.get("from"):
+        entry = library.find(request.GET["from"])
+        if entry is None:
+            raise Http404(_("No scenario %(id)s in the library.") % {"id": request.GET["from"]})
+        return _editor(request, entry.scenario.source, origin=entry.scenario.id)
+    if request.GET.get("sc"):
+        shared = ScenarioText.objects.filter(pk=request.GET["sc"][:32], shared=True).first()
+        if shared is None:
+            raise Http404(_("No such shared scenario."))
+        return _editor(request, shared.text, origin=shared.scenario_id)
+    if request.GET.get("session"):
+        sid = request.GET["session"][:64]
+        if not session.exists(sid):
+            raise Http404(_("No such session."))
+        return _editor(request, as_scenario(sid), origin=sid)
+    return _editor(request, EXAMPLE)
+
+
+def _checked(text: str) -> dict[str, Any]:
+    scenario, errors = check_text(text)
+    out: dict[str, Any] = {"ok": scenario is not None, "errors": [e.as_dict() for e in errors]}
+    if scenario is not None:
+        out["scenario"] = {"id": scenario.id, "title": dict(scenario.title), "steps": len(scenario.steps),
+                           "actors": list(scenario.actors), "expectations": len(scenario.expect_lines)}
+    return out
+
+
+@require_POST
+def editor_check(request: HttpRequest) -> HttpResponse:
+    """Validation as you type: every error of the text, with its line (JSON)."""
+    form = forms.ScenarioTextForm(request.POST)
+    if not form.is_valid():
+        return JsonResponse({"ok": False, "errors": [{"line": 0, "field": "text", "message": form.message()}]}, status=400)
+    return JsonResponse(_checked(form.cleaned_data["text"]))
+
+
+def _valid_text(request: HttpRequest) -> tuple[Any, str] | HttpResponse:
+    form = forms.ScenarioTextForm(request.POST)
+    if not form.is_valid():
+        return _editor(request, request.POST.get("text", "")[:4 * 64 * 1024], errors=[{"line": 0, "field": "text", "message": form.message()}], status=400)
+    text = form.cleaned_data["text"]
+    scenario, errors = check_text(text)
+    if scenario is None:
+        return _editor(request, text, errors=[e.as_dict() for e in errors], status=400)
+    return scenario, text
+
+
+@require_POST
+@answers_problems
+def editor_play(request: HttpRequest) -> HttpResponse:
+    """A fresh session from the editor's text (nothing is shared by this)."""
+    checked = _valid_text(request)
+    if isinstance(checked, HttpResponse):
+        return checked
+    scenario, text = checked
+    row = session.create(scenario, source=text, backend=_backend_choice(request.POST.get("backend") or None), client=_client(request))
+    return _to_session(request, row)
+
+
+@require_POST
+@answers_problems
+def editor_save(request: HttpRequest) -> HttpResponse:
+    """Store the text under its content address and go to its page: the same text gives the same link."""
+    checked = _valid_text(request)
+    if isinstance(checked, HttpResponse):
+        return checked
+    scenario, text = checked
+    row = ScenarioText.store(text, scenario.id, shared=True)
+    return redirect("shared", text_id=row.id)
+
+
+# -------------------------------------------------------------------------------------------- shared scenarios
+def _shared(text_id: str) -> tuple[ScenarioText, Any]:
+    row = ScenarioText.objects.filter(pk=text_id[:32], shared=True).first()
+    if row is None:
+        raise Http404(_("No such shared scenario."))
+    scenario, errors = check_text(row.text, f"{row.scenario_id}.yaml")
+    if scenario is None:
+        raise session.CommandError(_("This scenario no longer loads: %(e)s") % {"e": errors[0]}, status=422)
+    return row, scenario
+
+
+@require_GET
+@answers_problems
+def shared(request: HttpRequest, text_id: str) -> HttpResponse:
+    row, scenario = _shared(text_id)
+    lang = normalize(get_language())
+    steps = [{"n": s.index, "note": pick(s.args.get("text"), lang) if s.is_note else "", "label": s.label,
+              "args": panels.step_summary(s.label, s.args), "expect": list(s.expect or ())} for s in scenario.steps]
+    return render(request, "playground/shared.html",
+                  {"row": row, "scenario": scenario, "steps": steps, "lang": lang, "kafka": session.kafka_configured(),
+                   "link": request.build_absolute_uri(reverse("shared", kwargs={"text_id": row.id}))})
+
+
+@require_POST
+@answers_problems
+def shared_play(request: HttpRequest, text_id: str) -> HttpResponse:
+    row, scenario = _shared(text_id)
+    new = session.create(scenario, source=row.text, backend=_backend_choice(request.POST.get("backend") or None), client=_client(request))
+    return _to_session(request, new)
+
+
+@require_GET
+@answers_problems
+def shared_download(request: HttpRequest, text_id: str) -> HttpResponse:
+    row, _scenario = _shared(text_id)
+    response = HttpResponse(row.text, content_type="application/yaml; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{row.scenario_id or row.id}.yaml"'
+    return response
+
+
+@require_GET
+@answers_problems
+def session_scenario(request: HttpRequest, sid: str) -> HttpResponse:
+    """A session written out as a scenario file (download); the editor opens the same with ?session=."""
+    if not session.exists(sid):
+        raise Http404(_("No such session."))
+    response = HttpResponse(as_scenario(sid), content_type="application/yaml; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="session-{sid[:8]}.yaml"'
+    return response

@@ -73,7 +73,7 @@ class SimBackend(Backend):
     name = "sim"
 
     def __init__(self, cluster: ClusterSpec, actors: Mapping[str, ActorSpec], *, seed: int = 0,
-                 on_event: Callable[[Any], None] | None = None) -> None:
+                 on_event: Callable[[Any], None] | None = None, keep_events: bool = True) -> None:
         self.spec = cluster
         self.seed = seed
         self.config = dict(cluster.config)
@@ -82,8 +82,10 @@ class SimBackend(Backend):
         self._landed: dict[str, int] = {}
         self._rc_seen: set[tuple[str, int]] = set()
         self._rc_received: dict[str, int] = {}  # producing actor -> its records a read_committed consumer got
+        # keep_events=False: a live session's simulator keeps no list of every event (the view reads the timeline's
+        # last 200 RPCs); the list would grow without end and weigh down every checkpoint.
         self.cluster = Cluster(cluster.brokers, self.config, {t.name: t.partitions for t in cluster.topics},
-                               seed=seed, on_event=self._on_event)
+                               seed=seed, on_event=self._on_event, keep_events=keep_events)
         if "session.timeout.ms" in self.config:
             self.cluster.groups.session_timeout_ms = int(self.config["session.timeout.ms"])
         self.producers: dict[str, _ProducerActor] = {}
@@ -117,6 +119,9 @@ class SimBackend(Backend):
         return None
 
     # -- actors -----------------------------------------------------------------------------------------------
+    def fenced_actors(self) -> frozenset[str]:
+        return frozenset(name for name, actor in self.producers.items() if actor.fenced)
+
     def add_actor(self, actor: ActorSpec) -> None:
         if actor.name in self.producers or actor.name in self.consumers:
             raise BackendError(f"actor {actor.name!r} already exists")
@@ -479,6 +484,7 @@ class SimBackend(Backend):
                 "positions": dict(sorted(cons.positions.items())) if cons else {},
                 "received": {tp: [{"offset": o, "value": v} for o, v in recs[-log_limit:]]
                              for tp, recs in entry.received.items()},
+                "received_total": sum(len(recs) for recs in entry.received.values()),
                 "last_error": entry.last_error,
             }
         txns = {}
@@ -500,7 +506,6 @@ class SimBackend(Backend):
             "timeline": timeline,
             "unobservable": [],
             # extensions
-            "consumers_received": self._consumers_received(),
             "transitions": {k: sorted(v) for k, v in TRANSITIONS.items()},
             "stats": c.stats(),
         }

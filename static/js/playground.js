@@ -1,6 +1,7 @@
-// The dashboard's own few lines: errors as toasts, the produce dialog, copy link, keyboard shortcuts, and keeping
-// the partition strips scrolled to their newest end. Everything else is htmx (POST commands) and the htmx ws
-// extension (out-of-band swaps of the panels the server pushes).
+// The dashboard's own few lines: errors as toasts, the produce dialog, copy links, keyboard shortcuts, keeping the
+// partition strips scrolled to their newest end, a drive link's hand-over, and the time slider (this viewer only:
+// it asks the server over the websocket for step k and holds live updates until "back to live"). Everything else
+// is htmx (POST commands) and the htmx ws extension (out-of-band swaps of the panels the server pushes).
 (function () {
   "use strict";
   var toastTimer = null;
@@ -71,6 +72,8 @@
   }
 
   document.addEventListener("click", function (e) {
+    var mark = e.target.closest ? e.target.closest(".scrub-track [data-step]") : null;
+    if (mark && scrub) { show(+mark.getAttribute("data-step")); return; }
     var t = e.target.closest ? e.target.closest("button") : null;
     if (!t) return;
     if (t.dataset.post) {
@@ -85,14 +88,12 @@
       document.getElementById("produce-value").select();
     } else if (t.classList.contains("close-dialog")) {
       t.closest("dialog").close();
-    } else if (t.id === "copy-link") {
-      var url = t.dataset.url || location.href;
-      var done = function () { toast(t.dataset.copied || "Link copied: " + url, "info"); };
-      if (navigator.clipboard && window.isSecureContext) {
-        navigator.clipboard.writeText(url).then(done, function () { window.prompt("Copy this link", url); });
-      } else {
-        window.prompt("Copy this link", url);
-      }
+    } else if (t.classList.contains("copy")) {
+      copy(t.id === "copy-step-link" ? stepLink(t.dataset.base) : (t.dataset.url || location.href));
+    } else if (t.id === "scrub-live") {
+      goLive();
+    } else if (t.id === "fork-here" || t.id === "fork-kafka") {
+      fork(t.dataset.backend || "");
     } else if (t.id === "help-button") {
       document.getElementById("help-dialog").showModal();
     }
@@ -112,6 +113,8 @@
     if (e.ctrlKey || e.metaKey || e.altKey) return;
     var tag = (e.target.tagName || "").toLowerCase();
     if (tag === "input" || tag === "select" || tag === "textarea" || document.querySelector("dialog[open]")) return;
+    if (scrub && (e.key === "[" || e.key === "]")) { e.preventDefault(); nudge(e.key === "[" ? -1 : 1); return; }
+    if (scrub && e.key === "Escape" && at !== null) { e.preventDefault(); goLive(); return; }
     var key = KEYS[e.key];
     if (!key) return;
     var btn = document.querySelector('[data-key="' + key + '"]');
@@ -126,9 +129,116 @@
     if (!tip) { tip = document.createElement("div"); tip.id = "tip"; document.body.appendChild(tip); }
     tip.textContent = g.getAttribute("data-tip");
     tip.hidden = false;
-    tip.style.left = (e.pageX + 12) + "px";
-    tip.style.top = (e.pageY + 12) + "px";
+    // Keep it on screen: to the left of the pointer near the right edge, above it near the bottom.
+    var w = tip.offsetWidth, h = tip.offsetHeight;
+    var x = e.clientX + 12 + w > document.documentElement.clientWidth ? e.pageX - 12 - w : e.pageX + 12;
+    var y = e.clientY + 12 + h > document.documentElement.clientHeight ? e.pageY - 12 - h : e.pageY + 12;
+    tip.style.left = Math.max(window.scrollX + 2, x) + "px";
+    tip.style.top = Math.max(window.scrollY + 2, y) + "px";
   });
 
-  document.addEventListener("DOMContentLoaded", scrollStrips);
+  function copy(url) {
+    var done = function () { toast("Copied: " + url, "info"); };
+    if (navigator.clipboard && window.isSecureContext) {
+      navigator.clipboard.writeText(url).then(done, function () { window.prompt("Copy this link", url); });
+    } else {
+      window.prompt("Copy this link", url);
+    }
+  }
+
+  // ---- a drive link (/s/<id>/#drive=<secret>): hand the secret to the server once, get it back as this browser's
+  // cookie, and reload without it in the address bar (the fragment never reached the server or its logs).
+  function claimDrive() {
+    var m = /^#drive=([A-Za-z0-9_-]{16,128})$/.exec(location.hash);
+    var bar = document.getElementById("timebar");
+    if (!m || !bar) return;
+    history.replaceState(null, "", location.pathname + location.search);
+    fetch("/s/" + bar.dataset.sid + "/claim/", {
+      method: "POST", credentials: "same-origin",
+      headers: { "X-CSRFToken": csrf(), "Content-Type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({ key: m[1] }).toString()
+    }).then(function (r) {
+      if (r.ok) location.reload();
+      else r.text().then(function (t) { toast(t || ("HTTP " + r.status), "error"); });
+    }, function () { toast("The server cannot be reached.", "error"); });
+  }
+
+  // ---- the time slider. `at` is the step this viewer looks at (null: live); the server holds this viewer's live
+  // updates while it looks back, and sends the track only, so the slider's end still follows the log.
+  var scrub = null, at = null, socket = null, scrubTimer = null, pending = false;
+
+  function length() {
+    var track = document.getElementById("p-scrubber");
+    return track ? +track.dataset.length : 0;
+  }
+  function stepLink(base) {
+    return base + (at === null ? "" : "?at=" + at);
+  }
+  function label() {
+    var bar = document.getElementById("timebar"), out = document.getElementById("scrub-label");
+    if (!bar || !out) return;
+    var n = length();
+    out.textContent = at === null ? bar.dataset.tLive.replace("{n}", n) : bar.dataset.tViewing.replace("{k}", at).replace("{n}", n);
+    document.getElementById("scrub-live").hidden = at === null;
+    document.body.classList.toggle("moment", at !== null);
+    document.querySelectorAll("fieldset.ctl").forEach(function (f) {
+      f.disabled = at !== null || document.body.classList.contains("watch");
+    });
+  }
+  function send(message) {
+    if (socket) socket.send(JSON.stringify(message));
+  }
+  function show(k) {
+    var n = length();
+    at = k >= n ? null : Math.max(0, k);
+    scrub.value = at === null ? n : at;
+    history.replaceState(null, "", location.pathname + (at === null ? "" : "?at=" + at));
+    label();
+    clearTimeout(scrubTimer);
+    pending = true;
+    // While dragging, ask for the step the thumb rests on, not every one it passes.
+    scrubTimer = setTimeout(function () { pending = false; send(at === null ? { type: "live" } : { type: "at", step: at }); }, 60);
+  }
+  function goLive() { show(length()); }
+  function nudge(delta) { show((at === null ? length() : at) + delta); }
+  function fork(backend) {
+    var bar = document.getElementById("timebar");
+    var vals = { at: at === null ? length() : at };
+    if (backend) vals.backend = backend;
+    fetch(bar.dataset.forkUrl, {
+      method: "POST", credentials: "same-origin",
+      headers: { "X-CSRFToken": csrf(), "Content-Type": "application/x-www-form-urlencoded", "HX-Request": "true" },
+      body: new URLSearchParams(vals).toString()
+    }).then(function (r) {
+      var to = r.headers.get("HX-Redirect");
+      if (r.ok && to) location.href = to;
+      else r.text().then(function (t) { toast(t || ("HTTP " + r.status), "error"); });
+    }, function () { toast("The server cannot be reached.", "error"); });
+  }
+  function followServer() {
+    // After every frame: the slider's end is the log's length; a live viewer's thumb stays at the end.
+    if (!scrub) return;
+    var n = length(), moment = document.getElementById("ws-moment");
+    scrub.max = n;
+    // The server went back to live on its own (the step asked for is no longer in the log): follow it.
+    if (moment && moment.dataset.at === "live" && at !== null && !pending) at = null;
+    if (at === null) scrub.value = n;
+    label();
+  }
+  document.addEventListener("htmx:wsOpen", function (e) {
+    socket = e.detail.socketWrapper;
+    if (at !== null) send({ type: "at", step: at });  // a reconnect: this viewer was looking back
+  });
+  document.addEventListener("htmx:wsAfterMessage", followServer);
+
+  document.addEventListener("DOMContentLoaded", function () {
+    scrollStrips();
+    claimDrive();
+    scrub = document.getElementById("scrub");
+    if (!scrub) return;
+    var start = document.getElementById("timebar").dataset.at;
+    at = start === "live" ? null : +start;
+    scrub.addEventListener("input", function () { show(+scrub.value); });
+    label();
+  });
 })();

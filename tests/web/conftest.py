@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from playground import broadcast, session
+from playground.session import capability
 from .fake_backend import FakeBackend
 
 
@@ -26,20 +27,26 @@ def _web_env(settings):
     channel_layers.backends.clear()
 
 
-@pytest.fixture
-def free_session(db):
-    """A free-play session on the fake backend."""
-    return session.create(None, backend="fake")
+def hold(client, row):
+    """The test client holds the session's drive capability, as its creator's browser does."""
+    client.cookies[capability.cookie_name(row.id)] = row.drive_secret
+    return row
 
 
 @pytest.fixture
-def fencing_session(db, settings):
-    """The zombie-fencing scenario from the library, on the fake backend."""
+def free_session(db, client):
+    """A free-play session on the fake backend; the test client is its creator (it may drive)."""
+    return hold(client, session.create(None, backend="fake"))
+
+
+@pytest.fixture
+def fencing_session(db, settings, client):
+    """The zombie-fencing scenario from the library, on the fake backend; the test client may drive."""
     from playground import library
 
     entry = library.find("zombie-fencing")
     assert entry is not None, "scenarios/02-zombie-fencing.yaml is missing"
-    return session.create(entry.scenario, source=entry.scenario.source, backend="fake")
+    return hold(client, session.create(entry.scenario, source=entry.scenario.source, backend="fake"))
 
 
 @pytest.fixture(scope="session")

@@ -31,6 +31,9 @@ class FakeBackend(Backend):
             self.add_actor(spec)
 
     # -- actors
+    def fenced_actors(self) -> frozenset[str]:
+        return frozenset(n for n, p in self.producers.items() if p["fenced"])
+
     def add_actor(self, actor: ActorSpec) -> None:
         if actor.kind == PRODUCER:
             self.producers[actor.name] = {

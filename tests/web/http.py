@@ -44,6 +44,9 @@ class Browserish:
         except urllib.error.HTTPError as e:
             return e.code, e.read().decode(errors="replace"), dict(e.headers)
 
+    def cookie(self, name: str) -> str | None:
+        return next((c.value for c in self.jar if c.name == name), None)
+
     def new_session(self, scenario: str = "") -> str:
         status, body, headers = self.post("/new/", {"scenario": scenario})
         assert status == 302, (status, body)

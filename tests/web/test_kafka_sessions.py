@@ -15,6 +15,8 @@ import pytest
 from django.test import Client
 
 from playground import session
+
+from .conftest import hold
 from playground.backend import BackendError
 from playground.models import Session
 
@@ -44,8 +46,8 @@ def kafka(settings):
 
 
 @pytest.fixture
-def web(db):
-    return Client(enforce_csrf_checks=False)
+def web(db, client):
+    return client  # the client that creates a session holds its drive capability (conftest.hold)
 
 
 def _new(web: Client, scenario: str = "", backend: str = "kafka"):
@@ -256,7 +258,7 @@ def flaky(db):
 
 
 def test_it_never_replays_a_live_only_session_behind_the_users_back(flaky, web):
-    sid = session.create(None, backend="flaky").id
+    sid = hold(web, session.create(None, backend="flaky")).id
     session.add_producer(sid, "new")
     _ok(web.post(f"/s/{sid}/action/", {"actor": "A", "action": "init_transactions"}))
     assert flaky.built == 1

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from playground import session
-from playground.models import Session
+from playground.models import ScenarioText, Session
 
 pytestmark = pytest.mark.django_db
 
@@ -41,7 +41,9 @@ def test_it_applies_commands_and_logs_them(client, free_session):
 
 
 def test_it_answers_422_when_a_stored_scenario_no_longer_loads(client, fencing_session):
-    Session.objects.filter(pk=fencing_session.id).update(scenario_source="format: 1\nid: broken\n")
+    # A text stored when the loader accepted it, refused by today's loader.
+    broken = ScenarioText.store("format: 1\nid: broken\n", "broken")
+    Session.objects.filter(pk=fencing_session.id).update(source=broken)
     session.CACHE.clear()
     r = client.get(f"/s/{fencing_session.id}/")
     assert r.status_code == 422

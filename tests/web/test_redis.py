@@ -11,6 +11,7 @@ from channels.db import database_sync_to_async
 from channels.testing import WebsocketCommunicator
 
 from playground import procs, session
+from playground.session import capability
 from playground.asgi import application
 
 from .http import Browserish
@@ -71,8 +72,10 @@ def test_it_shows_live_on_the_second_process_what_is_driven_through_the_first(tw
     assert driver.post(f"/s/{sid}/action/", {"actor": "A", "action": "init_transactions"})[0] == 204
     _frames_until(viewer, "InitProducerId")
 
-    # The second process can drive too: it catches up by replaying the log first.
+    # The second process can drive too (for whoever holds the drive link): it catches up by replaying the log first.
     other = Browserish(second.url)
+    assert other.post(f"/s/{sid}/action/", {"actor": "A", "action": "begin_transaction"})[0] == 403
+    assert other.post(f"/s/{sid}/claim/", {"key": driver.cookie(capability.cookie_name(sid))})[0] == 204
     assert other.post(f"/s/{sid}/action/", {"actor": "A", "action": "begin_transaction"})[0] == 204
     assert driver.post(f"/s/{sid}/produce/", {"actor": "A", "topic": "orders", "partition": "0", "value": "hello"})[0] == 204
     frame = _frames_until(viewer, "hello")

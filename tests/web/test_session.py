@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from playground import limits, session
+from playground.session import store
 from playground.models import Session
 from playground.spec import Step
 
@@ -143,9 +144,6 @@ def test_it_catches_up_when_another_process_appended(free_session):
     session.apply_step(sid, Step("rc", "poll"))
     live = session.load(sid)
     # Another process appends straight to the database.
-    row = Session.objects.get(pk=sid)
-    row.commands = row.commands + [{"add": {"A": {"producer": {}}}, "outcome": "ok"}]
-    row.version += 1
-    row.save()
+    assert store.append(Session.objects.get(pk=sid), [{"add": {"A": {"producer": {}}}, "outcome": "ok"}]) is not None
     live2 = session.load(sid)
     assert "A" in live2.actors and live2 is live  # replayed on top, not rebuilt

@@ -10,6 +10,7 @@ from channels.db import database_sync_to_async
 from channels.testing import WebsocketCommunicator
 
 from playground import session
+from playground.session import capability
 from playground.asgi import application
 from playground.models import Session
 from playground.spec import Step
@@ -98,7 +99,7 @@ async def test_it_answers_bad_messages_with_an_error_frame_and_changes_nothing(f
     await ws.send_to(text_data=json.dumps({"type": "ping"}))
     assert 'id="ws-pong"' in await ws.receive_from(timeout=5)  # still alive
     row = await database_sync_to_async(Session.objects.get)(pk=sid)
-    assert row.commands == [] and row.version == 0
+    assert row.length == 0 and row.version == 0
     await ws.disconnect()
 
 
@@ -109,13 +110,22 @@ async def test_it_resends_a_snapshot_on_request(free_session):
     await ws.disconnect()
 
 
+def _driver(row):
+    """An async test client holding the session's drive capability (its creator's browser)."""
+    from django.test import AsyncClient
+
+    client = AsyncClient()
+    client.cookies[capability.cookie_name(row.id)] = row.drive_secret
+    return client
+
+
 async def test_it_runs_the_rest_of_a_scenario_and_pauses(fencing_session, settings):
     from django.test import AsyncClient
 
     settings.PLAYGROUND_RUN_STEP_MS = 50
     sid = fencing_session.id
     ws, _ = await _open(sid)
-    client = AsyncClient()
+    client = _driver(fencing_session)
     r = await client.post(f"/s/{sid}/run/")
     assert r.status_code == 204
     seen = []
@@ -126,11 +136,11 @@ async def test_it_runs_the_rest_of_a_scenario_and_pauses(fencing_session, settin
     await asyncio.sleep(0.3)
     row = await database_sync_to_async(Session.objects.get)(pk=sid)
     assert not row.running
-    n = len(row.commands)
+    n = row.length
     assert 2 <= n < 30
     await asyncio.sleep(0.3)
     row = await database_sync_to_async(Session.objects.get)(pk=sid)
-    assert len(row.commands) == n  # paused: nothing more applied
+    assert row.length == n  # paused: nothing more applied
     await ws.disconnect()
 
 
@@ -140,7 +150,7 @@ async def test_it_runs_to_the_end_and_stops(fencing_session, settings):
     settings.PLAYGROUND_RUN_STEP_MS = 0
     sid = fencing_session.id
     total = len((await database_sync_to_async(session.load)(sid)).steps)
-    r = await AsyncClient().post(f"/s/{sid}/run/")
+    r = await _driver(fencing_session).post(f"/s/{sid}/run/")
     assert r.status_code == 204
     for _ in range(200):
         row = await database_sync_to_async(Session.objects.get)(pk=sid)
@@ -148,4 +158,43 @@ async def test_it_runs_to_the_end_and_stops(fencing_session, settings):
             break
         await asyncio.sleep(0.05)
     assert not row.running
-    assert len(row.commands) == total
+    assert row.length == total
+
+
+async def test_it_shows_one_viewer_an_earlier_step_and_holds_its_live_updates(free_session):
+    sid = free_session.id
+    for _ in range(3):
+        await database_sync_to_async(session.add_producer)(sid, "plain")
+    scrubber, _ = await _open(sid)
+    other, _ = await _open(sid)
+    await scrubber.send_to(text_data=json.dumps({"type": "at", "step": 1}))
+    moment = await scrubber.receive_from(timeout=5)
+    assert 'data-producer="A"' in moment and 'data-producer="B"' not in moment  # step 1: only A was added
+    assert 'id="ws-moment" hx-swap-oob="true" data-at="1" data-length="3"' in moment
+    assert 'data-length="3"' in moment.split('id="p-scrubber"', 1)[1]  # the track still shows the whole log
+    await database_sync_to_async(session.add_producer)(sid, "plain")
+    live = await other.receive_from(timeout=5)
+    held = await scrubber.receive_from(timeout=5)
+    assert 'data-producer="D"' in live
+    assert 'id="p-scrubber"' in held and 'data-length="4"' in held and "data-producer" not in held  # the track only
+    await scrubber.send_to(text_data=json.dumps({"type": "live"}))
+    back = await scrubber.receive_from(timeout=5)
+    assert 'data-producer="D"' in back and 'data-at="live"' in back
+    for ws in (scrubber, other):
+        await ws.disconnect()
+
+
+@pytest.mark.parametrize("step", [-1, "x", None, 1.5, True, [1], "9" * 12])
+async def test_it_answers_a_bad_step_with_an_error_frame(free_session, step):
+    ws, _ = await _open(free_session.id)
+    await ws.send_to(text_data=json.dumps({"type": "at", "step": step}))
+    assert 'id="ws-error"' in await ws.receive_from(timeout=5)
+    await ws.disconnect()
+
+
+async def test_it_goes_back_to_live_when_the_step_is_not_in_the_log(free_session):
+    ws, _ = await _open(free_session.id)
+    await ws.send_to(text_data=json.dumps({"type": "at", "step": 7}))
+    assert 'id="ws-error"' in await ws.receive_from(timeout=5)
+    assert 'data-at="live"' in await ws.receive_from(timeout=5)
+    await ws.disconnect()

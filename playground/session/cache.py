@@ -1,0 +1,196 @@
+"""The live cache of this process: the sessions' heads (`Live`), their simulator checkpoints, and recent moments.
+
+Checkpoints: after every CHECKPOINT_EVERY commands of a simulated session, the backend's whole state is kept as
+compressed bytes (cloudpickle: the simulator's scheduled callbacks are closures, which plain pickle refuses), so
+that reaching step k ("back", scrubbing, `?at=k`, a fork) replays at most the commands since the nearest
+checkpoint instead of the whole log. They are bounded in memory (PLAYGROUND_CHECKPOINT_MB for the process): the
+least recently used sessions lose theirs first, and rebuild them the next time they replay from the start.
+
+Moments: the last few read-only states built for scrubbing, so that dragging forward from step k to k+1 applies
+one command instead of restoring a checkpoint again.
+"""
+
+from __future__ import annotations
+
+import gc
+import io
+import logging
+import threading
+import time
+import zlib
+from collections import OrderedDict
+from typing import TYPE_CHECKING, Any
+
+import cloudpickle
+from django.conf import settings
+
+if TYPE_CHECKING:
+    from playground.session.live import Live
+
+log = logging.getLogger(__name__)
+
+CHECKPOINT_EVERY = 100
+
+
+class _Pickler(cloudpickle.Pickler):
+    # cloudpickle's dispatch table is a ChainMap, and its lookup (once per object of a 10,000-command session)
+    # is the bulk of a dump; a plain dict answers the same.
+    def __init__(self, file: Any) -> None:
+        super().__init__(file, protocol=5)
+        self.dispatch_table = dict(self.dispatch_table)
+
+
+def freeze(backend: Any) -> bytes:
+    buffer = io.BytesIO()
+    enabled = gc.isenabled()
+    gc.disable()  # a dump allocates nothing worth collecting; collections in it only cost time
+    try:
+        _Pickler(buffer).dump(backend)
+    finally:
+        if enabled:
+            gc.enable()
+    return zlib.compress(buffer.getvalue(), 1)
+
+
+def thaw(data: bytes) -> Any:
+    import pickle
+
+    enabled = gc.isenabled()
+    gc.disable()  # tens of thousands of new objects, none garbage: the collector would only walk them
+    try:
+        return pickle.loads(zlib.decompress(data))
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def checkpoint_budget_bytes() -> int:
+    return int(float(getattr(settings, "PLAYGROUND_CHECKPOINT_MB", 256)) * 1024 * 1024)
+
+
+class Cache:
+    """Live sessions of this process, least recently used first; bounded in count and in checkpoint bytes."""
+
+    def __init__(self) -> None:
+        self._items: OrderedDict[str, Live] = OrderedDict()
+        self._locks: dict[str, threading.RLock] = {}
+        self._guard = threading.Lock()
+        self._moments: OrderedDict[str, Live] = OrderedDict()
+        self.on_close: Any = None  # set by replay.py: how a dropped Live releases its backend
+
+    def lock(self, session_id: str) -> threading.RLock:
+        with self._guard:
+            return self._locks.setdefault(session_id, threading.RLock())
+
+    def get(self, session_id: str) -> Live | None:
+        self.reap_idle()
+        with self._guard:
+            live = self._items.get(session_id)
+            if live is not None:
+                self._items.move_to_end(session_id)
+                live.last_used = time.monotonic()
+            return live
+
+    def put(self, live: Live) -> None:
+        size = int(getattr(settings, "PLAYGROUND_LIVE_SESSIONS", 200))
+        evicted: list[Live] = []
+        with self._guard:
+            live.last_used = time.monotonic()
+            old = self._items.get(live.session_id)
+            if old is not None and old is not live:
+                evicted.append(old)
+            self._items[live.session_id] = live
+            self._items.move_to_end(live.session_id)
+            while len(self._items) > size:
+                _sid, dropped = self._items.popitem(last=False)
+                evicted.append(dropped)
+        for old in evicted:
+            self._close(old)
+
+    def items(self) -> list[Live]:
+        with self._guard:
+            return list(self._items.values())
+
+    def take(self, predicate: Any) -> list[Live]:
+        """Remove and return the Lives the predicate picks (the caller closes them)."""
+        with self._guard:
+            chosen = [sid for sid, lv in self._items.items() if predicate(lv)]
+            return [self._items.pop(sid) for sid in chosen]
+
+    def reap_idle(self) -> None:
+        """A real-cluster session nobody touched for PLAYGROUND_KAFKA_IDLE_S has ended: close it (its topics are
+        deleted); it shows as detached afterwards and can be re-run."""
+        from playground.session.backends import live_only
+
+        idle = float(getattr(settings, "PLAYGROUND_KAFKA_IDLE_S", 3600))
+        now = time.monotonic()
+        for lv in self.take(lambda lv: live_only(lv.backend_name) and not lv.detached and now - lv.last_used > idle):
+            log.info("session %s: idle for %.0f s, closing its real-cluster backend", lv.session_id, now - lv.last_used)
+            self._close(lv)
+
+    def evict(self, session_id: str) -> None:
+        with self._guard:
+            live = self._items.pop(session_id, None)
+            self._moments.pop(session_id, None)
+        if live is not None:
+            self._close(live)
+
+    def clear(self) -> None:
+        with self._guard:
+            items = list(self._items.values())
+            self._items.clear()
+            self._moments.clear()
+        for live in items:
+            self._close(live)
+
+    def _close(self, live: Live) -> None:
+        if self.on_close is not None:
+            self.on_close(live)
+
+    # ---- checkpoints ----------------------------------------------------------------------------------------
+    def keep_checkpoint(self, live: Live, length: int) -> None:
+        """Freeze the backend of `live` (which reflects its first `length` commands) if a checkpoint is due."""
+        if length == 0 or length % CHECKPOINT_EVERY or length in live.checkpoints or live.moment is not None:
+            return
+        try:
+            live.checkpoints[length] = freeze(live.backend)
+        except Exception:  # noqa: BLE001 - a backend that cannot be frozen replays from the start instead
+            log.warning("session %s: no checkpoint at %d (the backend cannot be frozen)", live.session_id, length, exc_info=True)
+            return
+        self._trim_checkpoints(keep=live.session_id)
+
+    def _trim_checkpoints(self, keep: str) -> None:
+        budget = checkpoint_budget_bytes()
+        with self._guard:
+            lives = list(self._items.values())
+        total = sum(len(b) for lv in lives for b in lv.checkpoints.values())
+        for lv in lives:  # least recently used first
+            if total <= budget:
+                break
+            if lv.session_id == keep or not lv.checkpoints:
+                continue
+            total -= sum(len(b) for b in lv.checkpoints.values())
+            lv.checkpoints = {}
+
+    def checkpoint_bytes(self) -> int:
+        return sum(len(b) for lv in self.items() for b in lv.checkpoints.values())
+
+    # ---- moments --------------------------------------------------------------------------------------------
+    def moment(self, session_id: str) -> Live | None:
+        with self._guard:
+            return self._moments.get(session_id)
+
+    def keep_moment(self, live: Live) -> None:
+        size = int(getattr(settings, "PLAYGROUND_MOMENTS", 8))
+        with self._guard:
+            self._moments[live.session_id] = live
+            self._moments.move_to_end(live.session_id)
+            while len(self._moments) > size:
+                self._moments.popitem(last=False)
+
+    def drop_moment(self, session_id: str) -> None:
+        with self._guard:
+            self._moments.pop(session_id, None)
+
+
+CACHE = Cache()

@@ -1,0 +1,296 @@
+"""Changing a session: the commit loop, and the commands that go through it (a step, the narrative's next step,
+back, reset, run/pause).
+
+Applying a command: catch up -> validate -> `backend.apply(step)` -> append the row in the same database transaction
+that checks the session's version -> publish the changed panels (broadcast.py). Who may do this is checked before,
+by the one place every route goes through (playground/commands.py).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+from django.utils.translation import gettext as _
+
+from playground import limits
+from playground.backend import BackendError
+from playground.session import store
+from playground.session.backends import cluster_problem, detached_message, live_only
+from playground.session.cache import CACHE
+from playground.session.live import CommandError, Live, actor_from_entry, step_from_entry
+from playground.session.replay import catch_up, fresh, replay, restore
+from playground.spec import CLUSTER_ACTORS, CONSUMER, CONSUMER_ACTIONS, PRODUCER, PRODUCER_ACTIONS, ActorSpec, Step
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Change:
+    """What a command did: entries appended; or the log cut to its first `truncate` commands (back); or a new log
+    (`replace`: reset); and/or the running flag."""
+
+    append: list[dict[str, Any]] = field(default_factory=list)
+    truncate: int | None = None
+    replace: list[dict[str, Any]] | None = None
+    running: bool | None = None
+    message: str = ""
+
+    @property
+    def empty(self) -> bool:
+        return not self.append and self.truncate is None and self.replace is None and self.running is None
+
+
+def run_entry(live: Live, entry: Mapping[str, Any]) -> dict[str, Any]:
+    """Carry out a logged entry (a step, or an actor added) on the live backend; the entry as it should be logged
+    now: with the outcome it gave, and the producers it left fenced that were not before."""
+    if "add" in entry:
+        spec = actor_from_entry(entry["add"])
+        live.backend.add_actor(spec)
+        live.actors[spec.name] = spec
+        return {"add": entry["add"], "outcome": "ok"}
+    step = step_from_entry(entry["step"], int(entry.get("n", 0)))
+    before = live.backend.fenced_actors()
+    outcome = live.backend.apply(step)
+    out: dict[str, Any] = {"step": entry["step"]}
+    if "n" in entry:
+        out["n"] = entry["n"]
+    out["outcome"] = outcome
+    newly = sorted(live.backend.fenced_actors() - before)
+    if newly:
+        out["fenced"] = newly
+    return out
+
+
+def _stored(live: Live, row: Any, change: Change) -> Live | None:
+    """Write the change to the database; the Live that reflects it, or None when another process was first."""
+    if change.append:
+        ids = store.append(row, change.append, change.running)
+        if ids is None:
+            return None
+        for entry, row_id in zip(change.append, ids):
+            live.record(entry, row_id)
+            CACHE.keep_checkpoint(live, live.length)
+    elif change.truncate is not None:
+        if not store.truncate(row, change.truncate, change.running):
+            return None
+        live = restore(live, change.truncate)  # time travel: from the nearest checkpoint (deterministic replay)
+    elif change.replace is not None:
+        ids = store.replace(row, change.replace, change.running)
+        if ids is None:
+            return None
+        live = fresh(row)
+        replay(live, zip(change.replace, ids))
+    elif not store.set_running(row, bool(change.running)):
+        return None
+    live.version = row.version + 1
+    if change.running is not None:
+        live.running = change.running
+    CACHE.put(live)
+    return live
+
+
+def commit(session_id: str, mutate: Callable[[Live], Change], *, publish: bool = True,
+           allow_detached: bool = False) -> tuple[Live, Change]:
+    """Catch up, let `mutate` validate and apply to the live backend, then store the result in the log.
+
+    `mutate` raises CommandError before touching the backend when the input is bad. When the database row moved
+    under us (another process appended first), the backend we changed is dropped and we try again on top.
+    """
+    with CACHE.lock(session_id):
+        for _attempt in range(5):
+            row = store.read(session_id)
+            live = catch_up(row)
+            if live.detached and not allow_detached:
+                raise CommandError(detached_message(live.detached), status=409)
+            try:
+                change = mutate(live)
+            except (CommandError, limits.LimitExceeded):
+                raise
+            except BackendError as exc:
+                if live_only(live.backend_name):
+                    # The real backend checks the cluster before it acts: the session is as it was; keep it, so
+                    # the same command can simply be tried again once the cluster answers.
+                    log.warning("session %s: %s", session_id, exc)
+                    raise CommandError(cluster_problem(exc), status=503) from exc
+                CACHE.evict(session_id)
+                raise CommandError(str(exc)) from exc
+            except Exception as exc:
+                # A bug in a backend must not turn into a half-applied session: drop what we built, keep the log.
+                log.exception("session %s: the backend failed", session_id)
+                CACHE.evict(session_id)
+                raise CommandError(_("The backend failed on this command: %(e)s") % {"e": exc}, status=422) from exc
+            if change.empty:
+                return live, change
+            stored = _stored(live, row, change)
+            if stored is None:
+                CACHE.evict(session_id)
+                continue
+            live = stored
+            break
+        else:
+            raise CommandError(_("The session is busy; try again."), status=409)
+    if publish:
+        from playground.broadcast import publish as _publish
+
+        _publish(live)
+    return live, change
+
+
+# ------------------------------------------------------------------------------------------------- validation
+def check_actor(live: Live, name: str, kind: str | None = None) -> ActorSpec:
+    spec = live.actors.get(name)
+    if spec is None:
+        raise CommandError(_("There is no actor %(name)s in this session.") % {"name": name})
+    if kind is not None and spec.kind != kind:
+        raise CommandError(_("%(name)s is not a %(kind)s.") % {"name": name, "kind": kind})
+    return spec
+
+
+def validate_step(live: Live, step: Step) -> None:
+    """Everything the backend would call the tool's problem, caught before it gets there."""
+    if step.is_note:
+        return
+    if step.actor in CLUSTER_ACTORS:
+        if step.action not in CLUSTER_ACTORS[step.actor]:
+            raise CommandError(_("Unknown action %(a)s.") % {"a": step.label})
+        if step.actor == "broker":
+            broker = step.args.get("broker")
+            if not isinstance(broker, int) or isinstance(broker, bool) or not 1 <= broker <= live.cluster.brokers:
+                raise CommandError(_("No broker %(b)s: brokers are 1 to %(n)d.") % {"b": broker, "n": live.cluster.brokers})
+        if step.actor == "clock":
+            ms = step.args.get("ms")
+            if not isinstance(ms, int) or isinstance(ms, bool) or not 1 <= ms <= limits.limit("clock_advance_s") * 1000:
+                raise CommandError(_("Advance the clock by 1 ms to %(n)d s.") % {"n": limits.limit("clock_advance_s")})
+        return
+    spec = check_actor(live, step.actor)
+    actions = PRODUCER_ACTIONS if spec.kind == PRODUCER else CONSUMER_ACTIONS
+    if step.action not in actions:
+        raise CommandError(_("%(actor)s cannot %(action)s.") % {"actor": step.actor, "action": step.action})
+    if step.action == "produce":
+        topic = step.args.get("topic")
+        topics = live.topics()
+        if topic not in topics:
+            raise CommandError(_("No topic %(t)s in this session.") % {"t": topic})
+        partition = step.args.get("partition")
+        if partition is not None and not (isinstance(partition, int) and 0 <= partition < topics[topic]):
+            raise CommandError(_("Topic %(t)s has partitions 0 to %(n)d.") % {"t": topic, "n": topics[topic] - 1})
+        limits.check_value(step.args.get("value"), "value")
+        limits.check_value(step.args.get("key"), "key")
+        if "from" in step.args:
+            check_actor(live, step.args["from"], CONSUMER)
+    if step.action == "poll" and "max" in step.args:
+        limits.check_records(int(step.args["max"]))
+    if step.action == "send_offsets_to_transaction":
+        consumer = check_actor(live, step.args.get("consumer", ""), CONSUMER)
+        if not consumer.group_id:
+            raise CommandError(_("%(c)s has no group.id: send_offsets_to_transaction needs a group consumer.") % {"c": consumer.name})
+
+
+# --------------------------------------------------------------------------------------------------- commands
+def apply_step(session_id: str, step: Step) -> tuple[Live, str]:
+    """A command from the UI (a button, a form): one step outside the scenario's narrative."""
+
+    def mutate(live: Live) -> Change:
+        limits.check_commands(live.length + 1)
+        validate_step(live, step)
+        entry = run_entry(live, {"step": step.to_dict()})
+        return Change(append=[entry], message=entry["outcome"])
+
+    live, change = commit(session_id, mutate)
+    return live, change.message
+
+
+def _next_scenario_step(live: Live) -> Change:
+    steps = live.steps
+    k = live.cursor
+    if k >= len(steps):
+        return Change(running=False if live.running else None, message="end")
+    limits.check_commands(live.length + 1)
+    entry = run_entry(live, {"step": steps[k].to_dict(), "n": k})
+    done = k + 1 >= len(steps)
+    return Change(append=[entry], running=False if (done and live.running) else None, message=entry["outcome"])
+
+
+def step(session_id: str) -> tuple[Live, str]:
+    """The scenario's next step ("step" button)."""
+
+    def mutate(live: Live) -> Change:
+        if live.scenario is None:
+            raise CommandError(_("Free play has no scenario steps."))
+        if live.cursor >= len(live.steps):
+            raise CommandError(_("The scenario is over: reset to play it again."), status=409)
+        return _next_scenario_step(live)
+
+    live, change = commit(session_id, mutate)
+    return live, change.message
+
+
+def run_one(session_id: str) -> bool:
+    """One step of a "run": applies the next scenario step if the session is still running. False: stop."""
+
+    def mutate(live: Live) -> Change:
+        if not live.running or live.scenario is None:
+            return Change()
+        return _next_scenario_step(live)
+
+    live, change = commit(session_id, mutate)
+    return live.running and live.cursor < len(live.steps) and change.message != "end"
+
+
+def set_running(session_id: str, running: bool) -> Live:
+    def mutate(live: Live) -> Change:
+        if running:
+            if live.scenario is None:
+                raise CommandError(_("Free play has no scenario steps to run."))
+            if live.cursor >= len(live.steps):
+                raise CommandError(_("The scenario is over: reset to play it again."), status=409)
+        if live.running == running:
+            return Change()
+        return Change(running=running)
+
+    live, _change = commit(session_id, mutate, allow_detached=not running)
+    return live
+
+
+def back(session_id: str) -> Live:
+    """Time travel one step back: the log without the last scenario step (and what came after it); in free play,
+    without the last command. The rows stay, marked dropped."""
+
+    def mutate(live: Live) -> Change:
+        if live_only(live.backend_name):
+            raise CommandError(_("A real cluster cannot be rewound: reset starts again on fresh topics."), status=409)
+        if not live.commands:
+            raise CommandError(_("Nothing to undo: this is the start."), status=409)
+        cut = live.length - 1
+        if live.scenario is not None and live.cursor > 0:
+            k = live.cursor - 1
+            cut = next(i for i in range(live.length - 1, -1, -1) if live.commands[i].get("n") == k)
+        return Change(truncate=cut, running=False)
+
+    live, _change = commit(session_id, mutate)
+    return live
+
+
+def kept_on_reset(live: Live) -> list[dict[str, Any]]:
+    """What "reset" keeps: free play keeps the actors that were added; a scenario keeps nothing."""
+    return [{"add": e["add"], "outcome": "ok"} for e in live.commands if "add" in e] if live.scenario is None else []
+
+
+def reset(session_id: str) -> Live:
+    """Start again: a new, empty log (free play keeps the actors that were added). On a real cluster: a fresh
+    backend (new topics under a new prefix) and the old one closed, its topics deleted."""
+    if live_only(store.read(session_id).backend):
+        from playground.session.realcluster import restart
+
+        return restart(session_id, kept_on_reset)
+
+    def mutate(live: Live) -> Change:
+        keep = kept_on_reset(live)
+        if len(keep) == live.length and not live.running:
+            return Change()
+        return Change(replace=keep, running=False)
+
+    live, _change = commit(session_id, mutate)
+    return live

@@ -1,0 +1,123 @@
+"""New sessions: from a scenario (or free play), and forks of another session at a step.
+
+A fork's log is a copy of the first k commands of the original, and it says where it came from. On the simulator
+the copy is one INSERT ... SELECT and the new session starts from the original's nearest checkpoint, so a fork at
+step 10,000 costs no more than a scrub there. Forking a real-cluster session onto the simulator replays the
+commands there (the simulator's own outcomes are stored); "on fresh topics" runs them again on the cluster.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+from django.utils.translation import gettext as _
+
+from playground import limits
+from playground.models import ScenarioText, Session
+from playground.session import capability, store
+from playground.session.backends import kafka_configured, live_only
+from playground.session.cache import CACHE
+from playground.session.live import CommandError, Live
+from playground.session.realcluster import run_again
+from playground.session.replay import _close, catch_up, fresh, restore
+
+BACKENDS = ("sim", "kafka")
+
+
+def client_key(address: str | None) -> str:
+    secret = settings.SECRET_KEY.encode()
+    return hmac.new(secret, (address or "?").encode(), hashlib.sha256).hexdigest()[:32]
+
+
+def _check_rate(client: str) -> None:
+    if client:
+        since = timezone.now() - timedelta(seconds=60)
+        limits.check_sessions_per_minute(Session.objects.filter(client_key=client, created_at__gte=since).count())
+
+
+def _with_key(row: Session) -> Session:
+    """Give the new session a drive capability; the secret rides on the row object (never stored) for the view
+    to hand to the creator's browser."""
+    key = capability.new_key()
+    row.drive_key = capability.digest(key)
+    row.drive_secret = key  # type: ignore[attr-defined]
+    return row
+
+
+def create(scenario: Any | None, *, source: str = "", backend: str = "sim", seed: int | None = None,
+           client: str = "") -> Session:
+    """A new session for a scenario (with the exact text it was loaded from) or free play (scenario None)."""
+    _check_rate(client)
+    if scenario is not None:
+        row = Session(scenario_id=scenario.id, backend=backend, seed=scenario.seed if seed is None else seed, client_key=client)
+        row.source = ScenarioText.store(source or scenario.source, scenario.id)
+    else:
+        row = Session(backend=backend, seed=seed or 0, client_key=client)
+    _with_key(row)
+    # Build it once now: a scenario that fails to load or a backend that cannot start is the creator's error.
+    live = fresh(row)
+    try:
+        row.save(force_insert=True)
+    except Exception:
+        _close(live)
+        raise
+    live.session_id, live.version = row.id, row.version
+    CACHE.put(live)
+    return row
+
+
+def fork(session_id: str, at: int, *, backend: str | None = None, client: str = "") -> Session:
+    """A new session whose log is the first `at` commands of this one, on `backend` (default: the same, except
+    that a real-cluster session forks onto the simulator unless "kafka" is asked for: fresh topics)."""
+    with CACHE.lock(session_id):
+        origin = store.read(session_id)
+        head = catch_up(origin)
+    if not 0 <= at <= head.length:
+        raise CommandError(_("Step %(k)s is not in this session: it has steps 0 to %(n)d.") % {"k": at, "n": head.length}, status=404)
+    target = backend or ("sim" if live_only(origin.backend) else origin.backend)
+    if target not in BACKENDS and target != origin.backend:
+        raise CommandError(_("Unknown backend %(b)s.") % {"b": target})
+    if target == "kafka" and not kafka_configured():
+        raise CommandError(_("This server has no Kafka cluster configured (KAFKA_BOOTSTRAP_SERVERS)."))
+    _check_rate(client)
+    row = _with_key(Session(scenario_id=origin.scenario_id, source_id=origin.source_id, backend=target, seed=origin.seed,
+                            forked_from=origin, forked_at=at, client_key=client))
+    if target == origin.backend and not live_only(target):
+        live = _copied(head, row, at)
+    else:
+        live = _run_again(head, row, at)
+    live.session_id, live.version = row.id, row.version
+    CACHE.put(live)
+    return row
+
+
+def _copied(head: Live, row: Session, at: int) -> Live:
+    """Same backend, replayed by the simulator: copy the rows, start from the original's nearest checkpoint."""
+    row.length = at
+    with transaction.atomic():
+        row.save(force_insert=True)
+        store.copy_prefix(head.session_id, row.id, at)
+    live = restore(head, at)
+    live.row_ids = store.row_ids(row.id)
+    live.origin = {"session": head.session_id, "at": at}
+    return live
+
+
+def _run_again(head: Live, row: Session, at: int) -> Live:
+    """Another backend (a real cluster's log onto the simulator, or onto fresh topics): run the commands there."""
+    live = fresh(row)
+    entries = run_again(live, [{k: v for k, v in e.items() if k not in ("outcome", "fenced")} for e in head.commands[:at]])
+    with transaction.atomic():
+        row.save(force_insert=True)
+        ids = store.append(row, entries)
+    assert ids is not None  # a row nobody else knows yet cannot have moved
+    row.version, row.length = row.version + 1, len(entries)
+    for entry, row_id in zip(entries, ids):
+        live.record(entry, row_id)
+    return live

@@ -1,0 +1,197 @@
+"""A session as one server process holds it: the backend built from the log, and the log it reflects.
+
+A `Live` is the head of a session's log in this process (or, for scrubbing, a read-only moment of it: `moment`
+is the step it shows). Its `commands` are the log's entries with their outcomes, `row_ids` the database rows they
+came from: if the row at our last position is still a live row of the log, everything before it is too ("back"
+and "reset" drop a suffix of the log or all of it), so a process knows whether its backend is still current.
+
+Everything derived from the log that the panels read on every update (the narrative's cursor, the scrubber's
+marks) is kept up to date as entries are recorded, so an update costs the same at command 10 and at 10,000.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from playground.backend import OK, Backend
+from playground.spec import CONSUMER, NOTE, PRODUCER, ActorSpec, ClusterSpec, Step, TopicSpec
+
+GROUP_PREFIX = "session-"
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+# Outcomes that say the producer was fenced (librdkafka's and Kafka's names), for the scrubber's marks.
+FENCING_OUTCOMES = frozenset({"_FENCED", "PRODUCER_FENCED", "INVALID_PRODUCER_EPOCH"})
+
+
+class CommandError(Exception):
+    """Bad input: the user gets a 4xx with this message and the session is unchanged."""
+
+    status = 400
+
+    def __init__(self, message: str, status: int = 400) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def group_name(session_id: str) -> str:
+    return f"{GROUP_PREFIX}{session_id}"
+
+
+# --------------------------------------------------------------------------------------------------- free play
+def free_play_cluster() -> ClusterSpec:
+    return ClusterSpec(brokers=3, topics=(TopicSpec("orders", 3),))
+
+
+def free_play_actors() -> dict[str, ActorSpec]:
+    return {
+        "rc": ActorSpec("rc", CONSUMER, {"isolation.level": "read_committed"}, ("orders",)),
+        "ru": ActorSpec("ru", CONSUMER, {"isolation.level": "read_uncommitted"}, ("orders",)),
+    }
+
+
+# ------------------------------------------------------------------------------------------- entries as logged
+def step_from_entry(obj: Any, index: int = 0) -> Step:
+    """A step in the scenario file's own form (what `Step.to_dict()` gives) back into a `Step`."""
+    if isinstance(obj, str):
+        actor, _sep, action = obj.partition(".")
+        return Step(actor=actor, action=action, index=index)
+    if isinstance(obj, Mapping) and len(obj) == 1:
+        ((label, args),) = obj.items()
+        if label == NOTE:
+            text = args if isinstance(args, Mapping) else {"en": str(args)}
+            return Step(actor=NOTE, action=NOTE, args={"text": dict(text)}, index=index)
+        actor, _sep, action = str(label).partition(".")
+        args = dict(args or {})
+        expect = args.pop("expect", None)
+        if expect is not None:
+            expect = tuple(expect) if isinstance(expect, (list, tuple)) else (str(expect),)
+        return Step(actor=actor, action=action, args=args, expect=expect, index=index)
+    raise ValueError(f"not a step: {obj!r}")
+
+
+def actor_to_entry(spec: ActorSpec) -> dict[str, Any]:
+    body: dict[str, Any] = dict(spec.config)
+    if spec.kind == CONSUMER:
+        body["topics"] = list(spec.topics)
+    return {spec.name: {spec.kind: body}}
+
+
+def actor_from_entry(obj: Mapping[str, Any]) -> ActorSpec:
+    ((name, decl),) = obj.items()
+    ((kind, body),) = decl.items()
+    body = dict(body)
+    topics = tuple(body.pop("topics", ()) or ())
+    return ActorSpec(name=name, kind=kind, config=body, topics=topics)
+
+
+def mark_of(entry: Mapping[str, Any]) -> str | None:
+    """What the scrubber marks a command with: "fenced" (a producer was fenced by it or got a fencing error),
+    "error" (any other outcome than ok), "note" (a narrative note), or None."""
+    if entry.get("fenced") or entry.get("outcome") in FENCING_OUTCOMES:
+        return "fenced"
+    if entry.get("outcome", OK) != OK:
+        return "error"
+    step = entry.get("step")
+    if isinstance(step, Mapping) and NOTE in step:
+        return "note"
+    return None
+
+
+# --------------------------------------------------------------------------------------------- the live part
+@dataclass
+class Live:
+    """A backend built in this process, and the log it reflects."""
+
+    session_id: str
+    backend_name: str
+    seed: int
+    scenario: Any  # playground.scenario.Scenario | None
+    cluster: ClusterSpec
+    actors: dict[str, ActorSpec]
+    backend: Backend
+    version: int = 0
+    commands: list[dict[str, Any]] = field(default_factory=list)
+    row_ids: list[int] = field(default_factory=list)
+    running: bool = False
+    last_error: str | None = None
+    # A real-cluster session that is not live in this process: "" (live), "not_here" (created by another process,
+    # or before a restart, or closed for idleness), "moved" (re-run or reset in another process), "ended".
+    detached: str = ""
+    last_used: float = field(default_factory=time.monotonic)
+    # Where the session came from, for the page: {"session": id, "at": k} when it was forked.
+    origin: dict[str, Any] | None = None
+    # Set on a read-only moment (scrubbing, `?at=k`): the step shown, and the log's length at the head.
+    moment: int | None = None
+    head_length: int | None = None
+    # The simulator's state after every CHECKPOINT_EVERY commands (see cache.py); never on a moment.
+    checkpoints: dict[int, bytes] = field(default_factory=dict)
+    # Derived from the log as entries are recorded (so a panel update does not walk 10,000 commands):
+    cursor: int = 0  # how many of the scenario's steps have been applied (the narrative's position)
+    step_outcomes: dict[int, str] = field(default_factory=dict)  # scenario step index -> its outcome
+    own_count: int = 0  # commands outside the scenario's narrative (the user's own)
+    marks: list[tuple[int, str]] = field(default_factory=list)  # (seq, mark_of(entry)) for marked commands
+    produced: dict[str, int] = field(default_factory=dict)  # produce commands per actor, for one-click values
+
+    # ---- the log -------------------------------------------------------------------------------------------
+    def record(self, entry: dict[str, Any], row_id: int = 0) -> None:
+        """One more entry of the log (with its outcome) is reflected by the backend."""
+        self.commands.append(entry)
+        self.row_ids.append(row_id)
+        self._derive(len(self.commands) - 1, entry)
+
+    def _derive(self, seq: int, entry: Mapping[str, Any]) -> None:
+        if "n" in entry:
+            n = int(entry["n"])
+            self.cursor = max(self.cursor, n + 1)
+            self.step_outcomes[n] = entry.get("outcome", OK)
+        else:
+            self.own_count += 1
+        mark = mark_of(entry)
+        if mark is not None:
+            self.marks.append((seq, mark))
+        step = entry.get("step")
+        if step is not None:
+            label = step if isinstance(step, str) else next(iter(step), "")
+            actor, _sep, action = label.partition(".")
+            if action == "produce":
+                self.produced[actor] = self.produced.get(actor, 0) + 1
+
+    def forget_after(self, length: int) -> None:
+        """Keep the first `length` entries (the backend is rebuilt separately)."""
+        del self.commands[length:]
+        del self.row_ids[length:]
+        self.cursor, self.step_outcomes, self.own_count, self.marks, self.produced = 0, {}, 0, [], {}
+        for seq, entry in enumerate(self.commands):
+            self._derive(seq, entry)
+        self.checkpoints = {k: v for k, v in self.checkpoints.items() if k <= length}
+
+    @property
+    def length(self) -> int:
+        return len(self.commands)
+
+    @property
+    def steps(self) -> tuple[Step, ...]:
+        return tuple(self.scenario.steps) if self.scenario is not None else ()
+
+    def producers(self) -> list[str]:
+        return [n for n, a in self.actors.items() if a.kind == PRODUCER]
+
+    def consumers(self) -> list[str]:
+        return [n for n, a in self.actors.items() if a.kind == CONSUMER]
+
+    def topics(self) -> dict[str, int]:
+        return {t.name: t.partitions for t in self.cluster.topics}
+
+    def transactional_ids(self) -> list[str]:
+        seen: list[str] = []
+        for a in self.actors.values():
+            if a.kind == PRODUCER and a.transactional_id and a.transactional_id not in seen:
+                seen.append(a.transactional_id)
+        return seen
+
+    def next_value(self, actor: str) -> str:
+        """A default record value for one-click produce: the actor's name and a counter, e.g. A-3."""
+        return f"{actor}-{self.produced.get(actor, 0) + 1}"

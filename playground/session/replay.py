@@ -1,0 +1,273 @@
+"""Rebuilding a session from its log: catching a process up, restoring step k from a checkpoint, moments.
+
+Any process rebuilds a simulated session by replaying its log (the simulator is deterministic): before it applies or
+renders anything it catches up, applying only the rows it has not applied yet. When the log was cut under it
+("back" or "reset" in another process), it restores the nearest checkpoint still on the log and replays from there.
+
+A *moment* is step k of a session, read-only: what a viewer scrubbing the time slider (or opening `?at=k`) sees.
+It is built beside the head, never by changing it: from the nearest checkpoint at or before k, or by moving the
+last moment built for that session forward when that is shorter. A real-cluster session cannot be rewound; its
+moments are the simulator's replay of its log (the page says so).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Iterable, Mapping
+
+from django.utils.translation import gettext as _
+
+from playground.backend import BackendError
+from playground.models import Command, Session
+from playground.session import store
+from playground.session.backends import DetachedBackend, build, cluster_problem, live_only
+from playground.session.cache import CACHE, CHECKPOINT_EVERY, thaw
+from playground.session.live import (
+    CommandError,
+    Live,
+    actor_from_entry,
+    free_play_actors,
+    free_play_cluster,
+    step_from_entry,
+)
+from playground.spec import ActorSpec, ClusterSpec
+
+log = logging.getLogger(__name__)
+
+
+def _close(live: Live) -> None:
+    try:
+        live.backend.close()
+    except Exception:  # noqa: BLE001 - closing must never take a request down
+        log.exception("closing the backend of session %s", live.session_id)
+
+
+CACHE.on_close = _close
+
+
+def spec_of(row: Session) -> tuple[Any, ClusterSpec, dict[str, ActorSpec]]:
+    if row.scenario_id:
+        from playground.scenario import ScenarioError, parse_scenario
+
+        try:
+            scenario = parse_scenario(row.scenario_source, f"{row.scenario_id}.yaml")
+        except ScenarioError as exc:
+            raise CommandError(_("This session's scenario no longer loads: %(e)s") % {"e": exc}, status=422) from exc
+        return scenario, scenario.cluster, dict(scenario.actors)
+    return None, free_play_cluster(), free_play_actors()
+
+
+def _origin(row: Session) -> dict[str, Any] | None:
+    return {"session": row.forked_from_id, "at": row.forked_at} if row.forked_at is not None else None
+
+
+def fresh(row: Session, *, creating: bool = True, backend_name: str | None = None) -> Live:
+    """A new backend for the session's scenario (or free play), nothing applied yet."""
+    scenario, cluster, actors = spec_of(row)
+    name = backend_name or row.backend
+    try:
+        backend = build(name, cluster, actors, row.seed)
+    except BackendError as exc:
+        log.warning("session %s: the %s backend did not start: %s", row.id, name, exc)
+        raise CommandError(cluster_problem(exc, created=creating), status=503) from exc
+    return Live(row.id, name, row.seed, scenario, cluster, actors, backend, origin=_origin(row))
+
+
+def apply_entry(live: Live, entry: Mapping[str, Any]) -> str:
+    """Apply one logged entry to the backend (an actor added, or a step) and return the outcome it gives now."""
+    if "add" in entry:
+        spec = actor_from_entry(entry["add"])
+        live.backend.add_actor(spec)
+        live.actors[spec.name] = spec
+        return "ok"
+    step = step_from_entry(entry["step"], int(entry.get("n", 0)))
+    return live.backend.apply(step)
+
+
+def replay(live: Live, entries: Iterable[tuple[dict[str, Any], int]]) -> None:
+    """Apply logged entries (entry with outcome, row id) on top of `live`, taking checkpoints on the way."""
+    for entry, row_id in entries:
+        outcome = apply_entry(live, entry)
+        if entry.get("outcome") not in (None, outcome):
+            label = next(iter(entry["step"])) if isinstance(entry.get("step"), dict) else entry.get("step", "add")
+            log.warning("session %s replay: %s gave %s, the log says %s", live.session_id, label, outcome, entry["outcome"])
+        live.record(entry, row_id)
+        CACHE.keep_checkpoint(live, live.length)
+
+
+def _rows(rows: Iterable[Command]) -> Iterable[tuple[dict[str, Any], int]]:
+    return ((row.as_entry(), row.id) for row in rows)
+
+
+# --------------------------------------------------------------------------------------------- restoring step k
+def _nearest_checkpoint(live: Live, k: int) -> int:
+    return max((c for c in live.checkpoints if c <= k), default=0)
+
+
+def restore(head: Live, k: int, *, as_moment: bool = False) -> Live:
+    """A new Live at step k of `head`'s log: the nearest checkpoint at or before k, then the commands after it.
+    `head` is not changed. Only for sessions the simulator (or a fake) replays. A moment takes no checkpoints."""
+    c = _nearest_checkpoint(head, k)
+    backend = thaw(head.checkpoints[c]) if c else build(head.backend_name, head.cluster, _declared_actors(head), head.seed)
+    live = Live(head.session_id, head.backend_name, head.seed, head.scenario, head.cluster, _declared_actors(head), backend,
+                version=head.version, origin=head.origin, moment=k if as_moment else None)
+    for entry, row_id in zip(head.commands[:c], head.row_ids[:c]):
+        live.record(entry, row_id)
+        if "add" in entry:
+            spec = actor_from_entry(entry["add"])
+            live.actors[spec.name] = spec
+    if not as_moment:
+        live.checkpoints = {p: data for p, data in head.checkpoints.items() if p <= k}
+    replay(live, zip(head.commands[c:k], head.row_ids[c:k]))
+    return live
+
+
+def _declared_actors(live: Live) -> dict[str, ActorSpec]:
+    """The actors the session starts with (the scenario's, or free play's), before any was added."""
+    if live.scenario is not None:
+        return dict(live.scenario.actors)
+    return free_play_actors()
+
+
+# -------------------------------------------------------------------------------------------------- catching up
+def _catch_up_live_only(row: Session) -> Live:
+    """A real-cluster session: the live backend of this process if it is current, else a detached view (never a
+    replay against the cluster)."""
+    live = CACHE.get(row.id)
+    reason = "not_here"
+    if live is not None and not live.detached:
+        if live.version == row.version:
+            live.running = row.running
+            return live
+        # The log changed in another process (a re-run or a reset there): that process holds the cluster state now.
+        CACHE.evict(row.id)  # closes ours: our topics are deleted
+        live, reason = None, "moved"
+    if live is not None and live.version == row.version:
+        live.running = row.running
+        return live
+    if live is not None:
+        reason = live.detached
+    live = detached(row, reason)
+    CACHE.put(live)
+    return live
+
+
+def detached(row: Session, reason: str) -> Live:
+    """What another process shows of a real-cluster session: its actors and its stored log, no cluster state."""
+    scenario, cluster, actors = spec_of(row)
+    entries = list(_rows(store.live_rows(row.id)))
+    for entry, _row_id in entries:
+        if "add" in entry:
+            spec = actor_from_entry(entry["add"])
+            actors[spec.name] = spec
+    live = Live(row.id, row.backend, row.seed, scenario, cluster, actors, DetachedBackend(cluster, actors, backend_name=row.backend),
+                version=row.version, running=row.running, detached=reason or "not_here", origin=_origin(row))
+    for entry, row_id in entries:
+        live.record(entry, row_id)
+    return live
+
+
+def _rebuilt(live: Live, row: Session) -> Live:
+    """Our head's log was cut under us (another process went back or reset): restore the latest checkpoint that is
+    still on the log, then replay what follows it."""
+    valid = store.ids_at(row.id, [c - 1 for c in live.checkpoints if c <= row.length])
+    usable = [c for c in live.checkpoints if c <= row.length and valid.get(c - 1) == live.row_ids[c - 1]]
+    c = max(usable, default=0)
+    CACHE.evict(row.id)
+    if c:
+        base = restore(live, c)
+    else:
+        base = fresh(row)
+    base.origin = _origin(row)
+    replay(base, _rows(store.live_rows(row.id, start=c)))
+    return base
+
+
+def catch_up(row: Session) -> Live:
+    """The live session for a database row, replaying whatever this process has not applied yet."""
+    if live_only(row.backend):
+        return _catch_up_live_only(row)
+    live = CACHE.get(row.id)
+    if live is not None and live.version == row.version:
+        live.running = row.running
+        return live
+    try:
+        if live is None:
+            live = fresh(row)
+            replay(live, _rows(store.live_rows(row.id)))
+        else:
+            # The row at our last position tells whether our prefix is still the log (it was only appended to).
+            start = max(0, live.length - 1)
+            rows = store.live_rows(row.id, start=start)
+            if live.length and (not rows or rows[0].id != live.row_ids[-1]):
+                live = _rebuilt(live, row)
+            else:
+                replay(live, _rows(rows[1:] if live.length else rows))
+    except Exception:
+        CACHE.evict(row.id)
+        if live is not None:
+            _close(live)  # a half-replayed backend is dropped (closing twice is harmless)
+        raise
+    live.version = row.version
+    live.running = row.running
+    CACHE.put(live)
+    return live
+
+
+def load(session_id: str) -> Live:
+    """The session as it is now in the database (replayed in this process if needed)."""
+    with CACHE.lock(session_id):
+        return catch_up(store.read(session_id))
+
+
+def exists(session_id: str) -> bool:
+    return bool(session_id) and Session.objects.filter(pk=session_id).exists()
+
+
+# --------------------------------------------------------------------------------------------------- moments
+def _replica(head: Live, row: Session) -> Live:
+    """What moments of a session are built from: the head itself (simulated sessions), or for a real-cluster
+    session the simulator's replay of its log, kept as a moment of its own (with checkpoints) per log version."""
+    if not live_only(head.backend_name):
+        return head
+    shadow = CACHE.moment(f"{head.session_id}/sim")
+    if shadow is None or shadow.version != head.version:
+        shadow = fresh(row, backend_name="sim")
+        shadow.session_id = f"{head.session_id}/sim"
+        replay(shadow, zip(head.commands, head.row_ids))
+        shadow.version = head.version
+        CACHE.keep_moment(shadow)
+    return shadow
+
+
+def moment(session_id: str, k: int) -> Live:
+    """Step k of the session (0 = before any command), read-only. Step `length` is the head itself, except for a
+    real-cluster session (its moments are always the simulator's replay)."""
+    with CACHE.lock(session_id):
+        row = store.read(session_id)
+        head = catch_up(row)
+        if not 0 <= k <= head.length:
+            raise CommandError(_("Step %(k)s is not in this session: it has steps 0 to %(n)d.") % {"k": k, "n": head.length}, status=404)
+        if k == head.length and not live_only(head.backend_name):
+            return head
+        source = _replica(head, row)
+        last = CACHE.moment(session_id)
+        if (last is not None and last.version == head.version and last.moment is not None
+                and last.moment <= k and k - last.moment < k - _nearest_checkpoint(source, k)):
+            at = last
+            replay(at, zip(source.commands[at.moment:k], source.row_ids[at.moment:k]))
+        else:
+            at = restore(source, k, as_moment=True)
+        at.moment, at.head_length, at.version = k, head.length, head.version
+        at.running, at.detached = False, ""
+        at.session_id = session_id
+        CACHE.keep_moment(at)
+        return at
+
+
+def step_count(session_id: str) -> int:
+    return store.read(session_id).length
+
+
+__all__ = ["CHECKPOINT_EVERY", "apply_entry", "catch_up", "detached", "exists", "fresh", "load", "moment", "replay",
+           "restore", "spec_of"]

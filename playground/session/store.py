@@ -1,0 +1,122 @@
+"""The database side of a session: its row and its log of command rows.
+
+Every change checks and bumps the session's `version` in the same database transaction as the rows it writes, so
+two processes appending at once cannot both win: the loser finds the version moved, drops what it built, and tries
+again on top. Appending costs the same at command 10 and at 20,000 (one UPDATE, one INSERT); "back", "reset" and
+truncation mark rows `dropped` (one UPDATE) instead of rewriting the log.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Mapping
+
+from django.db import connection, transaction
+from django.db.models import F
+from django.utils import timezone
+from django.utils.translation import gettext as _
+
+from playground.models import Command, Session
+from playground.session.live import CommandError
+
+
+def read(session_id: str) -> Session:
+    try:
+        return Session.objects.get(pk=session_id)
+    except (Session.DoesNotExist, ValueError):
+        raise CommandError(_("No session %(id)s.") % {"id": session_id}, status=404) from None
+
+
+def drive_key(session_id: str) -> str:
+    """The digest of the session's drive capability ("" when nobody holds one or there is no such session)."""
+    return Session.objects.filter(pk=session_id).values_list("drive_key", flat=True).first() or ""
+
+
+def live_rows(session_id: str, start: int = 0, stop: int | None = None) -> list[Command]:
+    rows = Command.objects.filter(session_id=session_id, dropped=False, seq__gte=start)
+    if stop is not None:
+        rows = rows.filter(seq__lt=stop)
+    return list(rows.order_by("seq"))
+
+
+def ids_at(session_id: str, seqs: Iterable[int]) -> dict[int, int]:
+    """seq -> row id of the live rows at those positions."""
+    wanted = [s for s in seqs if s >= 0]
+    if not wanted:
+        return {}
+    rows = Command.objects.filter(session_id=session_id, dropped=False, seq__in=wanted).values_list("seq", "id")
+    return dict(rows)
+
+
+def _split(entry: Mapping[str, Any]) -> tuple[dict[str, Any], str]:
+    return {k: v for k, v in entry.items() if k != "outcome"}, str(entry.get("outcome") or "ok")
+
+
+def _bump(row: Session, **fields: Any) -> bool:
+    """The session's version moves from row.version to row.version + 1, or nothing happens (someone was first)."""
+    fields.setdefault("updated_at", timezone.now())
+    return bool(Session.objects.filter(pk=row.pk, version=row.version).update(version=F("version") + 1, **fields))
+
+
+def append(row: Session, entries: list[Mapping[str, Any]], running: bool | None = None) -> list[int] | None:
+    """Append entries (each with its outcome) after the log's last command. Returns the new rows' ids, or None
+    when the session changed since `row` was read."""
+    fields: dict[str, Any] = {"length": row.length + len(entries)}
+    if running is not None:
+        fields["running"] = running
+    with transaction.atomic():
+        if not _bump(row, **fields):
+            return None
+        ids = []
+        for i, entry in enumerate(entries):
+            body, outcome = _split(entry)
+            ids.append(Command.objects.create(session_id=row.pk, seq=row.length + i, entry=body, outcome=outcome).id)
+    return ids
+
+
+def truncate(row: Session, keep: int, running: bool | None = None) -> bool:
+    """The log keeps its first `keep` commands; the rest are marked dropped."""
+    fields: dict[str, Any] = {"length": keep}
+    if running is not None:
+        fields["running"] = running
+    with transaction.atomic():
+        if not _bump(row, **fields):
+            return False
+        Command.objects.filter(session_id=row.pk, dropped=False, seq__gte=keep).update(dropped=True)
+    return True
+
+
+def replace(row: Session, entries: list[Mapping[str, Any]], running: bool | None = None) -> list[int] | None:
+    """A new log: every command dropped, then `entries` appended (reset, a re-run on fresh topics)."""
+    fields: dict[str, Any] = {"length": len(entries)}
+    if running is not None:
+        fields["running"] = running
+    with transaction.atomic():
+        if not _bump(row, **fields):
+            return None
+        Command.objects.filter(session_id=row.pk, dropped=False).update(dropped=True)
+        ids = []
+        for i, entry in enumerate(entries):
+            body, outcome = _split(entry)
+            ids.append(Command.objects.create(session_id=row.pk, seq=i, entry=body, outcome=outcome).id)
+    return ids
+
+
+def set_running(row: Session, running: bool) -> bool:
+    with transaction.atomic():
+        return _bump(row, running=running)
+
+
+def copy_prefix(source_id: str, target_id: str, length: int) -> None:
+    """The first `length` live commands of one session become the log of another (a fork), in one statement."""
+    table = Command._meta.db_table
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {table} (session_id, seq, entry, outcome, created_at, dropped) "  # noqa: S608 - no user input
+            f"SELECT %s, seq, entry, outcome, created_at, %s FROM {table} "
+            "WHERE session_id = %s AND dropped = %s AND seq < %s",
+            [target_id, False, source_id, False, length],
+        )
+
+
+def row_ids(session_id: str) -> list[int]:
+    return list(Command.objects.filter(session_id=session_id, dropped=False).order_by("seq").values_list("id", flat=True))

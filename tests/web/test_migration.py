@@ -1,0 +1,72 @@
+"""The data migration from one JSON log per session to one row per command, on a database holding old-style rows
+(and back). Runs on SQLite and, in `make test`, on PostgreSQL too."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
+
+from playground import library, session
+from playground.models import Command, ScenarioText, Session, text_id
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+OLD = [("playground", "0001_initial")]
+NEW = [("playground", "0004_drop_json_log")]
+
+
+def _migrate(target):
+    executor = MigrationExecutor(connection)
+    executor.loader.build_graph()
+    executor.migrate(target)
+    return executor.loader.project_state(target).apps
+
+
+@pytest.fixture
+def old_apps():
+    apps = _migrate(OLD)
+    yield apps
+    _migrate(NEW)
+
+
+def test_it_moves_old_json_logs_into_rows_and_they_replay(old_apps):
+    OldSession = old_apps.get_model("playground", "Session")
+    source = library.find("zombie-fencing").scenario.source
+    log = [
+        {"step": {"note": {"en": "start"}}, "n": 0, "outcome": "ok"},
+        {"step": "A.init_transactions", "n": 1, "outcome": "ok"},
+        {"step": "A.begin_transaction", "n": 2, "outcome": "ok"},
+    ]
+    OldSession.objects.create(id="old-scenario", scenario_id="zombie-fencing", scenario_source=source, commands=log, version=3)
+    OldSession.objects.create(id="old-free", commands=[{"add": {"A": {"producer": {"transactional.id": "t"}}}, "outcome": "ok"},
+                                                       {"step": "A.init_transactions", "outcome": "_FATAL"}], version=2)
+    OldSession.objects.create(id="old-empty", scenario_id="zombie-fencing", scenario_source=source, commands=[])
+
+    _migrate(NEW)
+
+    row = Session.objects.get(pk="old-scenario")
+    assert row.length == 3 and row.source_id == text_id(source) and row.drive_key == ""
+    assert row.commands == log
+    assert [c.seq for c in Command.objects.filter(session=row).order_by("seq")] == [0, 1, 2]
+    free = Session.objects.get(pk="old-free")
+    assert free.source is None and free.commands[1] == {"step": "A.init_transactions", "outcome": "_FATAL"}
+    assert Session.objects.get(pk="old-empty").source_id == row.source_id  # one text, stored once
+    assert ScenarioText.objects.count() == 1
+    # They load and replay on the simulator like any session; nobody holds a drive capability for them.
+    session.CACHE.clear()
+    old = Session.objects.get(pk="old-scenario")
+    old.backend = "sim"
+    old.save(update_fields=["backend"])
+    live = session.load("old-scenario")
+    assert live.cursor == 3 and live.backend.view()["producers"]["A"]["state"] == "IN_TRANSACTION"
+    session.CACHE.clear()
+
+
+def test_it_migrates_back_to_one_json_log(old_apps):
+    OldSession = old_apps.get_model("playground", "Session")
+    OldSession.objects.create(id="round-trip", commands=[{"step": "rc.poll", "outcome": "ok"}])
+    _migrate(NEW)
+    apps = _migrate([("playground", "0001_initial")])
+    again = apps.get_model("playground", "Session").objects.get(pk="round-trip")
+    assert again.commands == [{"step": "rc.poll", "outcome": "ok"}]
