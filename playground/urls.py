@@ -21,7 +21,8 @@ urlpatterns = [
     path(SID + "scenario.yaml", views.session_scenario, name="session-scenario"),
     path(SID + "claim/", views.claim, name="claim"),
     path(SID + "fork/", views.fork, name="fork"),
+    path(SID + "run/", views.run, name="run"),
 ] + [
-    # Every command of the table, by name (the templates and broadcast.urls reverse these).
-    path(SID + f"{name}/", views.command, {"name": name}, name=name) for name in commands.COMMANDS
+    # Every other command of the table, by name (the templates and broadcast.urls reverse these).
+    path(SID + f"{name}/", views.command, {"name": name}, name=name) for name in commands.COMMANDS if name != "run"
 ]

@@ -174,23 +174,34 @@ def healthz(request: HttpRequest) -> HttpResponse:
 
 
 # --------------------------------------------------------------------------------------------------- commands
-@require_POST
-async def command(request: HttpRequest, sid: str, name: str) -> HttpResponse:
-    """Every session command (commands.COMMANDS), behind the drive capability. "run" then applies the remaining
-    steps one by one in this process's event loop ("pause" stops it, from any process)."""
+def _execute(request: HttpRequest, sid: str, name: str) -> tuple[HttpResponse, Any]:
     try:
-        # asgiref's sync_to_async, not Channels' database_sync_to_async: Django's ASGI handler already looks after
-        # the request's database connections (and the test client keeps its transaction open across the call).
-        done = await sync_to_async(commands.execute)(name, sid, request.POST, _key(request, sid))
+        return HttpResponse(status=204), commands.execute(name, sid, request.POST, _key(request, sid))
     except session.CommandError as exc:
-        return problem(str(exc), exc.status)
+        return problem(str(exc), exc.status), None
     except limits.LimitExceeded as exc:
-        return problem(str(exc), 422)
+        return problem(str(exc), 422), None
     except forms.forms.ValidationError as exc:
-        return problem("; ".join(exc.messages))
-    if done.starts_runner:
+        return problem("; ".join(exc.messages)), None
+
+
+@require_POST
+def command(request: HttpRequest, sid: str, name: str) -> HttpResponse:
+    """Every session command (commands.COMMANDS) but "run", behind the drive capability. A sync view: Django's
+    middleware is sync, and an async view would hop threads around each of them on every command."""
+    return _execute(request, sid, name)[0]
+
+
+@require_POST
+async def run(request: HttpRequest, sid: str) -> HttpResponse:
+    """"run": the running flag set (behind the drive capability), then the remaining steps applied one by one in
+    this process's event loop ("pause" stops it, from any process)."""
+    # asgiref's sync_to_async, not Channels' database_sync_to_async: Django's ASGI handler already looks after
+    # the request's database connections (and the test client keeps its transaction open across the call).
+    response, done = await sync_to_async(_execute)(request, sid, "run")
+    if done is not None:
         session.ensure_runner(sid)
-    return HttpResponse(status=204)
+    return response
 
 
 @require_POST

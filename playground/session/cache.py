@@ -153,7 +153,7 @@ class Cache:
         if length == 0 or length % CHECKPOINT_EVERY or length in live.checkpoints or live.moment is not None:
             return
         try:
-            live.checkpoints[length] = freeze(live.backend)
+            live.checkpoints[length] = live.checkpoint(freeze(live.backend))
         except Exception:  # noqa: BLE001 - a backend that cannot be frozen replays from the start instead
             log.warning("session %s: no checkpoint at %d (the backend cannot be frozen)", live.session_id, length, exc_info=True)
             return
@@ -163,17 +163,17 @@ class Cache:
         budget = checkpoint_budget_bytes()
         with self._guard:
             lives = list(self._items.values())
-        total = sum(len(b) for lv in lives for b in lv.checkpoints.values())
+        total = sum(len(cp.state) for lv in lives for cp in lv.checkpoints.values())
         for lv in lives:  # least recently used first
             if total <= budget:
                 break
             if lv.session_id == keep or not lv.checkpoints:
                 continue
-            total -= sum(len(b) for b in lv.checkpoints.values())
+            total -= sum(len(cp.state) for cp in lv.checkpoints.values())
             lv.checkpoints = {}
 
     def checkpoint_bytes(self) -> int:
-        return sum(len(b) for lv in self.items() for b in lv.checkpoints.values())
+        return sum(len(cp.state) for lv in self.items() for cp in lv.checkpoints.values())
 
     # ---- moments --------------------------------------------------------------------------------------------
     def moment(self, session_id: str) -> Live | None:

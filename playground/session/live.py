@@ -101,6 +101,20 @@ def mark_of(entry: Mapping[str, Any]) -> str | None:
 
 
 # --------------------------------------------------------------------------------------------- the live part
+@dataclass(frozen=True)
+class Checkpoint:
+    """The backend after a session's first `length` commands, frozen (cache.freeze), with everything the Live
+    derives from those commands: restoring it costs a thaw, never a walk over the commands before it."""
+
+    state: bytes
+    actors: Mapping[str, ActorSpec]
+    cursor: int
+    step_outcomes: Mapping[int, str]
+    own_count: int
+    marks: int  # how many of the session's marks fall before it
+    produced: Mapping[str, int]
+
+
 @dataclass
 class Live:
     """A backend built in this process, and the log it reflects."""
@@ -127,7 +141,7 @@ class Live:
     moment: int | None = None
     head_length: int | None = None
     # The simulator's state after every CHECKPOINT_EVERY commands (see cache.py); never on a moment.
-    checkpoints: dict[int, bytes] = field(default_factory=dict)
+    checkpoints: dict[int, Checkpoint] = field(default_factory=dict)
     # Derived from the log as entries are recorded (so a panel update does not walk 10,000 commands):
     cursor: int = 0  # how many of the scenario's steps have been applied (the narrative's position)
     step_outcomes: dict[int, str] = field(default_factory=dict)  # scenario step index -> its outcome
@@ -159,14 +173,16 @@ class Live:
             if action == "produce":
                 self.produced[actor] = self.produced.get(actor, 0) + 1
 
-    def forget_after(self, length: int) -> None:
-        """Keep the first `length` entries (the backend is rebuilt separately)."""
-        del self.commands[length:]
-        del self.row_ids[length:]
-        self.cursor, self.step_outcomes, self.own_count, self.marks, self.produced = 0, {}, 0, [], {}
-        for seq, entry in enumerate(self.commands):
-            self._derive(seq, entry)
-        self.checkpoints = {k: v for k, v in self.checkpoints.items() if k <= length}
+    def checkpoint(self, state: bytes) -> Checkpoint:
+        return Checkpoint(state, dict(self.actors), self.cursor, dict(self.step_outcomes), self.own_count,
+                          len(self.marks), dict(self.produced))
+
+    def resume(self, head: "Live", length: int, cp: Checkpoint) -> None:
+        """Take the first `length` commands of `head` and what `cp` (the checkpoint at `length`) derived from them."""
+        self.commands, self.row_ids = head.commands[:length], head.row_ids[:length]
+        self.actors = dict(cp.actors)
+        self.cursor, self.step_outcomes, self.own_count = cp.cursor, dict(cp.step_outcomes), cp.own_count
+        self.marks, self.produced = head.marks[:cp.marks], dict(cp.produced)
 
     @property
     def length(self) -> int:

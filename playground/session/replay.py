@@ -108,14 +108,12 @@ def restore(head: Live, k: int, *, as_moment: bool = False) -> Live:
     """A new Live at step k of `head`'s log: the nearest checkpoint at or before k, then the commands after it.
     `head` is not changed. Only for sessions the simulator (or a fake) replays. A moment takes no checkpoints."""
     c = _nearest_checkpoint(head, k)
-    backend = thaw(head.checkpoints[c]) if c else build(head.backend_name, head.cluster, _declared_actors(head), head.seed)
+    cp = head.checkpoints.get(c)
+    backend = thaw(cp.state) if cp else build(head.backend_name, head.cluster, _declared_actors(head), head.seed)
     live = Live(head.session_id, head.backend_name, head.seed, head.scenario, head.cluster, _declared_actors(head), backend,
                 version=head.version, origin=head.origin, moment=k if as_moment else None)
-    for entry, row_id in zip(head.commands[:c], head.row_ids[:c]):
-        live.record(entry, row_id)
-        if "add" in entry:
-            spec = actor_from_entry(entry["add"])
-            live.actors[spec.name] = spec
+    if cp:
+        live.resume(head, c, cp)
     if not as_moment:
         live.checkpoints = {p: data for p, data in head.checkpoints.items() if p <= k}
     replay(live, zip(head.commands[c:k], head.row_ids[c:k]))
@@ -240,6 +238,12 @@ def _replica(head: Live, row: Session) -> Live:
     return shadow
 
 
+def _same_prefix(moment: Live, source: Live) -> bool:
+    """Whether the log up to the moment's step is still the source's (it only grew since, or nothing changed)."""
+    n = moment.moment or 0
+    return n == 0 or (n <= source.length and moment.row_ids[n - 1] == source.row_ids[n - 1])
+
+
 def moment(session_id: str, k: int) -> Live:
     """Step k of the session (0 = before any command), read-only. Step `length` is the head itself, except for a
     real-cluster session (its moments are always the simulator's replay)."""
@@ -252,8 +256,8 @@ def moment(session_id: str, k: int) -> Live:
             return head
         source = _replica(head, row)
         last = CACHE.moment(session_id)
-        if (last is not None and last.version == head.version and last.moment is not None
-                and last.moment <= k and k - last.moment < k - _nearest_checkpoint(source, k)):
+        if (last is not None and last.moment is not None and last.moment <= k <= source.length
+                and k - last.moment < k - _nearest_checkpoint(source, k) and _same_prefix(last, source)):
             at = last
             replay(at, zip(source.commands[at.moment:k], source.row_ids[at.moment:k]))
         else:

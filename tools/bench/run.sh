@@ -5,6 +5,7 @@ cd "$(dirname "$0")/../.."
 PY=".venv/bin/python"
 echo "== simulator =="; "$PY" tools/bench/sim.py
 echo "== web =="; "$PY" tools/bench/web.py
+echo "== sessions as rows, scrubbing, the editor =="; "$PY" tools/bench/sharing.py
 echo "== simulator vs real Kafka =="
 bash tools/kafka/kafka.sh fetch
 trap 'bash tools/kafka/kafka.sh stop >/dev/null 2>&1 || true' EXIT

@@ -142,7 +142,7 @@ def checkpoints(total: int) -> dict:
 
     actors = free_play_actors()
     actors["A"] = ActorSpec("A", PRODUCER, {"transactional.id": "txn-1", "enable.idempotence": True})
-    backend = SimBackend(free_play_cluster(), actors)
+    backend = SimBackend(free_play_cluster(), actors, keep_events=False)  # as a live session's (session/backends.py)
     backend.apply(Step("A", "init_transactions"))
     steps = [Step("A", "begin_transaction")] + [Step("A", "produce", {"topic": "orders", "partition": p, "value": f"v{p}"}) for p in range(3)]
     steps += [Step("A", "commit_transaction"), Step("rc", "poll")]
