@@ -106,11 +106,11 @@ def _digests(contexts: Mapping[str, Mapping[str, Any]]) -> tuple[dict[str, str],
     return panel_digests, item_digests
 
 
-def fragments(live: Any, langs: Iterable[str] = LANGS) -> tuple[dict[str, str], dict[str, str]]:
+def fragments(live: Any, langs: Iterable[str] = LANGS, contexts: Mapping[str, Mapping[str, Any]] | None = None) -> tuple[dict[str, str], dict[str, str]]:
     """What changed since this process last published this session, in every language: whole panels, or for
     producers and logs only the cards and strips that changed when nothing else in the panel did; and, apart,
     the slider's track when it changed (for viewers holding an earlier step)."""
-    contexts = panels.contexts(live, view_of(live))
+    contexts = contexts if contexts is not None else panels.contexts(live, view_of(live))
     digests, items = _digests(contexts)
     with _sent_lock:
         previous = _sent.get(live.session_id)
@@ -150,7 +150,8 @@ def publish(live: Any) -> None:
     """Send the changed panels to every viewer of the session (any process: through the channel layer)."""
     from playground.session import group_name
 
-    html, scrub = fragments(live)
+    contexts = panels.contexts(live, view_of(live))
+    html, scrub = fragments(live, contexts=contexts)
     layer = get_channel_layer()
     if layer is None:
         return
@@ -159,6 +160,10 @@ def publish(live: Any) -> None:
                                          {"type": MESSAGE_TYPE, "version": live.version, "html": html, "scrub": scrub})
     except Exception:  # noqa: BLE001 - the command is stored; viewers catch up on reconnect
         log.exception("session %s: publishing version %s failed", live.session_id, live.version)
+    if live.seat is not None:
+        from playground.rooms import publish_seat
+
+        publish_seat(live, contexts)  # the room's board: this attendee's card, after the attendee's own update
 
 
 def notice(session_id: str, text: str, level: str = "info") -> None:

@@ -41,6 +41,8 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
     Command("reset", lambda sid, f: session.reset(sid)),
     Command("run", lambda sid, f: session.set_running(sid, True), starts_runner=True),
     Command("pause", lambda sid, f: session.set_running(sid, False)),
+    Command("predict", lambda sid, f: session.predict(sid, f.cleaned_data["n"], f.cleaned_data["choice"]), forms.PredictForm),
+    Command("hint", lambda sid, f: session.hint(sid)),
     # A real-cluster session that is not live here: its log re-run on fresh topics (only when the user asks).
     Command("rerun", lambda sid, f: session.rerun(sid)),
     # A real-cluster session ends: its backend closed, its topics deleted; the log stays.

@@ -179,3 +179,70 @@ class SessionConsumer(AsyncWebsocketConsumer):
     async def session_notice(self, event: dict) -> None:
         level = "error" if event.get("level") == "error" else "info"
         await self.send(text_data=f'<div id="ws-notice" hx-swap-oob="true" class="notice {level}">{escape(str(event.get("text", "")))}</div>')
+
+
+class RoomConsumer(AsyncWebsocketConsumer):
+    """A workshop's pages: every attendee's (the room moved to another item, follow-me switched) and the
+    facilitator's board (each attendee's card as it changes, the room's answers). Only the room's facilitator and
+    its attendees connect; the board's messages reach only the facilitator."""
+
+    async def connect(self) -> None:
+        from playground import rooms
+        from playground.models import Workshop
+
+        self.room_id = self.scope["url_route"]["kwargs"]["room"]
+        self.lang = _language(self.scope)
+        room = await database_sync_to_async(Workshop.objects.filter(pk=self.room_id).first)()
+        if room is None:
+            await self.close(code=4404)
+            return
+        cookie = _headers(self.scope).get(b"cookie", b"").decode("latin-1")
+        room_name, attendee_name = rooms.cookie_names(room.pk)
+        room_secret, attendee_secret = capability.cookie_in(cookie, room_name), capability.cookie_in(cookie, attendee_name)
+        self.board = rooms.is_facilitator(room, room_secret)
+        attendee = await database_sync_to_async(rooms.attendee_of)(room, attendee_secret)
+        if not self.board and attendee is None:
+            await self.close(code=4403)
+            return
+        self.code = room.code
+        self.groups_joined = [rooms.room_group(room.pk)] + ([rooms.board_group(room.pk)] if self.board else [])
+        for group in self.groups_joined:
+            await self.channel_layer.group_add(group, self.channel_name)
+        await self.accept()
+
+    async def disconnect(self, code: int) -> None:
+        for group in getattr(self, "groups_joined", []):
+            await self.channel_layer.group_discard(group, self.channel_name)
+
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        if text_data and len(text_data) <= MAX_FRAME and text_data.strip() == '{"type": "ping"}':
+            await self.send(text_data='<span id="ws-pong" hx-swap-oob="true"></span>')
+        else:
+            await self.send(text_data=error_frame("This socket only listens: send nothing but ping."))
+
+    # ---- group messages: one handler per type
+    async def room_moved(self, event: dict) -> None:
+        await self.send(text_data=f'<div id="room-move" hx-swap-oob="true" data-goto="/w/{escape(self.code)}/{"board/" if self.board else ""}" data-item="{int(event["item"])}"></div>')
+
+    async def room_follow(self, event: dict) -> None:
+        await self.send(text_data=f'<div id="room-move" hx-swap-oob="true" data-reload="follow-{"on" if event.get("on") else "off"}"></div>')
+
+    async def room_seat(self, event: dict) -> None:
+        if self.board:
+            html = event.get("html") or {}
+            await self.send(text_data=html.get(self.lang) or next(iter(html.values()), ""))
+
+    async def room_answers(self, event: dict) -> None:
+        if self.board:
+            await self.send(text_data=await database_sync_to_async(self._questions)())
+
+    def _questions(self) -> str:
+        from django.template.loader import render_to_string
+
+        from playground import rooms
+        from playground.models import Workshop
+
+        room = Workshop.objects.get(pk=self.room_id)
+        with translation.override(self.lang):
+            return render_to_string("playground/rooms/_questions.html",
+                                    {"questions": rooms.questions(room, room.current), "lang": self.lang, "oob": True})

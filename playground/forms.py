@@ -192,3 +192,23 @@ class ForkForm(Form):
 
 class ClaimForm(Form):
     key = forms.CharField(max_length=128)
+
+
+class PredictForm(Form):
+    """An answer to a step's question: the step's index and the choice's (-1: skipped)."""
+
+    n = forms.IntegerField(min_value=0, max_value=10_000)
+    choice = forms.IntegerField(min_value=-1, max_value=20)
+
+
+class JoinForm(Form):
+    code = forms.CharField(max_length=12)
+    name = forms.CharField(max_length=80)
+
+
+class NewWorkshopForm(Form):
+    title = forms.CharField(max_length=100)
+
+
+class MoveForm(Form):
+    item = forms.IntegerField(min_value=0, max_value=1000)

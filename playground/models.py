@@ -125,3 +125,67 @@ class Command(models.Model):
 
     def as_entry(self) -> dict[str, Any]:
         return {**self.entry, "outcome": self.outcome}
+
+
+# ----------------------------------------------------------------------------------------------------- workshops
+# Join codes: 6 characters from an alphabet without look-alikes (no I/1/L, O/0), typed case-insensitively.
+JOIN_ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"
+
+
+def new_join_code() -> str:
+    return "".join(secrets.choice(JOIN_ALPHABET) for _ in range(6))
+
+
+class Workshop(models.Model):
+    """A room: an agenda of scenarios, attendees each with a session per agenda item, and a facilitator who holds the
+    room's capability (`room_key`, its SHA-256) and moves the room from item to item."""
+
+    id = models.CharField(primary_key=True, max_length=32, default=new_slug, editable=False)
+    code = models.CharField(max_length=6, unique=True, default=new_join_code)
+    title = models.CharField(max_length=100)
+    # [{"text": ScenarioText id, "id": the scenario's slug, "title": {lang: text}}]: the exact texts, so a room
+    # plays what it was made with even after the library changed.
+    agenda = models.JSONField()
+    current = models.PositiveIntegerField(default=0)  # the agenda item the room is on
+    follow = models.BooleanField(default=False)  # "follow me": the facilitator's session on every attendee's page
+    room_key = models.CharField(max_length=64)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"workshop {self.code} ({self.title})"
+
+
+class Attendee(models.Model):
+    workshop = models.ForeignKey(Workshop, on_delete=models.CASCADE, related_name="attendees")
+    name = models.CharField(max_length=40)  # a display name: no account, no email; escaped wherever shown
+    key = models.CharField(max_length=64)  # SHA-256 of the attendee's secret (their browser's cookie)
+    joined_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["workshop", "name"], name="one_name_per_room")]
+        ordering = ["joined_at", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.name} in {self.workshop_id}"
+
+
+class Seat(models.Model):
+    """Whose session is which: an attendee's (or, with no attendee, the facilitator's own) session for one agenda
+    item."""
+
+    workshop = models.ForeignKey(Workshop, on_delete=models.CASCADE, related_name="seats")
+    attendee = models.ForeignKey(Attendee, null=True, blank=True, on_delete=models.CASCADE, related_name="seats")
+    item = models.PositiveIntegerField()
+    session = models.OneToOneField(Session, on_delete=models.CASCADE, related_name="seat")
+
+    class Meta:
+        # An attendee has one seat per item (the facilitator's own seat, attendee NULL, is kept single in code:
+        # NULLs are distinct in a unique constraint on SQLite and on PostgreSQL before 15).
+        constraints = [models.UniqueConstraint(fields=["workshop", "attendee", "item"], name="one_seat_per_item")]
+
+
+class FailedJoin(models.Model):
+    """A wrong join code, by a keyed hash of the client's address: more than 20 a minute and the client waits."""
+
+    client_key = models.CharField(max_length=64, db_index=True)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)

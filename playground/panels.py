@@ -12,6 +12,7 @@ from typing import Any, Mapping
 
 from playground import diagrams
 from playground.session import live_only
+from playground.session.live import is_command
 from playground.spec import CONSUMER_ACTIONS, PRODUCER_ACTIONS
 
 LOG_WINDOW = 48  # cells per strip: the last N entries of each partition
@@ -20,7 +21,8 @@ TABLE_ROWS = 24  # records per partition in the consumers' side-by-side table
 MINE_ROWS = 30  # the user's own commands listed in the narrative
 PALETTE = 8  # producer colours (CSS classes pc0..pc7)
 
-PANELS = ("header", "scrubber", "cluster", "producers", "consumers", "logs", "coordinator", "timeline", "truth", "narrative")
+PANELS = ("header", "scrubber", "cluster", "producers", "consumers", "logs", "coordinator", "timeline", "truth", "narrative",
+          "exercise")
 SCRUB_WIDTH = 1000  # the time slider's drawing, in SVG units
 SCRUB_TICKS_MAX = 400  # up to this many commands, a tick each; beyond, the track (and the marks) only
 SCRUB_COLUMN = 3  # marks of one kind closer than this (SVG units) are drawn as one
@@ -119,6 +121,7 @@ def header(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
         "observe_error": view.get("observe_error"),
         "prefix": getattr(live.backend, "prefix", None),
         "origin": live.origin,
+        "replica": live.replica,
     }
 
 
@@ -425,7 +428,7 @@ def narrative(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
         if len(mine) == MINE_ROWS:
             break
         e = live.commands[i]
-        if "n" in e:
+        if "n" in e or not is_command(e):
             continue
         if "add" in e:
             ((name, decl),) = e["add"].items()
@@ -445,6 +448,39 @@ def narrative(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
         "mine": mine,
         "mine_hidden": max(0, live.own_count - len(mine)),
         "running": live.running,
+    }
+
+
+def exercise(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
+    """An exercise's goal as a checklist, the hints revealed so far, the question the next step asks, and the
+    questions already answered with the right answer and how the room (or this session) answered."""
+    from playground import exercise as ex, rooms
+
+    scenario = live.scenario
+    if scenario is None or not (scenario.goal or scenario.hints or any(s.predict for s in scenario.steps)):
+        return {"on": False}
+    items = [i.as_dict() for i in ex.goal_items(live)]
+    pending = ex.pending_question(live)
+    asked = []
+    for s in scenario.steps:
+        if s.predict and s.index < live.cursor:
+            answers = rooms.answers(live, s.index)
+            asked.append({"n": s.index, "question": dict(s.predict["question"]), "choices": [dict(c) for c in s.predict["choices"]],
+                          "answer": s.predict["answer"], "mine": live.predictions.get(s.index),
+                          "dist": ex.distribution(answers, len(s.predict["choices"]))})
+    question = None
+    if pending is not None:
+        q = scenario.steps[pending].predict
+        question = {"n": pending, "question": dict(q["question"]), "choices": [dict(c) for c in q["choices"]]}
+    return {
+        "on": True,
+        "items": items,
+        "done": sum(i["ok"] for i in items),
+        "met": bool(items) and all(i["ok"] for i in items),
+        "hints": [dict(h) for h in scenario.hints[:live.hints_shown]],
+        "hints_left": len(scenario.hints) - live.hints_shown,
+        "question": question,
+        "asked": asked[-3:],  # the latest answered questions
     }
 
 
@@ -468,6 +504,7 @@ BUILDERS = {
     "timeline": timeline,
     "truth": truth,
     "narrative": narrative,
+    "exercise": exercise,
 }
 
 

@@ -4,4 +4,5 @@ from playground import consumers
 
 websocket_urlpatterns = [
     path("ws/s/<str:sid>/", consumers.SessionConsumer.as_asgi()),
+    path("ws/w/<str:room>/", consumers.RoomConsumer.as_asgi()),
 ]

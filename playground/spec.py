@@ -82,6 +82,9 @@ class Step:
     expect: tuple[str, ...] | None = None  # acceptable outcomes ("ok" or error names); None: anything goes
     index: int = 0
     line: int = 0  # 1-based line in the scenario file, 0 when the step came from the UI
+    # An exercise's question before the step runs: {"question": {lang: text}, "choices": [{lang: text}], "answer": i}.
+    # Not part of what the step does: left out of to_dict() (and so of the command log).
+    predict: Mapping[str, Any] | None = None
 
     @property
     def is_note(self) -> bool:

@@ -1,6 +1,6 @@
 from django.urls import include, path
 
-from playground import commands, views
+from playground import commands, roomviews, views
 
 SID = "s/<str:sid>/"
 
@@ -16,6 +16,15 @@ urlpatterns = [
     path("sc/<str:text_id>/", views.shared, name="shared"),
     path("sc/<str:text_id>/play/", views.shared_play, name="shared-play"),
     path("sc/<str:text_id>.yaml", views.shared_download, name="shared-download"),
+    path("w/", roomviews.join_page, name="join"),
+    path("w/join/", roomviews.join, name="join-post"),
+    path("w/new/", roomviews.new_page, name="room-new"),
+    path("w/create/", roomviews.create, name="room-create"),
+    path("w/<str:code>/", roomviews.room, name="room"),
+    path("w/<str:code>/board/", roomviews.board, name="board"),
+    path("w/<str:code>/move/", roomviews.move, name="room-move"),
+    path("w/<str:code>/follow/", roomviews.follow, name="room-follow"),
+    path("w/<str:code>/questions/", roomviews.questions_fragment, name="room-questions"),
     path(SID, views.session_page, name="session"),
     path(SID + "log.json", views.session_log, name="session-log"),
     path(SID + "scenario.yaml", views.session_scenario, name="session-scenario"),

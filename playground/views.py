@@ -26,7 +26,8 @@ from playground.session.export import as_scenario
 log = logging.getLogger(__name__)
 
 
-def _client(request: HttpRequest) -> str:
+def client(request: HttpRequest) -> str:
+    """A keyed hash of the client's address (the per-client limits), never the address itself."""
     return session.client_key(request.META.get("REMOTE_ADDR"))
 
 
@@ -112,7 +113,7 @@ def new_session(request: HttpRequest) -> HttpResponse:
             return problem(_("No scenario %(id)s in the library.") % {"id": d["scenario"]}, 404)
         scenario, source = entry.scenario, entry.scenario.source
     try:
-        row = session.create(scenario, source=source, backend=_backend_choice(d.get("backend")), seed=d.get("seed"), client=_client(request))
+        row = session.create(scenario, source=source, backend=_backend_choice(d.get("backend")), seed=d.get("seed"), client=client(request))
     except limits.LimitExceeded as exc:
         return problem(str(exc), 429)
     except session.CommandError as exc:
@@ -142,6 +143,8 @@ def session_page(request: HttpRequest, sid: str) -> HttpResponse:
         if exc.status == 404 and not session.exists(sid):
             raise Http404(_("No such session.")) from None
         return problem(str(exc), exc.status)
+    from playground.roomviews import room_context
+
     ctx = panels.contexts(live, broadcast.view_of(live), head=head)
     key = _key(request, sid)
     drives = capability.matches(key, session.drive_key(sid))
@@ -153,7 +156,8 @@ def session_page(request: HttpRequest, sid: str) -> HttpResponse:
          "topics": ctx["producers"]["topics"], "consumers": ctx["producers"]["consumers"],
          "limits": {k: limits.limit(k) for k in limits.DEFAULTS}, "at": at, "length": head.length,
          "drives": drives, "watch_link": watch_link, "drive_link": f"{watch_link}#drive={key}" if drives else "",
-         "kafka": session.kafka_configured()},
+         "kafka": session.kafka_configured(), "room": room_context(head, request),
+         "present": request.GET.get("present") == "1"},
     )
 
 
@@ -222,7 +226,7 @@ def claim(request: HttpRequest, sid: str) -> HttpResponse:
 def fork(request: HttpRequest, sid: str) -> HttpResponse:
     """A new session from the first k commands of this one ("fork from here"); anyone who can watch may fork."""
     d = _valid(forms.ForkForm(request.POST)).cleaned_data
-    row = session.fork(sid, d["at"], backend=d.get("backend") or None, client=_client(request))
+    row = session.fork(sid, d["at"], backend=d.get("backend") or None, client=client(request))
     return _to_session(request, row)
 
 
@@ -318,7 +322,7 @@ def editor_play(request: HttpRequest) -> HttpResponse:
     if isinstance(checked, HttpResponse):
         return checked
     scenario, text = checked
-    row = session.create(scenario, source=text, backend=_backend_choice(request.POST.get("backend") or None), client=_client(request))
+    row = session.create(scenario, source=text, backend=_backend_choice(request.POST.get("backend") or None), client=client(request))
     return _to_session(request, row)
 
 
@@ -361,7 +365,7 @@ def shared(request: HttpRequest, text_id: str) -> HttpResponse:
 @answers_problems
 def shared_play(request: HttpRequest, text_id: str) -> HttpResponse:
     row, scenario = _shared(text_id)
-    new = session.create(scenario, source=row.text, backend=_backend_choice(request.POST.get("backend") or None), client=_client(request))
+    new = session.create(scenario, source=row.text, backend=_backend_choice(request.POST.get("backend") or None), client=client(request))
     return _to_session(request, new)
 
 

@@ -21,7 +21,9 @@ from playground.scenario.model import (
     FORMAT,
     MAX_ACTORS,
     MAX_BROKERS,
+    MAX_CHOICES,
     MAX_DEPTH,
+    MAX_HINTS,
     MAX_PARTITIONS,
     MAX_SOURCE_BYTES,
     MAX_STEPS,
@@ -307,6 +309,12 @@ def parse_scenario(text: str, path: str = "<scenario>") -> Scenario:
     expect, expect_lines = (None, {})
     if "expect" in top:
         expect, expect_lines = reader.attempt(_parse_expect, reader, node("expect"), cluster, actors, default=(None, {}))
+    goal, goal_lines = (None, {})
+    if "goal" in top:
+        goal, goal_lines = reader.attempt(_parse_expect, reader, node("goal"), cluster, actors, "goal", default=(None, {}))
+        if goal == {}:
+            reader.errors.append(reader.fail(node("goal"), "goal", "name at least one check (the same keys as expect:)"))
+    hints = reader.attempt(_hints, reader, node("hints"), default=()) if "hints" in top else ()
     reader.raise_errors()
     return Scenario(
         format=fmt,
@@ -322,6 +330,9 @@ def parse_scenario(text: str, path: str = "<scenario>") -> Scenario:
         path=path,
         source=text,
         expect_lines=expect_lines,
+        goal=goal,
+        goal_lines=goal_lines,
+        hints=hints,
     )
 
 
@@ -337,6 +348,36 @@ def _scenario_id(r: _Reader, node: yaml.Node) -> str:
     if not _SLUG.match(scenario_id):
         raise r.fail(node, "id", f"{scenario_id!r} is not a slug (lower-case letters, digits and dashes)")
     return scenario_id
+
+
+def _hints(r: _Reader, node: yaml.Node) -> tuple[dict[str, str], ...]:
+    items = r.sequence(node, "hints")
+    if not items or len(items) > MAX_HINTS:
+        raise r.fail(node, "hints", f"give 1 to {MAX_HINTS} hints")
+    return tuple(r.texts(item, _join("hints", i)) for i, item in enumerate(items))
+
+
+def _predict(r: _Reader, pair: tuple[yaml.Node, yaml.Node] | None, where: str) -> dict[str, Any] | None:
+    """`predict: {question: ..., choices: [...], answer: N}`: a multiple-choice question answered before the step
+    runs; `answer` is the index of the right choice (from 0)."""
+    if pair is None:
+        return None
+    _key, node = pair
+    at = _join(where, "predict")
+    pairs = r.mapping(node, at)
+    for key, (key_node, _v) in pairs.items():
+        if key not in ("question", "choices", "answer"):
+            raise r.fail(key_node, _join(at, key), _unknown("key", key, ("question", "choices", "answer")))
+    for key in ("question", "choices", "answer"):
+        if key not in pairs:
+            raise r.fail(node, _join(at, key), "missing (a prediction has a question, its choices and the answer)")
+    question = r.texts(pairs["question"][1], _join(at, "question"))
+    items = r.sequence(pairs["choices"][1], _join(at, "choices"))
+    if not 2 <= len(items) <= MAX_CHOICES:
+        raise r.fail(pairs["choices"][1], _join(at, "choices"), f"give 2 to {MAX_CHOICES} choices, found {len(items)}")
+    choices = [r.texts(item, _join(_join(at, "choices"), i)) for i, item in enumerate(items)]
+    answer = r.integer(pairs["answer"][1], _join(at, "answer"), 0, len(choices) - 1)
+    return {"question": question, "choices": choices, "answer": answer}
 
 
 def _tags(r: _Reader, node: yaml.Node) -> tuple[str, ...]:
@@ -486,8 +527,8 @@ def _parse_step(r: _Reader, item: yaml.Node, index: int, cluster: ClusterSpec, a
     if actor in CLUSTER_ACTORS:
         if action not in CLUSTER_ACTORS[actor]:
             raise r.fail(label_node, where, _unknown("action", action, CLUSTER_ACTORS[actor], f"{actor} actions", f" for {actor}"))
-        args, expect = _cluster_args(r, actor, action, args_node, label_node, where, cluster, actors)
-        return Step(actor=actor, action=action, args=args, expect=expect, index=index, line=line)
+        args, expect, predict = _cluster_args(r, actor, action, args_node, label_node, where, cluster, actors)
+        return Step(actor=actor, action=action, args=args, expect=expect, index=index, line=line, predict=predict)
     spec = actors.get(actor)
     if spec is None:
         raise r.fail(label_node, where, _unknown("actor", actor, actors))
@@ -500,8 +541,9 @@ def _parse_step(r: _Reader, item: yaml.Node, index: int, cluster: ClusterSpec, a
         return None
     raw = r.mapping(args_node, where, allow_null=True) if args_node is not None else {}
     expect = _step_expect(r, raw.pop("expect", None), where)
+    predict = _predict(r, raw.pop("predict", None), where)
     args = _actor_args(r, spec, action, raw, args_node or label_node, where, cluster, actors)
-    return Step(actor=actor, action=action, args=args, expect=expect, index=index, line=line)
+    return Step(actor=actor, action=action, args=args, expect=expect, index=index, line=line, predict=predict)
 
 
 def _step_expect(r: _Reader, pair: tuple[yaml.Node, yaml.Node] | None, where: str) -> tuple[str, ...] | None:
@@ -599,7 +641,7 @@ def _cluster_args(
     where: str,
     cluster: ClusterSpec,
     actors: dict[str, ActorSpec],
-) -> tuple[dict[str, Any], tuple[str, ...] | None]:
+) -> tuple[dict[str, Any], tuple[str, ...] | None, dict[str, Any] | None]:
     """`clock.advance: 61s` -> {"ms": 61000}; `broker.stop: 2` -> {"broker": 2}. Extensions for `broker.stop`:
     `{coordinator_of: my-txn}` and `{leader_of: orders-0}`, which name a role instead of a broker id (placement
     differs between the simulator and a real cluster). The mapping forms `{ms: 61000}` / `{broker: 2}` are what
@@ -610,10 +652,11 @@ def _cluster_args(
         raise r.fail(label_node, where, f"missing: {label} needs {what}")
     scalar_form = isinstance(node, yaml.ScalarNode)
     if scalar_form:
-        raw, expect = {("ms" if actor == "clock" else "broker"): (label_node, node)}, None
+        raw, expect, predict = {("ms" if actor == "clock" else "broker"): (label_node, node)}, None, None
     else:
         raw = r.mapping(node, where)
         expect = _step_expect(r, raw.pop("expect", None), where)
+        predict = _predict(r, raw.pop("predict", None), where)
     allowed = ("ms",) if actor == "clock" else ("broker", "coordinator_of", "leader_of") if action == "stop" else ("broker",)
     args: dict[str, Any] = {}
     for name, (key_node, value_node) in raw.items():
@@ -636,7 +679,7 @@ def _cluster_args(
             args[name] = _parse_tp(r, value_node, at, cluster)
     if len(args) != 1:
         raise r.fail(node, where, f"{label} takes exactly one of {' or '.join(allowed)}")
-    return args, expect
+    return args, expect, predict
 
 
 def _duration(r: _Reader, node: yaml.Node, where: str, bare_number_ok: bool) -> int:
@@ -667,21 +710,23 @@ def _parse_tp(r: _Reader, key_node: yaml.Node, where: str, cluster: ClusterSpec,
     return f"{topic}-{int(number)}"
 
 
-def _parse_expect(r: _Reader, node: yaml.Node, cluster: ClusterSpec, actors: dict[str, ActorSpec]) -> tuple[dict[str, Any], dict[str, int]]:
+def _parse_expect(r: _Reader, node: yaml.Node, cluster: ClusterSpec, actors: dict[str, ActorSpec],
+                  section: str = "expect") -> tuple[dict[str, Any], dict[str, int]]:
+    """An `expect:` block (or a `goal:`, which has the same keys): what must be observed, and the line of each check."""
     expect: dict[str, Any] = {}
     lines: dict[str, int] = {}
-    blocks = r.mapping(node, "expect")
+    blocks = r.mapping(node, section)
     for key, (key_node, _) in blocks.items():
         if key not in EXPECT_KEYS:
-            r.errors.append(r.fail(key_node, _join("expect", key), _unknown("expectation", key, EXPECT_KEYS)))
+            r.errors.append(r.fail(key_node, _join(section, key), _unknown("expectation", key, EXPECT_KEYS)))
 
     def values(value_node: yaml.Node, at: str) -> list[str]:
         return [r.string(n, _join(at, i), non_empty=False) for i, n in enumerate(r.sequence(value_node, at))]
 
     def consumers_block() -> None:
         expect["consumers"] = {}
-        for name, (name_node, tps_node) in r.mapping(blocks["consumers"][1], "expect.consumers").items():
-            at = _join("expect.consumers", name)
+        for name, (name_node, tps_node) in r.mapping(blocks["consumers"][1], f"{section}.consumers").items():
+            at = _join(f"{section}.consumers", name)
             spec = actors.get(name)
             if name in r.broken:
                 continue
@@ -694,15 +739,15 @@ def _parse_expect(r: _Reader, node: yaml.Node, cluster: ClusterSpec, actors: dic
                 lines[f"consumers.{name}.{tp}"] = tp_node.start_mark.line + 1
     def logs_block() -> None:
         expect["logs"] = {}
-        for tp_name, (tp_node, vals_node) in r.mapping(blocks["logs"][1], "expect.logs").items():
-            at = _join("expect.logs", tp_name)
+        for tp_name, (tp_node, vals_node) in r.mapping(blocks["logs"][1], f"{section}.logs").items():
+            at = _join(f"{section}.logs", tp_name)
             tp = _parse_tp(r, tp_node, at, cluster)
             expect["logs"][tp] = values(vals_node, at)
             lines[f"logs.{tp}"] = tp_node.start_mark.line + 1
     def watermarks_block() -> None:
         expect["watermarks"] = {}
-        for tp_name, (tp_node, marks_node) in r.mapping(blocks["watermarks"][1], "expect.watermarks").items():
-            at = _join("expect.watermarks", tp_name)
+        for tp_name, (tp_node, marks_node) in r.mapping(blocks["watermarks"][1], f"{section}.watermarks").items():
+            at = _join(f"{section}.watermarks", tp_name)
             tp = _parse_tp(r, tp_node, at, cluster)
             marks = {}
             for mark, (mark_node, value_node) in r.mapping(marks_node, at).items():
@@ -716,8 +761,8 @@ def _parse_expect(r: _Reader, node: yaml.Node, cluster: ClusterSpec, actors: dic
     def transactions_block() -> None:
         expect["transactions"] = {}
         declared = sorted({a.transactional_id for a in actors.values() if a.transactional_id})
-        for txid, (txid_node, state_node) in r.mapping(blocks["transactions"][1], "expect.transactions").items():
-            at = _join("expect.transactions", txid)
+        for txid, (txid_node, state_node) in r.mapping(blocks["transactions"][1], f"{section}.transactions").items():
+            at = _join(f"{section}.transactions", txid)
             if txid not in declared:
                 raise r.fail(txid_node, at, _unknown("transactional.id", txid, declared, "declared"))
             want: dict[str, Any] = {}
@@ -743,8 +788,8 @@ def _parse_expect(r: _Reader, node: yaml.Node, cluster: ClusterSpec, actors: dic
     def groups_block() -> None:
         expect["groups"] = {}
         groups = sorted({a.group_id for a in actors.values() if a.group_id})
-        for group, (group_node, tps_node) in r.mapping(blocks["groups"][1], "expect.groups").items():
-            at = _join("expect.groups", group)
+        for group, (group_node, tps_node) in r.mapping(blocks["groups"][1], f"{section}.groups").items():
+            at = _join(f"{section}.groups", group)
             if group not in groups:
                 raise r.fail(group_node, at, _unknown("group", group, groups))
             per = expect["groups"][group] = {}

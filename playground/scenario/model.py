@@ -50,7 +50,7 @@ OUTCOMES = frozenset(
     }
 )
 
-TOP_LEVEL_KEYS = ("format", "id", "title", "summary", "tags", "seed", "cluster", "actors", "steps", "expect")
+TOP_LEVEL_KEYS = ("format", "id", "title", "summary", "tags", "seed", "cluster", "actors", "steps", "expect", "goal", "hints")
 REQUIRED_TOP_LEVEL = ("format", "id", "title", "actors", "steps")
 EXPECT_KEYS = ("consumers", "logs", "watermarks", "transactions", "groups")
 
@@ -92,6 +92,8 @@ MAX_SOURCE_BYTES = 64 * 1024
 MAX_ACTORS = 12
 MAX_STEPS = 2000
 MAX_DEPTH = 24  # YAML nesting: the deepest library file has 6 levels
+MAX_HINTS = 10
+MAX_CHOICES = 6
 
 
 class ScenarioError(Exception):
@@ -127,6 +129,10 @@ class Scenario:
     source: str = ""
     # "logs.orders-0" -> line of that expectation in the file, for failure messages.
     expect_lines: Mapping[str, int] = field(default_factory=dict)
+    # Exercises: `goal:` (expect's keys, checked after every command, shown as a checklist) and `hints:`.
+    goal: Mapping[str, Any] | None = None
+    goal_lines: Mapping[str, int] = field(default_factory=dict)
+    hints: tuple[Mapping[str, str], ...] = ()
 
     def text(self, name: str, lang: str = DEFAULT_LANG) -> str:
         """`title` or `summary` in `lang`, falling back to English."""

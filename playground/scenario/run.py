@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 from playground.backend import Backend, make_backend
@@ -102,39 +103,54 @@ def _tp_order(tp: str) -> tuple[str, int]:
     return (topic, int(number)) if number.isdigit() else (tp, -1)
 
 
-def check_expectations(scenario: Scenario, observation: Mapping[str, Any]) -> tuple[int, list[str]]:
-    """Check the `expect:` block against an observation: (checks that held, failure messages).
+@dataclass(frozen=True)
+class Check:
+    """One check of an `expect:` (or `goal:`) block: `key` is "consumers.rc.orders-0", "logs.orders-0", ..."""
 
-    One check per consumer and partition, per log, per partition's watermarks, per transactional id, per
-    group and partition. Each failure says where it is written, what was expected and what was observed.
-    """
-    expect = scenario.expect or {}
-    passed, failures = 0, []
+    key: str
+    wanted: Any
+    seen: Any
+    line: int
 
-    def check(key: str, wanted: Any, seen: Any) -> None:
-        nonlocal passed
-        if wanted == seen:
-            passed += 1
-        else:
-            line = scenario.expect_lines.get(key, 0)
-            failures.append(f"expect.{key} (line {line}): expected {_show(wanted)}, observed {_show(seen)}")
+    @property
+    def ok(self) -> bool:
+        return self.wanted == self.seen
 
+    def failure(self, section: str = "expect") -> str:
+        return f"{section}.{self.key} (line {self.line}): expected {_show(self.wanted)}, observed {_show(self.seen)}"
+
+
+def checks(expect: Mapping[str, Any] | None, lines: Mapping[str, int], observation: Mapping[str, Any]) -> list[Check]:
+    """Every check of a block against an observation: one per consumer and partition, per log, per partition's
+    watermarks, per transactional id, per group and partition."""
+    expect = expect or {}
+    out = []
     for name, per in expect.get("consumers", {}).items():
         for tp, values in per.items():
-            check(f"consumers.{name}.{tp}", values, observation["consumers"].get(name, {}).get(tp, []))
+            key = f"consumers.{name}.{tp}"
+            out.append(Check(key, values, observation["consumers"].get(name, {}).get(tp, []), lines.get(key, 0)))
     for tp, entries in expect.get("logs", {}).items():
         log = observation["partitions"].get(tp, {}).get("log", [])
-        check(f"logs.{tp}", entries, [e["control"] if "control" in e else e["value"] for e in log])
+        out.append(Check(f"logs.{tp}", entries, [e["control"] if "control" in e else e["value"] for e in log], lines.get(f"logs.{tp}", 0)))
     for tp, marks in expect.get("watermarks", {}).items():
         part = observation["partitions"].get(tp, {})
-        check(f"watermarks.{tp}", marks, {k: part.get(k) for k in marks})
+        out.append(Check(f"watermarks.{tp}", marks, {k: part.get(k) for k in marks}, lines.get(f"watermarks.{tp}", 0)))
     for txid, want in expect.get("transactions", {}).items():
         txn = observation["transactions"].get(txid)
-        check(f"transactions.{txid}", want, {k: txn.get(k) for k in want} if txn else "no such transactional id at the coordinator")
+        seen = {k: txn.get(k) for k in want} if txn else "no such transactional id at the coordinator"
+        out.append(Check(f"transactions.{txid}", want, seen, lines.get(f"transactions.{txid}", 0)))
     for group, per in expect.get("groups", {}).items():
         for tp, offset in per.items():
-            check(f"groups.{group}.{tp}", offset, observation["groups"].get(group, {}).get(tp))
-    return passed, failures
+            key = f"groups.{group}.{tp}"
+            out.append(Check(key, offset, observation["groups"].get(group, {}).get(tp), lines.get(key, 0)))
+    return out
+
+
+def check_expectations(scenario: Scenario, observation: Mapping[str, Any]) -> tuple[int, list[str]]:
+    """Check the `expect:` block against an observation: (checks that held, failure messages). Each failure says
+    where it is written, what was expected and what was observed."""
+    results = checks(scenario.expect, scenario.expect_lines, observation)
+    return sum(c.ok for c in results), [c.failure() for c in results if not c.ok]
 
 
 def _show(value: Any) -> str:

@@ -26,7 +26,18 @@ from playground.session.backends import (
     live_only,
 )
 from playground.session.cache import CACHE, CHECKPOINT_EVERY
-from playground.session.commands import apply_step, back, kept_on_reset, reset, run_one, set_running, step, validate_step
+from playground.session.commands import (
+    apply_step,
+    back,
+    hint,
+    kept_on_reset,
+    predict,
+    reset,
+    run_one,
+    set_running,
+    step,
+    validate_step,
+)
 from playground.session.create import client_key, create, fork
 from playground.session.live import (
     NAME_RE,
@@ -50,6 +61,6 @@ __all__ = [
     "BACKEND_FACTORIES", "CACHE", "CHECKPOINT_EVERY", "LIVE_ONLY_BACKENDS", "NAME_RE", "CommandError", "DetachedBackend",
     "Live", "actor_from_entry", "actor_to_entry", "add_consumer", "add_producer", "apply_step", "back", "client_key",
     "cluster_problem", "create", "detached_message", "drive_key", "end", "ensure_runner", "exists", "fork", "free_play_actors",
-    "free_play_cluster", "group_name", "kafka_configured", "kept_on_reset", "live_only", "load", "moment", "rerun",
+    "free_play_cluster", "group_name", "hint", "kafka_configured", "kept_on_reset", "live_only", "load", "moment", "predict", "rerun",
     "reset", "run_loop", "run_one", "set_running", "step", "step_from_entry", "validate_step",
 ]

@@ -44,11 +44,16 @@ def from_cookies(cookies: Mapping[str, str], session_id: str) -> str | None:
 
 
 def from_header(header: str, session_id: str) -> str | None:
-    """The capability in a raw Cookie header (the websocket's handshake)."""
+    """The session's capability in a raw Cookie header (the websocket's handshake)."""
+    return cookie_in(header, cookie_name(session_id))
+
+
+def cookie_in(header: str, name: str) -> str | None:
+    """One cookie's value from a raw Cookie header."""
     jar = SimpleCookie()
     try:
         jar.load(header)
-    except Exception:  # noqa: BLE001 - a mangled cookie header is no capability
+    except Exception:  # noqa: BLE001 - a mangled cookie header carries no capability
         return None
-    morsel = jar.get(cookie_name(session_id))
+    morsel = jar.get(name)
     return morsel.value if morsel is not None else None

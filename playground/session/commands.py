@@ -16,10 +16,11 @@ from django.utils.translation import gettext as _
 
 from playground import limits
 from playground.backend import BackendError
+from playground.exercise import SKIP, pending_question
 from playground.session import store
 from playground.session.backends import cluster_problem, detached_message, live_only
 from playground.session.cache import CACHE
-from playground.session.live import CommandError, Live, actor_from_entry, step_from_entry
+from playground.session.live import CommandError, Live, actor_from_entry, is_command, step_from_entry
 from playground.session.replay import catch_up, fresh, replay, restore
 from playground.spec import CLUSTER_ACTORS, CONSUMER, CONSUMER_ACTIONS, PRODUCER, PRODUCER_ACTIONS, ActorSpec, Step
 
@@ -45,6 +46,8 @@ class Change:
 def run_entry(live: Live, entry: Mapping[str, Any]) -> dict[str, Any]:
     """Carry out a logged entry (a step, or an actor added) on the live backend; the entry as it should be logged
     now: with the outcome it gave, and the producers it left fenced that were not before."""
+    if not is_command(entry):
+        return {**entry, "outcome": "ok"}
     if "add" in entry:
         spec = actor_from_entry(entry["add"])
         live.backend.add_actor(spec)
@@ -213,6 +216,11 @@ def _next_scenario_step(live: Live) -> Change:
     return Change(append=[entry], running=False if (done and live.running) else None, message=entry["outcome"])
 
 
+def _unanswered(live: Live) -> None:
+    if pending_question(live) is not None:
+        raise CommandError(_("The next step asks a question first: answer it (or skip it), then step."), status=409)
+
+
 def step(session_id: str) -> tuple[Live, str]:
     """The scenario's next step ("step" button)."""
 
@@ -221,6 +229,7 @@ def step(session_id: str) -> tuple[Live, str]:
             raise CommandError(_("Free play has no scenario steps."))
         if live.cursor >= len(live.steps):
             raise CommandError(_("The scenario is over: reset to play it again."), status=409)
+        _unanswered(live)
         return _next_scenario_step(live)
 
     live, change = commit(session_id, mutate)
@@ -233,10 +242,12 @@ def run_one(session_id: str) -> bool:
     def mutate(live: Live) -> Change:
         if not live.running or live.scenario is None:
             return Change()
+        if pending_question(live) is not None:
+            return Change(running=False, message="question")  # a run stops at a question: the viewer answers it
         return _next_scenario_step(live)
 
     live, change = commit(session_id, mutate)
-    return live.running and live.cursor < len(live.steps) and change.message != "end"
+    return live.running and live.cursor < len(live.steps) and change.message not in ("end", "question")
 
 
 def set_running(session_id: str, running: bool) -> Live:
@@ -268,6 +279,39 @@ def back(session_id: str) -> Live:
             k = live.cursor - 1
             cut = next(i for i in range(live.length - 1, -1, -1) if live.commands[i].get("n") == k)
         return Change(truncate=cut, running=False)
+
+    live, _change = commit(session_id, mutate)
+    return live
+
+
+def predict(session_id: str, n: int, choice: int) -> Live:
+    """An answer to the question of scenario step n, before that step runs (SKIP: no answer)."""
+
+    def mutate(live: Live) -> Change:
+        steps = live.steps
+        question = steps[n].predict if 0 <= n < len(steps) else None
+        if not question:
+            raise CommandError(_("Step %(n)s asks no question.") % {"n": n + 1})
+        if n in live.predictions:
+            raise CommandError(_("This question is answered already."), status=409)
+        if n < live.cursor:
+            raise CommandError(_("This step has run: its answer is shown."), status=409)
+        if choice != SKIP and not 0 <= choice < len(question["choices"]):
+            raise CommandError(_("Choose one of the %(n)d answers.") % {"n": len(question["choices"])})
+        return Change(append=[{"predict": {"n": n, "choice": choice}, "outcome": "ok"}])
+
+    live, _change = commit(session_id, mutate)
+    return live
+
+
+def hint(session_id: str) -> Live:
+    """Reveal the exercise's next hint."""
+
+    def mutate(live: Live) -> Change:
+        hints = live.scenario.hints if live.scenario is not None else ()
+        if live.hints_shown >= len(hints):
+            raise CommandError(_("No more hints."), status=409)
+        return Change(append=[{"hint": live.hints_shown, "outcome": "ok"}])
 
     live, _change = commit(session_id, mutate)
     return live

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 from datetime import timedelta
-from typing import Any
+from typing import Any, Callable
 
 from django.conf import settings
 from django.db import transaction
@@ -41,17 +41,17 @@ def _check_rate(client: str) -> None:
         limits.check_sessions_per_minute(Session.objects.filter(client_key=client, created_at__gte=since).count())
 
 
-def _with_key(row: Session) -> Session:
-    """Give the new session a drive capability; the secret rides on the row object (never stored) for the view
-    to hand to the creator's browser."""
-    key = capability.new_key()
+def _with_key(row: Session, key_of: Callable[[str], str] | None = None) -> Session:
+    """Give the new session a drive capability (new, or derived from the session's id by `key_of`: a room's seat);
+    the secret rides on the row object (never stored) for the view to hand to the creator's browser."""
+    key = key_of(row.id) if key_of is not None else capability.new_key()
     row.drive_key = capability.digest(key)
     row.drive_secret = key  # type: ignore[attr-defined]
     return row
 
 
 def create(scenario: Any | None, *, source: str = "", backend: str = "sim", seed: int | None = None,
-           client: str = "") -> Session:
+           client: str = "", key: Callable[[str], str] | None = None) -> Session:
     """A new session for a scenario (with the exact text it was loaded from) or free play (scenario None)."""
     _check_rate(client)
     if scenario is not None:
@@ -59,7 +59,7 @@ def create(scenario: Any | None, *, source: str = "", backend: str = "sim", seed
         row.source = ScenarioText.store(source or scenario.source, scenario.id)
     else:
         row = Session(backend=backend, seed=seed or 0, client_key=client)
-    _with_key(row)
+    _with_key(row, key)
     # Build it once now: a scenario that fails to load or a backend that cannot start is the creator's error.
     live = fresh(row)
     try:

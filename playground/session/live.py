@@ -87,6 +87,11 @@ def actor_from_entry(obj: Mapping[str, Any]) -> ActorSpec:
     return ActorSpec(name=name, kind=kind, config=body, topics=topics)
 
 
+def is_command(entry: Mapping[str, Any]) -> bool:
+    """A step or an actor added: what the backend carries out (an exercise's answer or hint is not)."""
+    return "step" in entry or "add" in entry
+
+
 def mark_of(entry: Mapping[str, Any]) -> str | None:
     """What the scrubber marks a command with: "fenced" (a producer was fenced by it or got a fencing error),
     "error" (any other outcome than ok), "note" (a narrative note), or None."""
@@ -113,6 +118,8 @@ class Checkpoint:
     own_count: int
     marks: int  # how many of the session's marks fall before it
     produced: Mapping[str, int]
+    predictions: Mapping[int, int]
+    hints_shown: int
 
 
 @dataclass
@@ -140,6 +147,8 @@ class Live:
     # Set on a read-only moment (scrubbing, `?at=k`): the step shown, and the log's length at the head.
     moment: int | None = None
     head_length: int | None = None
+    replica: bool = False  # a moment of a real-cluster session: the simulator's replay of its log
+    seat: dict[str, Any] | None = None  # a workshop's session: rooms.seat_of() (room, code, attendee, name, item)
     # The simulator's state after every CHECKPOINT_EVERY commands (see cache.py); never on a moment.
     checkpoints: dict[int, Checkpoint] = field(default_factory=dict)
     # Derived from the log as entries are recorded (so a panel update does not walk 10,000 commands):
@@ -148,6 +157,8 @@ class Live:
     own_count: int = 0  # commands outside the scenario's narrative (the user's own)
     marks: list[tuple[int, str]] = field(default_factory=list)  # (seq, mark_of(entry)) for marked commands
     produced: dict[str, int] = field(default_factory=dict)  # produce commands per actor, for one-click values
+    predictions: dict[int, int] = field(default_factory=dict)  # exercise: scenario step -> the answer given
+    hints_shown: int = 0  # exercise: hints revealed so far
 
     # ---- the log -------------------------------------------------------------------------------------------
     def record(self, entry: dict[str, Any], row_id: int = 0) -> None:
@@ -157,6 +168,12 @@ class Live:
         self._derive(len(self.commands) - 1, entry)
 
     def _derive(self, seq: int, entry: Mapping[str, Any]) -> None:
+        if "predict" in entry:  # an exercise's answer, not a command: nothing else to derive
+            self.predictions[int(entry["predict"]["n"])] = int(entry["predict"]["choice"])
+            return
+        if "hint" in entry:
+            self.hints_shown = max(self.hints_shown, int(entry["hint"]) + 1)
+            return
         if "n" in entry:
             n = int(entry["n"])
             self.cursor = max(self.cursor, n + 1)
@@ -175,7 +192,7 @@ class Live:
 
     def checkpoint(self, state: bytes) -> Checkpoint:
         return Checkpoint(state, dict(self.actors), self.cursor, dict(self.step_outcomes), self.own_count,
-                          len(self.marks), dict(self.produced))
+                          len(self.marks), dict(self.produced), dict(self.predictions), self.hints_shown)
 
     def resume(self, head: "Live", length: int, cp: Checkpoint) -> None:
         """Take the first `length` commands of `head` and what `cp` (the checkpoint at `length`) derived from them."""
@@ -183,6 +200,7 @@ class Live:
         self.actors = dict(cp.actors)
         self.cursor, self.step_outcomes, self.own_count = cp.cursor, dict(cp.step_outcomes), cp.own_count
         self.marks, self.produced = head.marks[:cp.marks], dict(cp.produced)
+        self.predictions, self.hints_shown = dict(cp.predictions), cp.hints_shown
 
     @property
     def length(self) -> int:

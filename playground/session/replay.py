@@ -28,6 +28,7 @@ from playground.session.live import (
     actor_from_entry,
     free_play_actors,
     free_play_cluster,
+    is_command,
     step_from_entry,
 )
 from playground.spec import ActorSpec, ClusterSpec
@@ -61,6 +62,12 @@ def _origin(row: Session) -> dict[str, Any] | None:
     return {"session": row.forked_from_id, "at": row.forked_at} if row.forked_at is not None else None
 
 
+def _seat(row: Session) -> dict[str, Any] | None:
+    from playground.rooms import seat_of
+
+    return seat_of(row.id) if row.pk and not row._state.adding else None
+
+
 def fresh(row: Session, *, creating: bool = True, backend_name: str | None = None) -> Live:
     """A new backend for the session's scenario (or free play), nothing applied yet."""
     scenario, cluster, actors = spec_of(row)
@@ -70,11 +77,13 @@ def fresh(row: Session, *, creating: bool = True, backend_name: str | None = Non
     except BackendError as exc:
         log.warning("session %s: the %s backend did not start: %s", row.id, name, exc)
         raise CommandError(cluster_problem(exc, created=creating), status=503) from exc
-    return Live(row.id, name, row.seed, scenario, cluster, actors, backend, origin=_origin(row))
+    return Live(row.id, name, row.seed, scenario, cluster, actors, backend, origin=_origin(row), seat=_seat(row))
 
 
 def apply_entry(live: Live, entry: Mapping[str, Any]) -> str:
     """Apply one logged entry to the backend (an actor added, or a step) and return the outcome it gives now."""
+    if not is_command(entry):
+        return "ok"  # an exercise's answer or hint: nothing for the backend
     if "add" in entry:
         spec = actor_from_entry(entry["add"])
         live.backend.add_actor(spec)
@@ -111,7 +120,7 @@ def restore(head: Live, k: int, *, as_moment: bool = False) -> Live:
     cp = head.checkpoints.get(c)
     backend = thaw(cp.state) if cp else build(head.backend_name, head.cluster, _declared_actors(head), head.seed)
     live = Live(head.session_id, head.backend_name, head.seed, head.scenario, head.cluster, _declared_actors(head), backend,
-                version=head.version, origin=head.origin, moment=k if as_moment else None)
+                version=head.version, origin=head.origin, moment=k if as_moment else None, seat=head.seat)
     if cp:
         live.resume(head, c, cp)
     if not as_moment:
@@ -263,7 +272,7 @@ def moment(session_id: str, k: int) -> Live:
         else:
             at = restore(source, k, as_moment=True)
         at.moment, at.head_length, at.version = k, head.length, head.version
-        at.running, at.detached = False, ""
+        at.running, at.detached, at.replica = False, "", source is not head
         at.session_id = session_id
         CACHE.keep_moment(at)
         return at

@@ -327,3 +327,40 @@ def consumer_cards(cards: list, u: dict) -> str:
             f'<div class="actions">{"".join(b)}</div></article>'
         )
     return mark_safe("".join(out))
+
+
+@register.filter
+def index(sequence: Any, i: int) -> Any:
+    try:
+        return sequence[int(i)]
+    except (IndexError, TypeError, ValueError):
+        return None
+
+
+def _listed(values: Any) -> str:
+    if isinstance(values, list):
+        return "[" + ", ".join("null" if v is None else str(v) for v in values) + "]"
+    if isinstance(values, dict):
+        return ", ".join(f"{k} {v}" for k, v in values.items())
+    return "null" if values is None else str(values)
+
+
+@register.simple_tag
+def goal_item(item: dict) -> str:
+    """One check of an exercise's goal as a sentence, with what the session shows now when it does not hold yet."""
+    kind, subject, wanted = item["kind"], item["subject"].split(" "), item["wanted"]
+    if kind == "consumers":
+        text = _("%(c)s got %(v)s from %(tp)s") % {"c": subject[0], "v": _listed(wanted), "tp": subject[1]}
+    elif kind == "logs":
+        text = _("%(tp)s holds %(v)s") % {"tp": subject[0], "v": _listed(wanted)}
+    elif kind == "watermarks":
+        marks = {"high_watermark": "HW", "last_stable_offset": "LSO"}
+        text = f"{subject[0]}: " + ", ".join(f"{marks.get(k, k)} {v}" for k, v in wanted.items())
+    elif kind == "transactions":
+        text = f"{subject[0]}: " + ", ".join(f"{k} {v}" for k, v in wanted.items())
+    else:  # groups
+        text = _("group %(g)s committed %(o)s on %(tp)s") % {"g": subject[0], "o": _listed(wanted), "tp": subject[1]}
+    out = f'<span class="goal-text">{_a(text)}</span>'
+    if not item["ok"]:
+        out += f' <span class="now">{_a(_("now"))}: {_a(_listed(item["seen"]))}</span>'
+    return mark_safe(out)

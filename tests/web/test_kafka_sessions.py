@@ -297,3 +297,28 @@ def test_it_never_replays_a_live_only_session_behind_the_users_back(flaky, web):
 def test_it_rerun_and_end_are_for_real_cluster_sessions_only(free_session, web):
     assert web.post(f"/s/{free_session.id}/rerun/").status_code == 409
     assert web.post(f"/s/{free_session.id}/end/").status_code == 409
+
+
+@pytest.mark.kafka
+def test_it_scrubs_and_forks_a_real_cluster_session_on_the_simulator_or_fresh_topics(kafka, web):
+    sid = _sid(_new(web))
+    _play_one_transaction(web, sid)
+    # An earlier step of a real cluster's session is the simulator's replay of its log, and the page says so.
+    html = web.get(f"/s/{sid}/?at=5").content.decode()
+    assert "simulator's replay" in html.replace("’", "'")
+    at = session.moment(sid, 5)
+    assert at.backend_name == "sim" and [e["value"] for e in at.backend.view()["partitions"]["orders-0"]["log"]] == ["A-1", "A-2"]
+    # Forked onto the simulator: the simulator's own outcomes are stored, the original is untouched.
+    r = web.post(f"/s/{sid}/fork/", {"at": "6", "backend": "sim"})
+    fork = r["Location"].rstrip("/").rsplit("/", 1)[-1]
+    forked = session.load(fork)
+    assert forked.backend_name == "sim" and forked.origin == {"session": sid, "at": 6}
+    assert [e["outcome"] for e in forked.commands] == ["ok"] * 6
+    # Re-run up to there on fresh topics of the real cluster: a new prefix, live in this process.
+    r = web.post(f"/s/{sid}/fork/", {"at": "6", "backend": "kafka"})
+    rerun = r["Location"].rstrip("/").rsplit("/", 1)[-1]
+    again = session.load(rerun)
+    assert again.backend_name == "kafka" and not again.detached and again.backend.prefix != session.load(sid).backend.prefix
+    assert [e["outcome"] for e in again.commands] == ["ok"] * 6
+    for s in (sid, rerun):
+        _ok(web.post(f"/s/{s}/end/"))
