@@ -5,6 +5,11 @@ PY     := $(VENV)/bin/python
 PIP    := $(VENV)/bin/pip -q --disable-pip-version-check
 HOST   ?= 127.0.0.1
 PORT   ?= 8000
+# Production mode (playground/deploy.py) whenever the server is reachable from elsewhere: HOST not a loopback address
+# (127.x, ::1, localhost), or PLAYGROUND_PUBLIC_URL set, or PLAYGROUND_MODE=production. Then `make run` runs DEBUG off,
+# with a secret key kept in var/secret_key, static files collected and served by WhiteNoise, and prints the join link.
+PRODUCTION := $(strip $(filter-out 127.% localhost ::1 [::1],$(HOST)) $(PLAYGROUND_PUBLIC_URL) \
+                      $(filter production,$(PLAYGROUND_MODE)))
 
 .PHONY: run test test-fast bench kafka kafka-stop venv venv-test clean
 
@@ -24,10 +29,19 @@ venv: $(VENV)/.run-installed
 venv-test: $(VENV)/.test-installed
 
 ## Serve the dashboard on the embedded simulator: in-memory channel layer, SQLite.
+## `make run HOST=0.0.0.0` serves a room: production mode, and "Join at http://<this machine>:8000/w/".
+ifeq ($(PRODUCTION),)
 run: venv
 	$(PY) manage.py migrate --noinput
 	@echo "Kafka Transaction Playground: http://$(HOST):$(PORT)/"
 	$(VENV)/bin/daphne -b $(HOST) -p $(PORT) playground.asgi:application
+else
+run: export PLAYGROUND_MODE := production
+run: venv
+	$(PY) manage.py migrate --noinput
+	$(PY) manage.py collectstatic --noinput -v 0
+	$(PY) -m playground.deploy serve --host $(HOST) --port $(PORT)
+endif
 
 ## Every test: unit, scenarios, web, Redis, the real Kafka broker (3 nodes, started and stopped here), browser.
 test: venv-test

@@ -23,9 +23,13 @@ if settings.KAFKA_BOOTSTRAP_SERVERS:
 
     sweep_at_startup()
 
+# Static files: in production mode WhiteNoise serves them from collectstatic's output (a middleware, see settings.py);
+# otherwise Django's handler serves them straight from static/, so that `daphne` alone serves the whole dashboard.
+http_application = django_asgi_app if settings.PLAYGROUND_PRODUCTION else ASGIStaticFilesHandler(django_asgi_app)
+
 application = ProtocolTypeRouter(
     {
-        "http": ASGIStaticFilesHandler(django_asgi_app),
+        "http": http_application,
         "websocket": AllowedHostsOriginValidator(URLRouter(websocket_urlpatterns)),
     }
 )

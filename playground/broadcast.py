@@ -64,8 +64,12 @@ def render(name: str, ctx: Mapping[str, Any], lang: str, sid: str, oob: bool = T
         return render_to_string(f"playground/panels/{name}.html", {"p": ctx, "lang": lang, "sid": sid, "oob": oob, "u": u or urls(sid)})
 
 
-def version_tag(live: Any) -> str:
-    return f'<span id="state-version" data-version="{live.version}" hx-swap-oob="true"></span>'
+def version_tag(live: Any, base: int | None = None) -> str:
+    """The version the frame brings the page to, and (for a frame of differences) the version it assumes the page
+    shows: a page that missed a frame (Redis was down, or came back before it resubscribed) sees the gap and asks
+    for a snapshot."""
+    based = f' data-base="{base}"' if base is not None else ""
+    return f'<span id="state-version" data-version="{live.version}"{based} hx-swap-oob="true"></span>'
 
 
 def snapshot(live: Any, lang: str, head: Any = None) -> str:
@@ -117,7 +121,9 @@ def fragments(live: Any, langs: Iterable[str] = LANGS, contexts: Mapping[str, Ma
         _sent[live.session_id] = (live.version, digests, items)
     whole: list[str] = []
     parts: dict[str, list[Mapping[str, Any]]] = {}
+    base = None
     if previous is not None and previous[0] == live.version - 1:
+        base = previous[0]
         for n in panels.PANELS:
             if previous[1].get(n) != digests[n]:
                 whole.append(n)
@@ -135,7 +141,7 @@ def fragments(live: Any, langs: Iterable[str] = LANGS, contexts: Mapping[str, Ma
         html = [render(name, contexts[name], lang, live.session_id, u=u) for name in whole]
         for name, changed in parts.items():
             html += [_render_item(name, item, contexts[name], lang, u) for item in changed]
-        out[lang] = "".join(html) + version_tag(live)
+        out[lang] = "".join(html) + version_tag(live, base)
         # What a viewer looking at an earlier step gets: the slider's track, so the log's growth stays visible.
         scrub[lang] = html[whole.index("scrubber")] if "scrubber" in whole else ""
     return out, scrub
@@ -158,8 +164,9 @@ def publish(live: Any) -> None:
     try:
         async_to_sync(layer.group_send)(group_name(live.session_id),
                                          {"type": MESSAGE_TYPE, "version": live.version, "html": html, "scrub": scrub})
-    except Exception:  # noqa: BLE001 - the command is stored; viewers catch up on reconnect
+    except Exception:  # noqa: BLE001 - the command is stored; viewers catch up (see version_tag)
         log.exception("session %s: publishing version %s failed", live.session_id, live.version)
+        forget(live.session_id)  # nobody got it: the next update must not be a difference from it
     if live.seat is not None:
         from playground.rooms import publish_seat
 

@@ -86,6 +86,7 @@ class SessionConsumer(AsyncWebsocketConsumer):
         # never lost (the snapshot is rendered after joining, from the database's current log).
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.accept()
+        session.ensure_watchdog()  # this process serves pages: it takes over runs whose process died
         await self.send_snapshot()
 
     async def disconnect(self, code: int) -> None:
@@ -209,6 +210,8 @@ class RoomConsumer(AsyncWebsocketConsumer):
         for group in self.groups_joined:
             await self.channel_layer.group_add(group, self.channel_name)
         await self.accept()
+        # Where the room is now: a page that (re)connects after a move follows it (rooms.js compares items).
+        await self.room_moved({"item": room.current})
 
     async def disconnect(self, code: int) -> None:
         for group in getattr(self, "groups_joined", []):

@@ -73,6 +73,8 @@ class Session(models.Model):
     version = models.PositiveIntegerField(default=0)
     # The "run" button: a runner applies the remaining scenario steps while this is true ("pause" clears it).
     running = models.BooleanField(default=False)
+    # The runner's heartbeat: when a running session's is stale, its process died and another one takes over.
+    runner_at = models.DateTimeField(null=True, blank=True)
     # SHA-256 (hex) of the drive capability: whoever presents the secret may act. "" = nobody may (sessions stored
     # before capabilities existed: watch and fork them).
     drive_key = models.CharField(max_length=64, blank=True, default="")

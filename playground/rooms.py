@@ -155,14 +155,21 @@ def seat(room: Workshop, attendee: Attendee | None, item: int, owner_secret: str
     entry = room.agenda[item]
     text = ScenarioText.objects.get(pk=entry["text"])
     scenario = parse_scenario(text.text, f"{entry['id']}.yaml")
-    with transaction.atomic():
-        # The facilitator's seat (attendee NULL) is not covered by the unique constraint: the lock keeps it single.
-        Workshop.objects.select_for_update().filter(pk=room.pk).first()
+    row = session.create(scenario, source=text.text, backend="sim", key=lambda sid: derived_key(owner_secret, sid))
+    try:
+        with transaction.atomic():
+            # The facilitator's seat (attendee NULL) is not covered by the unique constraint: the lock keeps it
+            # single where the database has row locks (PostgreSQL); the check below covers SQLite.
+            Workshop.objects.select_for_update().filter(pk=room.pk).first()
+            if Seat.objects.filter(workshop=room, attendee=attendee, item=item).exists():
+                raise IntegrityError("seat taken")
+            Seat.objects.create(workshop=room, attendee=attendee, item=item, session_id=row.id)
+    except IntegrityError:
+        # Two pages of the same owner opened the item at once: the other one won; its session is the seat's.
+        session.CACHE.evict(row.id)
+        row.delete()
         found = Seat.objects.filter(workshop=room, attendee=attendee, item=item).values_list("session_id", flat=True).first()
-        if found:
-            return found, derived_key(owner_secret, found)
-        row = session.create(scenario, source=text.text, backend="sim", key=lambda sid: derived_key(owner_secret, sid))
-        Seat.objects.create(workshop=room, attendee=attendee, item=item, session_id=row.id)
+        return found, derived_key(owner_secret, found)
     live = session.CACHE.get(row.id)
     if live is not None:
         live.seat = seat_of(row.id)  # built before its seat existed

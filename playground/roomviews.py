@@ -84,7 +84,14 @@ def create(request: HttpRequest) -> HttpResponse:
     form = forms.NewWorkshopForm(request.POST)
     if not form.is_valid():
         return problem(form.message())
-    room, secret = rooms.create(form.cleaned_data["title"], request.POST.getlist("scenario"))
+    chosen = request.POST.getlist("scenario")[:50]
+
+    def position(item: tuple[int, str]) -> tuple[int, int]:
+        raw = request.POST.get(f"order-{item[1]}", "")
+        return (int(raw) if raw.isdigit() else 1000 + item[0], item[0])
+
+    ordered = [sid for _i, sid in sorted(enumerate(chosen), key=position)]
+    room, secret = rooms.create(form.cleaned_data["title"], ordered)
     response = redirect("board", code=room.code)
     _cookie(response, request, rooms.cookie_names(room.pk)[0], secret)
     return response

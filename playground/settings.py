@@ -1,17 +1,40 @@
 """Django settings. Embedded defaults (SQLite, in-memory channel layer, the simulator) so `make run` works on a
-bare machine; DATABASE_URL, REDIS_URL and KAFKA_BOOTSTRAP_SERVERS switch on the real parts."""
+bare machine; DATABASE_URL, REDIS_URL and KAFKA_BOOTSTRAP_SERVERS switch on the real parts. Production mode
+(PLAYGROUND_MODE=production, or PLAYGROUND_PUBLIC_URL set; playground/deploy.py) is for serving a room: DEBUG off, a
+kept secret key, hosts and origins from the public URL, https settings when it is https, static files by WhiteNoise."""
 
 import os
 from pathlib import Path
 
-from playground import dburl
+from playground import clientaddr, dburl, deploy
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("PLAYGROUND_VAR_DIR", BASE_DIR / "var"))
 
-SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "dev-only-not-secret-kafka-txn-playground")
-DEBUG = os.environ.get("DJANGO_DEBUG", "1") == "1"
-ALLOWED_HOSTS = os.environ.get("DJANGO_ALLOWED_HOSTS", "127.0.0.1,localhost,testserver").split(",")
+# Production mode (playground/deploy.py): PLAYGROUND_MODE=production, or PLAYGROUND_PUBLIC_URL set (and PLAYGROUND_MODE
+# unset). `make run` with a non-loopback HOST and the Docker image turn it on. Everything that differs is below.
+PLAYGROUND_PRODUCTION = deploy.production_mode()
+PLAYGROUND_PUBLIC = None  # production mode: the parsed PLAYGROUND_PUBLIC_URL (deploy.PublicURL), if set
+
+if not PLAYGROUND_PRODUCTION:
+    # `make run` on loopback, the tests: as it has always been.
+    SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", deploy.DEV_SECRET_KEY)
+    DEBUG = os.environ.get("DJANGO_DEBUG", "1") == "1"
+    ALLOWED_HOSTS = os.environ.get("DJANGO_ALLOWED_HOSTS", "127.0.0.1,localhost,testserver").split(",")
+else:
+    # DEBUG is off whatever DJANGO_DEBUG says; the key is DJANGO_SECRET_KEY or VAR_DIR/secret_key (made on first
+    # start, mode 0600), never the development one.
+    SECRET_KEY = deploy.secret_key(VAR_DIR)
+    DEBUG = False
+    _public_url = os.environ.get("PLAYGROUND_PUBLIC_URL", "").strip()
+    if _public_url:
+        PLAYGROUND_PUBLIC = deploy.parse_public_url(_public_url)
+    # The host the room types, the address Daphne is bound to (set by `make run`), localhost, and any extra names
+    # from DJANGO_ALLOWED_HOSTS.
+    _bind_host = os.environ.get("PLAYGROUND_BIND_HOST", "")
+    _port = int(os.environ.get("PLAYGROUND_PORT", "0") or 0) or None
+    ALLOWED_HOSTS = deploy.allowed_hosts(PLAYGROUND_PUBLIC, _bind_host, os.environ.get("DJANGO_ALLOWED_HOSTS", ""))
+    CSRF_TRUSTED_ORIGINS = deploy.csrf_trusted_origins(PLAYGROUND_PUBLIC, _bind_host, _port)
 
 INSTALLED_APPS = [
     "daphne",
@@ -28,6 +51,16 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
+if PLAYGROUND_PRODUCTION:
+    # WhiteNoise serves /static/ (hashed names from collectstatic, gzip/brotli variants, far-future Cache-Control)
+    # right after SecurityMiddleware; playground/asgi.py then leaves out Django's ASGIStaticFilesHandler. Before
+    # both: X-Forwarded-Proto counts only when a trusted proxy sent it (playground/clientaddr.py).
+    MIDDLEWARE = [
+        "playground.clientaddr.TrustedProxyHeadersMiddleware",
+        MIDDLEWARE[0],
+        "whitenoise.middleware.WhiteNoiseMiddleware",
+        *MIDDLEWARE[1:],
+    ]
 
 ROOT_URLCONF = "playground.urls"
 TEMPLATES = [
@@ -116,7 +149,60 @@ USE_TZ = True
 
 STATIC_URL = "/static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
-STATIC_ROOT = VAR_DIR / "static"
+# collectstatic's output. The Docker image puts it outside VAR_DIR, which is a volume there (a volume would keep the
+# files of the first image and hide a rebuilt image's).
+STATIC_ROOT = Path(os.environ.get("PLAYGROUND_STATIC_ROOT", VAR_DIR / "static"))
+if PLAYGROUND_PRODUCTION:
+    # Hashed names (css/playground.3f2a....css) and their .gz (and .br, when the Brotli package is installed) made by
+    # collectstatic, which the Makefile's production path and the Dockerfile run; WhiteNoise serves a hashed name
+    # with "max-age=315360000, public, immutable". A template naming a file collectstatic has not seen fails loudly.
+    STORAGES = {
+        "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+        "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
+    }
+
+# Reverse proxies whose X-Forwarded-For (and X-Forwarded-Proto) are believed: comma-separated IP addresses and CIDR
+# networks; empty (the default) believes no one. playground/clientaddr.py: client_address(request_or_scope).
+PLAYGROUND_TRUSTED_PROXIES = os.environ.get("PLAYGROUND_TRUSTED_PROXIES", "")
+clientaddr.parse_networks(PLAYGROUND_TRUSTED_PROXIES)  # a typo stops the server at startup, naming the variable
+
+if PLAYGROUND_PRODUCTION and PLAYGROUND_PUBLIC and PLAYGROUND_PUBLIC.secure:
+    # Served over https (Daphne with a TLS endpoint, or a TLS proxy in front): cookies only over https, plain http
+    # redirected to https (but /healthz, for health checks on the plain port), and HSTS.
+    SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = LANGUAGE_COOKIE_SECURE = True
+    SECURE_SSL_REDIRECT = True
+    SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
+    # A year by default; PLAYGROUND_HSTS_SECONDS=0 turns HSTS off (and `check --deploy` then says so).
+    SECURE_HSTS_SECONDS = int(os.environ.get("PLAYGROUND_HSTS_SECONDS", str(365 * 24 * 3600)))
+    # includeSubDomains covers the names under the public host only (ws.example.org: *.ws.example.org), never its
+    # parent domain.
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = True
+    SECURE_HSTS_PRELOAD = os.environ.get("PLAYGROUND_HSTS_PRELOAD", "") == "1"
+    if PLAYGROUND_TRUSTED_PROXIES:
+        # Behind a TLS proxy Daphne sees plain http; the proxy says https in X-Forwarded-Proto. Believed only from
+        # the trusted proxies: TrustedProxyHeadersMiddleware drops it from anyone else.
+        SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    SILENCED_SYSTEM_CHECKS = [] if SECURE_HSTS_PRELOAD else [
+        # security.W021 (no HSTS "preload"): preloading puts the whole registered domain and all its subdomains on
+        # the browsers' built-in https-only list, a decision for the domain's owner (hstspreload.org), not for an
+        # app on one of its hosts. PLAYGROUND_HSTS_PRELOAD=1 opts in (and then nothing is silenced).
+        "security.W021",
+    ]
+elif PLAYGROUND_PRODUCTION:
+    # Plain http on a LAN (a workshop room, a laptop on 0.0.0.0): there is no https to redirect to, to pin or to
+    # keep cookies on. These checks cannot apply, and only these are silenced; every other `check --deploy` check
+    # (DEBUG, SECRET_KEY, ALLOWED_HOSTS, ...) stays on. Serve with an https PLAYGROUND_PUBLIC_URL and they return.
+    SILENCED_SYSTEM_CHECKS = [
+        # security.W004 (SECURE_HSTS_SECONDS unset): browsers ignore Strict-Transport-Security received over plain
+        # http (RFC 6797, 8.1), so the header would do nothing.
+        "security.W004",
+        # security.W008 (SECURE_SSL_REDIRECT off): nothing listens for https; redirecting would make the site
+        # unreachable.
+        "security.W008",
+        # security.W016 (CSRF_COOKIE_SECURE off): a Secure cookie is never sent back over http, so every form
+        # (new session, commands) would fail its CSRF check.
+        "security.W016",
+    ]
 
 SCENARIO_DIR = BASE_DIR / "scenarios"
 

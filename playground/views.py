@@ -14,9 +14,11 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.translation import get_language
 from django.utils.translation import gettext as _
+from django.views.decorators.clickjacking import xframe_options_sameorigin
 from django.views.decorators.http import require_GET, require_POST
 
 from playground import broadcast, commands, forms, library, limits, panels, session
+from playground.clientaddr import client_address
 from playground.i18n import normalize
 from playground.models import ScenarioText
 from playground.scenario import check_text, pick
@@ -27,8 +29,9 @@ log = logging.getLogger(__name__)
 
 
 def client(request: HttpRequest) -> str:
-    """A keyed hash of the client's address (the per-client limits), never the address itself."""
-    return session.client_key(request.META.get("REMOTE_ADDR"))
+    """A keyed hash of the client's address (the per-client limits), never the address itself. Behind a reverse
+    proxy named in PLAYGROUND_TRUSTED_PROXIES, the address it forwarded (clientaddr.py); else the peer's."""
+    return session.client_key(client_address(request))
 
 
 def _key(request: HttpRequest, sid: str) -> str | None:
@@ -134,6 +137,7 @@ def _at(request: HttpRequest) -> int | None:
 
 
 @require_GET
+@xframe_options_sameorigin  # the workshop board's spotlight and follow-me frame it; nothing else of ours is framed
 def session_page(request: HttpRequest, sid: str) -> HttpResponse:
     try:
         at = _at(request)

@@ -25,7 +25,7 @@ def library_params():
         yield pytest.param(path, id=path.stem, marks=marks)
 
 
-def test_it_has_the_fourteen_scenarios_of_the_issue_in_order():
+def test_it_has_the_scenarios_and_exercises_of_the_issues_in_order():
     scenarios = load_library(LIBRARY)
     assert [s.id for s in scenarios] == [
         "commit-and-abort",
@@ -42,6 +42,13 @@ def test_it_has_the_fourteen_scenarios_of_the_issue_in_order():
         "commit-visibility-per-partition",
         "coordinator-failover",
         "static-vs-dynamic-ids",
+        # the workshops' exercises: the tutorial's four, the incident's two
+        "ex-isolation-levels",
+        "ex-crash-timeout",
+        "ex-who-is-fenced",
+        "ex-exactly-once-loop",
+        "ex-incident-find-the-cause",
+        "ex-incident-fix-it",
     ]
 
 

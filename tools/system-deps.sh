@@ -5,6 +5,7 @@
 set -euo pipefail
 need=()
 command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
+[ -x /usr/sbin/nginx ] || need+=(nginx)  # the failover tests put two Daphne processes behind one address
 # Debian keeps initdb/pg_ctl off PATH, under /usr/lib/postgresql/<major>/bin. The package also creates the `postgres`
 # user that tests/pg.py runs them as when the tests run as root. (Its own cluster is not used by the tests.)
 compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || need+=(postgresql)

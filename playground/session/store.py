@@ -54,6 +54,8 @@ def _split(entry: Mapping[str, Any]) -> tuple[dict[str, Any], str]:
 def _bump(row: Session, **fields: Any) -> bool:
     """The session's version moves from row.version to row.version + 1, or nothing happens (someone was first)."""
     fields.setdefault("updated_at", timezone.now())
+    if fields.get("running") is True:
+        fields.setdefault("runner_at", fields["updated_at"])  # a run starts beating now (see runner.py)
     return bool(Session.objects.filter(pk=row.pk, version=row.version).update(version=F("version") + 1, **fields))
 
 

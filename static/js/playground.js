@@ -231,6 +231,18 @@
   });
   document.addEventListener("htmx:wsAfterMessage", followServer);
 
+  // A frame of differences names the version it assumes this page shows (data-base); when that is not the version
+  // the page had, a frame was lost on the way (the channel layer was down): ask for the whole state again.
+  var shown = null;
+  document.addEventListener("htmx:wsAfterMessage", function () {
+    var tag = document.getElementById("state-version");
+    if (!tag) return;
+    var base = tag.dataset.base;
+    if (base !== undefined && base !== "" && shown !== null && base !== shown) send({ type: "snapshot" });
+    shown = tag.dataset.version;
+    delete tag.dataset.base;
+  });
+
   document.addEventListener("DOMContentLoaded", function () {
     scrollStrips();
     claimDrive();

@@ -6,9 +6,10 @@
     var move = document.getElementById("room-move");
     if (!move) return;
     if (move.dataset.goto) {
-      var to = move.dataset.goto;
+      var to = move.dataset.goto, mine = document.querySelector("[data-item]");
       move.removeAttribute("data-goto");
-      location.href = to;  // the attendee's own session for the new item (created on the way)
+      // The room is on another item than this page: the attendee's own session for it (created on the way).
+      if (mine && mine.dataset.item !== move.dataset.item) location.href = to;
     } else if (move.dataset.reload) {
       move.removeAttribute("data-reload");
       location.reload();

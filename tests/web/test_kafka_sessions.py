@@ -322,3 +322,21 @@ def test_it_scrubs_and_forks_a_real_cluster_session_on_the_simulator_or_fresh_to
     assert [e["outcome"] for e in again.commands] == ["ok"] * 6
     for s in (sid, rerun):
         _ok(web.post(f"/s/{s}/end/"))
+
+
+@pytest.mark.kafka
+def test_it_checks_an_exercises_goal_and_questions_on_the_real_cluster(kafka, web):
+    """The goal's checklist reads what the real cluster shows, as it does the simulator's."""
+    from playground import exercise, library
+
+    entry = library.find("ex-who-is-fenced")
+    sid = hold(web, session.create(entry.scenario, source=entry.scenario.source, backend="kafka")).id
+    try:
+        for step in entry.scenario.steps:
+            if step.predict:
+                session.predict(sid, step.index, step.predict["answer"])
+            session.step(sid)
+        live = session.load(sid)
+        assert live.predictions and all(i.ok for i in exercise.goal_items(live)), [i.as_dict() for i in exercise.goal_items(live)]
+    finally:
+        _ok(web.post(f"/s/{sid}/end/"))

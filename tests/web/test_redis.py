@@ -4,7 +4,6 @@ processes serving one session. Marked `redis`: in CI these run and never skip.""
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 from channels.db import database_sync_to_async
@@ -14,8 +13,9 @@ from playground import procs, session
 from playground.session import capability
 from playground.asgi import application
 
+from tests.wsviewer import frames_until, open_viewer
+
 from .http import Browserish
-from playground.wsclient import WSClient
 
 pytestmark = [pytest.mark.redis]
 
@@ -50,27 +50,18 @@ def two_servers(tmp_path, redis_server):
     second.stop()
 
 
-def _frames_until(ws: WSClient, needle: str, timeout: float = 10) -> str:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        frame = ws.recv(timeout=max(0.1, deadline - time.monotonic()))
-        if needle in frame:
-            return frame
-    raise AssertionError(f"no frame with {needle!r} within {timeout} s")
-
-
 def test_it_shows_live_on_the_second_process_what_is_driven_through_the_first(two_servers):
     first, second = two_servers
     driver = Browserish(first.url)
     sid = driver.new_session("")
-    viewer = WSClient("127.0.0.1", second.port, f"/ws/s/{sid}/")
+    viewer = open_viewer(second.url, sid)
     snapshot = viewer.recv(timeout=10)
     assert 'id="p-producers"' in snapshot and 'data-producer="A"' not in snapshot
 
     assert driver.post(f"/s/{sid}/add-producer/", {"mode": "new"})[0] == 204
-    _frames_until(viewer, 'data-producer="A"')
+    frames_until(viewer, 'data-producer="A"')
     assert driver.post(f"/s/{sid}/action/", {"actor": "A", "action": "init_transactions"})[0] == 204
-    _frames_until(viewer, "InitProducerId")
+    frames_until(viewer, "InitProducerId")
 
     # The second process can drive too (for whoever holds the drive link): it catches up by replaying the log first.
     other = Browserish(second.url)
@@ -78,7 +69,7 @@ def test_it_shows_live_on_the_second_process_what_is_driven_through_the_first(tw
     assert other.post(f"/s/{sid}/claim/", {"key": driver.cookie(capability.cookie_name(sid))})[0] == 204
     assert other.post(f"/s/{sid}/action/", {"actor": "A", "action": "begin_transaction"})[0] == 204
     assert driver.post(f"/s/{sid}/produce/", {"actor": "A", "topic": "orders", "partition": "0", "value": "hello"})[0] == 204
-    frame = _frames_until(viewer, "hello")
+    frame = frames_until(viewer, "hello")
     assert 'data-fate="open"' in frame
     status, body = Browserish(second.url).get(f"/s/{sid}/log.json")
     log = json.loads(body)["commands"]

@@ -198,3 +198,29 @@ async def test_it_goes_back_to_live_when_the_step_is_not_in_the_log(free_session
     assert 'id="ws-error"' in await ws.receive_from(timeout=5)
     assert 'data-at="live"' in await ws.receive_from(timeout=5)
     await ws.disconnect()
+
+
+async def test_it_takes_over_a_run_whose_runner_stopped_beating(fencing_session, settings):
+    """A process that ran a "run" died: its heartbeat is stale; the watchdog of a process serving the page claims
+    the run once, and the steps go on."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from playground.session import runner
+
+    settings.PLAYGROUND_RUN_STEP_MS = 20
+    sid = fencing_session.id
+    await database_sync_to_async(session.set_running)(sid, True)  # "run" pressed in a process that then died
+    stale = timezone.now() - timedelta(seconds=runner.RUNNER_STALE_S + 1)
+    await database_sync_to_async(Session.objects.filter(pk=sid).update)(runner_at=stale)
+    assert await database_sync_to_async(runner.orphaned_runs)() == [sid]
+    assert await database_sync_to_async(runner.orphaned_runs)() == []  # claimed once: nobody else takes it
+    runner.ensure_runner(sid)
+    total = len((await database_sync_to_async(session.load)(sid)).steps)
+    for _ in range(200):
+        row = await database_sync_to_async(Session.objects.get)(pk=sid)
+        if not row.running:
+            break
+        await asyncio.sleep(0.05)
+    assert not row.running and row.length == total

@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from playground import procs  # noqa: E402
-from playground.wsclient import WSClient  # noqa: E402
+from tests.wsviewer import ConnectionClosed, open_viewer  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -118,10 +118,10 @@ class SocketViewer:
 
     VERSION = re.compile(r'id="state-version" data-version="(\d+)"')
 
-    def __init__(self, port: int, path: str) -> None:
+    def __init__(self, server: str, sid: str) -> None:
         import threading
 
-        self.ws = WSClient("127.0.0.1", port, path, timeout=60)
+        self.ws = open_viewer(server, sid, timeout=60)
         self.seen: dict[str, float] = {}
         self.ws.recv(timeout=60)  # the snapshot
         self.thread = threading.Thread(target=self._run, daemon=True)
@@ -135,7 +135,7 @@ class SocketViewer:
                 m = self.VERSION.search(frame)
                 if m and m.group(1) not in self.seen:
                     self.seen[m.group(1)] = now
-        except (OSError, ConnectionError):
+        except (OSError, ConnectionClosed):  # closed by close() at the end of the case, or by the server
             return
 
     def close(self) -> None:
@@ -161,7 +161,7 @@ def run_case(browser, servers: list[procs.Proc], viewers: int, events: int, rate
     for page in pages:
         page.wait_for_selector("#ws-status[data-state=open]", timeout=60000)
         page.evaluate(OBSERVE)
-    sockets = [SocketViewer(servers[i % len(servers)].port, f"/ws/s/{sid}/") for i in range(viewers - in_chromium)]
+    sockets = [SocketViewer(servers[i % len(servers)].url, sid) for i in range(viewers - in_chromium)]
     time.sleep(1.0)
     sent: dict[str, float] = {}
     posts: list[float] = []

@@ -1,0 +1,131 @@
+"""A workshop in Chromium: a facilitator and three attendees in separate browsers. They join by code, do the
+fencing exercise, the checklist ticks, a prediction is answered and revealed, the board shows all three live,
+spotlight and follow-me work."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from .conftest import shot
+
+pytestmark = pytest.mark.browser
+
+
+def _wait_version(page, before: str) -> None:
+    page.wait_for_function(f"document.querySelector('#state-version').dataset.version !== '{before}'", timeout=8000)
+
+
+def _version(page) -> str:
+    return page.locator("#state-version").get_attribute("data-version")
+
+
+def _step(page) -> None:
+    before = _version(page)
+    page.keyboard.press("n")
+    _wait_version(page, before)
+
+
+def test_it_runs_a_workshop_with_three_attendees(browser, server):
+    contexts = []
+
+    def context():
+        ctx = browser.new_context(viewport={"width": 1440, "height": 1000}, locale="en-US")
+        contexts.append(ctx)
+        return ctx.new_page()
+
+    # The facilitator creates the room: the fencing exercise first.
+    fac = context()
+    fac.goto(server.url + "/w/new/")
+    for box in fac.locator("input[name=scenario]").all():
+        box.set_checked(box.get_attribute("value") in ("ex-who-is-fenced", "zombie-fencing"))
+    fac.fill("input[name=order-ex-who-is-fenced]", "1")
+    fac.fill("input[name=order-zombie-fencing]", "2")
+    fac.locator("#create-room").click()
+    fac.wait_for_url(re.compile(r"/w/[A-Z0-9]{6}/board/$"))
+    code = fac.locator("#room-code").inner_text()
+    fac.wait_for_selector("#ws-status[data-state=open]")
+
+    # Three attendees join by code (typed in lower case), each gets a session of their own.
+    attendees = []
+    for name in ("Ada", "Lin", "Bo"):
+        page = context()
+        page.goto(server.url + "/w/")
+        page.fill("input[name=code]", code.lower())
+        page.fill("input[name=name]", name)
+        page.locator("form.join-form button.primary").click()
+        page.wait_for_url(re.compile(r"/s/[^/]+/$"))
+        page.wait_for_selector("#ws-status[data-state=open]")
+        assert f"you are {name}" in page.locator(".roombar").inner_text()
+        attendees.append(page)
+    fac.reload()
+    fac.wait_for_selector("#ws-status[data-state=open]")
+    assert fac.locator(".seat").count() == 3
+
+    # Ada works through the exercise: the checklist ticks as her steps reach the goal; a question comes first.
+    ada = attendees[0]
+    total = int(ada.locator(".goal-count").get_attribute("data-total"))
+    assert ada.locator(".goal-count").get_attribute("data-done") == "0"
+    while ada.locator(".question").count() == 0:
+        _step(ada)
+    question = ada.locator(".question")
+    n = question.get_attribute("data-n")
+    assert ada.locator('button[data-post*="/step/"]').is_enabled()
+    before = _version(ada)
+    question.locator(".choices button").first.click()
+    _wait_version(ada, before)
+    # Lin answers the same question too (the room's distribution counts both).
+    lin = attendees[1]
+    while lin.locator(".question").count() == 0:
+        _step(lin)
+    before = _version(lin)
+    lin.locator(".question .choices button").nth(1).click()
+    _wait_version(lin, before)
+    _step(ada)  # the step runs: the right answer and the room's answers are shown
+    answered = ada.locator(f'.answered[data-n="{n}"]')
+    answered.wait_for()
+    assert answered.locator("li.right").count() == 1 and answered.locator("li.mine").count() == 1
+    assert sum(int(x) for x in answered.locator(".n").all_inner_texts()) == 2
+    while ada.locator('button[data-post*="/step/"]').is_enabled():
+        if ada.locator(".question").count():
+            before = _version(ada)
+            ada.locator(".question .choices button").first.click()  # the later questions: any answer
+            _wait_version(ada, before)
+        else:
+            _step(ada)
+    assert ada.locator(".goal-count").get_attribute("data-done") == str(total)
+    assert ada.locator(".goal-met").is_visible()
+    shot(ada, "workshop-attendee", full_page=False)
+
+    # The board shows all three, live: Ada's goal met, Lin's progress.
+    fac.wait_for_function("document.querySelector('.seat.met') !== null", timeout=8000)
+    cards = fac.locator(".seat")
+    assert cards.count() == 3 and "Ada" in fac.locator(".seat.met").inner_text()
+    assert fac.locator("#room-questions .dist .n").first.is_visible()
+    shot(fac, "workshop-board", full_page=False)
+
+    # Spotlight: one attendee's session full screen, watch-only.
+    fac.locator(".seat.met .spotlight").click()
+    frame = fac.frame_locator("#spotlight iframe")
+    frame.locator("#ws-status[data-state=open]").wait_for(timeout=10000)
+    assert frame.locator("body.present.watch").count() == 1
+    fac.locator("#spotlight-close").click()
+
+    # Follow me: the facilitator's own session appears, live and watch-only, on every attendee's page.
+    before = fac.url
+    fac.locator("#follow-toggle").click()
+    fac.wait_for_function("document.querySelector('#follow-toggle').textContent.includes('on')", timeout=8000)
+    bo = attendees[2]
+    bo.wait_for_selector(".follow-panel iframe", timeout=10000)
+    follow = bo.frame_locator(".follow-panel iframe")
+    follow.locator("#ws-status[data-state=open]").wait_for(timeout=10000)
+    assert follow.locator("body.watch").count() == 1
+    shot(bo, "workshop-follow", full_page=False)
+
+    # The facilitator moves the room on: every attendee's page opens the next item.
+    fac.goto(before)
+    fac.locator(".agenda button").first.click()
+    bo.wait_for_function("document.title.includes('Two instances')", timeout=10000), bo.url
+    for ctx in contexts:
+        ctx.close()

@@ -1,0 +1,188 @@
+"""Workshops: a facilitator's room, attendees joining by code with a display name, a session each per agenda item,
+the room moved from item to item, the board's cards and the room's answers, and who may do what."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from channels.db import database_sync_to_async
+from channels.testing import WebsocketCommunicator
+from django.test import Client
+
+from playground import rooms, session
+from playground.asgi import application
+from playground.models import Attendee, Seat, Workshop
+from playground.session import capability
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+AGENDA = ["ex-who-is-fenced", "zombie-fencing"]
+
+
+def _facilitator() -> tuple[Client, Workshop]:
+    c = Client()
+    r = c.post("/w/create/", {"title": "Tuesday", "scenario": AGENDA})
+    assert r.status_code == 302, r.content
+    code = r["Location"].strip("/").split("/")[-2]
+    return c, Workshop.objects.get(code=code)
+
+
+def _attendee(room: Workshop, name: str) -> tuple[Client, str]:
+    c = Client()
+    r = c.post("/w/join/", {"code": room.code.lower(), "name": name})
+    assert r.status_code == 302, r.content
+    r = c.get(r["Location"])
+    assert r.status_code == 302 and r["Location"].startswith("/s/")
+    return c, r["Location"].strip("/").split("/")[-1]
+
+
+def test_it_gives_a_room_a_six_character_code_without_look_alikes():
+    _c, room = _facilitator()
+    assert len(room.code) == 6 and not set(room.code) & set("IL1O0")
+    assert [a["id"] for a in room.agenda] == AGENDA
+
+
+def test_it_gives_each_attendee_a_session_of_their_own_that_only_they_drive():
+    _f, room = _facilitator()
+    ada, ada_sid = _attendee(room, "Ada")
+    lin, lin_sid = _attendee(room, "Lin")
+    assert ada_sid != lin_sid and session.load(ada_sid).scenario.id == "ex-who-is-fenced"
+    assert ada.post(f"/s/{ada_sid}/step/").status_code == 204
+    assert lin.post(f"/s/{ada_sid}/step/").status_code == 403  # attendees cannot act on each other's sessions
+    again = ada.get(f"/w/{room.code}/")  # the same browser comes back: the same session, still hers to drive
+    assert again["Location"] == f"/s/{ada_sid}/"
+    assert ada.post(f"/s/{ada_sid}/step/").status_code == 204
+
+
+def test_it_moves_the_room_only_for_the_facilitator():
+    fac, room = _facilitator()
+    ada, ada_sid = _attendee(room, "Ada")
+    assert ada.post(f"/w/{room.code}/move/", {"item": "1"}).status_code == 403
+    assert ada.get(f"/w/{room.code}/board/").status_code == 403
+    assert fac.post(f"/w/{room.code}/move/", {"item": "1"}).status_code == 204
+    r = ada.get(f"/w/{room.code}/")
+    new_sid = r["Location"].strip("/").split("/")[-1]
+    assert new_sid != ada_sid and session.load(new_sid).scenario.id == "zombie-fencing"
+    assert fac.post(f"/w/{room.code}/move/", {"item": "7"}).status_code == 404
+
+
+def test_it_refuses_a_taken_name_and_a_name_of_nothing():
+    _f, room = _facilitator()
+    _attendee(room, "Ada")
+    r = Client().post("/w/join/", {"code": room.code, "name": "Ada"})
+    assert r.status_code == 409 and "already called" in r.content.decode()
+    assert Client().post("/w/join/", {"code": room.code, "name": "   "}).status_code == 400
+    assert Attendee.objects.filter(workshop=room).count() == 1
+
+
+def test_it_rate_limits_wrong_join_codes_per_client():
+    c = Client()
+    for i in range(rooms.WRONG_CODES_PER_MINUTE):
+        assert c.post("/w/join/", {"code": "ZZZZZ" + "23456789ABCDEFGHJKMNPQRSTUVWXY"[i], "name": "x"}).status_code == 404
+    assert c.post("/w/join/", {"code": "ZZZZZZ", "name": "x"}).status_code == 429
+    _f, room = _facilitator()
+    assert c.post("/w/join/", {"code": room.code, "name": "late"}).status_code == 429  # the right code waits too
+
+
+def test_it_never_hits_the_session_creation_limit_when_a_room_joins(settings):
+    settings.PLAYGROUND_LIMITS = {"sessions_per_minute": 2}
+    _f, room = _facilitator()
+    for i in range(6):  # a room behind one address (one NAT)
+        _attendee(room, f"attendee {i}")
+    assert Seat.objects.filter(workshop=room).count() == 6
+
+
+def test_it_escapes_display_names_on_the_board_and_the_pages():
+    fac, room = _facilitator()
+    name = "<script>alert(1)</script>"
+    c, sid = _attendee(room, name)
+    board = fac.get(f"/w/{room.code}/board/").content.decode()
+    page = c.get(f"/s/{sid}/").content.decode()
+    for html in (board, page):
+        assert name not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+
+
+def test_it_counts_the_rooms_answers_for_the_board():
+    _f, room = _facilitator()
+    sids = [_attendee(room, n)[1] for n in ("Ada", "Lin", "Bo")]
+    steps = session.load(sids[0]).steps
+    q = next(s for s in steps if s.predict)
+    for sid, choice in zip(sids, (q.predict["answer"], q.predict["answer"], -1)):
+        for _ in range(q.index):
+            session.step(sid)
+        session.predict(sid, q.index, choice)
+    (first, *_rest) = rooms.questions(Workshop.objects.get(pk=room.pk), 0)
+    assert first["n"] == q.index and first["dist"]["counts"][q.predict["answer"]] == 2 and first["dist"]["skipped"] == 1
+    session.step(sids[0])
+    from playground import broadcast, panels
+
+    live = session.load(sids[0])
+    (asked,) = [a for a in panels.exercise(live, broadcast.view_of(live))["asked"] if a["n"] == q.index]
+    assert asked["dist"]["total"] == 3  # the attendee sees the whole room's answers once the step ran
+
+
+def test_it_survives_a_restart():
+    _f, room = _facilitator()
+    ada, sid = _attendee(room, "Ada")
+    ada.post(f"/s/{sid}/step/")
+    session.CACHE.clear()  # what a restarted server has: the database
+    assert ada.get(f"/w/{room.code}/")["Location"] == f"/s/{sid}/"
+    assert session.load(sid).cursor == 1 and session.load(sid).seat["name"] == "Ada"
+
+
+async def test_it_shows_the_board_each_attendees_progress_live():
+    fac, room = await database_sync_to_async(_facilitator)()
+    ada, sid = await database_sync_to_async(_attendee)(room, "Ada")
+    cookie = "; ".join(f"{k}={v.value}" for k, v in fac.cookies.items())
+    board = WebsocketCommunicator(application, f"/ws/w/{room.pk}/",
+                                  headers=[(b"origin", b"http://127.0.0.1"), (b"host", b"127.0.0.1"), (b"cookie", cookie.encode())])
+    assert (await board.connect(timeout=5))[0]
+    assert 'data-item="0"' in await board.receive_from(timeout=5)  # where the room is: a late page follows it
+    await database_sync_to_async(session.step)(sid)
+    frame = await board.receive_from(timeout=5)
+    assert f'id="seat-' in frame and "Ada" in frame and "1/" in frame
+    stranger = WebsocketCommunicator(application, f"/ws/w/{room.pk}/", headers=[(b"origin", b"http://127.0.0.1"), (b"host", b"127.0.0.1")])
+    connected, code = await stranger.connect(timeout=5)
+    assert not connected and code == 4403  # neither the facilitator nor an attendee
+    await database_sync_to_async(rooms.move)(room, 1)
+    assert 'data-goto="/w/' in await board.receive_from(timeout=5)
+    await board.disconnect()
+
+
+def test_it_limits_wrong_codes_per_forwarded_client_only_behind_a_trusted_proxy(settings):
+    """Behind a reverse proxy every request comes from the proxy's address: trusted, the client's forwarded address
+    is what is limited (a room's attendees are not lumped together); not trusted, a forged header changes nothing."""
+    settings.PLAYGROUND_TRUSTED_PROXIES = "127.0.0.1"
+    for i in range(rooms.WRONG_CODES_PER_MINUTE):
+        Client(REMOTE_ADDR="127.0.0.1", HTTP_X_FORWARDED_FOR="203.0.113.7").post("/w/join/", {"code": "ZZZZZZ", "name": "x"})
+    assert Client(REMOTE_ADDR="127.0.0.1", HTTP_X_FORWARDED_FOR="203.0.113.7").post("/w/join/", {"code": "ZZZZZZ", "name": "x"}).status_code == 429
+    assert Client(REMOTE_ADDR="127.0.0.1", HTTP_X_FORWARDED_FOR="203.0.113.8").post("/w/join/", {"code": "ZZZZZZ", "name": "x"}).status_code == 404
+    settings.PLAYGROUND_TRUSTED_PROXIES = ""
+    for i in range(rooms.WRONG_CODES_PER_MINUTE):
+        Client(REMOTE_ADDR="198.51.100.1", HTTP_X_FORWARDED_FOR=f"203.0.113.{i}").post("/w/join/", {"code": "ZZZZZZ", "name": "x"})
+    assert Client(REMOTE_ADDR="198.51.100.1", HTTP_X_FORWARDED_FOR="203.0.113.99").post("/w/join/", {"code": "ZZZZZZ", "name": "x"}).status_code == 429
+
+
+def test_it_gives_two_pages_opening_the_same_item_at_once_the_same_seat(monkeypatch):
+    """The follow-me frame and the page around it can open the next item together: one seat, one session."""
+    _f, room = _facilitator()
+    _c, first = _attendee(room, "Ada")
+    ada = Attendee.objects.get(workshop=room, name="Ada")
+    real_create = session.create
+    winner = {}
+
+    def racing_create(*args, **kwargs):
+        row = real_create(*args, **kwargs)
+        if not winner:  # the other page's request lands its seat while this one builds its session
+            other = real_create(*args, **kwargs)
+            Seat.objects.create(workshop=room, attendee=ada, item=1, session_id=other.id)
+            winner["sid"] = other.id
+        return row
+
+    monkeypatch.setattr(session, "create", racing_create)
+    sid, _key = rooms.seat(room, ada, 1, "secret")
+    assert sid == winner["sid"] and Seat.objects.filter(workshop=room, attendee=ada, item=1).count() == 1
+    from playground.models import Session
+
+    assert Session.objects.filter(seat__isnull=True, scenario_id="zombie-fencing").count() == 0  # the loser's is gone
