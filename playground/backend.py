@@ -104,6 +104,15 @@ class Backend(ABC):
         cheaply answers the empty set (the command's own error outcome is marked anyway)."""
         return frozenset()
 
+    def polled(self, actor: str) -> list[tuple[str, int]]:
+        """The records (partition, offset) the consumer's last poll returned: what the anomaly checker reads."""
+        return []
+
+    def stable_offsets(self) -> dict[str, int]:
+        """The last stable offset of every partition right now, when the backend can tell cheaply ({} otherwise):
+        the checker compares what a read_committed poll returned with it."""
+        return {}
+
     def close(self) -> None:
         """Release clients, processes and (real cluster) the session's topics."""
 

@@ -13,6 +13,7 @@ Anything else gets an error frame (an out-of-band fragment for the #ws-error ele
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from html import escape
@@ -31,6 +32,7 @@ from playground.session import capability
 log = logging.getLogger(__name__)
 
 MAX_FRAME = 4096
+ANSWERS_COALESCE_MS = 250  # the board's answer bars: at most 4 renders a second however fast the room answers
 
 
 def _headers(scope) -> dict[bytes, bytes]:
@@ -214,6 +216,8 @@ class RoomConsumer(AsyncWebsocketConsumer):
         await self.room_moved({"item": room.current})
 
     async def disconnect(self, code: int) -> None:
+        if getattr(self, "answers_due", None):
+            self.answers_due.cancel()
         for group in getattr(self, "groups_joined", []):
             await self.channel_layer.group_discard(group, self.channel_name)
 
@@ -236,8 +240,16 @@ class RoomConsumer(AsyncWebsocketConsumer):
             await self.send(text_data=html.get(self.lang) or next(iter(html.values()), ""))
 
     async def room_answers(self, event: dict) -> None:
-        if self.board:
-            await self.send(text_data=await database_sync_to_async(self._questions)())
+        # A room answering at once sends one message per answer; rendering the questions for each would queue the
+        # board's card updates behind them (a consumer handles its messages one at a time). One render per
+        # ANSWERS_COALESCE_MS, off the message loop, shows them all.
+        if self.board and not getattr(self, "answers_due", None):
+            self.answers_due = asyncio.create_task(self._send_questions())
+
+    async def _send_questions(self) -> None:
+        await asyncio.sleep(ANSWERS_COALESCE_MS / 1000)
+        self.answers_due = None
+        await self.send(text_data=await database_sync_to_async(self._questions)())
 
     def _questions(self) -> str:
         from django.template.loader import render_to_string

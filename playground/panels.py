@@ -22,7 +22,8 @@ MINE_ROWS = 30  # the user's own commands listed in the narrative
 PALETTE = 8  # producer colours (CSS classes pc0..pc7)
 
 PANELS = ("header", "scrubber", "cluster", "producers", "consumers", "logs", "coordinator", "timeline", "truth", "narrative",
-          "exercise")
+          "exercise", "database", "anomalies")
+ANOMALIES_LIVE_MAX = 2000  # commands up to which the anomaly checker runs on every update
 SCRUB_WIDTH = 1000  # the time slider's drawing, in SVG units
 SCRUB_TICKS_MAX = 400  # up to this many commands, a tick each; beyond, the track (and the marks) only
 SCRUB_COLUMN = 3  # marks of one kind closer than this (SVG units) are drawn as one
@@ -484,6 +485,37 @@ def exercise(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+def database(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
+    """The application's tables, and the reconciliation query's rows with its gaps lit: a column whose values are
+    all 0 or 1 is a check, and a row with a 0 in one is a gap (an order paid but never delivered...)."""
+    db = view.get("database")
+    if not db:
+        return {"on": False}
+    rec = db.get("reconcile")
+    checks: list[int] = []
+    rows = []
+    if rec and rec.get("rows"):
+        checks = list(rec.get("checks") or [])
+        rows = [{"cells": r, "gap": any(r[i] == 0 for i in checks)} for r in rec["rows"]]
+    return {
+        "on": True,
+        "tables": [{"name": n, **t} for n, t in db["tables"].items()],
+        "in_transaction": db.get("in_transaction", False),
+        "reconcile": {"title": db.get("reconcile_title") or {}, "columns": rec["columns"], "checks": checks, "rows": rows,
+                      "error": rec.get("error"), "gaps": sum(r["gap"] for r in rows)} if rec else None,
+    }
+
+
+def anomalies(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
+    """What the anomaly checker finds in the session's history (playground/anomalies.py), each finding with the
+    steps it names (the time slider goes there)."""
+    from playground.session.history import findings
+
+    if live.length > ANOMALIES_LIVE_MAX:
+        return {"deferred": True, "findings": []}
+    return {"deferred": False, "findings": [f.as_dict() for f in findings(live)]}
+
+
 def _add_summary(kind: str, body: Mapping[str, Any]) -> str:
     if kind == "producer":
         return f"transactional.id {body['transactional.id']}" if body.get("transactional.id") else "plain"
@@ -505,6 +537,8 @@ BUILDERS = {
     "truth": truth,
     "narrative": narrative,
     "exercise": exercise,
+    "database": database,
+    "anomalies": anomalies,
 }
 
 

@@ -137,6 +137,7 @@ def join(code: str, name: str, *, client: str, secret: str | None = None) -> tup
             attendee = Attendee.objects.create(workshop=room, name=name, key=capability.digest(fresh))
     except IntegrityError:
         raise CommandError(_("Someone in this room is already called %(name)s: pick another name.") % {"name": name}, status=409) from None
+    publish_joined(room, attendee)
     return room, attendee, fresh
 
 
@@ -283,6 +284,22 @@ def _send(group: str, message: dict[str, Any]) -> None:
         log.exception("sending %s to %s failed", message.get("type"), group)
 
 
+def blank_card(attendee: Attendee) -> dict[str, Any]:
+    return {"session": None, "attendee": attendee.pk, "name": attendee.name, "cursor": 0, "total": 0,
+            "commands": 0, "goal": None, "last_error": None, "strips": []}
+
+
+def publish_joined(room: Workshop, attendee: Attendee) -> None:
+    """A new attendee on the board at once (a board opened before the room joined has no slot for the card:
+    rooms.js appends a card it finds no place for), with the room's new head count."""
+    c, n = blank_card(attendee), Attendee.objects.filter(workshop=room).count()
+    html = {}
+    for lang in LANGS:
+        with translation.override(lang):
+            html[lang] = render_card(c, lang) + render_to_string("playground/rooms/_seat_count.html", {"n": n, "oob": True})
+    _send(board_group(room.pk), {"type": "room.seat", "html": html})
+
+
 def cards(room: Workshop, item: int) -> list[dict[str, Any]]:
     """Every attendee's card for an agenda item (the board's first render): sessions replayed as needed."""
     from playground import broadcast, panels, session
@@ -292,8 +309,7 @@ def cards(room: Workshop, item: int) -> list[dict[str, Any]]:
     for attendee in Attendee.objects.filter(workshop=room):
         sid = seats.get(attendee.pk)
         if sid is None:
-            out.append({"session": None, "attendee": attendee.pk, "name": attendee.name, "cursor": 0, "total": 0,
-                        "commands": 0, "goal": None, "last_error": None, "strips": []})
+            out.append(blank_card(attendee))
             continue
         live = session.load(sid)
         out.append(card(live, panels.contexts(live, broadcast.view_of(live))))

@@ -95,16 +95,17 @@ def database_settings(url: str) -> dict:
         # commands of a power cut.
         database["OPTIONS"] = {"timeout": 20, "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"}
     else:
-        # CONN_MAX_AGE=0: a connection per request (and per database_sync_to_async call), closed at its end. Under
-        # Daphne, Django's sync code runs in asgiref's executor threads; a persistent connection would be held per
-        # thread, and closed only when that thread next runs Django code past its age. Django's docs: "When using
-        # ASGI, persistent connections should be disabled". The price is a login per request: a few ms on a unix
-        # socket, more with scram-sha-256 over TCP. If that shows, the answer is a pool (pgbouncer, or Django's
-        # psycopg pool: OPTIONS {"pool": True} with the psycopg-pool package), not persistent connections.
-        # OPTIONS: only what the URL carried (sslmode, connect_timeout, ...). psycopg 3's defaults are what we want:
-        # Django manages autocommit and transactions, client-side parameter binding, no pool.
+        # A pool (Django's psycopg pool): a command used to cost 1.4 fresh connections, each a login (scram-sha-256
+        # over TCP: tools/bench/workshop.py measured it as a quarter of the servers' CPU). CONN_MAX_AGE stays 0, as
+        # Django requires with a pool and its docs ask of ASGI: a connection goes back to the pool at the end of
+        # each request and each database_sync_to_async call. The pool is per process and small: Django's sync code
+        # runs in one thread per process under Daphne (thread_sensitive), the run workers add a few. A page waits
+        # at most DATABASE_POOL_TIMEOUT_S for a connection, then gets an error instead of hanging.
         database["CONN_MAX_AGE"] = 0
-        database.setdefault("OPTIONS", {})
+        database.setdefault("OPTIONS", {})["pool"] = {
+            "min_size": 1, "max_size": int(os.environ.get("DATABASE_POOL_MAX", "8")),
+            "timeout": float(os.environ.get("DATABASE_POOL_TIMEOUT_S", "10")),
+        }
     return database
 
 
@@ -226,3 +227,28 @@ PLAYGROUND_DEFAULT_BACKEND = os.environ.get("PLAYGROUND_DEFAULT_BACKEND", "sim")
 PLAYGROUND_BACKENDS = dict(
     item.split("=", 1) for item in os.environ.get("PLAYGROUND_BACKENDS", "").split(",") if "=" in item
 )
+
+# Watch your own cluster (/inspect/, playground/inspector): a read-only view of the cluster named above
+# (KAFKA_BOOTSTRAP_SERVERS), never of an address from a form. INSPECTOR_KEY is the capability that opens it (asked
+# once, then kept in an HttpOnly cookie); unset, the inspector is off. The allow-lists are comma-separated fnmatch
+# patterns (`orders,payments-*`); a topic or transactional id they do not match is never read nor shown.
+INSPECTOR_KEY = os.environ.get("INSPECTOR_KEY", "")
+INSPECTOR_TOPICS = [p.strip() for p in os.environ.get("INSPECTOR_TOPICS", "").split(",") if p.strip()]
+INSPECTOR_TRANSACTIONAL_IDS = [p.strip() for p in os.environ.get("INSPECTOR_TRANSACTIONAL_IDS", "").split(",") if p.strip()]
+INSPECTOR_VALUE_MAX_CHARS = int(os.environ.get("INSPECTOR_VALUE_MAX_CHARS", "64"))  # keys and values shown cut to this
+INSPECTOR_HASH_VALUES = os.environ.get("INSPECTOR_HASH_VALUES", "") in ("1", "true", "yes")  # sha256 instead of text
+INSPECTOR_FETCH_MAX_BYTES = int(os.environ.get("INSPECTOR_FETCH_MAX_BYTES", str(256 * 1024)))  # per Fetch request
+INSPECTOR_WINDOW_RECORDS = int(os.environ.get("INSPECTOR_WINDOW_RECORDS", "200"))  # per window (LSO, end, from)
+INSPECTOR_WINDOW_BEFORE_LSO = int(os.environ.get("INSPECTOR_WINDOW_BEFORE_LSO", "20"))
+INSPECTOR_MAX_PARTITIONS = int(os.environ.get("INSPECTOR_MAX_PARTITIONS", "64"))  # read per inspection
+INSPECTOR_POLL_INTERVAL_S = float(os.environ.get("INSPECTOR_POLL_INTERVAL_S", "5"))  # live pages and answers' cache
+INSPECTOR_TXN_LOG_LOOKBACK_S = float(os.environ.get("INSPECTOR_TXN_LOG_LOOKBACK_S", "3600"))  # __transaction_state
+INSPECTOR_TXN_LOG_MAX_RECORDS = int(os.environ.get("INSPECTOR_TXN_LOG_MAX_RECORDS", "20000"))  # per poll and partition
+INSPECTOR_TXN_HISTORY_MAX = int(os.environ.get("INSPECTOR_TXN_HISTORY_MAX", "1000"))  # records kept per id
+# Kafka's transaction.max.timeout.ms default, also find-hanging's --max-transaction-timeout default (15 min).
+INSPECTOR_MAX_TRANSACTION_TIMEOUT_MS = int(os.environ.get("INSPECTOR_MAX_TRANSACTION_TIMEOUT_MS", "900000"))
+INSPECTOR_REINIT_MAX_PER_HOUR = int(os.environ.get("INSPECTOR_REINIT_MAX_PER_HOUR", "12"))
+# A fenced epoch active this recently before the InitProducerId that fenced it was a live second instance ("none": any).
+_live_gap = os.environ.get("INSPECTOR_LIVE_GAP_S", "5").strip().lower()
+INSPECTOR_LIVE_GAP_S = None if _live_gap in ("", "none") else float(_live_gap)
+INSPECTOR_REQUEST_TIMEOUT_S = float(os.environ.get("INSPECTOR_REQUEST_TIMEOUT_S", "5"))

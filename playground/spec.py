@@ -27,6 +27,9 @@ PRODUCER_ACTIONS = (
 )
 CONSUMER_ACTIONS = ("poll", "commit", "seek_to_committed", "crash", "restart")
 CLUSTER_ACTORS = {"clock": ("advance",), "broker": ("stop", "start")}
+# The application's database (a scenario's `database:`): SQL as the application runs it, its transactions, its death.
+APP = "app"
+APP_ACTIONS = ("sql", "db_begin", "db_commit", "db_rollback", "crash")
 NOTE = "note"
 
 

@@ -1,6 +1,6 @@
 from django.urls import include, path
 
-from playground import commands, roomviews, views
+from playground import commands, inspectviews, roomviews, views
 
 SID = "s/<str:sid>/"
 
@@ -25,6 +25,12 @@ urlpatterns = [
     path("w/<str:code>/move/", roomviews.move, name="room-move"),
     path("w/<str:code>/follow/", roomviews.follow, name="room-follow"),
     path("w/<str:code>/questions/", roomviews.questions_fragment, name="room-questions"),
+    # Watch your own cluster (read-only; every route behind INSPECTOR_KEY): playground/inspectviews.py
+    path("inspect/", inspectviews.page, name="inspect"),
+    path("inspect/key/", inspectviews.key, name="inspect-key"),
+    path("inspect/forget/", inspectviews.forget, name="inspect-forget"),
+    path("inspect/report.json", inspectviews.report_json, name="inspect-report"),
+    path("inspect/scenario/", inspectviews.scenario, name="inspect-scenario"),
     path(SID, views.session_page, name="session"),
     path(SID + "log.json", views.session_log, name="session-log"),
     path(SID + "scenario.yaml", views.session_scenario, name="session-scenario"),

@@ -49,6 +49,10 @@ def test_it_has_the_scenarios_and_exercises_of_the_issues_in_order():
         "ex-exactly-once-loop",
         "ex-incident-find-the-cause",
         "ex-incident-fix-it",
+        # the database beside Kafka
+        "db-incident-in-full",
+        "db-transactional-outbox",
+        "db-commit-kafka-then-database",
     ]
 
 

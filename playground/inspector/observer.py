@@ -240,7 +240,7 @@ class ClusterInspector:
             named = [tuple(tp) for tp in described[txid].get("partitions", [])]
             for r in timelines[txid][-RECENT_TXN_PARTITIONS:]:
                 named += [tuple(tp) for tp in r.get("partitions", [])]
-            extra += [tp for tp in named if s.topic_allowed(tp[0]) and tp not in tps and tp not in extra]
+            extra += [tp for tp in dict.fromkeys(named) if s.topic_allowed(tp[0]) and tp not in tps and tp not in extra]
         if extra:
             known = w.partitions_of(sorted({t for t, _ in extra}))
             tps += [tp for tp in extra if tp[1] in known.get(tp[0], [])]

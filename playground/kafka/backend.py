@@ -838,6 +838,10 @@ class KafkaBackend(Backend):
                 self._emit(ev.GroupOffsets, group=group, state="committed",
                            offsets=tuple((tp, o) for tp, o in offsets.items() if o is not None), producer_id=-1)
 
+    def polled(self, actor: str) -> list[tuple[str, int]]:
+        a = self.actors.get(actor)
+        return [(self._scenario_tp(r["topic"], r["partition"]), r["offset"]) for r in (a.last_poll if a else [])]
+
     def view(self, log_limit: int = 200) -> dict[str, Any]:
         with self._lock:
             try:

@@ -496,7 +496,7 @@ class _ConsumerActor:
             return
         committed: dict[tuple[str, int], int] = {}
         if self.from_committed:
-            for tp in self.c.committed([TopicPartition(t, p) for t, p in missing], timeout=timeout_s):
+            for tp in self._committed([TopicPartition(t, p) for t, p in missing], timeout_s):
                 if tp.error is None and tp.offset >= 0:
                     committed[(tp.topic, tp.partition)] = tp.offset
         for key in missing:
@@ -505,6 +505,22 @@ class _ConsumerActor:
             else:
                 lo, _hi = self.c.get_watermark_offsets(TopicPartition(*key), timeout=timeout_s, cached=False)
                 self.pos[key] = lo
+
+    def _committed(self, partitions: list[Any], timeout_s: float) -> list[Any]:
+        """committed(), asked again while the group coordinator answers a retriable error: right after a cluster
+        starts (or a coordinator moves) OffsetFetch gets NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS until
+        __consumer_offsets is loaded, which librdkafka raises instead of retrying. An application asks again."""
+        from confluent_kafka import KafkaException
+
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                return self.c.committed(partitions, timeout=max_(deadline - time.monotonic(), 0.5))
+            except KafkaException as e:
+                err = e.args[0]
+                if not (err.retriable() or err.name() in COORDINATOR_MOVING) or time.monotonic() + 0.2 >= deadline:
+                    raise
+                time.sleep(0.2)
 
     def op_poll(self, timeout_s: float, max: int | None = None, settle_s: float | None = None) -> dict[str, Any]:
         """Return what is available now, up to `max` records: consume until every assigned partition's position
@@ -600,6 +616,9 @@ class _ConsumerActor:
 
     def shutdown(self) -> None:
         self.op_close(1.0)
+
+
+COORDINATOR_MOVING = ("NOT_COORDINATOR", "COORDINATOR_LOAD_IN_PROGRESS", "COORDINATOR_NOT_AVAILABLE")
 
 
 def max_(a: int, b: int) -> int:

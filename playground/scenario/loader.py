@@ -36,6 +36,8 @@ from playground.scenario.model import (
     ScenarioError,
 )
 from playground.spec import (
+    APP,
+    APP_ACTIONS,
     CLUSTER_ACTORS,
     CONSUMER,
     CONSUMER_ACTIONS,
@@ -57,6 +59,7 @@ _INT = re.compile(r"^[+-]?[0-9]+$")
 _DURATION = re.compile(r"^([0-9]+)\s*(ms|s|m|h)$")
 _DURATION_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000}
 _NULLS = ("", "~", "null", "Null", "NULL")
+_SQL_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,62}$")
 
 # --------------------------------------------------------------------------------------------------------------
 # YAML: compose nodes only. Nothing is constructed by YAML's rules, so `no`, `010` and `1e3` stay the text that
@@ -101,6 +104,7 @@ class _Reader:
         self.path = path
         self.errors: list[ScenarioError] = []
         self.broken: set[str] = set()  # actors whose declaration has an error
+        self.database: Any = None  # the scenario's database, once read (app.* steps need one)
 
     def attempt(self, check: Any, *args: Any, default: Any = None) -> Any:
         try:
@@ -300,6 +304,8 @@ def parse_scenario(text: str, path: str = "<scenario>") -> Scenario:
     cluster = reader.attempt(_parse_cluster, reader, node("cluster"))
     if cluster is None:  # the rest refers to its topics and brokers: an error there ends the check
         reader.raise_errors()
+    database = reader.attempt(_parse_database, reader, node("database")) if "database" in top else None
+    reader.database = database
     actors: dict[str, ActorSpec] = {}
     if "actors" in top:
         actors = reader.attempt(_parse_actors, reader, node("actors"), cluster, default={})
@@ -333,6 +339,7 @@ def parse_scenario(text: str, path: str = "<scenario>") -> Scenario:
         goal=goal,
         goal_lines=goal_lines,
         hints=hints,
+        database=database,
     )
 
 
@@ -378,6 +385,89 @@ def _predict(r: _Reader, pair: tuple[yaml.Node, yaml.Node] | None, where: str) -
     choices = [r.texts(item, _join(_join(at, "choices"), i)) for i, item in enumerate(items)]
     answer = r.integer(pairs["answer"][1], _join(at, "answer"), 0, len(choices) - 1)
     return {"question": question, "choices": choices, "answer": answer}
+
+
+def _parse_database(r: _Reader, node: yaml.Node) -> Any:
+    """`database: {tables: {NAME: {columns: "id integer primary key, ...", rows: [[1, new], ...]}}, reconcile: {...}}`:
+    the application's tables, built once here in a scratch database so that a wrong column or row is this file's
+    error (with its line), not a step's surprise."""
+    from playground.database import Database, DatabaseSpec, SqlError, Table
+
+    pairs = r.mapping(node, "database")
+    for key, (key_node, _v) in pairs.items():
+        if key not in ("tables", "reconcile"):
+            raise r.fail(key_node, _join("database", key), _unknown("key", key, ("tables", "reconcile")))
+    if "tables" not in pairs:
+        raise r.fail(node, "database.tables", "missing: name at least one table")
+    tables = []
+    for name, (name_node, table_node) in r.mapping(pairs["tables"][1], "database.tables").items():
+        where = _join("database.tables", name)
+        if not _SQL_NAME.match(name) or name.lower().startswith(("sqlite_", "kafka_", "playground_")):
+            raise r.fail(name_node, where, f"{name!r} is not a table name this database allows (letters, digits, '_'; not sqlite_*, kafka_*, playground_*)")
+        spec = r.mapping(table_node, where)
+        for key, (key_node, _v) in spec.items():
+            if key not in ("columns", "rows"):
+                raise r.fail(key_node, _join(where, key), _unknown("key", key, ("columns", "rows")))
+        if "columns" not in spec:
+            raise r.fail(table_node, _join(where, "columns"), 'missing: the column definitions as SQL, e.g. "id integer primary key, status text"')
+        columns = r.string(spec["columns"][1], _join(where, "columns"))
+        rows = []
+        for i, row_node in enumerate(r.sequence(spec["rows"][1], _join(where, "rows")) if "rows" in spec else []):
+            cells = r.sequence(row_node, _join(_join(where, "rows"), i))
+            rows.append(tuple(_sql_value(r, c) for c in cells))
+        tables.append(Table(name, columns, tuple(rows)))
+        try:
+            Database(DatabaseSpec(tuple(tables)))
+        except (SqlError, Exception) as exc:  # noqa: BLE001 - sqlite's own message names what is wrong
+            raise r.fail(table_node, where, f"the database refuses this table: {exc}") from None
+    reconcile, title = None, {}
+    if "reconcile" in pairs:
+        rec = r.mapping(pairs["reconcile"][1], "database.reconcile")
+        for key, (key_node, _v) in rec.items():
+            if key not in ("title", "sql", "checks"):
+                raise r.fail(key_node, _join("database.reconcile", key), _unknown("key", key, ("title", "sql", "checks")))
+        if "sql" not in rec:
+            raise r.fail(pairs["reconcile"][1], "database.reconcile.sql", "missing: the reconciliation query")
+        reconcile = r.string(rec["sql"][1], "database.reconcile.sql")
+        title = r.texts(rec["title"][1], "database.reconcile.title") if "title" in rec else {}
+        checks = tuple(r.string(n, _join("database.reconcile.checks", i)) for i, n in enumerate(r.sequence(rec["checks"][1], "database.reconcile.checks"))) if "checks" in rec else ()
+        probe = Database(DatabaseSpec(tuple(tables), reconcile, title, checks)).reconcile({})
+        if probe and probe["error"]:
+            raise r.fail(rec["sql"][1], "database.reconcile.sql", probe["error"])
+        missing = [c for c in checks if c not in probe["columns"]]
+        if missing:
+            raise r.fail(rec["checks"][1], "database.reconcile.checks", f"no column {', '.join(missing)} in the query's result ({', '.join(probe['columns'])})")
+    return DatabaseSpec(tuple(tables), reconcile, title, checks if "reconcile" in pairs else ())
+
+
+def _sql_value(r: _Reader, node: yaml.Node) -> Any:
+    """A cell of a table's rows: a whole number stays a number, null stays NULL, anything else is text."""
+    if r.is_null(node):
+        return None
+    text = r.string(node, "database", non_empty=False)
+    return int(text) if _INT.match(text) and not node.style else text
+
+
+def _app_args(r: _Reader, action: str, node: yaml.Node | None, label_node: yaml.Node, where: str) -> tuple[dict[str, Any], tuple[str, ...] | None]:
+    """`app.sql: "UPDATE ..."` (or `{sql: ..., expect: ...}`); the other app actions take only `expect`."""
+    if node is None or r.is_null(node):
+        if action == "sql":
+            raise r.fail(label_node, where, 'missing: app.sql needs its statement, e.g. app.sql: "UPDATE orders SET status = \'paid\' WHERE id = 1"')
+        return {}, None
+    if isinstance(node, yaml.ScalarNode):
+        if action != "sql":
+            raise r.fail(node, where, f"app.{action} takes no argument (only expect)")
+        return {"sql": r.string(node, where)}, None
+    raw = r.mapping(node, where)
+    expect = _step_expect(r, raw.pop("expect", None), where)
+    args: dict[str, Any] = {}
+    for key, (key_node, value_node) in raw.items():
+        if key != "sql" or action != "sql":
+            raise r.fail(key_node, _join(where, key), f"unknown argument {key!r}; app.{action} takes {'sql and ' if action == 'sql' else ''}expect")
+        args["sql"] = r.string(value_node, _join(where, key))
+    if action == "sql" and "sql" not in args:
+        raise r.fail(node, where, "missing: sql")
+    return args, expect
 
 
 def _tags(r: _Reader, node: yaml.Node) -> tuple[str, ...]:
@@ -439,7 +529,7 @@ def _parse_actor(r: _Reader, name: str, name_node: yaml.Node, spec_node: yaml.No
     where = _join("actors", name)
     if not _ACTOR_NAME.match(name):
         raise r.fail(name_node, where, f"{name!r} is not a valid actor name (a letter, then letters, digits, '_' or '-')")
-    if name in CLUSTER_ACTORS or name == NOTE:
+    if name in CLUSTER_ACTORS or name in (NOTE, APP):
         raise r.fail(name_node, where, f"{name!r} is reserved for cluster steps and notes")
     kind_pairs = r.mapping(spec_node, where)
     if len(kind_pairs) != 1 or next(iter(kind_pairs)) not in (PRODUCER, CONSUMER):
@@ -524,6 +614,13 @@ def _parse_step(r: _Reader, item: yaml.Node, index: int, cluster: ClusterSpec, a
     if not dot or not actor or not action:
         raise r.fail(label_node, where, f"{label!r} is not ACTOR.ACTION (e.g. A.commit_transaction) or note")
     where = _join(where, label)
+    if actor == APP:
+        if r.database is None:
+            raise r.fail(label_node, where, "app steps run SQL on the scenario's database: declare one under database:")
+        if action not in APP_ACTIONS:
+            raise r.fail(label_node, where, _unknown("action", action, APP_ACTIONS, "app actions", " for app"))
+        args, expect = _app_args(r, action, args_node, label_node, where)
+        return Step(actor=actor, action=action, args=args, expect=expect, index=index, line=line)
     if actor in CLUSTER_ACTORS:
         if action not in CLUSTER_ACTORS[actor]:
             raise r.fail(label_node, where, _unknown("action", action, CLUSTER_ACTORS[actor], f"{actor} actions", f" for {actor}"))
@@ -797,8 +894,21 @@ def _parse_expect(r: _Reader, node: yaml.Node, cluster: ClusterSpec, actors: dic
                 tp = _parse_tp(r, tp_node, _join(at, tp_name), cluster)
                 per[tp] = None if r.is_null(offset_node) else r.integer(offset_node, _join(at, tp_name), 0)
                 lines[f"groups.{group}.{tp}"] = tp_node.start_mark.line + 1
+    def anomalies_block() -> None:
+        from playground.anomalies import RULES
+
+        at = f"{section}.anomalies"
+        names = []
+        for i, n in enumerate(r.sequence(blocks["anomalies"][1], at)):
+            name = r.string(n, _join(at, i))
+            if name not in RULES:
+                raise r.fail(n, _join(at, i), _unknown("anomaly rule", name, RULES, "rules"))
+            names.append(name)
+        expect["anomalies"] = sorted(set(names))
+        lines["anomalies"] = blocks["anomalies"][0].start_mark.line + 1
+
     for key, block in (("consumers", consumers_block), ("logs", logs_block), ("watermarks", watermarks_block),
-                       ("transactions", transactions_block), ("groups", groups_block)):
+                       ("transactions", transactions_block), ("groups", groups_block), ("anomalies", anomalies_block)):
         if key in blocks:
             r.attempt(block)  # one block's error does not hide another's
     return expect, lines

@@ -47,12 +47,15 @@ OUTCOMES = frozenset(
         "INVALID_TRANSACTION_TIMEOUT", "CONCURRENT_TRANSACTIONS", "TRANSACTION_COORDINATOR_FENCED",
         "UNKNOWN_PRODUCER_ID", "FENCED_INSTANCE_ID", "UNSTABLE_OFFSET_COMMIT", "PRODUCER_FENCED",
         "TRANSACTIONAL_ID_NOT_FOUND", "TRANSACTION_ABORTABLE",
+        # the application's database (playground/database.py): what its driver raises
+        "SQL_ERROR", "SQL_DENIED", "SQL_TIMEOUT", "SQL_CONSTRAINT",
     }
 )
 
-TOP_LEVEL_KEYS = ("format", "id", "title", "summary", "tags", "seed", "cluster", "actors", "steps", "expect", "goal", "hints")
+TOP_LEVEL_KEYS = ("format", "id", "title", "summary", "tags", "seed", "cluster", "database", "actors", "steps", "expect",
+                  "goal", "hints")
 REQUIRED_TOP_LEVEL = ("format", "id", "title", "actors", "steps")
-EXPECT_KEYS = ("consumers", "logs", "watermarks", "transactions", "groups")
+EXPECT_KEYS = ("consumers", "logs", "watermarks", "transactions", "groups", "anomalies")
 
 # Settings a scenario may override in `cluster.config`, with their types. A closed list: a misspelt setting
 # would otherwise be silently ignored and the scenario would show Kafka's default instead.
@@ -133,6 +136,8 @@ class Scenario:
     goal: Mapping[str, Any] | None = None
     goal_lines: Mapping[str, int] = field(default_factory=dict)
     hints: tuple[Mapping[str, str], ...] = ()
+    # The application's database beside Kafka (playground.database.DatabaseSpec), or None.
+    database: Any = None
 
     def text(self, name: str, lang: str = DEFAULT_LANG) -> str:
         """`title` or `summary` in `lang`, falling back to English."""

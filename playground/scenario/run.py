@@ -19,21 +19,34 @@ def run_scenario(
     seed: int | None = None,
     on_step: Callable[[Step, str], None] | None = None,
     on_event: Callable[[Any], None] | None = None,
+    record: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """Apply every step on a fresh backend, then observe and check: the contract's `--json` observation.
 
     `backend` is "sim" or "kafka" (or an already built Backend, which is closed afterwards all the same).
-    `on_step(step, outcome)` is called after each step, notes included.
+    `on_step(step, outcome)` is called after each step, notes included. `record`, when given, receives each
+    step with its outcome and what a poll returned (the anomaly checker's history; not part of the observation).
     """
     seed = scenario.seed if seed is None else seed
+    if record is None and scenario.expect and "anomalies" in scenario.expect:
+        record = []  # the anomalies it expects are checked over this run's history
     if isinstance(backend, str):
         backend = make_backend(backend, scenario.cluster, scenario.actors, seed=seed, on_event=on_event)
+    if scenario.database is not None and not hasattr(backend, "db"):
+        from playground.database import with_database
+
+        backend = with_database(backend, scenario.database)
     steps, failures = [], []
     try:
         for step in scenario.steps:
             outcome = backend.apply(step)
             if on_step is not None:
                 on_step(step, outcome)
+            if record is not None and not step.is_note:
+                from playground.anomalies import reads
+
+                record.append({"n": step.index, "actor": step.actor, "action": step.action, "args": dict(step.args),
+                               "outcome": outcome, **reads(backend, step)})
             if step.is_note:
                 continue
             steps.append({"index": step.index, "step": step.label, "outcome": outcome})
@@ -43,6 +56,13 @@ def run_scenario(
     finally:
         backend.close()
     observation = build_observation(scenario.id, getattr(backend, "name", str(backend)), seed, steps, raw)
+    if "database" in raw:  # an addition to the contract's observation, only for scenarios with a database
+        observation["database"] = {"tables": raw["database"]["tables"], "reconcile": raw["database"]["reconcile"]}
+    if scenario.expect and "anomalies" in scenario.expect:
+        from playground.anomalies import check, history_of_run
+
+        # which rules the history breaks (not how often: timing may change a count, never the story)
+        observation["anomalies"] = sorted({f.rule for f in check(history_of_run(scenario, record or [], observation))})
     passed, block_failures = check_expectations(scenario, observation)
     observation["expect"] = {"passed": passed, "failed": len(failures) + len(block_failures), "failures": failures + block_failures}
     return observation
@@ -143,6 +163,8 @@ def checks(expect: Mapping[str, Any] | None, lines: Mapping[str, int], observati
         for tp, offset in per.items():
             key = f"groups.{group}.{tp}"
             out.append(Check(key, offset, observation["groups"].get(group, {}).get(tp), lines.get(key, 0)))
+    if "anomalies" in expect:
+        out.append(Check("anomalies", expect["anomalies"], observation.get("anomalies", []), lines.get("anomalies", 0)))
     return out
 
 

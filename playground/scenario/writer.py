@@ -92,6 +92,37 @@ def _cluster_lines(cluster: ClusterSpec) -> list[str]:
     return out
 
 
+def _cell(value: Any) -> str:
+    """A table row's cell as the loader reads it back: numbers plain, NULL as null, text quoted when it could be
+    read as a number or null."""
+    if value is None:
+        return "null"
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return str(value)
+    text = str(value)
+    plain = scalar(text)
+    return json.dumps(text, ensure_ascii=False) if plain == text and (text.lstrip("-").isdigit() or text.lower() == "null") else plain
+
+
+def _database_lines(spec: Any) -> list[str]:
+    if spec is None:
+        return []
+    out = ["database:", "  tables:"]
+    for t in spec.tables:
+        out += [f"    {scalar(t.name)}:", f"      columns: {scalar(t.columns)}"]
+        if t.rows:
+            out.append("      rows:")
+            out += [f"        - [{', '.join(_cell(c) for c in row)}]" for row in t.rows]
+    if spec.reconcile:
+        out.append("  reconcile:")
+        if spec.reconcile_title:
+            out.append(f"    title: {texts(dict(spec.reconcile_title))}")
+        out.append(f"    sql: {scalar(spec.reconcile)}")
+        if spec.checks:
+            out.append("    checks: [" + ", ".join(scalar(c) for c in spec.checks) + "]")
+    return out
+
+
 def _expect_lines(observation: Mapping[str, Any] | None) -> list[str]:
     if not observation:
         return []
@@ -118,7 +149,7 @@ def _expect_lines(observation: Mapping[str, Any] | None) -> list[str]:
 
 def write(*, scenario_id: str, title: Mapping[str, str], summary: Mapping[str, str] | None, tags: Iterable[str],
           seed: int, cluster: ClusterSpec, actors: Iterable[ActorSpec], commands: Iterable[Mapping[str, Any]],
-          observation: Mapping[str, Any] | None = None, comment: str = "") -> str:
+          observation: Mapping[str, Any] | None = None, comment: str = "", database: Any = None) -> str:
     """The scenario file's text. `commands` are a session's log entries (with outcomes); entries that add an actor
     are left out (the actors are declared up front)."""
     out = []
@@ -134,6 +165,7 @@ def write(*, scenario_id: str, title: Mapping[str, str], summary: Mapping[str, s
     out += _cluster_lines(cluster)
     out.append("actors:")
     out += [_actor_line(spec) for spec in actors]
+    out += _database_lines(database)
     out.append("steps:")
     out.append('  - note: ""')
     for entry in commands:

@@ -55,15 +55,19 @@ def _extra_backend(name: str) -> Callable[..., Backend] | None:
     return getattr(importlib.import_module(module), attr)
 
 
-def build(name: str, cluster: ClusterSpec, actors: Mapping[str, ActorSpec], seed: int) -> Backend:
+def build(name: str, cluster: ClusterSpec, actors: Mapping[str, ActorSpec], seed: int, database: Any = None) -> Backend:
+    """The backend, with the scenario's database beside it when it declares one (playground/database.py)."""
+    from playground.database import with_database
+
     factory = BACKEND_FACTORIES.get(name) or _extra_backend(name)
     if factory is not None:
-        return factory(cluster, actors, seed=seed)
+        return with_database(factory(cluster, actors, seed=seed), database)
     if name == "kafka" and not kafka_configured():
         raise CommandError(_("This server has no Kafka cluster configured (KAFKA_BOOTSTRAP_SERVERS)."))
     if name not in ("sim", "kafka"):
         raise CommandError(_("Unknown backend %(b)s.") % {"b": name})
-    return make_backend(name, cluster, actors, seed=seed, **({"keep_events": False} if name == "sim" else {}))
+    backend = make_backend(name, cluster, actors, seed=seed, **({"keep_events": False} if name == "sim" else {}))
+    return with_database(backend, database)
 
 
 class DetachedBackend(Backend):

@@ -16,13 +16,14 @@ from django.utils.translation import gettext as _
 
 from playground import limits
 from playground.backend import BackendError
+from playground.anomalies import reads
 from playground.exercise import SKIP, pending_question
 from playground.session import store
 from playground.session.backends import cluster_problem, detached_message, live_only
 from playground.session.cache import CACHE
 from playground.session.live import CommandError, Live, actor_from_entry, is_command, step_from_entry
 from playground.session.replay import catch_up, fresh, replay, restore
-from playground.spec import CLUSTER_ACTORS, CONSUMER, CONSUMER_ACTIONS, PRODUCER, PRODUCER_ACTIONS, ActorSpec, Step
+from playground.spec import APP, APP_ACTIONS, CLUSTER_ACTORS, CONSUMER, CONSUMER_ACTIONS, PRODUCER, PRODUCER_ACTIONS, ActorSpec, Step
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +64,7 @@ def run_entry(live: Live, entry: Mapping[str, Any]) -> dict[str, Any]:
     newly = sorted(live.backend.fenced_actors() - before)
     if newly:
         out["fenced"] = newly
+    out.update(reads(live.backend, step))
     return out
 
 
@@ -154,6 +156,10 @@ def check_actor(live: Live, name: str, kind: str | None = None) -> ActorSpec:
 def validate_step(live: Live, step: Step) -> None:
     """Everything the backend would call the tool's problem, caught before it gets there."""
     if step.is_note:
+        return
+    if step.actor == APP:
+        if live.scenario is None or live.scenario.database is None or step.action not in APP_ACTIONS:
+            raise CommandError(_("This session has no database for app steps."))
         return
     if step.actor in CLUSTER_ACTORS:
         if step.action not in CLUSTER_ACTORS[step.actor]:

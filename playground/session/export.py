@@ -40,4 +40,5 @@ def as_scenario(session_id: str) -> str:
         commands=live.commands,
         observation=_final_observation(live),
         comment=comment,
+        database=scenario.database if scenario is not None else None,
     )

@@ -73,7 +73,7 @@ def fresh(row: Session, *, creating: bool = True, backend_name: str | None = Non
     scenario, cluster, actors = spec_of(row)
     name = backend_name or row.backend
     try:
-        backend = build(name, cluster, actors, row.seed)
+        backend = build(name, cluster, actors, row.seed, scenario.database if scenario is not None else None)
     except BackendError as exc:
         log.warning("session %s: the %s backend did not start: %s", row.id, name, exc)
         raise CommandError(cluster_problem(exc, created=creating), status=503) from exc
@@ -118,7 +118,8 @@ def restore(head: Live, k: int, *, as_moment: bool = False) -> Live:
     `head` is not changed. Only for sessions the simulator (or a fake) replays. A moment takes no checkpoints."""
     c = _nearest_checkpoint(head, k)
     cp = head.checkpoints.get(c)
-    backend = thaw(cp.state) if cp else build(head.backend_name, head.cluster, _declared_actors(head), head.seed)
+    database = head.scenario.database if head.scenario is not None else None
+    backend = thaw(cp.state) if cp else build(head.backend_name, head.cluster, _declared_actors(head), head.seed, database)
     live = Live(head.session_id, head.backend_name, head.seed, head.scenario, head.cluster, _declared_actors(head), backend,
                 version=head.version, origin=head.origin, moment=k if as_moment else None, seat=head.seat)
     if cp:

@@ -381,6 +381,13 @@ class SimBackend(Backend):
             "groups": self._groups(),
         }
 
+    def polled(self, actor: str) -> list[tuple[str, int]]:
+        entry = self.consumers.get(actor)
+        return [(f"{m.topic()}-{m.partition()}", m.offset()) for m in entry.last_poll] if entry else []
+
+    def stable_offsets(self) -> dict[str, int]:
+        return {name: self.cluster.log(name).last_stable_offset for name in self._user_partitions()}
+
     def _user_partitions(self) -> list[str]:
         return [f"{t}-{p}" for t in self.cluster.user_topics() for p in range(self.cluster.partition_count(t))]
 

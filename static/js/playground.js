@@ -72,7 +72,7 @@
   }
 
   document.addEventListener("click", function (e) {
-    var mark = e.target.closest ? e.target.closest(".scrub-track [data-step]") : null;
+    var mark = e.target.closest ? e.target.closest(".scrub-track [data-step], .goto-step") : null;
     if (mark && scrub) { show(+mark.getAttribute("data-step")); return; }
     var t = e.target.closest ? e.target.closest("button") : null;
     if (!t) return;

@@ -15,6 +15,15 @@
       location.reload();
     }
   });
+  // The board: a card for an attendee the page has no slot for (joined after the board was opened) goes at the end.
+  document.addEventListener("htmx:oobErrorNoTarget", function (e) {
+    var card = e.detail.content, seats = document.getElementById("seats");
+    if (!seats || !card || !/^seat-/.test(card.id || "")) return;
+    var empty = document.getElementById("no-seats");
+    if (empty) empty.remove();
+    seats.appendChild(card);
+    htmx.process(card);
+  });
   document.addEventListener("click", function (e) {
     var t = e.target.closest ? e.target.closest("button") : null;
     if (!t) return;

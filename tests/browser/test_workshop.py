@@ -59,9 +59,9 @@ def test_it_runs_a_workshop_with_three_attendees(browser, server):
         page.wait_for_selector("#ws-status[data-state=open]")
         assert f"you are {name}" in page.locator(".roombar").inner_text()
         attendees.append(page)
-    fac.reload()
-    fac.wait_for_selector("#ws-status[data-state=open]")
-    assert fac.locator(".seat").count() == 3
+    # The board, opened before anyone joined, shows each one as they join (no reload).
+    fac.wait_for_function("document.querySelectorAll('#seats .seat').length === 3", timeout=8000)
+    assert fac.locator("#no-seats").count() == 0 and fac.locator("#seat-count").inner_text() == "3 attendees"
 
     # Ada works through the exercise: the checklist ticks as her steps reach the goal; a question comes first.
     ada = attendees[0]

@@ -243,6 +243,9 @@ def test_it_shows_the_fencing_markers_and_lso_of_a_shared_id_and_reports_both_fi
     code, out, err = run_cli("--topic", topic, "--transactional-id", txid, "--since", "10m")
     assert code == 1, err
     assert "[shared_transactional_id]" in out and "[interleaved_plain_records]" in out and "ABORT" in out
+    # the id alone: its partitions come from its transactions (named by several of them, each read once)
+    by_id = get_inspector().inspect((), [txid], max_age_s=0)
+    assert [(p["topic"], p["partition"]) for p in by_id["partitions"]] == [(topic, 0)] and log_of(by_id["partitions"][0]) == log_of(view)
 
 
 def test_it_finds_nothing_in_a_clean_workload(kafka_bootstrap, admin, prefix):

@@ -18,6 +18,8 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
+from playground.anomalies import History, check, reads
+
 from playground.backend import BackendError
 from playground.sim.driver import SimBackend
 from playground.sim.log import COMMIT
@@ -57,6 +59,7 @@ class SimulatedCluster(RuleBasedStateMachine):
         self.seed = 11
         self.backend = new_backend(self.seed)
         self.steps = []
+        self.history = []  # the anomaly checker's view of the same run (playground/anomalies.py)
         self.max_epoch = {}  # (partition, producer id) -> highest epoch seen in an append or marker
         self.fence_violations = []
         self.backend.cluster.subscribe(self._watch)
@@ -73,9 +76,11 @@ class SimulatedCluster(RuleBasedStateMachine):
     def apply(self, step):
         self.steps.append(step)
         try:
-            self.backend.apply(step)
+            outcome = self.backend.apply(step)
         except BackendError:
-            pass  # e.g. a producer that crashed must restart first: not Kafka's business
+            return  # e.g. a producer that crashed must restart first: not Kafka's business
+        self.history.append({"n": len(self.steps) - 1, "actor": step.actor, "action": step.action, "args": dict(step.args),
+                             "outcome": outcome, **reads(self.backend, step)})
 
     @rule(kind=st.sampled_from(["producer"] * 10 + ["consumer"] * 5 + ["advance"] * 2 + ["broker"]),
           actor=st.integers(0, 3), sensible=st.integers(0, 3), action=st.sampled_from(PRODUCER_ACTIONS),
@@ -170,6 +175,13 @@ class SimulatedCluster(RuleBasedStateMachine):
             except BackendError:
                 pass
         assert [e.to_dict() for e in again.events] == first
+        # the anomaly checker over the whole random history: a correct cluster never lets read_committed read an
+        # aborted record (G1a) or one past the LSO of the moment (G1b)
+        observation = self.backend.observe()
+        logs = {tp: p["log"] for tp, p in observation["partitions"].items()}
+        isolation = {n: a.isolation_level for n, a in ACTORS.items() if a.kind == CONSUMER}
+        found = [f for f in check(History(self.history, logs, isolation)) if f.rule in ("aborted-read", "undecided-read")]
+        assert found == [], [str(f) for f in found]
 
 
 TestSimulatedCluster = SimulatedCluster.TestCase

@@ -150,6 +150,48 @@ async def test_it_shows_the_board_each_attendees_progress_live():
     await board.disconnect()
 
 
+async def test_it_shows_the_board_an_attendee_as_they_join():
+    fac, room = await database_sync_to_async(_facilitator)()
+    board = await _board(fac, room)
+    await database_sync_to_async(_attendee)(room, "Ada")
+    frame = await board.receive_from(timeout=5)
+    assert 'id="seat-' in frame and "Ada" in frame and "not started" in frame
+    assert 'id="seat-count" hx-swap-oob="true">1 attendee<' in frame
+    await board.disconnect()
+
+
+async def test_it_shows_the_board_a_room_answering_at_once_in_one_render():
+    fac, room = await database_sync_to_async(_facilitator)()
+    sids = [(await database_sync_to_async(_attendee)(room, n))[1] for n in ("Ada", "Lin", "Bo")]
+    q = next(s for s in (await database_sync_to_async(session.load)(sids[0])).steps if s.predict)
+
+    def walk_to_the_question(sid):
+        for _ in range(q.index):
+            session.step(sid)
+
+    for sid in sids:
+        await database_sync_to_async(walk_to_the_question)(sid)
+    board = await _board(fac, room)
+    for sid in sids:
+        await database_sync_to_async(session.predict)(sid, q.index, q.predict["answer"])
+    frames = []
+    while not await board.receive_nothing(timeout=1.0):
+        frames.append(await board.receive_from())
+    questions = [f for f in frames if 'id="room-questions"' in f]
+    assert len(questions) == 1 and len(frames) == 4  # three cards and one render of the answers (all three)
+    assert "3 answers" in questions[0]
+    await board.disconnect()
+
+
+async def _board(fac, room) -> WebsocketCommunicator:
+    cookie = "; ".join(f"{k}={v.value}" for k, v in fac.cookies.items())
+    board = WebsocketCommunicator(application, f"/ws/w/{room.pk}/",
+                                  headers=[(b"origin", b"http://127.0.0.1"), (b"host", b"127.0.0.1"), (b"cookie", cookie.encode())])
+    assert (await board.connect(timeout=5))[0]
+    assert 'data-item="0"' in await board.receive_from(timeout=5)
+    return board
+
+
 def test_it_limits_wrong_codes_per_forwarded_client_only_behind_a_trusted_proxy(settings):
     """Behind a reverse proxy every request comes from the proxy's address: trusted, the client's forwarded address
     is what is limited (a room's attendees are not lumped together); not trusted, a forged header changes nothing."""

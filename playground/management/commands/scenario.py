@@ -14,6 +14,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand
 
 from playground.backend import BackendError
+from playground.anomalies import check, history_of_run
 from playground.scenario import ScenarioError, load_library, load_scenario, pick, run_scenario
 
 EXIT_FAILED, EXIT_INVALID, EXIT_BACKEND = 1, 2, 3
@@ -33,6 +34,9 @@ class Command(BaseCommand):
         run.add_argument("--seed", type=int, default=None, help="overrides the scenario's seed")
         run.add_argument("--json", action="store_true", help="print the observation as JSON")
         run.add_argument("--lang", default="en", help="language of notes in the transcript (en, zh)")
+        run.add_argument("--check", action="store_true",
+                         help="run the anomaly checker over the history (lost writes, duplicates, aborted and "
+                              "undecided reads, database/Kafka divergence); exit 1 when it finds any")
         validate = sub.add_parser("validate", help="check scenario files without running them")
         validate.add_argument("files", nargs="+")
         listing = sub.add_parser("list", help="the scenario library")
@@ -51,15 +55,25 @@ class Command(BaseCommand):
             scenario = load_scenario(file)
         except ScenarioError as exc:
             self._fail(EXIT_INVALID, str(exc))
+        record: list = []
         try:
-            observation = run_scenario(scenario, backend=backend, seed=seed)
+            observation = run_scenario(scenario, backend=backend, seed=seed, record=record)
         except (BackendError, ImportError) as exc:  # ImportError: that backend is not installed here
             self._fail(EXIT_BACKEND, f"{file}: backend {backend} could not run: {exc}")
+        found = check(history_of_run(scenario, record, observation)) if options["check"] else []
+        expected = set((scenario.expect or {}).get("anomalies", ()))
+        unexpected = [f for f in found if f.rule not in expected]
         if options["json"]:
+            if options["check"]:
+                observation = {**observation, "anomalies": [f.as_dict() for f in found]}
             self.stdout.write(json.dumps(observation, ensure_ascii=False, indent=2))
         else:
             self._transcript(scenario, observation, lang)
-        if observation["expect"]["failed"]:
+            if options["check"]:
+                self.stdout.write(f"anomalies: {len(found)}" + (f" (the scenario expects {', '.join(sorted(expected))})" if expected else ""))
+                for finding in found:
+                    self.stdout.write(f"  {finding}{'' if finding.rule in expected else '  <- unexpected'}")
+        if observation["expect"]["failed"] or unexpected:
             raise SystemExit(EXIT_FAILED)
 
     def _transcript(self, scenario, observation, lang):

@@ -1,0 +1,142 @@
+"""The inspector's page in Chromium against the real broker: enter the key, pick a topic, watch its log update live
+while this test's own producer writes a transaction, and make a scenario of it.
+
+Needs the real cluster `make test` starts (KAFKA_BOOTSTRAP_SERVERS, exported by tools/test.sh for this pytest run
+too); it fails, never skips, without it. The server is this module's own Daphne, started with the inspector's
+settings (its key and allow-lists) in its environment, as an operator would.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import time
+
+import pytest
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from playground import procs
+
+from .conftest import shot
+
+pytestmark = [pytest.mark.browser, pytest.mark.kafka]
+
+KEY = secrets.token_urlsafe(18)
+
+
+@pytest.fixture(scope="module")
+def bootstrap() -> str:
+    value = os.environ.get("KAFKA_BOOTSTRAP_SERVERS", "").strip()
+    if not value:
+        pytest.fail("KAFKA_BOOTSTRAP_SERVERS is not set: this test needs the real Kafka `make test` starts", pytrace=False)
+    return value
+
+
+@pytest.fixture(scope="module")
+def prefix(bootstrap):
+    pre = f"inspb-{secrets.token_hex(3)}-"
+    yield pre
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    topics = [t for t in admin.list_topics(timeout=10).topics if t.startswith(pre)]
+    if topics:
+        for fut in admin.delete_topics(topics, operation_timeout=10).values():
+            try:
+                fut.result(timeout=15)
+            except Exception:  # noqa: BLE001 - cleanup
+                pass
+
+
+@pytest.fixture(scope="module")
+def inspector_server(tmp_path_factory, bootstrap, prefix):
+    work = tmp_path_factory.mktemp("inspector-server")
+    env = procs.django_env(work / "db.sqlite3", "", DJANGO_DEBUG="0", KAFKA_BOOTSTRAP_SERVERS=bootstrap, INSPECTOR_KEY=KEY,
+                           INSPECTOR_TOPICS=f"{prefix}*", INSPECTOR_TRANSACTIONAL_IDS=f"{prefix}*",
+                           INSPECTOR_POLL_INTERVAL_S="0.5")
+    procs.migrate(env)
+    proc = procs.start_daphne(env, work)
+    yield proc
+    proc.stop()
+
+
+def transaction(p: Producer, topic: str, *values: str, commit: bool = True) -> None:
+    p.begin_transaction()
+    for i, v in enumerate(values):
+        p.produce(topic, v.encode(), partition=i % 2)
+    p.flush(20)
+    if commit:
+        p.commit_transaction(20)
+    else:
+        p.abort_transaction(20)
+
+
+def test_it_enters_the_key_picks_a_topic_and_sees_the_log_update_live(page, inspector_server, bootstrap, prefix):
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    topic, txid = f"{prefix}orders", f"{prefix}order-pay"
+    admin.create_topics([NewTopic(topic, 2)])[topic].result(timeout=20)
+    time.sleep(1)
+    p = Producer({"bootstrap.servers": bootstrap, "transactional.id": txid})
+    p.init_transactions(30)
+    transaction(p, topic, "order-1", "order-2")
+    transaction(p, topic, "oops-1", commit=False)
+    plain = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": False})
+    plain.produce(topic, b"audit-1", partition=0)
+    plain.flush(20)
+
+    # the key, once
+    page.goto(inspector_server.url + "/inspect/")
+    assert page.locator("#inspect-key-form").is_visible()
+    page.fill("#inspect-key", "not the key")
+    page.click("#inspect-key-form button")
+    assert "not this server's INSPECTOR_KEY" in page.inner_text(".form-error")
+    page.fill("#inspect-key", KEY)
+    page.click("#inspect-key-form button")
+
+    # the picker: what the allow-lists permit
+    page.wait_for_selector("#inspect-pick")
+    shot(page, "inspector-picker")
+    page.check(f'input[name="topic"][value="{topic}"]')
+    page.check(f'input[name="txid"][value="{txid}"]')
+    page.click("#inspect-watch")
+
+    # the watch page: both partitions, markers, LSO; live
+    page.wait_for_selector(f'section.ipart[data-tp="{topic}-0"]')
+    page.wait_for_selector('#ws-status[data-state="open"]')
+    p0 = page.locator(f'section.ipart[data-tp="{topic}-0"]')
+    assert p0.locator('.cell[data-control="COMMIT"]').count() == 1 and p0.locator('.cell[data-control="ABORT"]').count() == 1
+    assert p0.locator('.cell[data-fate="aborted"]').inner_text() == "oops-1"
+    assert p0.locator('.cell[data-fate="plain"]').inner_text() == "audit-1"
+    assert "PID" in p0.locator('.cell[data-fate="committed"]').get_attribute("title")
+    page.evaluate("window.__samePage = true")  # a reload would lose it: updates must be swaps
+
+    # a number typed into "read from offset" survives the live updates (hx-preserve)
+    p1_from = page.locator(f'section.ipart[data-tp="{topic}-1"] input[name="from_offset"]')
+    p1_from.fill("1")
+    transaction(p, topic, "live-1", "live-2")
+    cell = page.wait_for_selector(f'section.ipart[data-tp="{topic}-0"] .cell[data-fate="committed"][title*="value live-1"]', timeout=20_000)
+    assert cell.inner_text() == "live-1"
+    page.wait_for_selector(f'section.ipart[data-tp="{topic}-1"] .cell[data-fate="committed"][title*="value live-2"]', timeout=20_000)
+    assert page.evaluate("window.__samePage") is True
+    assert p1_from.input_value() == "1"
+    shot(page, "inspector-watch")
+
+    # an open transaction holds the LSO: shown live, then released
+    p.begin_transaction()
+    p.produce(topic, b"pending-1", partition=0)
+    p.flush(20)
+    page.wait_for_selector(f'section.ipart[data-tp="{topic}-0"] .cell[data-fate="open"]', timeout=20_000)
+    page.wait_for_selector(f'section.ipart[data-tp="{topic}-0"] tr.holds', timeout=20_000)
+    shot(page, "inspector-open-transaction")
+    p.commit_transaction(20)
+    page.wait_for_selector(f'section.ipart[data-tp="{topic}-0"] .cell[data-fate="committed"][title*="pending-1"]', timeout=20_000)
+
+    # read from offset 1 of partition 1: the page's address holds it, the strip marks it
+    page.click(f'section.ipart[data-tp="{topic}-1"] form.ifrom button')
+    page.wait_for_selector(f'section.ipart[data-tp="{topic}-1"] .slot[data-offset="1"] .cpos')
+    assert f"from={topic}%3A1%3A1" in page.url
+
+    # make a scenario of this: the editor opens with a text the server's loader accepts
+    page.click("#make-scenario")
+    page.wait_for_selector("#editor-status.ok", timeout=20_000)
+    assert "Observed on the cluster" in page.inner_text("#editor-status")
+    shot(page, "inspector-scenario", full_page=False)
