@@ -1,12 +1,9 @@
-"""Loading and validating scenario files (format 1). Every error names the file, the line and the field.
-
-The YAML is composed into nodes only: nothing is constructed by YAML's rules, so `no`, `010` and `1e3` stay the
-text that was written; each scalar gets the type the schema asks for, and every node keeps its line.
+"""Loading and validating scenario files (format 1). Every error names the file, the line and the field; one pass
+finds every bad line. The YAML underneath is read by playground/scenario/reader.py (nodes only, each with its line).
 """
 
 from __future__ import annotations
 
-import difflib
 import re
 from pathlib import Path
 from typing import Any
@@ -22,10 +19,8 @@ from playground.scenario.model import (
     MAX_ACTORS,
     MAX_BROKERS,
     MAX_CHOICES,
-    MAX_DEPTH,
     MAX_HINTS,
     MAX_PARTITIONS,
-    MAX_SOURCE_BYTES,
     MAX_STEPS,
     OUTCOMES,
     PRODUCER_CONFIG,
@@ -35,6 +30,7 @@ from playground.scenario.model import (
     Scenario,
     ScenarioError,
 )
+from playground.scenario.reader import INT, Reader, compose, did_you_mean, join_field, unknown_name
 from playground.spec import (
     APP,
     APP_ACTIONS,
@@ -53,172 +49,10 @@ from playground.spec import (
 _SLUG = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 _ACTOR_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*$")
 _TOPIC_NAME = re.compile(r"^[A-Za-z0-9._-]{1,249}$")
-_LANG = re.compile(r"^[a-z]{2,3}(?:-[A-Za-z0-9]+)?$")
 _SIM_KEY = re.compile(r"^sim(?:\.[a-z0-9_-]+)+$")
-_INT = re.compile(r"^[+-]?[0-9]+$")
 _DURATION = re.compile(r"^([0-9]+)\s*(ms|s|m|h)$")
 _DURATION_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000}
-_NULLS = ("", "~", "null", "Null", "NULL")
 _SQL_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,62}$")
-
-# --------------------------------------------------------------------------------------------------------------
-# YAML: compose nodes only. Nothing is constructed by YAML's rules, so `no`, `010` and `1e3` stay the text that
-# was written; this module gives each scalar the type the schema asks for, and every node keeps its line.
-
-
-# libyaml (PyYAML's C parser) when it is there: composing a 300-line file in pure Python takes tens of ms, too slow
-# for an editor that checks as the author types.
-_BaseLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
-class _Loader(_BaseLoader):  # type: ignore[misc, valid-type]
-    """A safe loader without implicit resolvers: every plain scalar composes as a string node."""
-
-    yaml_implicit_resolvers: dict = {}
-
-
-def _refuse_aliases_and_depth(text: str) -> None:
-    """Anchors and aliases are refused (a few lines of aliases make a tree of billions of nodes to walk: the
-    "billion laughs"), and so is nesting deeper than MAX_DEPTH (composing recurses once per level). Checked on
-    the event stream, which is flat, before anything is composed."""
-    depth = 0
-    for event in yaml.parse(text, Loader=_Loader):
-        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
-            raise yaml.composer.ComposerError(
-                None, None, "anchors and aliases (&name, *name) are not allowed in a scenario: write each value out",
-                event.start_mark)
-        if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
-            depth += 1
-            if depth > MAX_DEPTH:
-                raise yaml.composer.ComposerError(None, None, f"nested more than {MAX_DEPTH} levels deep", event.start_mark)
-        elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
-            depth -= 1
-
-
-class _Reader:
-    """Walks the node tree of one file; every check raises ScenarioError with the node's line. Independent parts of
-    the file (an actor, a step, an expectation block) are checked through `attempt`, which notes an error and goes
-    on, so that one pass finds every bad line."""
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-        self.errors: list[ScenarioError] = []
-        self.broken: set[str] = set()  # actors whose declaration has an error
-        self.database: Any = None  # the scenario's database, once read (app.* steps need one)
-
-    def attempt(self, check: Any, *args: Any, default: Any = None) -> Any:
-        try:
-            return check(*args)
-        except ScenarioError as exc:
-            self.errors.append(exc)
-            return default
-
-    def raise_errors(self) -> None:
-        if self.errors:
-            errors = sorted(self.errors, key=lambda e: e.line)
-            errors[0].errors = errors
-            raise errors[0]
-
-    def fail(self, node: yaml.Node | int, field: str, message: str) -> ScenarioError:
-        line = node if isinstance(node, int) else node.start_mark.line + 1
-        return ScenarioError(self.path, line, field, message)
-
-    def mapping(self, node: yaml.Node, field: str, *, allow_null: bool = False) -> dict[str, tuple[yaml.Node, yaml.Node]]:
-        """The mapping's pairs by key text, in file order; duplicate keys are an error (YAML would keep the last)."""
-        if allow_null and self.is_null(node):
-            return {}
-        if not isinstance(node, yaml.MappingNode):
-            raise self.fail(node, field or "(top level)", f"expected a mapping, got {self.describe(node)}")
-        pairs: dict[str, tuple[yaml.Node, yaml.Node]] = {}
-        for key_node, value_node in node.value:
-            if not isinstance(key_node, yaml.ScalarNode):
-                raise self.fail(key_node, field, "keys must be plain text")
-            key = key_node.value
-            if key in pairs:
-                raise self.fail(key_node, _join(field, key), f"duplicate key {key!r} (first on line {pairs[key][0].start_mark.line + 1})")
-            pairs[key] = (key_node, value_node)
-        return pairs
-
-    def sequence(self, node: yaml.Node, field: str) -> list[yaml.Node]:
-        if not isinstance(node, yaml.SequenceNode):
-            raise self.fail(node, field, f"expected a list, got {self.describe(node)}")
-        return list(node.value)
-
-    def string(self, node: yaml.Node, field: str, *, non_empty: bool = True) -> str:
-        if not isinstance(node, yaml.ScalarNode):
-            raise self.fail(node, field, f"expected text, got {self.describe(node)}")
-        if non_empty and node.value == "":
-            raise self.fail(node, field, "must not be empty")
-        return node.value
-
-    def integer(self, node: yaml.Node, field: str, lo: int | None = None, hi: int | None = None) -> int:
-        if not isinstance(node, yaml.ScalarNode) or not _INT.match(node.value.replace("_", "")):
-            raise self.fail(node, field, f"expected a whole number, got {self.describe(node)}")
-        value = int(node.value.replace("_", ""), 10)  # decimal always: `010` is ten, not YAML 1.1's octal eight
-        if lo is not None and value < lo or hi is not None and value > hi:
-            bounds = f"between {lo} and {hi}" if hi is not None else f"at least {lo}"
-            raise self.fail(node, field, f"must be {bounds}, got {value}")
-        return value
-
-    def boolean(self, node: yaml.Node, field: str) -> bool:
-        text = node.value.lower() if isinstance(node, yaml.ScalarNode) and not node.style else None
-        if text not in ("true", "false"):
-            raise self.fail(node, field, f"expected true or false, got {self.describe(node)}")
-        return text == "true"
-
-    def choice(self, node: yaml.Node, field: str, choices: tuple[str, ...]) -> str:
-        value = self.string(node, field)
-        if value not in choices:
-            raise self.fail(node, field, f"{value!r} is not one of {', '.join(choices)}")
-        return value
-
-    def texts(self, node: yaml.Node, field: str) -> dict[str, str]:
-        """A text in one or more languages: `plain text` (English) or `{en: ..., zh: ...}`."""
-        if isinstance(node, yaml.ScalarNode):
-            return {DEFAULT_LANG: self.string(node, field)}
-        pairs = self.mapping(node, field)
-        if not pairs:
-            raise self.fail(node, field, "must not be empty")
-        out = {}
-        for lang, (key_node, value_node) in pairs.items():
-            if not _LANG.match(lang):
-                raise self.fail(key_node, _join(field, lang), "expected a language code such as en or zh")
-            out[lang] = self.string(value_node, _join(field, lang))
-        if DEFAULT_LANG not in out:
-            raise self.fail(node, field, f"needs an English text ({DEFAULT_LANG}:); have {', '.join(out)}")
-        return out
-
-    @staticmethod
-    def is_null(node: yaml.Node) -> bool:
-        return isinstance(node, yaml.ScalarNode) and not node.style and node.value in _NULLS
-
-    @staticmethod
-    def describe(node: yaml.Node) -> str:
-        if isinstance(node, yaml.MappingNode):
-            return "a mapping"
-        if isinstance(node, yaml.SequenceNode):
-            return "a list"
-        return f"{node.value!r}" if node.value != "" else "nothing"
-
-
-def _join(field: str, key: str | int) -> str:
-    if isinstance(key, int):
-        return f"{field}[{key}]"
-    return f"{field}.{key}" if field else key
-
-
-def _did_you_mean(name: str, known: Any) -> str:
-    hint = difflib.get_close_matches(name, list(known), n=1)
-    return f" (did you mean {hint[0]!r}?)" if hint else ""
-
-
-def _unknown(what: str, name: str, known: Any, listing: str | None = None, context: str = "") -> str:
-    """`unknown actor 'C' (actors: A, B, rc)`: the message names what exists, and the likely intent."""
-    known = [str(k) for k in known]
-    hint = difflib.get_close_matches(name, known, n=1)
-    suggestion = f"; did you mean {hint[0]!r}?" if hint else ""
-    return f"unknown {what} {name!r}{context} ({listing or what + 's'}: {', '.join(known) or 'none'}){suggestion}"
-
 
 # --------------------------------------------------------------------------------------------------------------
 # Loading
@@ -251,28 +85,6 @@ def _line_of(source: str, key: str) -> int:
     return 1
 
 
-def _compose(text: str, path: str) -> yaml.Node:
-    """The one YAML document of the file, as nodes. Errors here end the check: nothing after them can be read."""
-    size = len(text.encode("utf-8"))
-    if size > MAX_SOURCE_BYTES:  # files also come from share links and an editor: bound the work
-        line = text.encode("utf-8")[:MAX_SOURCE_BYTES].count(b"\n") + 1
-        raise ScenarioError(path, line, "file", f"too large: {size:,} bytes, at most {MAX_SOURCE_BYTES:,} (line {line} crosses the limit)")
-    try:
-        _refuse_aliases_and_depth(text)
-        documents = list(yaml.compose_all(text, Loader=_Loader))
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line = mark.line + 1 if mark else 0
-        raise ScenarioError(path, line, "yaml", f"{exc.problem or exc.context}") from None
-    except yaml.YAMLError as exc:
-        raise ScenarioError(path, 0, "yaml", str(exc)) from None
-    if not documents or documents[0] is None:
-        raise ScenarioError(path, 1, "format", "the file is empty")
-    if len(documents) > 1:
-        raise ScenarioError(path, documents[1].start_mark.line + 1, "yaml", "one scenario per file (found a second YAML document)")
-    return documents[0]
-
-
 def check_text(text: str, path: str = "<editor>") -> tuple[Scenario | None, list[ScenarioError]]:
     """The editor's check: the scenario, or every error found (first in the file first)."""
     try:
@@ -282,12 +94,12 @@ def check_text(text: str, path: str = "<editor>") -> tuple[Scenario | None, list
 
 
 def parse_scenario(text: str, path: str = "<scenario>") -> Scenario:
-    root = _compose(text, path)
-    reader = _Reader(path)
+    root = compose(text, path)
+    reader = Reader(path)
     top = reader.mapping(root, "")
     for key, (key_node, _) in top.items():
         if key not in TOP_LEVEL_KEYS:
-            reader.errors.append(reader.fail(key_node, key, _unknown("top-level key", key, TOP_LEVEL_KEYS, "keys")))
+            reader.errors.append(reader.fail(key_node, key, unknown_name("top-level key", key, TOP_LEVEL_KEYS, "keys")))
     for key in REQUIRED_TOP_LEVEL:
         if key not in top:
             reader.errors.append(reader.fail(root, key, "missing (required)"))
@@ -343,51 +155,51 @@ def parse_scenario(text: str, path: str = "<scenario>") -> Scenario:
     )
 
 
-def _format(r: _Reader, node: yaml.Node) -> int:
+def _format(r: Reader, node: yaml.Node) -> int:
     fmt = r.integer(node, "format")
     if fmt != FORMAT:
         raise r.fail(node, "format", f"this playground reads format {FORMAT}, not {fmt}")
     return fmt
 
 
-def _scenario_id(r: _Reader, node: yaml.Node) -> str:
+def _scenario_id(r: Reader, node: yaml.Node) -> str:
     scenario_id = r.string(node, "id")
     if not _SLUG.match(scenario_id):
         raise r.fail(node, "id", f"{scenario_id!r} is not a slug (lower-case letters, digits and dashes)")
     return scenario_id
 
 
-def _hints(r: _Reader, node: yaml.Node) -> tuple[dict[str, str], ...]:
+def _hints(r: Reader, node: yaml.Node) -> tuple[dict[str, str], ...]:
     items = r.sequence(node, "hints")
     if not items or len(items) > MAX_HINTS:
         raise r.fail(node, "hints", f"give 1 to {MAX_HINTS} hints")
-    return tuple(r.texts(item, _join("hints", i)) for i, item in enumerate(items))
+    return tuple(r.texts(item, join_field("hints", i)) for i, item in enumerate(items))
 
 
-def _predict(r: _Reader, pair: tuple[yaml.Node, yaml.Node] | None, where: str) -> dict[str, Any] | None:
+def _predict(r: Reader, pair: tuple[yaml.Node, yaml.Node] | None, where: str) -> dict[str, Any] | None:
     """`predict: {question: ..., choices: [...], answer: N}`: a multiple-choice question answered before the step
     runs; `answer` is the index of the right choice (from 0)."""
     if pair is None:
         return None
     _key, node = pair
-    at = _join(where, "predict")
+    at = join_field(where, "predict")
     pairs = r.mapping(node, at)
     for key, (key_node, _v) in pairs.items():
         if key not in ("question", "choices", "answer"):
-            raise r.fail(key_node, _join(at, key), _unknown("key", key, ("question", "choices", "answer")))
+            raise r.fail(key_node, join_field(at, key), unknown_name("key", key, ("question", "choices", "answer")))
     for key in ("question", "choices", "answer"):
         if key not in pairs:
-            raise r.fail(node, _join(at, key), "missing (a prediction has a question, its choices and the answer)")
-    question = r.texts(pairs["question"][1], _join(at, "question"))
-    items = r.sequence(pairs["choices"][1], _join(at, "choices"))
+            raise r.fail(node, join_field(at, key), "missing (a prediction has a question, its choices and the answer)")
+    question = r.texts(pairs["question"][1], join_field(at, "question"))
+    items = r.sequence(pairs["choices"][1], join_field(at, "choices"))
     if not 2 <= len(items) <= MAX_CHOICES:
-        raise r.fail(pairs["choices"][1], _join(at, "choices"), f"give 2 to {MAX_CHOICES} choices, found {len(items)}")
-    choices = [r.texts(item, _join(_join(at, "choices"), i)) for i, item in enumerate(items)]
-    answer = r.integer(pairs["answer"][1], _join(at, "answer"), 0, len(choices) - 1)
+        raise r.fail(pairs["choices"][1], join_field(at, "choices"), f"give 2 to {MAX_CHOICES} choices, found {len(items)}")
+    choices = [r.texts(item, join_field(join_field(at, "choices"), i)) for i, item in enumerate(items)]
+    answer = r.integer(pairs["answer"][1], join_field(at, "answer"), 0, len(choices) - 1)
     return {"question": question, "choices": choices, "answer": answer}
 
 
-def _parse_database(r: _Reader, node: yaml.Node) -> Any:
+def _parse_database(r: Reader, node: yaml.Node) -> Any:
     """`database: {tables: {NAME: {columns: "id integer primary key, ...", rows: [[1, new], ...]}}, reconcile: {...}}`:
     the application's tables, built once here in a scratch database so that a wrong column or row is this file's
     error (with its line), not a step's surprise."""
@@ -396,24 +208,24 @@ def _parse_database(r: _Reader, node: yaml.Node) -> Any:
     pairs = r.mapping(node, "database")
     for key, (key_node, _v) in pairs.items():
         if key not in ("tables", "reconcile"):
-            raise r.fail(key_node, _join("database", key), _unknown("key", key, ("tables", "reconcile")))
+            raise r.fail(key_node, join_field("database", key), unknown_name("key", key, ("tables", "reconcile")))
     if "tables" not in pairs:
         raise r.fail(node, "database.tables", "missing: name at least one table")
     tables = []
     for name, (name_node, table_node) in r.mapping(pairs["tables"][1], "database.tables").items():
-        where = _join("database.tables", name)
+        where = join_field("database.tables", name)
         if not _SQL_NAME.match(name) or name.lower().startswith(("sqlite_", "kafka_", "playground_")):
             raise r.fail(name_node, where, f"{name!r} is not a table name this database allows (letters, digits, '_'; not sqlite_*, kafka_*, playground_*)")
         spec = r.mapping(table_node, where)
         for key, (key_node, _v) in spec.items():
             if key not in ("columns", "rows"):
-                raise r.fail(key_node, _join(where, key), _unknown("key", key, ("columns", "rows")))
+                raise r.fail(key_node, join_field(where, key), unknown_name("key", key, ("columns", "rows")))
         if "columns" not in spec:
-            raise r.fail(table_node, _join(where, "columns"), 'missing: the column definitions as SQL, e.g. "id integer primary key, status text"')
-        columns = r.string(spec["columns"][1], _join(where, "columns"))
+            raise r.fail(table_node, join_field(where, "columns"), 'missing: the column definitions as SQL, e.g. "id integer primary key, status text"')
+        columns = r.string(spec["columns"][1], join_field(where, "columns"))
         rows = []
-        for i, row_node in enumerate(r.sequence(spec["rows"][1], _join(where, "rows")) if "rows" in spec else []):
-            cells = r.sequence(row_node, _join(_join(where, "rows"), i))
+        for i, row_node in enumerate(r.sequence(spec["rows"][1], join_field(where, "rows")) if "rows" in spec else []):
+            cells = r.sequence(row_node, join_field(join_field(where, "rows"), i))
             rows.append(tuple(_sql_value(r, c) for c in cells))
         tables.append(Table(name, columns, tuple(rows)))
         try:
@@ -425,12 +237,12 @@ def _parse_database(r: _Reader, node: yaml.Node) -> Any:
         rec = r.mapping(pairs["reconcile"][1], "database.reconcile")
         for key, (key_node, _v) in rec.items():
             if key not in ("title", "sql", "checks"):
-                raise r.fail(key_node, _join("database.reconcile", key), _unknown("key", key, ("title", "sql", "checks")))
+                raise r.fail(key_node, join_field("database.reconcile", key), unknown_name("key", key, ("title", "sql", "checks")))
         if "sql" not in rec:
             raise r.fail(pairs["reconcile"][1], "database.reconcile.sql", "missing: the reconciliation query")
         reconcile = r.string(rec["sql"][1], "database.reconcile.sql")
         title = r.texts(rec["title"][1], "database.reconcile.title") if "title" in rec else {}
-        checks = tuple(r.string(n, _join("database.reconcile.checks", i)) for i, n in enumerate(r.sequence(rec["checks"][1], "database.reconcile.checks"))) if "checks" in rec else ()
+        checks = tuple(r.string(n, join_field("database.reconcile.checks", i)) for i, n in enumerate(r.sequence(rec["checks"][1], "database.reconcile.checks"))) if "checks" in rec else ()
         probe = Database(DatabaseSpec(tuple(tables), reconcile, title, checks)).reconcile({})
         if probe and probe["error"]:
             raise r.fail(rec["sql"][1], "database.reconcile.sql", probe["error"])
@@ -440,15 +252,15 @@ def _parse_database(r: _Reader, node: yaml.Node) -> Any:
     return DatabaseSpec(tuple(tables), reconcile, title, checks if "reconcile" in pairs else ())
 
 
-def _sql_value(r: _Reader, node: yaml.Node) -> Any:
+def _sql_value(r: Reader, node: yaml.Node) -> Any:
     """A cell of a table's rows: a whole number stays a number, null stays NULL, anything else is text."""
     if r.is_null(node):
         return None
     text = r.string(node, "database", non_empty=False)
-    return int(text) if _INT.match(text) and not node.style else text
+    return int(text) if INT.match(text) and not node.style else text
 
 
-def _app_args(r: _Reader, action: str, node: yaml.Node | None, label_node: yaml.Node, where: str) -> tuple[dict[str, Any], tuple[str, ...] | None]:
+def _app_args(r: Reader, action: str, node: yaml.Node | None, label_node: yaml.Node, where: str) -> tuple[dict[str, Any], tuple[str, ...] | None]:
     """`app.sql: "UPDATE ..."` (or `{sql: ..., expect: ...}`); the other app actions take only `expect`."""
     if node is None or r.is_null(node):
         if action == "sql":
@@ -463,49 +275,49 @@ def _app_args(r: _Reader, action: str, node: yaml.Node | None, label_node: yaml.
     args: dict[str, Any] = {}
     for key, (key_node, value_node) in raw.items():
         if key != "sql" or action != "sql":
-            raise r.fail(key_node, _join(where, key), f"unknown argument {key!r}; app.{action} takes {'sql and ' if action == 'sql' else ''}expect")
-        args["sql"] = r.string(value_node, _join(where, key))
+            raise r.fail(key_node, join_field(where, key), f"unknown argument {key!r}; app.{action} takes {'sql and ' if action == 'sql' else ''}expect")
+        args["sql"] = r.string(value_node, join_field(where, key))
     if action == "sql" and "sql" not in args:
         raise r.fail(node, where, "missing: sql")
     return args, expect
 
 
-def _tags(r: _Reader, node: yaml.Node) -> tuple[str, ...]:
-    return tuple(r.string(n, _join("tags", i)) for i, n in enumerate(r.sequence(node, "tags")))
+def _tags(r: Reader, node: yaml.Node) -> tuple[str, ...]:
+    return tuple(r.string(n, join_field("tags", i)) for i, n in enumerate(r.sequence(node, "tags")))
 
 
-def _parse_cluster(r: _Reader, node: yaml.Node | None) -> ClusterSpec:
+def _parse_cluster(r: Reader, node: yaml.Node | None) -> ClusterSpec:
     if node is None:
         return ClusterSpec()
     pairs = r.mapping(node, "cluster", allow_null=True)
     for key, (key_node, _) in pairs.items():
         if key not in ("brokers", "config", "topics"):
-            raise r.fail(key_node, _join("cluster", key), _unknown("key", key, ("brokers", "config", "topics")))
+            raise r.fail(key_node, join_field("cluster", key), unknown_name("key", key, ("brokers", "config", "topics")))
     brokers = r.integer(pairs["brokers"][1], "cluster.brokers", 1, MAX_BROKERS) if "brokers" in pairs else 3
     config: dict[str, Any] = {}
     if "config" in pairs:
         for key, (key_node, value_node) in r.mapping(pairs["config"][1], "cluster.config", allow_null=True).items():
-            where = _join("cluster.config", key)
+            where = join_field("cluster.config", key)
             # `sim.*` are the simulator's knobs (latencies, a slow broker); Kafka and the real backend ignore them.
             if key not in CLUSTER_CONFIG and not _SIM_KEY.match(key):
-                raise r.fail(key_node, where, _unknown("setting", key, CLUSTER_CONFIG, "settings") + " (or a simulator knob sim.*)")
+                raise r.fail(key_node, where, unknown_name("setting", key, CLUSTER_CONFIG, "settings") + " (or a simulator knob sim.*)")
             config[key] = r.integer(value_node, where, 0 if key.startswith("sim.") else 1)
     topics = []
     if "topics" in pairs:
         for name, (key_node, value_node) in r.mapping(pairs["topics"][1], "cluster.topics").items():
-            where = _join("cluster.topics", name)
+            where = join_field("cluster.topics", name)
             if not _TOPIC_NAME.match(name) or name.startswith("__"):
                 raise r.fail(key_node, where, f"{name!r} is not a valid topic name (letters, digits, '.', '_', '-'; not internal)")
             spec = r.mapping(value_node, where, allow_null=True)
             for key, (k_node, _) in spec.items():
                 if key != "partitions":
-                    raise r.fail(k_node, _join(where, key), _unknown("key", key, ("partitions",)))
-            partitions = r.integer(spec["partitions"][1], _join(where, "partitions"), 1, MAX_PARTITIONS) if "partitions" in spec else 1
+                    raise r.fail(k_node, join_field(where, key), unknown_name("key", key, ("partitions",)))
+            partitions = r.integer(spec["partitions"][1], join_field(where, "partitions"), 1, MAX_PARTITIONS) if "partitions" in spec else 1
             topics.append(TopicSpec(name, partitions))
     return ClusterSpec(brokers=brokers, config=config, topics=tuple(topics))
 
 
-def _parse_actors(r: _Reader, node: yaml.Node, cluster: ClusterSpec) -> dict[str, ActorSpec]:
+def _parse_actors(r: Reader, node: yaml.Node, cluster: ClusterSpec) -> dict[str, ActorSpec]:
     actors: dict[str, ActorSpec] = {}
     pairs = r.mapping(node, "actors")
     if not pairs:
@@ -525,8 +337,8 @@ def _parse_actors(r: _Reader, node: yaml.Node, cluster: ClusterSpec) -> dict[str
     return actors
 
 
-def _parse_actor(r: _Reader, name: str, name_node: yaml.Node, spec_node: yaml.Node, cluster: ClusterSpec) -> ActorSpec:
-    where = _join("actors", name)
+def _parse_actor(r: Reader, name: str, name_node: yaml.Node, spec_node: yaml.Node, cluster: ClusterSpec) -> ActorSpec:
+    where = join_field("actors", name)
     if not _ACTOR_NAME.match(name):
         raise r.fail(name_node, where, f"{name!r} is not a valid actor name (a letter, then letters, digits, '_' or '-')")
     if name in CLUSTER_ACTORS or name in (NOTE, APP):
@@ -535,15 +347,15 @@ def _parse_actor(r: _Reader, name: str, name_node: yaml.Node, spec_node: yaml.No
     if len(kind_pairs) != 1 or next(iter(kind_pairs)) not in (PRODUCER, CONSUMER):
         raise r.fail(spec_node, where, "expected exactly one of producer: {...} or consumer: {...}")
     kind, (kind_node, config_node) = next(iter(kind_pairs.items()))
-    where = _join(where, kind)
+    where = join_field(where, kind)
     schema = PRODUCER_CONFIG if kind == PRODUCER else CONSUMER_CONFIG
     config: dict[str, Any] = {}
     topics: tuple[str, ...] = ()
     for key, (key_node, value_node) in r.mapping(config_node, where, allow_null=True).items():
-        at = _join(where, key)
+        at = join_field(where, key)
         kind_of = schema.get(key)
         if kind_of is None:
-            raise r.fail(key_node, at, _unknown("setting", key, schema, f"{kind} settings", f" for a {kind}"))
+            raise r.fail(key_node, at, unknown_name("setting", key, schema, f"{kind} settings", f" for a {kind}"))
         if kind_of is int:
             config[key] = r.integer(value_node, at, 0)
         elif kind_of is bool:
@@ -556,9 +368,9 @@ def _parse_actor(r: _Reader, name: str, name_node: yaml.Node, spec_node: yaml.No
                 raise r.fail(value_node, at, "name at least one topic")
             names = []
             for i, item in enumerate(items):
-                topic = r.string(item, _join(at, i))
+                topic = r.string(item, join_field(at, i))
                 if cluster.topic(topic) is None:
-                    raise r.fail(item, _join(at, i), _unknown("topic", topic, (t.name for t in cluster.topics)))
+                    raise r.fail(item, join_field(at, i), unknown_name("topic", topic, (t.name for t in cluster.topics)))
                 names.append(topic)
             topics = tuple(names)
         else:
@@ -568,16 +380,16 @@ def _parse_actor(r: _Reader, name: str, name_node: yaml.Node, spec_node: yaml.No
         # (librdkafka's own default is enable.idempotence=false; Kafka's Java client defaults to true).
         config.setdefault("enable.idempotence", True)
         if "transactional.id" in config and not config["enable.idempotence"]:
-            raise r.fail(config_node, _join(where, "enable.idempotence"), "a transactional producer is always idempotent: remove enable.idempotence: false")
+            raise r.fail(config_node, join_field(where, "enable.idempotence"), "a transactional producer is always idempotent: remove enable.idempotence: false")
     else:
         if not topics:
-            raise r.fail(config_node, _join(where, "topics"), "missing: a consumer names the topics it reads, e.g. topics: [orders]")
+            raise r.fail(config_node, join_field(where, "topics"), "missing: a consumer names the topics it reads, e.g. topics: [orders]")
         # confluent-kafka (librdkafka) defaults to read_committed; Kafka's Java consumer to read_uncommitted.
         config.setdefault("isolation.level", "read_committed")
     return ActorSpec(name=name, kind=kind, config=config, topics=topics)
 
 
-def _parse_steps(r: _Reader, node: yaml.Node, cluster: ClusterSpec, actors: dict[str, ActorSpec]) -> tuple[Step, ...]:
+def _parse_steps(r: Reader, node: yaml.Node, cluster: ClusterSpec, actors: dict[str, ActorSpec]) -> tuple[Step, ...]:
     steps = []
     items = r.sequence(node, "steps")
     if not items:
@@ -591,8 +403,8 @@ def _parse_steps(r: _Reader, node: yaml.Node, cluster: ClusterSpec, actors: dict
     return tuple(steps)
 
 
-def _parse_step(r: _Reader, item: yaml.Node, index: int, cluster: ClusterSpec, actors: dict[str, ActorSpec]) -> Step | None:
-    where = _join("steps", index)
+def _parse_step(r: Reader, item: yaml.Node, index: int, cluster: ClusterSpec, actors: dict[str, ActorSpec]) -> Step | None:
+    where = join_field("steps", index)
     line = item.start_mark.line + 1
     if isinstance(item, yaml.ScalarNode):
         label, label_node, args_node = r.string(item, where), item, None
@@ -608,32 +420,32 @@ def _parse_step(r: _Reader, item: yaml.Node, index: int, cluster: ClusterSpec, a
         if isinstance(args_node, yaml.ScalarNode) and args_node.style and args_node.value == "":
             # `note: ""`: a place for the author to write one (a session saved as a scenario has them); shows nothing
             return Step(actor=NOTE, action=NOTE, args={"text": {DEFAULT_LANG: ""}}, index=index, line=line)
-        return Step(actor=NOTE, action=NOTE, args={"text": r.texts(args_node, _join(where, NOTE))}, index=index, line=line)
+        return Step(actor=NOTE, action=NOTE, args={"text": r.texts(args_node, join_field(where, NOTE))}, index=index, line=line)
 
     actor, dot, action = label.partition(".")
     if not dot or not actor or not action:
         raise r.fail(label_node, where, f"{label!r} is not ACTOR.ACTION (e.g. A.commit_transaction) or note")
-    where = _join(where, label)
+    where = join_field(where, label)
     if actor == APP:
         if r.database is None:
             raise r.fail(label_node, where, "app steps run SQL on the scenario's database: declare one under database:")
         if action not in APP_ACTIONS:
-            raise r.fail(label_node, where, _unknown("action", action, APP_ACTIONS, "app actions", " for app"))
+            raise r.fail(label_node, where, unknown_name("action", action, APP_ACTIONS, "app actions", " for app"))
         args, expect = _app_args(r, action, args_node, label_node, where)
         return Step(actor=actor, action=action, args=args, expect=expect, index=index, line=line)
     if actor in CLUSTER_ACTORS:
         if action not in CLUSTER_ACTORS[actor]:
-            raise r.fail(label_node, where, _unknown("action", action, CLUSTER_ACTORS[actor], f"{actor} actions", f" for {actor}"))
+            raise r.fail(label_node, where, unknown_name("action", action, CLUSTER_ACTORS[actor], f"{actor} actions", f" for {actor}"))
         args, expect, predict = _cluster_args(r, actor, action, args_node, label_node, where, cluster, actors)
         return Step(actor=actor, action=action, args=args, expect=expect, index=index, line=line, predict=predict)
     spec = actors.get(actor)
     if spec is None:
-        raise r.fail(label_node, where, _unknown("actor", actor, actors))
+        raise r.fail(label_node, where, unknown_name("actor", actor, actors))
     if spec.kind == "broken":  # its declaration has an error of its own: its steps cannot be checked
         return None
     known = PRODUCER_ACTIONS if spec.kind == PRODUCER else CONSUMER_ACTIONS
     if action not in known:
-        raise r.fail(label_node, where, _unknown("action", action, known, f"{spec.kind} actions", f" for {spec.kind} {actor!r}"))
+        raise r.fail(label_node, where, unknown_name("action", action, known, f"{spec.kind} actions", f" for {spec.kind} {actor!r}"))
     if actor in r.broken:
         return None
     raw = r.mapping(args_node, where, allow_null=True) if args_node is not None else {}
@@ -643,11 +455,11 @@ def _parse_step(r: _Reader, item: yaml.Node, index: int, cluster: ClusterSpec, a
     return Step(actor=actor, action=action, args=args, expect=expect, index=index, line=line, predict=predict)
 
 
-def _step_expect(r: _Reader, pair: tuple[yaml.Node, yaml.Node] | None, where: str) -> tuple[str, ...] | None:
+def _step_expect(r: Reader, pair: tuple[yaml.Node, yaml.Node] | None, where: str) -> tuple[str, ...] | None:
     if pair is None:
         return None
     _, node = pair
-    at = _join(where, "expect")
+    at = join_field(where, "expect")
     nodes = r.sequence(node, at) if isinstance(node, yaml.SequenceNode) else [node]
     if not nodes:
         raise r.fail(node, at, "name at least one outcome")
@@ -661,7 +473,7 @@ def _step_expect(r: _Reader, pair: tuple[yaml.Node, yaml.Node] | None, where: st
 
 
 def _outcome_message(name: str) -> str:
-    return f"unknown outcome {name!r}{_did_you_mean(name, OUTCOMES)}: use ok, a librdkafka error such as _FENCED, _STATE, _FATAL, or a broker error such as INVALID_PRODUCER_EPOCH"
+    return f"unknown outcome {name!r}{did_you_mean(name, OUTCOMES)}: use ok, a librdkafka error such as _FENCED, _STATE, _FATAL, or a broker error such as INVALID_PRODUCER_EPOCH"
 
 
 # Arguments per action: name -> kind. Kinds: "topic", "partition", "text", "bool", "consumer", "count".
@@ -673,7 +485,7 @@ _ACTOR_ARGS: dict[tuple[str, str], dict[str, str]] = {
 
 
 def _actor_args(
-    r: _Reader,
+    r: Reader,
     spec: ActorSpec,
     action: str,
     raw: dict[str, tuple[yaml.Node, yaml.Node]],
@@ -685,11 +497,11 @@ def _actor_args(
     schema = _ACTOR_ARGS.get((spec.kind, action), {})
     args: dict[str, Any] = {}
     for name, (key_node, value_node) in raw.items():
-        at = _join(where, name)
+        at = join_field(where, name)
         kind = schema.get(name)
         if kind is None:
             takes = f"{action} takes {', '.join(schema)} and expect" if schema else f"{action} takes no argument but expect"
-            raise r.fail(key_node, at, f"unknown argument {name!r}{_did_you_mean(name, schema)}; {takes}")
+            raise r.fail(key_node, at, f"unknown argument {name!r}{did_you_mean(name, schema)}; {takes}")
         if kind == "text":
             args[name] = r.string(value_node, at, non_empty=False)
         elif kind == "bool":
@@ -699,14 +511,14 @@ def _actor_args(
         elif kind == "topic":
             topic = r.string(value_node, at)
             if cluster.topic(topic) is None:
-                raise r.fail(value_node, at, _unknown("topic", topic, (t.name for t in cluster.topics)) + "; declare it under cluster.topics")
+                raise r.fail(value_node, at, unknown_name("topic", topic, (t.name for t in cluster.topics)) + "; declare it under cluster.topics")
             args[name] = topic
         elif kind == "consumer":
             other = r.string(value_node, at)
             target = actors.get(other)
             consumers = [a.name for a in actors.values() if a.kind == CONSUMER]
             if target is None or target.kind != CONSUMER:
-                raise r.fail(value_node, at, _unknown("consumer", other, consumers))
+                raise r.fail(value_node, at, unknown_name("consumer", other, consumers))
             if name == "consumer" and not target.group_id:
                 raise r.fail(value_node, at, f"consumer {other!r} has no group.id: send_offsets_to_transaction needs the consumer's group")
             args[name] = other
@@ -714,23 +526,23 @@ def _actor_args(
             args[name] = r.integer(value_node, at, 0)
     if spec.kind == PRODUCER and action == "produce":
         if "topic" not in args:
-            raise r.fail(node, _join(where, "topic"), "missing: produce needs a topic")
+            raise r.fail(node, join_field(where, "topic"), "missing: produce needs a topic")
         topic = cluster.topic(args["topic"])
         if "partition" in args and args["partition"] >= topic.partitions:
-            raise r.fail(raw["partition"][1], _join(where, "partition"), f"partition {args['partition']} is out of range: {topic.name} has {topic.partitions} partition(s), 0..{topic.partitions - 1}")
+            raise r.fail(raw["partition"][1], join_field(where, "partition"), f"partition {args['partition']} is out of range: {topic.name} has {topic.partitions} partition(s), 0..{topic.partitions - 1}")
         if "from" in args:
             clash = [k for k in ("key", "value", "partition") if k in args]
             if clash:
-                raise r.fail(raw[clash[0]][0], _join(where, clash[0]), "with from: the records keep the consumed key, value and partition number; remove it")
+                raise r.fail(raw[clash[0]][0], join_field(where, clash[0]), "with from: the records keep the consumed key, value and partition number; remove it")
         elif "value" not in args:
-            raise r.fail(node, _join(where, "value"), "missing: produce needs a value (or from: CONSUMER)")
+            raise r.fail(node, join_field(where, "value"), "missing: produce needs a value (or from: CONSUMER)")
     if spec.kind == PRODUCER and action == "send_offsets_to_transaction" and "consumer" not in args:
-        raise r.fail(node, _join(where, "consumer"), "missing: whose offsets? consumer: NAME")
+        raise r.fail(node, join_field(where, "consumer"), "missing: whose offsets? consumer: NAME")
     return args
 
 
 def _cluster_args(
-    r: _Reader,
+    r: Reader,
     actor: str,
     action: str,
     node: yaml.Node | None,
@@ -757,9 +569,9 @@ def _cluster_args(
     allowed = ("ms",) if actor == "clock" else ("broker", "coordinator_of", "leader_of") if action == "stop" else ("broker",)
     args: dict[str, Any] = {}
     for name, (key_node, value_node) in raw.items():
-        at = where if scalar_form else _join(where, name)
+        at = where if scalar_form else join_field(where, name)
         if name not in allowed:
-            raise r.fail(key_node, at, f"unknown argument {name!r}{_did_you_mean(name, allowed)}; {label} takes {' or '.join(allowed)} and expect")
+            raise r.fail(key_node, at, f"unknown argument {name!r}{did_you_mean(name, allowed)}; {label} takes {' or '.join(allowed)} and expect")
         if name == "ms":
             args["ms"] = _duration(r, value_node, at, bare_number_ok=not scalar_form)
         elif name == "broker":
@@ -770,7 +582,7 @@ def _cluster_args(
             txid = r.string(value_node, at)
             declared = sorted({a.transactional_id for a in actors.values() if a.transactional_id})
             if txid not in declared:
-                raise r.fail(value_node, at, _unknown("transactional.id", txid, declared, "declared"))
+                raise r.fail(value_node, at, unknown_name("transactional.id", txid, declared, "declared"))
             args[name] = txid
         else:  # leader_of
             args[name] = _parse_tp(r, value_node, at, cluster)
@@ -779,10 +591,10 @@ def _cluster_args(
     return args, expect, predict
 
 
-def _duration(r: _Reader, node: yaml.Node, where: str, bare_number_ok: bool) -> int:
+def _duration(r: Reader, node: yaml.Node, where: str, bare_number_ok: bool) -> int:
     """`61s`, `500ms`, `2m`, `1h` -> milliseconds. A bare number is ambiguous (seconds? ms?) except in the
     mapping form `{ms: N}`, which names its unit."""
-    if bare_number_ok and isinstance(node, yaml.ScalarNode) and _INT.match(node.value):
+    if bare_number_ok and isinstance(node, yaml.ScalarNode) and INT.match(node.value):
         return r.integer(node, where, 1)
     text = node.value.strip() if isinstance(node, yaml.ScalarNode) else None
     match = _DURATION.match(text or "")
@@ -791,7 +603,7 @@ def _duration(r: _Reader, node: yaml.Node, where: str, bare_number_ok: bool) -> 
     return int(match.group(1)) * _DURATION_MS[match.group(2)]
 
 
-def _parse_tp(r: _Reader, key_node: yaml.Node, where: str, cluster: ClusterSpec, topics: tuple[str, ...] | None = None) -> str:
+def _parse_tp(r: Reader, key_node: yaml.Node, where: str, cluster: ClusterSpec, topics: tuple[str, ...] | None = None) -> str:
     """`orders-0`: a declared topic and a partition in range (topic names may contain dashes: split at the last)."""
     name = r.string(key_node, where)
     topic, dash, number = name.rpartition("-")
@@ -799,7 +611,7 @@ def _parse_tp(r: _Reader, key_node: yaml.Node, where: str, cluster: ClusterSpec,
         raise r.fail(key_node, where, f"{name!r} is not TOPIC-PARTITION (e.g. orders-0)")
     spec = cluster.topic(topic)
     if spec is None:
-        raise r.fail(key_node, where, _unknown("topic", topic, (t.name for t in cluster.topics)))
+        raise r.fail(key_node, where, unknown_name("topic", topic, (t.name for t in cluster.topics)))
     if int(number) >= spec.partitions:
         raise r.fail(key_node, where, f"partition {int(number)} is out of range: {topic} has {spec.partitions} partition(s), 0..{spec.partitions - 1}")
     if topics is not None and topic not in topics:
@@ -807,7 +619,7 @@ def _parse_tp(r: _Reader, key_node: yaml.Node, where: str, cluster: ClusterSpec,
     return f"{topic}-{int(number)}"
 
 
-def _parse_expect(r: _Reader, node: yaml.Node, cluster: ClusterSpec, actors: dict[str, ActorSpec],
+def _parse_expect(r: Reader, node: yaml.Node, cluster: ClusterSpec, actors: dict[str, ActorSpec],
                   section: str = "expect") -> tuple[dict[str, Any], dict[str, int]]:
     """An `expect:` block (or a `goal:`, which has the same keys): what must be observed, and the line of each check."""
     expect: dict[str, Any] = {}
@@ -815,42 +627,42 @@ def _parse_expect(r: _Reader, node: yaml.Node, cluster: ClusterSpec, actors: dic
     blocks = r.mapping(node, section)
     for key, (key_node, _) in blocks.items():
         if key not in EXPECT_KEYS:
-            r.errors.append(r.fail(key_node, _join(section, key), _unknown("expectation", key, EXPECT_KEYS)))
+            r.errors.append(r.fail(key_node, join_field(section, key), unknown_name("expectation", key, EXPECT_KEYS)))
 
     def values(value_node: yaml.Node, at: str) -> list[str]:
-        return [r.string(n, _join(at, i), non_empty=False) for i, n in enumerate(r.sequence(value_node, at))]
+        return [r.string(n, join_field(at, i), non_empty=False) for i, n in enumerate(r.sequence(value_node, at))]
 
     def consumers_block() -> None:
         expect["consumers"] = {}
         for name, (name_node, tps_node) in r.mapping(blocks["consumers"][1], f"{section}.consumers").items():
-            at = _join(f"{section}.consumers", name)
+            at = join_field(f"{section}.consumers", name)
             spec = actors.get(name)
             if name in r.broken:
                 continue
             if spec is None or spec.kind != CONSUMER:
-                raise r.fail(name_node, at, _unknown("consumer", name, [a.name for a in actors.values() if a.kind == CONSUMER]))
+                raise r.fail(name_node, at, unknown_name("consumer", name, [a.name for a in actors.values() if a.kind == CONSUMER]))
             per = expect["consumers"][name] = {}
             for tp_name, (tp_node, vals_node) in r.mapping(tps_node, at).items():
-                tp = _parse_tp(r, tp_node, _join(at, tp_name), cluster, spec.topics)
-                per[tp] = values(vals_node, _join(at, tp_name))
+                tp = _parse_tp(r, tp_node, join_field(at, tp_name), cluster, spec.topics)
+                per[tp] = values(vals_node, join_field(at, tp_name))
                 lines[f"consumers.{name}.{tp}"] = tp_node.start_mark.line + 1
     def logs_block() -> None:
         expect["logs"] = {}
         for tp_name, (tp_node, vals_node) in r.mapping(blocks["logs"][1], f"{section}.logs").items():
-            at = _join(f"{section}.logs", tp_name)
+            at = join_field(f"{section}.logs", tp_name)
             tp = _parse_tp(r, tp_node, at, cluster)
             expect["logs"][tp] = values(vals_node, at)
             lines[f"logs.{tp}"] = tp_node.start_mark.line + 1
     def watermarks_block() -> None:
         expect["watermarks"] = {}
         for tp_name, (tp_node, marks_node) in r.mapping(blocks["watermarks"][1], f"{section}.watermarks").items():
-            at = _join(f"{section}.watermarks", tp_name)
+            at = join_field(f"{section}.watermarks", tp_name)
             tp = _parse_tp(r, tp_node, at, cluster)
             marks = {}
             for mark, (mark_node, value_node) in r.mapping(marks_node, at).items():
                 if mark not in ("high_watermark", "last_stable_offset"):
-                    raise r.fail(mark_node, _join(at, mark), _unknown("key", mark, ("high_watermark", "last_stable_offset")))
-                marks[mark] = r.integer(value_node, _join(at, mark), 0)
+                    raise r.fail(mark_node, join_field(at, mark), unknown_name("key", mark, ("high_watermark", "last_stable_offset")))
+                marks[mark] = r.integer(value_node, join_field(at, mark), 0)
             if not marks:
                 raise r.fail(marks_node, at, "name high_watermark and/or last_stable_offset")
             expect["watermarks"][tp] = marks
@@ -859,25 +671,25 @@ def _parse_expect(r: _Reader, node: yaml.Node, cluster: ClusterSpec, actors: dic
         expect["transactions"] = {}
         declared = sorted({a.transactional_id for a in actors.values() if a.transactional_id})
         for txid, (txid_node, state_node) in r.mapping(blocks["transactions"][1], f"{section}.transactions").items():
-            at = _join(f"{section}.transactions", txid)
+            at = join_field(f"{section}.transactions", txid)
             if txid not in declared:
-                raise r.fail(txid_node, at, _unknown("transactional.id", txid, declared, "declared"))
+                raise r.fail(txid_node, at, unknown_name("transactional.id", txid, declared, "declared"))
             want: dict[str, Any] = {}
             for key, (k_node, v_node) in r.mapping(state_node, at).items():
                 if key == "state":
-                    state = r.string(v_node, _join(at, key))
+                    state = r.string(v_node, join_field(at, key))
                     if state not in TXN_STATES:
-                        raise r.fail(v_node, _join(at, key), _unknown("transaction state", state, TXN_STATES, "states"))
+                        raise r.fail(v_node, join_field(at, key), unknown_name("transaction state", state, TXN_STATES, "states"))
                     want["state"] = state
                 elif key == "epoch":
-                    want["epoch"] = r.integer(v_node, _join(at, key), 0, 32767)
+                    want["epoch"] = r.integer(v_node, join_field(at, key), 0, 32767)
                 elif key == "producer":  # extension: the normalised producer id, P1, P2, ...
-                    producer = r.string(v_node, _join(at, key))
+                    producer = r.string(v_node, join_field(at, key))
                     if not re.match(r"^P[1-9][0-9]*$", producer):
-                        raise r.fail(v_node, _join(at, key), f"expected a normalised producer id such as P1, got {producer!r}")
+                        raise r.fail(v_node, join_field(at, key), f"expected a normalised producer id such as P1, got {producer!r}")
                     want["producer"] = producer
                 else:
-                    raise r.fail(k_node, _join(at, key), _unknown("key", key, ("state", "epoch", "producer")))
+                    raise r.fail(k_node, join_field(at, key), unknown_name("key", key, ("state", "epoch", "producer")))
             if not want:
                 raise r.fail(state_node, at, "name state, epoch and/or producer")
             expect["transactions"][txid] = want
@@ -886,13 +698,13 @@ def _parse_expect(r: _Reader, node: yaml.Node, cluster: ClusterSpec, actors: dic
         expect["groups"] = {}
         groups = sorted({a.group_id for a in actors.values() if a.group_id})
         for group, (group_node, tps_node) in r.mapping(blocks["groups"][1], f"{section}.groups").items():
-            at = _join(f"{section}.groups", group)
+            at = join_field(f"{section}.groups", group)
             if group not in groups:
-                raise r.fail(group_node, at, _unknown("group", group, groups))
+                raise r.fail(group_node, at, unknown_name("group", group, groups))
             per = expect["groups"][group] = {}
             for tp_name, (tp_node, offset_node) in r.mapping(tps_node, at).items():
-                tp = _parse_tp(r, tp_node, _join(at, tp_name), cluster)
-                per[tp] = None if r.is_null(offset_node) else r.integer(offset_node, _join(at, tp_name), 0)
+                tp = _parse_tp(r, tp_node, join_field(at, tp_name), cluster)
+                per[tp] = None if r.is_null(offset_node) else r.integer(offset_node, join_field(at, tp_name), 0)
                 lines[f"groups.{group}.{tp}"] = tp_node.start_mark.line + 1
     def anomalies_block() -> None:
         from playground.anomalies import RULES
@@ -900,9 +712,9 @@ def _parse_expect(r: _Reader, node: yaml.Node, cluster: ClusterSpec, actors: dic
         at = f"{section}.anomalies"
         names = []
         for i, n in enumerate(r.sequence(blocks["anomalies"][1], at)):
-            name = r.string(n, _join(at, i))
+            name = r.string(n, join_field(at, i))
             if name not in RULES:
-                raise r.fail(n, _join(at, i), _unknown("anomaly rule", name, RULES, "rules"))
+                raise r.fail(n, join_field(at, i), unknown_name("anomaly rule", name, RULES, "rules"))
             names.append(name)
         expect["anomalies"] = sorted(set(names))
         lines["anomalies"] = blocks["anomalies"][0].start_mark.line + 1

@@ -19,6 +19,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from playground import procs
 
 from .conftest import shot
+from tests.kafkatopics import drop_topics
 
 pytestmark = [pytest.mark.browser, pytest.mark.kafka]
 
@@ -38,13 +39,7 @@ def prefix(bootstrap):
     pre = f"inspb-{secrets.token_hex(3)}-"
     yield pre
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    topics = [t for t in admin.list_topics(timeout=10).topics if t.startswith(pre)]
-    if topics:
-        for fut in admin.delete_topics(topics, operation_timeout=10).values():
-            try:
-                fut.result(timeout=15)
-            except Exception:  # noqa: BLE001 - cleanup
-                pass
+    drop_topics(admin, pre)
 
 
 @pytest.fixture(scope="module")

@@ -54,6 +54,13 @@ def broker_control_for(bootstrap: str) -> str:
     return ""
 
 
+@pytest.fixture
+def admin(kafka_bootstrap):
+    from confluent_kafka.admin import AdminClient
+
+    return AdminClient({"bootstrap.servers": kafka_bootstrap})
+
+
 @pytest.fixture(scope="session")
 def broker_control(kafka_bootstrap) -> str:
     return broker_control_for(kafka_bootstrap)

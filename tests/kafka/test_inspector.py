@@ -27,6 +27,7 @@ from kafka.protocol.init_producer_id import InitProducerIdRequest_v0
 from playground.inspector import InspectorError, RefusedError, forget_inspectors, get_inspector
 from playground.inspector.hanging import classify
 from playground.inspector.observer import registry_key
+from tests.kafkatopics import drop_topics
 
 pytestmark = pytest.mark.kafka
 
@@ -55,11 +56,6 @@ def _drop_inspectors():
 
 
 @pytest.fixture
-def admin(kafka_bootstrap):
-    return AdminClient({"bootstrap.servers": kafka_bootstrap})
-
-
-@pytest.fixture
 def prefix(settings, admin):
     """A prefix of this test's own; the allow-lists let exactly it through. Its topics are deleted afterwards."""
     pre = f"insp-{secrets.token_hex(4)}-"
@@ -67,13 +63,7 @@ def prefix(settings, admin):
     settings.INSPECTOR_TRANSACTIONAL_IDS = [f"{pre}*"]
     settings.INSPECTOR_POLL_INTERVAL_S = 0.5
     yield pre
-    topics = [t for t in admin.list_topics(timeout=10).topics if t.startswith(pre)]
-    if topics:
-        for fut in admin.delete_topics(topics, operation_timeout=10).values():
-            try:
-                fut.result(timeout=15)
-            except Exception:  # noqa: BLE001 - cleanup
-                pass
+    drop_topics(admin, pre)
 
 
 def create_topic(admin, name: str, partitions: int = 1) -> str:

@@ -17,13 +17,14 @@ import pytest
 from channels.layers import channel_layers
 from channels.testing import WebsocketCommunicator
 from confluent_kafka import KafkaException, Producer
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import NewTopic
 
 from playground.asgi import application
 from playground.inspector import forget_inspectors, get_inspector
 from playground.inspector import web
 from playground.inspector.hub import HUB
 from playground.scenario import check_text, run_scenario
+from tests.kafkatopics import drop_topics
 
 pytestmark = pytest.mark.kafka
 
@@ -41,11 +42,6 @@ def _fresh(settings):
 
 
 @pytest.fixture
-def admin(kafka_bootstrap):
-    return AdminClient({"bootstrap.servers": kafka_bootstrap})
-
-
-@pytest.fixture
 def prefix(settings, admin):
     pre = f"inspw-{secrets.token_hex(4)}-"
     settings.INSPECTOR_KEY = KEY
@@ -53,13 +49,7 @@ def prefix(settings, admin):
     settings.INSPECTOR_TRANSACTIONAL_IDS = [f"{pre}*"]
     settings.INSPECTOR_POLL_INTERVAL_S = 0.3
     yield pre
-    topics = [t for t in admin.list_topics(timeout=10).topics if t.startswith(pre)]
-    if topics:
-        for fut in admin.delete_topics(topics, operation_timeout=10).values():
-            try:
-                fut.result(timeout=15)
-            except Exception:  # noqa: BLE001 - cleanup
-                pass
+    drop_topics(admin, pre)
 
 
 @pytest.fixture

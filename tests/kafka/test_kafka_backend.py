@@ -10,7 +10,6 @@ import os
 import time
 
 import pytest
-from confluent_kafka.admin import AdminClient
 
 from playground.backend import BackendError
 from playground.kafka.backend import KafkaBackend
@@ -55,11 +54,6 @@ def log_of(obs, tp):
 
 def produce(actor: str, value: str, topic: str = "orders", partition: int = 0, **extra) -> tuple[str, dict]:
     return (f"{actor}.produce", {"topic": topic, "partition": partition, "value": value, **extra})
-
-
-@pytest.fixture
-def admin(kafka_bootstrap):
-    return AdminClient({"bootstrap.servers": kafka_bootstrap})
 
 
 def test_commit_and_abort_leave_markers_with_producer_id_and_epoch():

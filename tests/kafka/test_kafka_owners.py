@@ -101,11 +101,6 @@ class Child:
         self.proc.wait(timeout=10)
 
 
-@pytest.fixture
-def admin(kafka_bootstrap):
-    return AdminClient({"bootstrap.servers": kafka_bootstrap})
-
-
 def topics_of(admin: AdminClient, prefix: str) -> set[str]:
     return {t for t in admin.list_topics(timeout=10).topics if t.startswith(prefix)}
 
