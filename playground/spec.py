@@ -33,6 +33,41 @@ APP_ACTIONS = ("sql", "db_begin", "db_commit", "db_rollback", "crash")
 NOTE = "note"
 
 
+# Profiles: which Kafka and which client a session speaks (issue 9). The version a profile names is the exact release
+# tools/kafka runs and the simulator models; the Java client is kafka-clients of the same release as the cluster.
+KAFKA_RELEASES = {"3.9": "3.9.1", "4": "4.4.0"}
+CLIENTS = ("librdkafka", "java")
+
+
+@dataclass(frozen=True)
+class Profile:
+    """Kafka version x client. The default is what every scenario file without `profile:` has always meant."""
+
+    kafka: str = "3.9"
+    client: str = "librdkafka"
+
+    @property
+    def release(self) -> str:
+        return KAFKA_RELEASES[self.kafka]
+
+    @property
+    def transaction_version(self) -> int:
+        """The transaction protocol the producer's transactions run under: 2 (KIP-890 part 2) only when the cluster
+        has it (a 4.x cluster formatted with transaction.version=2) and the client implements it (kafka-clients 4.x;
+        librdkafka does not), else the classic protocol (1)."""
+        return 2 if self.kafka == "4" and self.client == "java" else 1
+
+    @property
+    def label(self) -> str:
+        return f"Kafka {self.release} · {self.client}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kafka": self.kafka, "client": self.client}
+
+
+DEFAULT_PROFILE = Profile()
+
+
 @dataclass(frozen=True)
 class TopicSpec:
     name: str

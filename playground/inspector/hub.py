@@ -113,7 +113,7 @@ class Hub:
     @staticmethod
     def _send(w: Watch, html: dict[str, str]) -> bool:
         layer = get_channel_layer()
-        if layer is None:
+        if layer is None or w.loop.is_closed():  # closed: the server (or a test's loop) is gone, with its viewers
             return False
         try:
             # the group lives in the server's event loop: hand the send over to it (the in-memory layer's queues

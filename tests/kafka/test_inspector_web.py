@@ -26,7 +26,8 @@ from playground.inspector.hub import HUB
 from playground.scenario import check_text, run_scenario
 from tests.kafkatopics import drop_topics
 
-pytestmark = pytest.mark.kafka
+# The consumers close stale database connections on every message (Channels): the tests allow database access.
+pytestmark = [pytest.mark.kafka, pytest.mark.django_db(transaction=True)]
 
 KEY = "correct horse battery staple"
 
