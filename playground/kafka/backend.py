@@ -42,7 +42,7 @@ from playground.kafka import owners
 from playground.kafka.observer import Observer, ObserverError
 from playground.kafka.worker import ActorProcess, WorkerError
 from playground.sim import events as ev
-from playground.spec import CONSUMER, PRODUCER, ActorSpec, ClusterSpec, Step, TopicSpec
+from playground.spec import CONSUMER, DEFAULT_PROFILE, PRODUCER, ActorSpec, ClusterSpec, Profile, Step, TopicSpec
 
 log = logging.getLogger(__name__)
 
@@ -177,10 +177,14 @@ class KafkaBackend(Backend):
         seed: int = 0,
         on_event: Callable[[Any], None] | None = None,
         settings: Mapping[str, Any] | None = None,
+        profile: Profile = DEFAULT_PROFILE,
     ) -> None:
         """`settings` overrides what kafka_settings() found (keys: bootstrap, client, broker_control, base_dir,
         max_sleep_s, owners_dir); for code that picks the cluster itself, e.g. a test running a scenario on a second,
         dedicated cluster. Never filled from user input."""
+        if profile.client != "librdkafka":
+            raise BackendError(f"the real-cluster backend has no {profile.client} worker yet")
+        self.profile = profile
         self._lock = threading.RLock()
         self.cluster = cluster
         self.seed = seed

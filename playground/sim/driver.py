@@ -24,7 +24,7 @@ from playground.sim.cluster import Cluster
 from playground.sim.coordinator import TRANSITIONS
 from playground.sim.errors import KafkaException
 from playground.sim.log import READ_COMMITTED
-from playground.spec import CONSUMER, PRODUCER, ActorSpec, ClusterSpec, Step
+from playground.spec import CONSUMER, DEFAULT_PROFILE, PRODUCER, ActorSpec, ClusterSpec, Profile, Step
 
 # Client settings a cluster-level `config:` passes on to every client (the rest are broker settings).
 CLIENT_KEYS = frozenset({
@@ -73,7 +73,11 @@ class SimBackend(Backend):
     name = "sim"
 
     def __init__(self, cluster: ClusterSpec, actors: Mapping[str, ActorSpec], *, seed: int = 0,
-                 on_event: Callable[[Any], None] | None = None, keep_events: bool = True) -> None:
+                 on_event: Callable[[Any], None] | None = None, keep_events: bool = True,
+                 profile: Profile = DEFAULT_PROFILE) -> None:
+        if profile.client != "librdkafka":
+            raise BackendError(f"the simulator has no model of the {profile.client} client yet")
+        self.profile = profile
         self.spec = cluster
         self.seed = seed
         self.config = dict(cluster.config)
