@@ -33,12 +33,14 @@ venv-test: $(VENV)/.test-installed
 ifeq ($(PRODUCTION),)
 run: venv
 	$(PY) manage.py migrate --noinput
+	$(PY) -m playground.kafka.java_worker build --if-possible
 	@echo "Kafka Transaction Playground: http://$(HOST):$(PORT)/"
 	$(VENV)/bin/daphne -b $(HOST) -p $(PORT) playground.asgi:application
 else
 run: export PLAYGROUND_MODE := production
 run: venv
 	$(PY) manage.py migrate --noinput
+	$(PY) -m playground.kafka.java_worker build --if-possible
 	$(PY) manage.py collectstatic --noinput -v 0
 	$(PY) -m playground.deploy serve --host $(HOST) --port $(PORT)
 endif
@@ -46,6 +48,7 @@ endif
 ## Every test: unit, scenarios, web, Redis, the real Kafka broker (3 nodes, started and stopped here), browser.
 test: venv-test
 	bash tools/system-deps.sh
+	$(PY) -m playground.kafka.java_worker build
 	bash tools/test.sh
 
 ## Only what needs no broker, Redis or browser (quick feedback while developing).
@@ -58,12 +61,15 @@ bench: venv-test
 	bash tools/bench/run.sh
 
 ## A real Apache Kafka (KRaft, 3 nodes on loopback) for users without Docker. `make kafka-stop` stops it.
+## KAFKA_VERSION=4 for Kafka 4.x (tools/kafka/README.md); kafka-stop stops both versions' clusters.
 kafka:
 	bash tools/kafka/kafka.sh start --nodes 3
 
 kafka-stop:
-	bash tools/kafka/kafka.sh stop
+	bash tools/kafka/kafka.sh --version 3.9 stop
+	bash tools/kafka/kafka.sh --version 4 stop
 
 clean:
-	-bash tools/kafka/kafka.sh clean
-	rm -rf $(VENV) var test-artifacts .pytest_cache .hypothesis
+	-bash tools/kafka/kafka.sh --version 3.9 clean
+	-bash tools/kafka/kafka.sh --version 4 clean
+	rm -rf $(VENV) var test-artifacts .pytest_cache .hypothesis tools/java/.build

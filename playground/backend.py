@@ -67,6 +67,11 @@ class BackendError(Exception):
     """The tool's problem, not Kafka's: an unreachable cluster, an unknown actor, a misconfigured server."""
 
 
+class ProfileError(BackendError):
+    """This backend cannot run the session's profile: no model or worker of that client yet, or the server's cluster
+    for that Kafka version is another version. Not a passing failure: trying again gives the same answer."""
+
+
 class Backend(ABC):
     name: str
 

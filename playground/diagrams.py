@@ -1,9 +1,9 @@
 """Geometry for the two SVG drawings: the coordinator's state machine and the protocol timeline.
 
 Pure functions from data to coordinates; the templates only draw what these return. The state machine's edges
-come from the simulator's own transition table (`playground.sim.coordinator.TRANSITIONS`, target -> allowed
-previous states); only the placement of the known states is chosen here, and any state not placed is laid out
-on a spare row, so a new state in the table still shows up.
+come from the simulator's own transition table (`playground.sim.coordinator.transitions_for(kafka)`, target ->
+allowed previous states, one table per Kafka release); only the placement of the known states is chosen here, and
+any state not placed is laid out on a spare row, so a new state in the table still shows up.
 """
 
 from __future__ import annotations
@@ -36,10 +36,11 @@ LOOP = 9  # height of a self loop's arc above its box
 _SM_CACHE: dict[tuple, dict[str, Any]] = {}
 
 
-def current_state_machine(table: Mapping[str, Iterable[str]] | None = None) -> dict[str, Any] | None:
-    """The diagram of a transition table (the backend's, from view()["transitions"], else the simulator's
-    TRANSITIONS), computed once per table: it is static."""
-    table = {str(k): tuple(str(p) for p in v) for k, v in table.items()} if table else transitions()
+def current_state_machine(table: Mapping[str, Iterable[str]] | None = None,
+                          kafka: str = "3.9") -> dict[str, Any] | None:
+    """The diagram of a transition table (the backend's, from view()["transitions"], else the simulator's table
+    for the Kafka release `kafka`, "3.9" or "4"), computed once per table: it is static."""
+    table = {str(k): tuple(str(p) for p in v) for k, v in table.items()} if table else transitions(kafka)
     if not table:
         return None
     key = tuple(sorted((k, tuple(sorted(v))) for k, v in table.items()))
@@ -48,13 +49,15 @@ def current_state_machine(table: Mapping[str, Iterable[str]] | None = None) -> d
     return _SM_CACHE[key]
 
 
-def transitions() -> dict[str, tuple[str, ...]]:
+def transitions(kafka: str = "3.9") -> dict[str, tuple[str, ...]]:
+    """The simulator's transition table for a Kafka release (a profile's `kafka`): the one its coordinator obeys."""
     try:
-        from playground.sim.coordinator import TRANSITIONS
+        from playground.sim.coordinator import transitions_for
+        table = transitions_for(kafka)
     except Exception:  # noqa: BLE001 - the simulator not there yet: no diagram rather than a wrong one
         return {}
     out: dict[str, tuple[str, ...]] = {}
-    for target, previous in dict(TRANSITIONS).items():
+    for target, previous in dict(table).items():
         out[_name(target)] = tuple(_name(p) for p in previous)
     return out
 

@@ -11,7 +11,7 @@ from django.utils.translation import gettext_lazy
 
 from playground import limits
 from playground.session import NAME_RE
-from playground.spec import CONSUMER_ACTIONS, PRODUCER_ACTIONS, Step
+from playground.spec import CLIENTS, CONSUMER_ACTIONS, KAFKA_RELEASES, PRODUCER_ACTIONS, Profile, Step, parse_profile
 
 NAME_MAX = 40
 TRUE = ("1", "true", "on", "yes")
@@ -61,7 +61,17 @@ class BoolField(forms.Field):
         raise forms.ValidationError(_("expected true or false"))
 
 
-class NewSessionForm(Form):
+class ProfileForm(Form):
+    """A Play form's profile: the Kafka version and the client; each left empty keeps the scenario's own."""
+
+    kafka = forms.ChoiceField(required=False, choices=[(v, v) for v in KAFKA_RELEASES])
+    client = forms.ChoiceField(required=False, choices=[(c, c) for c in CLIENTS])
+
+    def profile(self, base: Profile) -> Profile:
+        return parse_profile(self.cleaned_data.get("kafka"), self.cleaned_data.get("client"), base)
+
+
+class NewSessionForm(ProfileForm):
     scenario = forms.CharField(required=False, max_length=100)
     backend = forms.ChoiceField(required=False, choices=[("sim", "sim"), ("kafka", "kafka")])
     seed = forms.IntegerField(required=False, min_value=0, max_value=2**31 - 1)

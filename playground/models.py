@@ -2,7 +2,8 @@
 
 - `ScenarioText`: a scenario file's exact text, content-addressed (the same text has the same id, so the same
   link). Library sessions, shared scenarios and forks all point at one; `shared` makes it reachable at `/sc/<id>`.
-- `Session`: the scenario text (None for free play), the backend, the seed, and `length` commands in its log;
+- `Session`: the scenario text (None for free play), the backend, the profile (Kafka version x client), the seed,
+  and `length` commands in its log;
   `version` grows on every change so that another server process knows whether its in-memory backend is current.
 - `Command`: one command of a session's log: its position `seq`, the entry (the step in the scenario file's own
   form, or an actor added in free play), the outcome and the time. A command is appended in the same database
@@ -20,6 +21,8 @@ from typing import Any
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
+
+from playground.spec import Profile, parse_profile
 
 
 def new_slug() -> str:
@@ -69,6 +72,9 @@ class Session(models.Model):
     source = models.ForeignKey(ScenarioText, null=True, blank=True, on_delete=models.PROTECT, related_name="sessions")
     backend = models.CharField(max_length=16, default="sim")
     seed = models.IntegerField(default=0)
+    # The profile (spec.Profile): which Kafka version and which client. Rows from before profiles: 3.9, librdkafka.
+    kafka = models.CharField(max_length=8, default="3.9")
+    client = models.CharField(max_length=16, default="librdkafka")
     length = models.PositiveIntegerField(default=0)  # commands in the live log
     version = models.PositiveIntegerField(default=0)
     # The "run" button: a runner applies the remaining scenario steps while this is true ("pause" clears it).
@@ -94,6 +100,14 @@ class Session(models.Model):
     @property
     def is_free_play(self) -> bool:
         return not self.scenario_id
+
+    @property
+    def profile(self) -> Profile:
+        return parse_profile(self.kafka, self.client)
+
+    @profile.setter
+    def profile(self, value: Profile) -> None:
+        self.kafka, self.client = value.kafka, value.client
 
     @property
     def scenario_source(self) -> str:

@@ -123,7 +123,20 @@ def header(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
         "prefix": getattr(live.backend, "prefix", None),
         "origin": live.origin,
         "replica": live.replica,
+        "profile": profile_of(live),
     }
+
+
+def profile_of(live: Any) -> dict[str, Any]:
+    """The session's Kafka (exact release), client, and `transaction.version`: the level the cluster has finalized
+    (as the real cluster reports it, as the simulator models it; None when a detached session cannot ask) and the
+    protocol this client's transactions run (1: classic; 2: KIP-890's, only a client that implements it)."""
+    profile = live.profile
+    reported = getattr(live.backend, "transaction_version", None)
+    if reported is None and not live_only(live.backend_name):
+        reported = profile.finalized_transaction_version
+    return {"kafka": profile.kafka, "release": profile.release, "client": profile.client,
+            "cluster_transaction_version": reported, "transaction_version": profile.transaction_version}
 
 
 def scrubber(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:

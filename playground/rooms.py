@@ -254,6 +254,8 @@ def card(live: Any, contexts: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]
         "cursor": header["cursor"], "total": header["total"], "commands": header["commands"],
         "goal": {"done": ex.get("done", 0), "total": len(ex.get("items", [])), "met": ex.get("met", False)} if ex.get("on") else None,
         "last_error": last_error, "strips": strips,
+        # the reconciliation's gaps, for a scenario with a database: how many rows the database and Kafka disagree on
+        "gaps": (contexts["database"].get("reconcile") or {}).get("gaps") if contexts["database"].get("on") else None,
     }
 
 
@@ -286,7 +288,7 @@ def _send(group: str, message: dict[str, Any]) -> None:
 
 def blank_card(attendee: Attendee) -> dict[str, Any]:
     return {"session": None, "attendee": attendee.pk, "name": attendee.name, "cursor": 0, "total": 0,
-            "commands": 0, "goal": None, "last_error": None, "strips": []}
+            "commands": 0, "goal": None, "last_error": None, "strips": [], "gaps": None}
 
 
 def publish_joined(room: Workshop, attendee: Attendee) -> None:

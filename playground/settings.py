@@ -135,6 +135,10 @@ KAFKA_CLIENT_CONFIG = {
 # How broker.stop/broker.start steps stop and start brokers, e.g. "bash tools/kafka/kafka.sh {action}-node {broker}"
 # ({action} = stop|start; split like a shell would, never run through one). Empty: not possible on this server.
 KAFKA_BROKER_CONTROL = os.environ.get("KAFKA_BROKER_CONTROL", "")
+# Sessions whose profile is Kafka 4.x run on this cluster instead (the two above serve Kafka 3.9; see
+# playground/kafka/clusters.py, which also checks that each cluster is the version it stands for).
+KAFKA4_BOOTSTRAP_SERVERS = os.environ.get("KAFKA4_BOOTSTRAP_SERVERS", "")
+KAFKA4_BROKER_CONTROL = os.environ.get("KAFKA4_BROKER_CONTROL", "")
 # Which server process owns which real-cluster prefixes (playground/kafka/owners.py): a process that starts sweeps
 # the topics a dead one left behind, never a live one's.
 KAFKA_OWNERS_DIR = Path(os.environ.get("KAFKA_OWNERS_DIR", VAR_DIR / "kafka-owners"))

@@ -58,6 +58,14 @@ class Profile:
         return 2 if self.kafka == "4" and self.client == "java" else 1
 
     @property
+    def finalized_transaction_version(self) -> int:
+        """The `transaction.version` feature level a cluster of this version has finalized, as tools/kafka formats
+        it and the simulator models it: 2 on 4.x (kafka.sh formats with transaction.version=2, also a new 4.x
+        cluster's default), 0 on 3.9 (which does not finalize the feature: ApiVersions lists no level for it).
+        The real backend reports what its cluster says instead (playground/kafka/clusters.py)."""
+        return 2 if self.kafka == "4" else 0
+
+    @property
     def label(self) -> str:
         return f"Kafka {self.release} · {self.client}"
 
@@ -66,6 +74,18 @@ class Profile:
 
 
 DEFAULT_PROFILE = Profile()
+
+
+def parse_profile(kafka: Any = None, client: Any = None, base: Profile = DEFAULT_PROFILE) -> Profile:
+    """A profile from text (a form, the command line, a stored row): a part that is None or "" keeps `base`'s; a
+    value outside the allowed set is a ValueError whose message names the field and the allowed values."""
+    kafka = base.kafka if kafka in (None, "") else str(kafka)
+    client = base.client if client in (None, "") else str(client)
+    if kafka not in KAFKA_RELEASES:
+        raise ValueError(f"kafka: {kafka!r} is not a Kafka version of this playground ({', '.join(KAFKA_RELEASES)})")
+    if client not in CLIENTS:
+        raise ValueError(f"client: {client!r} is not a client of this playground ({', '.join(CLIENTS)})")
+    return Profile(kafka, client)
 
 
 @dataclass(frozen=True)

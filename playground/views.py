@@ -23,7 +23,9 @@ from playground.i18n import normalize
 from playground.models import ScenarioText
 from playground.scenario import check_text, pick
 from playground.session import capability
+from playground.session.backends import not_configured
 from playground.session.export import as_scenario
+from playground.spec import DEFAULT_PROFILE, Profile
 
 log = logging.getLogger(__name__)
 
@@ -83,18 +85,25 @@ def _to_session(request: HttpRequest, row: Any) -> HttpResponse:
     return _drive(response, request, row)
 
 
-def _backend_choice(request_backend: str | None) -> str:
+def _backend_choice(request_backend: str | None, profile: Profile = DEFAULT_PROFILE) -> str:
     backend = request_backend or getattr(settings, "PLAYGROUND_DEFAULT_BACKEND", "sim")
-    if backend == "kafka" and not session.kafka_configured():
-        raise session.CommandError(_("This server has no Kafka cluster configured (KAFKA_BOOTSTRAP_SERVERS): choose the simulator."))
+    if backend == "kafka" and not session.kafka_configured(profile):
+        raise session.CommandError(_("%(problem)s Choose the simulator.") % {"problem": not_configured(profile)})
     return backend
+
+
+def _profile_choice(request: HttpRequest, base: Profile) -> Profile:
+    """The Play form's profile over `base` (the scenario's own); a value outside the allowed set is a 400 naming
+    the field."""
+    return _valid(forms.ProfileForm(request.POST)).profile(base)
 
 
 # ------------------------------------------------------------------------------------------------------ pages
 def _gallery(request: HttpRequest, error: str = "", status: int = 200, chosen: str = "") -> HttpResponse:
     # The backend choice is offered only when the server names a cluster (nothing a user types is an address).
     return render(request, "playground/gallery.html",
-                  {"entries": library.entries(), "kafka": session.kafka_configured(), "error": error, "chosen": chosen},
+                  {"entries": library.entries(), "kafka": session.kafka_configured(), "error": error, "chosen": chosen,
+                   "default_profile": DEFAULT_PROFILE},
                   status=status)
 
 
@@ -115,8 +124,10 @@ def new_session(request: HttpRequest) -> HttpResponse:
         if entry is None:
             return problem(_("No scenario %(id)s in the library.") % {"id": d["scenario"]}, 404)
         scenario, source = entry.scenario, entry.scenario.source
+    profile = form.profile(scenario.profile if scenario is not None else DEFAULT_PROFILE)
     try:
-        row = session.create(scenario, source=source, backend=_backend_choice(d.get("backend")), seed=d.get("seed"), client=client(request))
+        row = session.create(scenario, source=source, backend=_backend_choice(d.get("backend"), profile), seed=d.get("seed"),
+                             client=client(request), profile=profile)
     except limits.LimitExceeded as exc:
         return problem(str(exc), 429)
     except session.CommandError as exc:
@@ -131,7 +142,7 @@ def _at(request: HttpRequest) -> int | None:
     raw = request.GET.get("at")
     if raw is None or raw == "":
         return None
-    if not raw.isdigit() or len(raw) > 9:
+    if not (raw.isascii() and raw.isdigit()) or len(raw) > 9:  # str.isdigit() also takes "²", which int() refuses
         raise session.CommandError(_("at= is a step number: 0 for the start, up to the session's length."))
     return int(raw)
 
@@ -173,7 +184,8 @@ def session_log(request: HttpRequest, sid: str) -> HttpResponse:
     except session.CommandError:
         raise Http404(_("No such session.")) from None
     return JsonResponse({"id": sid, "scenario": live.scenario.id if live.scenario else None, "backend": live.backend_name,
-                         "seed": live.seed, "version": live.version, "origin": live.origin, "commands": live.commands})
+                         "profile": live.profile.to_dict(), "seed": live.seed, "version": live.version,
+                         "origin": live.origin, "commands": live.commands})
 
 
 @require_GET
@@ -321,12 +333,16 @@ def _valid_text(request: HttpRequest) -> tuple[Any, str] | HttpResponse:
 @require_POST
 @answers_problems
 def editor_play(request: HttpRequest) -> HttpResponse:
-    """A fresh session from the editor's text (nothing is shared by this)."""
+    """A fresh session from the editor's text (nothing is shared by this), in the profile chosen beside it (by
+    default the text's own)."""
+    profile_form = _valid(forms.ProfileForm(request.POST))
     checked = _valid_text(request)
     if isinstance(checked, HttpResponse):
         return checked
     scenario, text = checked
-    row = session.create(scenario, source=text, backend=_backend_choice(request.POST.get("backend") or None), client=client(request))
+    profile = profile_form.profile(scenario.profile)
+    row = session.create(scenario, source=text, backend=_backend_choice(request.POST.get("backend") or None, profile),
+                         client=client(request), profile=profile)
     return _to_session(request, row)
 
 
@@ -369,7 +385,9 @@ def shared(request: HttpRequest, text_id: str) -> HttpResponse:
 @answers_problems
 def shared_play(request: HttpRequest, text_id: str) -> HttpResponse:
     row, scenario = _shared(text_id)
-    new = session.create(scenario, source=row.text, backend=_backend_choice(request.POST.get("backend") or None), client=client(request))
+    profile = _profile_choice(request, scenario.profile)
+    new = session.create(scenario, source=row.text, backend=_backend_choice(request.POST.get("backend") or None, profile),
+                         client=client(request), profile=profile)
     return _to_session(request, new)
 
 

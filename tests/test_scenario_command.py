@@ -10,6 +10,7 @@ import pytest
 from django.core.management import call_command
 
 import playground.scenario.run as scenario_module
+from playground.spec import Profile
 from tests.test_scenario_runner import RAW, TEXT, ScriptedBackend
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -103,3 +104,48 @@ def test_it_prints_no_traceback_for_an_invalid_file_from_the_shell(tmp_path):
     assert result.returncode == 2
     assert "Traceback" not in result.stderr and result.stdout == ""
     assert result.stderr.strip() == f"{path}:17: steps[2].A.produce.partition: partition 5 is out of range: orders has 2 partition(s), 0..1"
+
+
+LIBRARY_FILE = str(ROOT / "scenarios" / "02-zombie-fencing.yaml")
+
+
+def test_it_runs_a_scenario_in_the_profile_the_flags_name_and_says_so_in_the_observation():
+    code, out, err = command("run", LIBRARY_FILE, "--kafka", "4", "--client", "librdkafka", "--json")
+    assert code == 0, err
+    assert json.loads(out)["profile"] == {"kafka": "4", "release": "4.4.0", "client": "librdkafka", "transaction_version": 2}
+    code, out, _ = command("run", LIBRARY_FILE, "--json")
+    assert json.loads(out)["profile"] == {"kafka": "3.9", "release": "3.9.1", "client": "librdkafka", "transaction_version": 0}
+
+
+def test_it_lets_a_flag_override_the_profile_a_file_names(tmp_path):
+    text = Path(LIBRARY_FILE).read_text(encoding="utf-8").replace("\ncluster:", '\nprofile: {kafka: "4"}\ncluster:', 1)
+    path = write(tmp_path, text)
+    assert json.loads(command("run", path, "--json")[1])["profile"]["kafka"] == "4"
+    assert json.loads(command("run", path, "--json", "--kafka", "3.9")[1])["profile"]["release"] == "3.9.1"
+    code, out, _ = command("run", path)
+    assert code == 0 and "Kafka 4.4.0, librdkafka, transaction.version 2" in out.splitlines()[0]
+
+
+def test_it_exits_3_naming_what_is_missing_when_the_backend_cannot_run_the_profile(monkeypatch):
+    from playground.backend import ProfileError
+
+    asked = []
+
+    def refuse(name, cluster, actors, **kw):
+        asked.append(kw["profile"])
+        raise ProfileError("the real-cluster backend has no java worker yet")
+
+    monkeypatch.setattr(scenario_module, "make_backend", refuse)
+    code, out, err = command("run", LIBRARY_FILE, "--backend", "kafka", "--client", "java", "--kafka", "4")
+    assert code == 3 and out == ""
+    assert asked == [Profile("4", "java")]
+    assert err.strip() == f"{LIBRARY_FILE}: backend kafka could not run: the real-cluster backend has no java worker yet"
+
+
+def test_it_refuses_a_kafka_version_or_client_it_does_not_have():
+    result = subprocess.run([sys.executable, "manage.py", "scenario", "run", LIBRARY_FILE, "--kafka", "4.0"], cwd=ROOT,
+                            capture_output=True, text=True)
+    assert result.returncode != 0 and "argument --kafka: invalid choice: '4.0' (choose from '3.9', '4')" in result.stderr
+    result = subprocess.run([sys.executable, "manage.py", "scenario", "run", LIBRARY_FILE, "--client", "jvm"], cwd=ROOT,
+                            capture_output=True, text=True)
+    assert result.returncode != 0 and "argument --client: invalid choice: 'jvm'" in result.stderr

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from playground.scenario import ScenarioError, load_library, load_scenario, parse_scenario, pick
+from playground.spec import Profile
 
 PATH = "scenarios/x.yaml"
 
@@ -390,3 +391,32 @@ def test_it_loads_a_library_in_file_name_order(tmp_path):
 def test_it_does_not_import_django():
     code = "import sys, playground.scenario; sys.exit('django' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[1]).returncode == 0
+
+
+# --- profile: which Kafka and which client ------------------------------------------------------------------
+
+
+def test_it_reads_no_profile_as_kafka_3_9_with_librdkafka_as_every_file_always_meant():
+    assert parse(scenario_text()).profile == Profile("3.9", "librdkafka")
+
+
+def test_it_reads_a_profile_of_kafka_4_and_of_the_java_client():
+    assert parse(scenario_text(head=HEAD + 'profile: {kafka: "4", client: java}\n')).profile == Profile("4", "java")
+    assert parse(scenario_text(head=HEAD + "profile:\n  kafka: 4\n")).profile == Profile("4", "librdkafka")
+    assert parse(scenario_text(head=HEAD + "profile: {client: librdkafka, kafka: 3.9}\n")).profile == Profile("3.9")
+
+
+def test_it_names_the_line_of_a_kafka_version_it_does_not_have():
+    text = scenario_text(head=HEAD + "profile:\n  client: java\n  kafka: 4.0\n")
+    assert_error(text, "kafka: 4.0", "profile.kafka", "'4.0'", "3.9 (Kafka 3.9.1)", "4 (Kafka 4.4.0)")
+
+
+def test_it_names_the_line_of_an_unknown_client_and_suggests_the_likely_one():
+    assert_error(scenario_text(head=HEAD + "profile: {client: librdkafk}\n"), "profile:", "profile.client",
+                 "unknown client 'librdkafk'", "librdkafka, java", "did you mean 'librdkafka'")
+
+
+def test_it_names_the_line_of_an_unknown_profile_key_and_of_a_profile_that_is_not_a_mapping():
+    text = scenario_text(head=HEAD + "profile:\n  kafka: 4\n  version: 4\n")
+    assert_error(text, "version: 4", "profile.version", "unknown key 'version'", "kafka, client")
+    assert_error(scenario_text(head=HEAD + "profile: 4\n"), "profile: 4", "profile", "expected a mapping")

@@ -95,7 +95,8 @@ def run(text=TEXT, outcomes=None, raw=None, **kwargs):
 
 def test_it_builds_the_observation_in_the_contracts_shape():
     observation, backend = run()
-    assert list(observation) == ["format", "scenario", "backend", "seed", "steps", "partitions", "consumers", "transactions", "groups", "expect"]
+    assert list(observation) == ["format", "scenario", "backend", "seed", "steps", "partitions", "consumers", "transactions", "groups",
+                                 "profile", "expect"]
     assert observation["format"] == 1 and observation["scenario"] == "zombie-fencing"
     assert observation["backend"] == "scripted" and observation["seed"] == 7
     assert observation["partitions"]["orders-0"] == {

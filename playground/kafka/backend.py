@@ -3,8 +3,10 @@ server's settings, through confluent-kafka.
 
 Design (see playground/backend.py for the contract and shared/docs/design.md, "Notes for the real backend"):
 
-* Only the cluster in settings: `settings.KAFKA_BOOTSTRAP_SERVERS` (or the environment variable of that name),
-  plus `KAFKA_CLIENT_CONFIG` (security settings and the like). Nothing a user types becomes a network address.
+* Only the cluster in settings: `settings.KAFKA_BOOTSTRAP_SERVERS` (or the environment variable of that name) for
+  a profile of Kafka 3.9, `KAFKA4_BOOTSTRAP_SERVERS` for Kafka 4.x (`clusters.py`, which also checks that the
+  cluster reached is that version), plus `KAFKA_CLIENT_CONFIG` (security settings and the like). Nothing a user
+  types becomes a network address.
 * Every session gets a prefix of its own, `pg-<8 hex>-`: its topics (`pg-1a2b3c4d-orders`), transactional ids
   and group ids live under it, so sessions on one cluster never see each other. Topics are deleted on close().
   The backend refuses any topic outside its prefix. Observations map names back to the scenario's.
@@ -37,9 +39,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from playground.backend import OK, Backend, BackendError
-from playground.kafka import owners
+from playground.backend import OK, Backend, BackendError, ProfileError
+from playground.kafka import clusters, owners
 from playground.kafka.observer import Observer, ObserverError
+from playground.kafka.wire import WireError
+from playground.kafka.java_worker import JavaActorProcess
 from playground.kafka.worker import ActorProcess, WorkerError
 from playground.sim import events as ev
 from playground.spec import CONSUMER, DEFAULT_PROFILE, PRODUCER, ActorSpec, ClusterSpec, Profile, Step, TopicSpec
@@ -82,6 +86,23 @@ OP_TIMEOUT_S = {
     "status": 5.0,
 }
 
+# The worker process of an actor, per client (the profile's `client`): librdkafka through confluent-kafka in a Python
+# process (worker.py), or kafka-clients of the profile's Kafka release in a JVM (java_worker.py, java/Worker.java).
+# Both answer the same operations with the same shapes; outcomes are named as each client names its errors.
+ACTOR_PROCESSES: dict[str, Callable[[str, str, dict[str, Any], Profile], Any]] = {
+    "librdkafka": lambda name, kind, config, profile: ActorProcess(name, kind, config),
+    "java": lambda name, kind, config, profile: JavaActorProcess(name, kind, config, release=profile.release),
+}
+# kafka-clients blocks initTransactions, commitTransaction, abortTransaction, sendOffsetsToTransaction, and a send
+# that waits for metadata, for at most max.block.ms (60 s by default): kept below every budget of OP_TIMEOUT_S, so
+# that the client's own TimeoutException comes before the parent gives up on the worker.
+JAVA_MAX_BLOCK_MS = 15000
+# How each client tells an application it was fenced: librdkafka's _FENCED, the Java client's exception, the wire
+# error when a send's delivery report carries it.
+FENCED_OUTCOMES = frozenset({"_FENCED", "PRODUCER_FENCED", "ProducerFencedException"})
+# librdkafka's names of client settings a scenario may give -> kafka-clients' names of the same settings
+JAVA_SETTING_NAMES = {"message.timeout.ms": "delivery.timeout.ms"}
+
 QUIESCE_S = 15.0  # longest wait for markers / LSO / stable offsets before observing
 MAX_SLEEP_S = 120.0  # clock.advance sleeps for real; one step sleeps at most this (settings: KAFKA_MAX_SLEEP_S)
 BROKER_CONTROL_TIMEOUT_S = 150.0
@@ -101,11 +122,20 @@ UNOBSERVABLE_BASE = [
     "committed offsets or at the beginning.",
 ]
 
+UNOBSERVABLE_JAVA_TIMELINE = (
+    "The RPC timeline is what kafka-clients logs at DEBUG (NetworkClient: each request's and response's header and "
+    "body, the error code read from the body; TransactionManager: its state transitions): times are when the log "
+    "line was written in the worker, consumer Fetch, ListOffsets and Metadata requests are left out, and which "
+    "broker answered as coordinator is inferred from the request's kind (the client logs only a node id)."
+)
 
-def kafka_settings() -> dict[str, Any]:
-    """The cluster this server may talk to. Django settings decide when they are configured (settings.py reads
-    KAFKA_BOOTSTRAP_SERVERS and KAFKA_CLIENT_* from the environment); a setting they do not define, and every
-    setting outside Django (tools/bench), comes from the environment variable of the same name."""
+
+def kafka_settings(kafka: str = DEFAULT_PROFILE.kafka) -> dict[str, Any]:
+    """The cluster this server may talk to for sessions of Kafka version `kafka` (clusters.SETTINGS: 3.9 on
+    KAFKA_BOOTSTRAP_SERVERS, 4.x on KAFKA4_BOOTSTRAP_SERVERS, each with its broker control). Django settings decide
+    when they are configured (settings.py reads them and KAFKA_CLIENT_* from the environment); a setting they do not
+    define, and every setting outside Django (tools/bench), comes from the environment variable of the same name."""
+    bootstrap_setting, control_setting = clusters.SETTINGS[kafka]
     conf: Any = None
     try:
         from django.conf import settings
@@ -120,7 +150,7 @@ def kafka_settings() -> dict[str, Any]:
             return getattr(conf, name)
         return os.environ.get(name, default)
 
-    bootstrap = str(get("KAFKA_BOOTSTRAP_SERVERS", "") or "")
+    bootstrap = str(get(bootstrap_setting, "") or "")
     client = get("KAFKA_CLIENT_CONFIG", None)
     if not isinstance(client, dict):
         client = {
@@ -138,7 +168,7 @@ def kafka_settings() -> dict[str, Any]:
     return {
         "bootstrap": bootstrap.strip(),
         "client": client,
-        "broker_control": str(get("KAFKA_BROKER_CONTROL", "") or "").strip(),
+        "broker_control": str(get(control_setting, "") or "").strip(),
         "base_dir": base_dir,
         "max_sleep_s": float(get("KAFKA_MAX_SLEEP_S", MAX_SLEEP_S) or MAX_SLEEP_S),
         "owners_dir": Path(owners_dir) if owners_dir else Path(var_dir or base_dir / "var") / "kafka-owners",
@@ -149,7 +179,7 @@ def kafka_settings() -> dict[str, Any]:
 class _Actor:
     spec: ActorSpec
     real_config: dict[str, Any]
-    proc: ActorProcess | None = None
+    proc: ActorProcess | JavaActorProcess | None = None
     state: str = "INIT"
     last_error: dict[str, Any] | None = None
     fenced: bool = False
@@ -182,14 +212,15 @@ class KafkaBackend(Backend):
         """`settings` overrides what kafka_settings() found (keys: bootstrap, client, broker_control, base_dir,
         max_sleep_s, owners_dir); for code that picks the cluster itself, e.g. a test running a scenario on a second,
         dedicated cluster. Never filled from user input."""
-        if profile.client != "librdkafka":
-            raise BackendError(f"the real-cluster backend has no {profile.client} worker yet")
+        if profile.client not in ACTOR_PROCESSES:
+            raise ProfileError(f"the real-cluster backend has no {profile.client} worker")
         self.profile = profile
         self._lock = threading.RLock()
         self.cluster = cluster
         self.seed = seed
         self.on_event = on_event
-        self.settings = kafka_settings()
+        self.settings = kafka_settings(profile.kafka)
+        bootstrap_setting = clusters.SETTINGS[profile.kafka][0]
         if settings:
             unknown = set(settings) - set(self.settings)
             if unknown:
@@ -197,8 +228,8 @@ class KafkaBackend(Backend):
             self.settings.update(settings)
         if not self.settings["bootstrap"]:
             raise BackendError(
-                "No Kafka cluster is configured: set KAFKA_BOOTSTRAP_SERVERS in the server's settings "
-                "(for a local one: bash tools/kafka/kafka.sh start --nodes 3)."
+                f"No Kafka {profile.release} cluster is configured: set {bootstrap_setting} in the server's settings "
+                f"(for a local one: bash tools/kafka/kafka.sh start --version {profile.kafka} --nodes 3)."
             )
         self.prefix = f"pg-{secrets.token_hex(4)}-"
         self.t0_wall = time.time()
@@ -220,6 +251,14 @@ class KafkaBackend(Backend):
         creating = False
         try:
             self.observer.check_reachable()
+            try:  # the cluster reached must be the Kafka the profile names; its transaction.version as it says
+                self.cluster_version = clusters.check(self.observer.wire, profile, bootstrap_setting)
+            except clusters.ClusterMismatch as e:
+                self.observer.close()
+                raise ProfileError(str(e)) from None
+            except WireError as e:
+                raise ObserverError(f"the versions of the cluster in {bootstrap_setting} (ApiVersions): {e}") from None
+            self.transaction_version = self.cluster_version.transaction_version
             self.brokers = self.observer.broker_ids()
             rf = min(3, len(self.brokers))
             # The first backend of this process on this cluster deletes what killed processes left behind
@@ -358,10 +397,12 @@ class KafkaBackend(Backend):
             actor.queue = st.get("queue", 0)
             for raised in st.get("raised", []):
                 # an error confluent-kafka raised from poll()/flush() (a fatal error surfaces there first)
-                actor.last_error = {"op": "poll", "error": raised["outcome"], "detail": raised.get("detail", "")}
-                if raised["outcome"] == "_FENCED":
+                # (Java: the failure of a fire-and-forget send, which only its callback saw, op "send")
+                op = raised.get("op", "poll")
+                actor.last_error = {"op": op, "error": raised["outcome"], "detail": raised.get("detail", "")}
+                if raised["outcome"] in FENCED_OUTCOMES:
                     actor.fenced = True
-                self._emit(ev.ClientError, actor=actor.spec.name, op="poll", error=raised["outcome"],
+                self._emit(ev.ClientError, actor=actor.spec.name, op=op, error=raised["outcome"],
                            fatal=bool(raised.get("fatal")), txn_requires_abort=bool(raised.get("txn_requires_abort")),
                            detail=raised.get("detail", ""))
         else:
@@ -383,14 +424,23 @@ class KafkaBackend(Backend):
             elif k == "group.id":
                 v = self.prefix + str(v)
             conf[k] = v
+        java = self.profile.client == "java"
+        if java:
+            for rd_name, java_name in JAVA_SETTING_NAMES.items():
+                if rd_name in conf:
+                    conf.setdefault(java_name, conf.pop(rd_name))
         # keep failures bounded and quick to surface
         conf.setdefault("socket.connection.setup.timeout.ms", 5000)
         conf.setdefault("reconnect.backoff.max.ms", 1000)
         if spec.kind == PRODUCER:
-            conf["debug"] = "eos,protocol"
+            if java:  # the worker reads kafka-clients' DEBUG log lines itself (java/ClientLog.java)
+                conf.setdefault("max.block.ms", JAVA_MAX_BLOCK_MS)
+            else:
+                conf["debug"] = "eos,protocol"
             conf.setdefault("linger.ms", 5)
         else:
-            conf["debug"] = "protocol"
+            if not java:
+                conf["debug"] = "protocol"
             if "group.id" not in conf:
                 # librdkafka wants a group id even for a consumer that only assigns; it never commits under it
                 conf["group.id"] = f"{self.prefix}_solo-{spec.name}"
@@ -424,7 +474,10 @@ class KafkaBackend(Backend):
         return actor
 
     def _spawn(self, actor: _Actor) -> None:
-        actor.proc = ActorProcess(actor.spec.name, actor.spec.kind, actor.real_config)
+        try:
+            actor.proc = ACTOR_PROCESSES[self.profile.client](actor.spec.name, actor.spec.kind, actor.real_config, self.profile)
+        except WorkerError as e:  # e.g. the Java worker could not be built
+            raise BackendError(f"actor {actor.spec.name}: the client did not start: {e}") from None
         actor.incarnation += 1
 
     def _finish_start(self, actor: _Actor) -> None:
@@ -558,8 +611,8 @@ class KafkaBackend(Backend):
             raise BackendError(f"{label}: the broker control command exited {proc.returncode}: {proc.stderr.strip()[-300:]}")
 
     def _partition_for(self, actor: _Actor, topic: str, key: str | None) -> int | None:
-        """No partition given: a keyed record goes where librdkafka's default partitioner (consistent_random:
-        CRC32 of the key) puts it, so None is passed on; a keyless one round robin over the producer's sends, as
+        """No partition given: a keyed record goes where the client's default partitioner puts it (librdkafka:
+        consistent_random, CRC32 of the key; kafka-clients: murmur2 of the key), so None is passed on; a keyless one round robin over the producer's sends, as
         the scenario format says (librdkafka itself would pick at random)."""
         if key is not None:
             return None
@@ -602,7 +655,7 @@ class KafkaBackend(Backend):
         outcome = result.get("outcome", OK)
         if outcome != OK:
             actor.last_error = {"op": action, "error": outcome, "detail": result.get("detail", "")}
-            if outcome in ("_FENCED", "PRODUCER_FENCED") or "fenced" in result.get("detail", "").lower():
+            if outcome in FENCED_OUTCOMES or "fenced" in result.get("detail", "").lower():
                 actor.fenced = True
             self._emit(
                 ev.ClientError, actor=name, op=action, error=outcome, fatal=bool(result.get("fatal")),
@@ -846,6 +899,16 @@ class KafkaBackend(Backend):
         a = self.actors.get(actor)
         return [(self._scenario_tp(r["topic"], r["partition"]), r["offset"]) for r in (a.last_poll if a else [])]
 
+    def stable_offsets(self) -> dict[str, int]:
+        """Every partition's LSO, asked right after the poll the checker compares it with: a broker never returns a
+        read_committed consumer a record at or past the LSO of that moment, and the LSO only grows."""
+        with self._lock:
+            try:
+                got = self.observer.stable_offsets([(self._real_topic(t.name), p) for t in self.topics.values() for p in range(t.partitions)])
+            except ObserverError:
+                return {}  # the check of those reads is left out, not guessed
+        return {self._scenario_tp(t, p): o for (t, p), o in got.items() if o is not None}
+
     def view(self, log_limit: int = 200) -> dict[str, Any]:
         with self._lock:
             try:
@@ -956,6 +1019,8 @@ class KafkaBackend(Backend):
 
     def unobservable(self) -> list[str]:
         out = list(UNOBSERVABLE_BASE)
+        if self.profile.client == "java":  # the timeline comes from kafka-clients' log, not librdkafka's
+            out = [UNOBSERVABLE_JAVA_TIMELINE if line.startswith("The RPC timeline is") else line for line in out]
         for k, v in sorted(self._ignored_cluster.items()):
             out.append(f"cluster.config {k}={v} is a broker setting: a shared real cluster runs with its own, so it is not applied.")
         for k, v in sorted(self.cluster.config.items()):
@@ -966,7 +1031,8 @@ class KafkaBackend(Backend):
             out.append("Brokers cannot be stopped or started from here (KAFKA_BROKER_CONTROL is not configured).")
         for a in self.actors.values():
             for k in a.ignored_settings:
-                out.append(f"{a.spec.name}: setting {k} is not a librdkafka client setting and was not applied.")
+                out.append(f"{a.spec.name}: setting {k} is not a {'kafka-clients' if self.profile.client == 'java' else 'librdkafka'} "
+                           "client setting and was not applied.")
         return out
 
     # ----------------------------------------------------------------------------------------- closing
@@ -979,13 +1045,10 @@ class KafkaBackend(Backend):
             procs = [a.proc for a in self.actors.values() if a.proc is not None and a.proc.alive]
             # ask every worker to close its client, then wait for them together (bounded)
             for p in procs:
-                try:
-                    p.conn.send({"id": -1, "op": "exit", "args": {}, "timeout_s": 3.0})
-                except (OSError, EOFError, BrokenPipeError):
-                    pass
+                p.request_exit(3.0)
             deadline = time.monotonic() + 6.0
             for p in procs:
-                p.proc.join(max(0.0, deadline - time.monotonic()))
+                p.join(max(0.0, deadline - time.monotonic()))
                 p.kill()
             # a session that stopped brokers of a shared cluster starts them again
             for broker in sorted(self.stopped_brokers):

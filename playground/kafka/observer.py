@@ -223,6 +223,10 @@ class Observer:
                 out[(tp.topic, tp.partition)] = None
         return out
 
+    def stable_offsets(self, tps: list[tuple[str, int]]) -> dict[tuple[str, int], int | None]:
+        """The last stable offset of each partition (ListOffsets at read_committed: what such a consumer's end is)."""
+        return self._offsets([(self._own(t), p) for t, p in tps], committed=True)
+
     def read_log(self, topic: str, partition: int) -> tuple[list[LogEntry], dict[str, Any]]:
         """The partition's log (cached; only what is new is fetched) and the Fetch response's marks."""
         key = (self._own(topic), partition)

@@ -465,17 +465,26 @@ def sweep_once(bootstrap: str, client_config: dict[str, Any] | None, owners_dir:
 
 
 def sweep_at_startup(background: bool = True) -> threading.Thread | list[dict[str, Any]] | None:
-    """For the server's start-up (e.g. at the end of playground/asgi.py): sweep the dead owners' prefixes on the
-    configured cluster. By default in a daemon thread, so start-up does not wait for the cluster (returns the
-    thread); `background=False` sweeps now and returns the reports. None when no cluster is configured."""
+    """For the server's start-up (e.g. at the end of playground/asgi.py): sweep the dead owners' prefixes on every
+    configured cluster (one per profile's Kafka version, clusters.SETTINGS). By default in a daemon thread, so
+    start-up does not wait for the clusters (returns the thread); `background=False` sweeps now and returns the
+    reports. None when no cluster is configured."""
     from playground.kafka.backend import kafka_settings  # backend.py imports this module
+    from playground.kafka.clusters import SETTINGS
 
-    s = kafka_settings()
-    if not s["bootstrap"]:
+    targets: list[tuple[Any, ...]] = []
+    for kafka in SETTINGS:
+        s = kafka_settings(kafka)
+        if s["bootstrap"] and all(t[0] != s["bootstrap"] for t in targets):
+            targets.append((s["bootstrap"], s["client"], s["owners_dir"]))
+    if not targets:
         return None
-    args = (s["bootstrap"], s["client"], s["owners_dir"])
+
+    def sweep_all() -> list[dict[str, Any]]:
+        return [report for args in targets for report in sweep_once(*args)]
+
     if not background:
-        return sweep_once(*args)
-    t = threading.Thread(target=sweep_once, args=args, name="kafka-owners-sweep", daemon=True)
+        return sweep_all()
+    t = threading.Thread(target=sweep_all, name="kafka-owners-sweep", daemon=True)
     t.start()
     return t

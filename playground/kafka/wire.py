@@ -1,6 +1,7 @@
 """A minimal, blocking Kafka protocol client for what confluent-kafka does not expose: a raw Fetch that keeps
 control batches (COMMIT/ABORT markers with their producer id and epoch), DescribeTransactions, ListTransactions,
-DescribeProducers and FindCoordinator.
+DescribeProducers, FindCoordinator, and ApiVersions' feature levels (which Kafka a broker runs, and the cluster's
+finalized transaction.version).
 
 Encoding and decoding use kafka-python's protocol classes (`kafka.protocol.*`, flexible versions through its
 Compact*/TaggedFields types); the requests kafka-python lacks (KIP-664's admin APIs) are declared below in the same
@@ -21,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from kafka.protocol.api import Request, Response
+from kafka.protocol.api_versions import ApiVersionsRequest_v3
 from kafka.protocol.fetch import FetchRequest_v11
 from kafka.protocol.find_coordinator import FindCoordinatorRequest_v2
 from kafka.protocol.metadata import MetadataRequest_v5
@@ -531,6 +533,44 @@ class WireClient:
                         }
                     )
         return out
+
+
+    # -- ApiVersions (KIP-584's feature levels ride in its tagged fields)
+
+    def api_versions(self, node_id: int) -> "BrokerVersions":
+        """One broker's ApiVersions v3: the API versions it serves, the feature levels its software supports
+        (tag 0) and the cluster-wide finalized levels (tag 2; a feature not listed is at level 0)."""
+        resp = self.send_to(node_id, ApiVersionsRequest_v3(client_software_name="txn-playground",
+                                                           client_software_version="1", _tagged_fields={}))
+        if resp.error_code:
+            raise BrokerError(resp.error_code, f"ApiVersions (broker {node_id})")
+        tags = resp._tagged_fields or {}
+        return BrokerVersions(
+            api_keys={key: (lo, hi) for key, lo, hi, _t in resp.api_versions},
+            supported={name: (lo, hi) for name, lo, hi in _features(tags.get(0))},
+            finalized={name: hi for name, hi, _lo in _features(tags.get(2))},
+        )
+
+
+@dataclass
+class BrokerVersions:
+    api_keys: dict[int, tuple[int, int]]
+    supported: dict[str, tuple[int, int]]  # feature -> (min, max) level this broker's software supports
+    finalized: dict[str, int]  # feature -> the cluster's finalized (max) level
+
+
+def _features(raw: bytes | None) -> list[tuple[str, int, int]]:
+    """ApiVersionsResponse's SupportedFeatures / FinalizedFeatures: a compact array of (name, int16, int16, tags)."""
+    if not raw:
+        return []
+    buf = io.BytesIO(raw)
+    out = []
+    for _ in range(max(_read_uvarint(buf) - 1, 0)):
+        name = buf.read(_read_uvarint(buf) - 1).decode("utf-8")
+        first, second = struct.unpack(">hh", buf.read(4))
+        _skip_tags(buf)
+        out.append((name, first, second))
+    return out
 
 
 def _merge_marks(first: FetchedPartition, last: FetchedPartition) -> FetchedPartition:

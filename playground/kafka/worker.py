@@ -106,6 +106,16 @@ class ActorProcess:
                 self.kill()
                 raise WorkerError(f"actor {self.name}: no answer within {timeout_s:.0f}s; worker killed")
 
+    def request_exit(self, timeout_s: float = 3.0) -> None:
+        """Ask the worker to close its client and leave, without waiting for the answer (see join)."""
+        try:
+            self.conn.send({"id": -1, "op": "exit", "args": {}, "timeout_s": timeout_s})
+        except (OSError, EOFError, BrokenPipeError):
+            pass
+
+    def join(self, timeout_s: float) -> None:
+        self.proc.join(max(0.0, timeout_s))
+
     def kill(self) -> None:
         """A crash: SIGKILL, no goodbye. librdkafka's buffers die with the process."""
         if self.proc.is_alive():

@@ -24,6 +24,7 @@ from playground.scenario.model import (
     MAX_STEPS,
     OUTCOMES,
     PRODUCER_CONFIG,
+    PROFILE_KEYS,
     REQUIRED_TOP_LEVEL,
     TOP_LEVEL_KEYS,
     TXN_STATES,
@@ -34,14 +35,18 @@ from playground.scenario.reader import INT, Reader, compose, did_you_mean, join_
 from playground.spec import (
     APP,
     APP_ACTIONS,
+    CLIENTS,
     CLUSTER_ACTORS,
     CONSUMER,
     CONSUMER_ACTIONS,
+    DEFAULT_PROFILE,
+    KAFKA_RELEASES,
     NOTE,
     PRODUCER,
     PRODUCER_ACTIONS,
     ActorSpec,
     ClusterSpec,
+    Profile,
     Step,
     TopicSpec,
 )
@@ -113,6 +118,7 @@ def parse_scenario(text: str, path: str = "<scenario>") -> Scenario:
     summary = reader.attempt(reader.texts, node("summary"), "summary", default={}) if "summary" in top else {}
     tags = reader.attempt(_tags, reader, node("tags"), default=()) if "tags" in top else ()
     seed = reader.attempt(reader.integer, node("seed"), "seed", 0, default=0) if "seed" in top else 0
+    profile = reader.attempt(_profile, reader, node("profile"), default=DEFAULT_PROFILE) if "profile" in top else DEFAULT_PROFILE
     cluster = reader.attempt(_parse_cluster, reader, node("cluster"))
     if cluster is None:  # the rest refers to its topics and brokers: an error there ends the check
         reader.raise_errors()
@@ -152,6 +158,7 @@ def parse_scenario(text: str, path: str = "<scenario>") -> Scenario:
         goal_lines=goal_lines,
         hints=hints,
         database=database,
+        profile=profile,
     )
 
 
@@ -167,6 +174,28 @@ def _scenario_id(r: Reader, node: yaml.Node) -> str:
     if not _SLUG.match(scenario_id):
         raise r.fail(node, "id", f"{scenario_id!r} is not a slug (lower-case letters, digits and dashes)")
     return scenario_id
+
+
+def _profile(r: Reader, node: yaml.Node) -> Profile:
+    """`profile: {kafka: "3.9" | "4", client: librdkafka | java}`: which Kafka and which client the story is told in
+    (both keys optional; the default is what a file without `profile:` has always meant)."""
+    pairs = r.mapping(node, "profile", allow_null=True)
+    for key, (key_node, _v) in pairs.items():
+        if key not in PROFILE_KEYS:
+            raise r.fail(key_node, join_field("profile", key), unknown_name("key", key, PROFILE_KEYS))
+    kafka, client = DEFAULT_PROFILE.kafka, DEFAULT_PROFILE.client
+    if "kafka" in pairs:
+        value_node = pairs["kafka"][1]
+        kafka = r.string(value_node, "profile.kafka")
+        if kafka not in KAFKA_RELEASES:
+            versions = " or ".join(f"{v} (Kafka {release})" for v, release in KAFKA_RELEASES.items())
+            raise r.fail(value_node, "profile.kafka", f"{kafka!r} is not a Kafka version of this playground: {versions}")
+    if "client" in pairs:
+        value_node = pairs["client"][1]
+        client = r.string(value_node, "profile.client")
+        if client not in CLIENTS:
+            raise r.fail(value_node, "profile.client", unknown_name("client", client, CLIENTS))
+    return Profile(kafka, client)
 
 
 def _hints(r: Reader, node: yaml.Node) -> tuple[dict[str, str], ...]:

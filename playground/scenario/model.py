@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from playground.backend import OK
-from playground.spec import ActorSpec, ClusterSpec, Step
+from playground.spec import DEFAULT_PROFILE, ActorSpec, ClusterSpec, Profile, Step
 
 FORMAT = 1
 DEFAULT_LANG = "en"
@@ -27,7 +27,8 @@ TXN_STATES = (
 )
 
 # Outcome names a step may expect: "ok", librdkafka's local errors (leading underscore) as confluent-kafka's
-# KafkaError.name() spells them, and the broker errors of Errors.java a transactional application can meet.
+# KafkaError.name() spells them, the broker errors of Errors.java a transactional application can meet, and the
+# Java client's exceptions.
 # A closed list so that a typo in `expect:` is an error instead of a step that can never pass.
 OUTCOMES = frozenset(
     {
@@ -49,11 +50,44 @@ OUTCOMES = frozenset(
         "TRANSACTIONAL_ID_NOT_FOUND", "TRANSACTION_ABORTABLE",
         # the application's database (playground/database.py): what its driver raises
         "SQL_ERROR", "SQL_DENIED", "SQL_TIMEOUT", "SQL_CONSTRAINT",
+        # kafka-clients (Java): the simple class name of the exception the application catches
+        # (org.apache.kafka.common.errors.*, KafkaException, java.lang's IllegalStateException/IllegalArgumentException)
+        "ProducerFencedException", "InvalidProducerEpochException", "TransactionAbortableException",
+        "IllegalStateException", "IllegalArgumentException", "KafkaException", "TimeoutException",
+        "InvalidTxnStateException", "InvalidPidMappingException", "UnknownProducerIdException",
+        "OutOfOrderSequenceException", "TransactionAbortedException", "InvalidTxnTimeoutException",
+        "TransactionalIdAuthorizationException", "CommitFailedException", "FencedInstanceIdException",
+        "InvalidRequestException", "IllegalGenerationException", "UnknownMemberIdException",
+        "RebalanceInProgressException", "TransactionCoordinatorFencedException", "NotEnoughReplicasException",
+        "NotLeaderOrFollowerException", "LeaderNotAvailableException", "UnknownTopicOrPartitionException",
+        "NetworkException", "ConcurrentTransactionsException", "CoordinatorLoadInProgressException",
+        "CoordinatorNotAvailableException", "NotCoordinatorException", "UnstableOffsetCommitException",
+        "InvalidGroupIdException",
+        # the Java client (kafka-clients 3.9 and 4.x; playground/kafka/java/Worker.java): the simple class name of
+        # the exception a call throws or a send's future fails with. Kafka's own (KafkaException, and what
+        # Errors.java maps each broker error to) and the JDK's that kafka-clients throws (IllegalStateException:
+        # a call in the wrong TransactionManager state; TimeoutException is both Kafka's and Future.get()'s).
+        "KafkaException", "IllegalStateException", "IllegalArgumentException", "TimeoutException",
+        "InterruptException", "TransactionAbortedException", "CommitFailedException", "BufferExhaustedException",
+        "SerializationException", "RecordTooLargeException", "RecordBatchTooLargeException", "InvalidTopicException",
+        "NoOffsetForPartitionException", "UnknownServerException", "OffsetOutOfRangeException",
+        "UnknownTopicOrPartitionException", "LeaderNotAvailableException", "NotLeaderOrFollowerException",
+        "NetworkException", "CoordinatorLoadInProgressException", "CoordinatorNotAvailableException",
+        "NotCoordinatorException", "NotEnoughReplicasException", "NotEnoughReplicasAfterAppendException",
+        "IllegalGenerationException", "UnknownMemberIdException", "RebalanceInProgressException",
+        "InvalidRequestException", "InvalidRecordException", "OutOfOrderSequenceException",
+        "DuplicateSequenceException", "InvalidProducerEpochException", "InvalidTxnStateException",
+        "InvalidPidMappingException", "InvalidTxnTimeoutException", "ConcurrentTransactionsException",
+        "TransactionCoordinatorFencedException", "UnknownProducerIdException", "FencedInstanceIdException",
+        "UnstableOffsetCommitException", "ProducerFencedException", "TransactionalIdNotFoundException",
+        "TransactionAbortableException", "TransactionalIdAuthorizationException", "ClusterAuthorizationException",
+        "TopicAuthorizationException", "GroupAuthorizationException", "UnsupportedVersionException",
     }
 )
 
-TOP_LEVEL_KEYS = ("format", "id", "title", "summary", "tags", "seed", "cluster", "database", "actors", "steps", "expect",
-                  "goal", "hints")
+TOP_LEVEL_KEYS = ("format", "id", "title", "summary", "tags", "seed", "profile", "cluster", "database", "actors", "steps",
+                  "expect", "goal", "hints")
+PROFILE_KEYS = ("kafka", "client")
 REQUIRED_TOP_LEVEL = ("format", "id", "title", "actors", "steps")
 EXPECT_KEYS = ("consumers", "logs", "watermarks", "transactions", "groups", "anomalies")
 
@@ -138,6 +172,8 @@ class Scenario:
     hints: tuple[Mapping[str, str], ...] = ()
     # The application's database beside Kafka (playground.database.DatabaseSpec), or None.
     database: Any = None
+    # Which Kafka and which client the scenario is told in (`profile:`); a file without it: Kafka 3.9, librdkafka.
+    profile: Profile = DEFAULT_PROFILE
 
     def text(self, name: str, lang: str = DEFAULT_LANG) -> str:
         """`title` or `summary` in `lang`, falling back to English."""

@@ -7,7 +7,7 @@ from typing import Any, Callable, Mapping
 
 from playground.backend import Backend, make_backend
 from playground.scenario.model import FORMAT, Scenario
-from playground.spec import Step
+from playground.spec import DEFAULT_PROFILE, Profile, Step
 
 # --------------------------------------------------------------------------------------------------------------
 # Running
@@ -20,10 +20,12 @@ def run_scenario(
     on_step: Callable[[Step, str], None] | None = None,
     on_event: Callable[[Any], None] | None = None,
     record: list[dict[str, Any]] | None = None,
+    profile: Profile | None = None,
 ) -> dict[str, Any]:
     """Apply every step on a fresh backend, then observe and check: the contract's `--json` observation.
 
-    `backend` is "sim" or "kafka" (or an already built Backend, which is closed afterwards all the same).
+    `backend` is "sim" or "kafka" (or an already built Backend, which is closed afterwards all the same), built
+    for `profile` (default: the scenario's own).
     `on_step(step, outcome)` is called after each step, notes included. `record`, when given, receives each
     step with its outcome and what a poll returned (the anomaly checker's history; not part of the observation).
     """
@@ -31,7 +33,8 @@ def run_scenario(
     if record is None and scenario.expect and "anomalies" in scenario.expect:
         record = []  # the anomalies it expects are checked over this run's history
     if isinstance(backend, str):
-        backend = make_backend(backend, scenario.cluster, scenario.actors, seed=seed, on_event=on_event)
+        backend = make_backend(backend, scenario.cluster, scenario.actors, seed=seed, on_event=on_event,
+                               profile=profile or scenario.profile)
     if scenario.database is not None and not hasattr(backend, "db"):
         from playground.database import with_database
 
@@ -55,7 +58,8 @@ def run_scenario(
         raw = backend.observe()
     finally:
         backend.close()
-    observation = build_observation(scenario.id, getattr(backend, "name", str(backend)), seed, steps, raw)
+    observation = build_observation(scenario.id, getattr(backend, "name", str(backend)), seed, steps, raw,
+                                    profile=observed_profile(backend))
     if "database" in raw:  # an addition to the contract's observation, only for scenarios with a database
         observation["database"] = {"tables": raw["database"]["tables"], "reconcile": raw["database"]["reconcile"]}
     if scenario.expect and "anomalies" in scenario.expect:
@@ -68,8 +72,20 @@ def run_scenario(
     return observation
 
 
-def build_observation(scenario_id: str, backend: str, seed: int, steps: list[dict], raw: Mapping[str, Any]) -> dict[str, Any]:
-    """The contract's observation from a backend's raw `observe()` (everything but `expect`).
+def observed_profile(backend: Any) -> dict[str, Any]:
+    """The observation's `profile`: the backend's Kafka version (and its exact release), its client, and the
+    `transaction.version` its cluster has finalized: as the real cluster reports it (`backend.transaction_version`),
+    or as the simulator models it (spec.Profile.finalized_transaction_version)."""
+    profile = getattr(backend, "profile", None) or DEFAULT_PROFILE
+    reported = getattr(backend, "transaction_version", None)
+    return {"kafka": profile.kafka, "release": profile.release, "client": profile.client,
+            "transaction_version": profile.finalized_transaction_version if reported is None else reported}
+
+
+def build_observation(scenario_id: str, backend: str, seed: int, steps: list[dict], raw: Mapping[str, Any],
+                      profile: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The contract's observation from a backend's raw `observe()` (everything but `expect`), with the backend's
+    profile (observed_profile) when given.
 
     Producer ids become P1, P2, ... in order of first appearance: partitions in (topic, partition) order, each
     log in offset order, then transactions by transactional id. A real cluster and the simulator allocate
@@ -105,7 +121,7 @@ def build_observation(scenario_id: str, backend: str, seed: int, steps: list[dic
         transactions[txid] = {"state": txn.get("state"), "producer": producer(txn.get("producer_id")), "epoch": txn.get("epoch")}
     consumers = {name: {tp: list(values) for tp, values in sorted(per.items(), key=lambda kv: _tp_order(kv[0]))} for name, per in sorted(raw.get("consumers", {}).items())}
     groups = {group: {tp: offset for tp, offset in sorted(per.items(), key=lambda kv: _tp_order(kv[0]))} for group, per in sorted(raw.get("groups", {}).items())}
-    return {
+    out = {
         "format": FORMAT,
         "scenario": scenario_id,
         "backend": backend,
@@ -116,6 +132,9 @@ def build_observation(scenario_id: str, backend: str, seed: int, steps: list[dic
         "transactions": transactions,
         "groups": groups,
     }
+    if profile is not None:  # an addition to the contract's observation (docs/scenario-format.md, "Profiles")
+        out["profile"] = dict(profile)
+    return out
 
 
 def _tp_order(tp: str) -> tuple[str, int]:

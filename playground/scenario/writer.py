@@ -14,7 +14,7 @@ import re
 from typing import Any, Iterable, Mapping
 
 from playground.scenario.model import DEFAULT_LANG
-from playground.spec import CONSUMER, NOTE, ActorSpec, ClusterSpec
+from playground.spec import CONSUMER, DEFAULT_PROFILE, NOTE, ActorSpec, ClusterSpec, Profile
 
 _PLAIN = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]*$")
 # Words a YAML 1.1 reader (not ours: we read every plain scalar as text) would turn into something else.
@@ -149,9 +149,11 @@ def _expect_lines(observation: Mapping[str, Any] | None) -> list[str]:
 
 def write(*, scenario_id: str, title: Mapping[str, str], summary: Mapping[str, str] | None, tags: Iterable[str],
           seed: int, cluster: ClusterSpec, actors: Iterable[ActorSpec], commands: Iterable[Mapping[str, Any]],
-          observation: Mapping[str, Any] | None = None, comment: str = "", database: Any = None) -> str:
+          observation: Mapping[str, Any] | None = None, comment: str = "", database: Any = None,
+          profile: Profile = DEFAULT_PROFILE) -> str:
     """The scenario file's text. `commands` are a session's log entries (with outcomes); entries that add an actor
-    are left out (the actors are declared up front)."""
+    are left out (the actors are declared up front). A profile other than the default is written as `profile:`
+    (the default is what a file without it means)."""
     out = []
     if comment:
         out += [f"# {line}" if line else "#" for line in comment.splitlines()]
@@ -162,6 +164,8 @@ def write(*, scenario_id: str, title: Mapping[str, str], summary: Mapping[str, s
     if tags:
         out.append("tags: [" + ", ".join(scalar(t) for t in tags) + "]")
     out.append(f"seed: {seed}")
+    if profile != DEFAULT_PROFILE:
+        out.append(f"profile: {flow(profile.to_dict())}")
     out += _cluster_lines(cluster)
     out.append("actors:")
     out += [_actor_line(spec) for spec in actors]

@@ -16,7 +16,7 @@ from django.utils.translation import gettext as _
 
 from playground.backend import Backend, BackendError, make_backend
 from playground.session.live import CommandError
-from playground.spec import CONSUMER, PRODUCER, ActorSpec, ClusterSpec, Step
+from playground.spec import CONSUMER, DEFAULT_PROFILE, KAFKA_RELEASES, PRODUCER, ActorSpec, ClusterSpec, Profile, Step
 
 # Backends by name. Tests add fakes here; "sim" and "kafka" go through `make_backend`.
 BACKEND_FACTORIES: dict[str, Callable[..., Backend]] = {}
@@ -30,8 +30,19 @@ def live_only(backend_name: str) -> bool:
     return backend_name in LIVE_ONLY_BACKENDS
 
 
-def kafka_configured() -> bool:
-    return bool(str(getattr(settings, "KAFKA_BOOTSTRAP_SERVERS", "") or "").strip())
+def kafka_configured(profile: Profile | None = None) -> bool:
+    """Whether this server names a real cluster for the profile's Kafka version (any version: no profile)."""
+    from playground.kafka.clusters import SETTINGS
+
+    versions = [profile.kafka] if profile is not None else list(KAFKA_RELEASES)
+    return any(str(getattr(settings, SETTINGS[v][0], "") or "").strip() for v in versions)
+
+
+def not_configured(profile: Profile) -> str:
+    from playground.kafka.clusters import SETTINGS
+
+    return _("This server has no Kafka %(release)s cluster configured (%(setting)s).") % {
+        "release": profile.release, "setting": SETTINGS[profile.kafka][0]}
 
 
 def cluster_problem(exc: BaseException, *, created: bool = False) -> str:
@@ -55,18 +66,21 @@ def _extra_backend(name: str) -> Callable[..., Backend] | None:
     return getattr(importlib.import_module(module), attr)
 
 
-def build(name: str, cluster: ClusterSpec, actors: Mapping[str, ActorSpec], seed: int, database: Any = None) -> Backend:
-    """The backend, with the scenario's database beside it when it declares one (playground/database.py)."""
+def build(name: str, cluster: ClusterSpec, actors: Mapping[str, ActorSpec], seed: int, database: Any = None,
+          profile: Profile = DEFAULT_PROFILE) -> Backend:
+    """The backend for the session's profile, with the scenario's database beside it when it declares one
+    (playground/database.py)."""
     from playground.database import with_database
 
     factory = BACKEND_FACTORIES.get(name) or _extra_backend(name)
     if factory is not None:
-        return with_database(factory(cluster, actors, seed=seed), database)
-    if name == "kafka" and not kafka_configured():
-        raise CommandError(_("This server has no Kafka cluster configured (KAFKA_BOOTSTRAP_SERVERS)."))
+        return with_database(factory(cluster, actors, seed=seed, profile=profile), database)
+    if name == "kafka" and not kafka_configured(profile):
+        raise CommandError(not_configured(profile))
     if name not in ("sim", "kafka"):
         raise CommandError(_("Unknown backend %(b)s.") % {"b": name})
-    backend = make_backend(name, cluster, actors, seed=seed, **({"keep_events": False} if name == "sim" else {}))
+    backend = make_backend(name, cluster, actors, seed=seed, profile=profile,
+                           **({"keep_events": False} if name == "sim" else {}))
     return with_database(backend, database)
 
 
@@ -77,8 +91,9 @@ class DetachedBackend(Backend):
     name = "detached"
 
     def __init__(self, cluster: ClusterSpec, actors: Mapping[str, ActorSpec], *, seed: int = 0, on_event: Any = None,
-                 backend_name: str = "kafka", problem: str = "") -> None:
+                 backend_name: str = "kafka", problem: str = "", profile: Profile = DEFAULT_PROFILE) -> None:
         self.cluster, self.actors, self.backend_name, self.problem = cluster, dict(actors), backend_name, problem
+        self.profile = profile
 
     def add_actor(self, actor: ActorSpec) -> None:
         raise BackendError("this session is not live in this server process")

@@ -21,11 +21,12 @@ from django.utils.translation import gettext as _
 from playground import limits
 from playground.models import ScenarioText, Session
 from playground.session import capability, store
-from playground.session.backends import kafka_configured, live_only
+from playground.session.backends import kafka_configured, live_only, not_configured
 from playground.session.cache import CACHE
 from playground.session.live import CommandError, Live
 from playground.session.realcluster import run_again
 from playground.session.replay import _close, catch_up, fresh, restore
+from playground.spec import DEFAULT_PROFILE, Profile
 
 BACKENDS = ("sim", "kafka")
 
@@ -51,14 +52,17 @@ def _with_key(row: Session, key_of: Callable[[str], str] | None = None) -> Sessi
 
 
 def create(scenario: Any | None, *, source: str = "", backend: str = "sim", seed: int | None = None,
-           client: str = "", key: Callable[[str], str] | None = None) -> Session:
-    """A new session for a scenario (with the exact text it was loaded from) or free play (scenario None)."""
+           client: str = "", key: Callable[[str], str] | None = None, profile: Profile | None = None) -> Session:
+    """A new session for a scenario (with the exact text it was loaded from) or free play (scenario None), in
+    `profile` (default: the scenario's own, else Kafka 3.9 with librdkafka). `client` is the creator's key."""
     _check_rate(client)
+    profile = profile or (scenario.profile if scenario is not None else DEFAULT_PROFILE)
     if scenario is not None:
         row = Session(scenario_id=scenario.id, backend=backend, seed=scenario.seed if seed is None else seed, client_key=client)
         row.source = ScenarioText.store(source or scenario.source, scenario.id)
     else:
         row = Session(backend=backend, seed=seed or 0, client_key=client)
+    row.profile = profile
     _with_key(row, key)
     # Build it once now: a scenario that fails to load or a backend that cannot start is the creator's error.
     live = fresh(row)
@@ -83,11 +87,12 @@ def fork(session_id: str, at: int, *, backend: str | None = None, client: str = 
     target = backend or ("sim" if live_only(origin.backend) else origin.backend)
     if target not in BACKENDS and target != origin.backend:
         raise CommandError(_("Unknown backend %(b)s.") % {"b": target})
-    if target == "kafka" and not kafka_configured():
-        raise CommandError(_("This server has no Kafka cluster configured (KAFKA_BOOTSTRAP_SERVERS)."))
+    if target == "kafka" and not kafka_configured(origin.profile):
+        raise CommandError(not_configured(origin.profile))
     _check_rate(client)
+    # a fork keeps the profile: the same Kafka and client, whichever backend it runs on
     row = _with_key(Session(scenario_id=origin.scenario_id, source_id=origin.source_id, backend=target, seed=origin.seed,
-                            forked_from=origin, forked_at=at, client_key=client))
+                            kafka=origin.kafka, client=origin.client, forked_from=origin, forked_at=at, client_key=client))
     if target == origin.backend and not live_only(target):
         live = _copied(head, row, at)
     else:

@@ -41,4 +41,5 @@ def as_scenario(session_id: str) -> str:
         observation=_final_observation(live),
         comment=comment,
         database=scenario.database if scenario is not None else None,
+        profile=live.profile,
     )

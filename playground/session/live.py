@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from playground.backend import OK, Backend
-from playground.spec import CONSUMER, NOTE, PRODUCER, ActorSpec, ClusterSpec, Step, TopicSpec
+from playground.spec import CONSUMER, DEFAULT_PROFILE, NOTE, PRODUCER, ActorSpec, ClusterSpec, Profile, Step, TopicSpec
 
 GROUP_PREFIX = "session-"
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -149,6 +149,7 @@ class Live:
     head_length: int | None = None
     replica: bool = False  # a moment of a real-cluster session: the simulator's replay of its log
     seat: dict[str, Any] | None = None  # a workshop's session: rooms.seat_of() (room, code, attendee, name, item)
+    profile: Profile = DEFAULT_PROFILE  # which Kafka and which client (the session's row says)
     # The simulator's state after every CHECKPOINT_EVERY commands (see cache.py); never on a moment.
     checkpoints: dict[int, Checkpoint] = field(default_factory=dict)
     # Derived from the log as entries are recorded (so a panel update does not walk 10,000 commands):

@@ -17,7 +17,7 @@ from typing import Any, Iterable, Mapping
 
 from django.utils.translation import gettext as _
 
-from playground.backend import BackendError
+from playground.backend import BackendError, ProfileError
 from playground.models import Command, Session
 from playground.session import store
 from playground.session.backends import DetachedBackend, build, cluster_problem, live_only
@@ -72,12 +72,16 @@ def fresh(row: Session, *, creating: bool = True, backend_name: str | None = Non
     """A new backend for the session's scenario (or free play), nothing applied yet."""
     scenario, cluster, actors = spec_of(row)
     name = backend_name or row.backend
+    profile = row.profile
     try:
-        backend = build(name, cluster, actors, row.seed, scenario.database if scenario is not None else None)
+        backend = build(name, cluster, actors, row.seed, scenario.database if scenario is not None else None, profile)
+    except ProfileError as exc:  # what is missing for this profile, said as it is: trying again will not help
+        raise CommandError(_("%(profile)s cannot run here: %(e)s.") % {"profile": profile.label, "e": exc}, status=422) from exc
     except BackendError as exc:
         log.warning("session %s: the %s backend did not start: %s", row.id, name, exc)
         raise CommandError(cluster_problem(exc, created=creating), status=503) from exc
-    return Live(row.id, name, row.seed, scenario, cluster, actors, backend, origin=_origin(row), seat=_seat(row))
+    return Live(row.id, name, row.seed, scenario, cluster, actors, backend, origin=_origin(row), seat=_seat(row),
+                profile=profile)
 
 
 def apply_entry(live: Live, entry: Mapping[str, Any]) -> str:
@@ -119,9 +123,11 @@ def restore(head: Live, k: int, *, as_moment: bool = False) -> Live:
     c = _nearest_checkpoint(head, k)
     cp = head.checkpoints.get(c)
     database = head.scenario.database if head.scenario is not None else None
-    backend = thaw(cp.state) if cp else build(head.backend_name, head.cluster, _declared_actors(head), head.seed, database)
+    backend = thaw(cp.state) if cp else build(head.backend_name, head.cluster, _declared_actors(head), head.seed, database,
+                                             head.profile)
     live = Live(head.session_id, head.backend_name, head.seed, head.scenario, head.cluster, _declared_actors(head), backend,
-                version=head.version, origin=head.origin, moment=k if as_moment else None, seat=head.seat)
+                version=head.version, origin=head.origin, moment=k if as_moment else None, seat=head.seat,
+                profile=head.profile)
     if cp:
         live.resume(head, c, cp)
     if not as_moment:
@@ -168,8 +174,10 @@ def detached(row: Session, reason: str) -> Live:
         if "add" in entry:
             spec = actor_from_entry(entry["add"])
             actors[spec.name] = spec
-    live = Live(row.id, row.backend, row.seed, scenario, cluster, actors, DetachedBackend(cluster, actors, backend_name=row.backend),
-                version=row.version, running=row.running, detached=reason or "not_here", origin=_origin(row))
+    live = Live(row.id, row.backend, row.seed, scenario, cluster, actors,
+                DetachedBackend(cluster, actors, backend_name=row.backend, profile=row.profile),
+                version=row.version, running=row.running, detached=reason or "not_here", origin=_origin(row),
+                profile=row.profile)
     for entry, row_id in entries:
         live.record(entry, row_id)
     return live

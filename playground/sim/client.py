@@ -25,8 +25,14 @@ librdkafka facts reproduced here (src/rdkafka_txnmgr.c, rdkafka_idempotence.c, r
   A failed AddPartitionsToTxn still counts as a request sent (txn_req_cnt is restored), so a later abort sends
   EndTxn.
 
-Request versions (API_VERSIONS) are what librdkafka 2.x negotiates with a Kafka 3.9 broker: AddPartitionsToTxn v0
-and AddOffsetsToTxn v0 (rd_kafka_AddPartitionsToTxnRequest / rd_kafka_AddOffsetsToTxnRequest: supported range
+The transactional calls check in rdkafka_txnmgr.c's order (tests/sim/test_sim_client_audit.py, one test per call):
+the arguments, rd_kafka_txn_curr_api_begin (transactional.id configured, no conflicting call in progress), no-op
+conditions the public function tests itself (send_offsets_to_transaction with no valid offset succeeds whatever the
+state), then the state in the call's op handler (a fatal or abortable state returns its error).
+
+Request versions (API_VERSIONS) are what librdkafka 2.x negotiates with a Kafka 3.9 or 4.x broker (it implements
+no part of KIP-890 part 2, so it keeps the classic protocol on 4.x; kafka-clients is javaclient.py):
+AddPartitionsToTxn v0 and AddOffsetsToTxn v0 (rd_kafka_AddPartitionsToTxnRequest / rd_kafka_AddOffsetsToTxnRequest: supported range
 0..0), EndTxn v1 (0..1), InitProducerId v4 (0..4), TxnOffsetCommit v3 (rdkafka_txnmgr.c: 0..3). The coordinator
 answers a stale epoch according to the version (KIP-588): INVALID_PRODUCER_EPOCH below AddPartitionsToTxn/
 AddOffsetsToTxn/EndTxn v2 and InitProducerId v4, PRODUCER_FENCED from then on.
@@ -332,6 +338,11 @@ class Producer(_Client):
         self._purge_queues()
 
     def _api_begin(self, name: str) -> _Api:
+        """rd_kafka_txn_curr_api_begin: a transactional producer (rd_kafka_ensure_transactional), then no other
+        API call in progress (_CONFLICT); the same call again resumes it."""
+        if not self.transactional_id:
+            raise KafkaException(KafkaError("_NOT_CONFIGURED", "The Transactional API requires transactional.id to "
+                                                               "be configured"))
         api = self._api
         if api is not None and api.name != name:
             raise KafkaException(KafkaError("_CONFLICT", f"Conflicting {api.name} API call is already in progress",
@@ -693,9 +704,6 @@ class Producer(_Client):
     def init_transactions(self, timeout: float | None = None) -> None:
         cap = self.transaction_timeout_ms * 2  # librdkafka caps an infinite init timeout at 2 x txn timeout
         deadline = self._deadline(timeout, cap)
-        if not self.transactional_id:
-            raise KafkaException(KafkaError("_NOT_CONFIGURED", "The Transactional API requires transactional.id "
-                                                               "to be configured"))
         api = self._api_begin("init_transactions")
         error = self._require(INIT, WAIT_PID, READY_NOT_ACKED)
         if error is not None:
@@ -730,17 +738,24 @@ class Producer(_Client):
 
     def send_offsets_to_transaction(self, positions: Iterable[TopicPartition], group_metadata: "GroupMetadata",
                                     timeout: float | None = None) -> None:
+        """rd_kafka_send_offsets_to_transaction: the arguments, then rd_kafka_txn_curr_api_begin (transactional,
+        no conflicting call; the timeout capped to transaction.timeout.ms), then offsets holding nothing valid
+        return success *before* the transaction state is looked at (rd_kafka_topic_partition_list_match with
+        rd_kafka_topic_partition_match_valid_offset: "nothing was consumed, this is not an error, do nothing"),
+        and only then rd_kafka_txn_op_send_offsets_to_transaction requires IN_TRANSACTION."""
         if group_metadata is None or positions is None:
             raise KafkaException(KafkaError("_INVALID_ARG", "cgmetadata and offsets are required parameters"))
-        deadline = self._deadline(timeout, self.transaction_timeout_ms)  # capped to the transaction timeout
         api = self._api_begin("send_offsets_to_transaction")
+        # cap_timeout: an infinite or longer timeout becomes the transaction timeout
+        cap = self.now_ms + self.transaction_timeout_ms
+        deadline = min(self._deadline(timeout, self.transaction_timeout_ms), cap)
+        offsets = {tp.name: tp.offset for tp in positions if tp.offset >= 0}
+        if not offsets:
+            self._api_return(api, None)  # nothing consumed: nothing to do, whatever the state
+            return
         error = self._require(IN_TRANSACTION)
         if error is not None:
             self._api_return(api, error)
-        offsets = {tp.name: tp.offset for tp in positions if tp.offset >= 0}
-        if not offsets:
-            self._api_return(api, None)  # nothing consumed: nothing to do
-            return
         self.txn_req_cnt += 1
         self._add_offsets(api, offsets, group_metadata, deadline)
         if not self._wait(lambda: api.done, deadline):

@@ -1,6 +1,12 @@
 """The simulated cluster: brokers, topics and partition leaders, RPCs in virtual time, the partition leaders'
 request handling (Produce, Fetch, ListOffsets, WriteTxnMarkers), and the periodic tasks of each broker.
 
+`kafka` names the release ("3.9" or "4"). On 4.x a transactional Produce from a TV2 client (Produce v12+) has no
+AddPartitionsToTxn before it: the leader adds the partition to the transaction itself (ReplicaManager
+.maybeStartTransactionVerificationForPartition -> AddPartitionsToTxnManager, addPartition operation), one
+AddPartitionsToTxn v5 (verifyOnly=false) to the coordinator, then appends; a batch whose epoch is older than the
+partition's is refused before asking (KAFKA-18042). TV1 clients keep KIP-890 part 1's verify-only check.
+
 Placement is deterministic and easy to predict: partition p of every topic (and of `__transaction_state` and
 `__consumer_offsets`) has replicas [b(p), b(p+1), ...] with b(i) = the (i mod brokers)-th broker, so orders-0 is
 led by broker 1, orders-1 by broker 2, ... When a leader stops, the next live replica takes over (all replicas are
@@ -59,9 +65,13 @@ class PartitionMeta:
 class Cluster:
     def __init__(self, brokers: int = 3, config: Mapping[str, Any] | None = None,
                  topics: Mapping[str, int] | None = None, seed: int = 0, *,
-                 on_event: Callable[[ev.Event], None] | None = None, keep_events: bool = True) -> None:
+                 on_event: Callable[[ev.Event], None] | None = None, keep_events: bool = True,
+                 kafka: str = "3.9") -> None:
         if brokers < 1:
             raise ValueError("a cluster needs at least one broker")
+        if kafka not in ("3.9", "4"):
+            raise ValueError(f"no model of Kafka {kafka!r} (3.9 or 4)")
+        self.kafka = kafka  # read by the coordinators
         self.config: dict[str, Any] = dict(config or {})
         self.rng = SplitMix64(seed)
         self.scheduler = Scheduler()
@@ -371,16 +381,31 @@ class Cluster:
 
     def handle_produce(self, broker: int, partition: str, transactional_id: str | None, producer_id: int,
                        epoch: int, base_sequence: int, transactional: bool, values: tuple, keys: tuple | None,
-                       acks: int, reply: Callable[..., None], client_id: str | None = None) -> None:
+                       acks: int, reply: Callable[..., None], client_id: str | None = None,
+                       version: int | None = None) -> None:
+        """`version`: the client's Produce version (librdkafka 10, kafka-clients 3.9 11, kafka-clients 4.x with
+        TV2 12+). It decides how a failed verification reads, and on a 4.x cluster whether the leader adds the
+        partition to the transaction itself."""
         log = self._leader_log(broker, partition, reply)
         if log is None:
+            return
+        if (transactional and transactional_id and self.kafka == "4" and version is not None and version >= 12):
+            self._produce_tv2(broker, log, transactional_id, producer_id, epoch, base_sequence, values, keys,
+                              acks, reply, client_id)
             return
         verify = None
         if transactional and transactional_id:
             tc = self.txn_coordinator
-            verify = (lambda pid, e: tc.verify_partition(transactional_id, pid, e, partition))  # noqa: E731
+            verify = (lambda pid, e: tc.verify_partition(transactional_id, pid, e, partition,  # noqa: E731
+                                                          version))
         result = log.append(producer_id, epoch, base_sequence, transactional, values, keys,
                             timestamp_ms=self.now_ms, verify=verify)
+        self._answer_produce(log, result, producer_id, epoch, base_sequence, transactional, values, acks, reply,
+                             client_id)
+
+    def _answer_produce(self, log: PartitionLog, result: Any, producer_id: int, epoch: int, base_sequence: int,
+                        transactional: bool, values: tuple, acks: int, reply: Callable[..., None],
+                        client_id: str | None) -> None:
         if result.error:
             reply(result.error)
             return
@@ -391,6 +416,56 @@ class Cluster:
                           then=answer if acks not in (0, 1) else None, client_id=client_id)
         if acks == 1:
             answer()
+
+    def _produce_tv2(self, broker: int, log: PartitionLog, transactional_id: str, producer_id: int, epoch: int,
+                     base_sequence: int, values: tuple, keys: tuple | None, acks: int, reply: Callable[..., None],
+                     client_id: str | None) -> None:
+        """A TV2 client's transactional batch: join the transaction through the coordinator unless this producer
+        already has a transaction open here at this epoch (UnifiedLog.hasOngoingTransaction(producerId, epoch)),
+        then append. A late batch of an earlier transaction carries the epoch before the bump, so either the
+        partition refuses it (its producer state holds the newer epoch) or the coordinator does: it can no longer
+        land in the next transaction."""
+        tc = self.txn_coordinator
+        entry = log.producers.get(producer_id)
+        if entry is not None and epoch < entry.epoch:
+            reply("INVALID_PRODUCER_EPOCH")  # KAFKA-18042: rejected before the coordinator is asked
+            return
+        if entry is not None and entry.epoch == epoch and entry.current_txn_first_offset is not None:
+            result = log.append(producer_id, epoch, base_sequence, True, values, keys, timestamp_ms=self.now_ms)
+            self._answer_produce(log, result, producer_id, epoch, base_sequence, True, values, acks, reply,
+                                 client_id)
+            return
+        partition = log.name
+        coordinator = tc.coordinator_of(transactional_id)
+
+        def added(error: str | None) -> None:
+            if self.leader_of(partition) != broker or not self.broker_up(broker):
+                reply("NOT_LEADER_OR_FOLLOWER")
+                return
+            if error == "_TRANSPORT":
+                error = "NOT_ENOUGH_REPLICAS"  # NETWORK_EXCEPTION: "unable to verify the partition has been added"
+            if error:
+                reply(error)
+                return
+            # the verification guard: the transaction that took the partition must still be the one appending
+            verify = (lambda pid, e: tc.in_transaction(transactional_id, pid, e, partition))  # noqa: E731
+            result = log.append(producer_id, epoch, base_sequence, True, values, keys, timestamp_ms=self.now_ms,
+                                verify=verify)
+            self._answer_produce(log, result, producer_id, epoch, base_sequence, True, values, acks, reply,
+                                 client_id)
+
+        def handler(answer: Callable[..., None]) -> None:
+            tc.add_partition_for_leader(coordinator, transactional_id, producer_id, epoch, partition,
+                                        lambda error: answer(error))
+
+        if coordinator is None or not self.broker_up(coordinator):
+            added("NOT_ENOUGH_REPLICAS")
+            return
+        # AddPartitionsToTxnManager: one inter-broker request; the answer comes back to this leader
+        self.rpc("AddPartitionsToTxn", f"leader {partition}(b{broker})", coordinator, f"coordinator(b{coordinator})",
+                 f"{partition}, producer {producer_id} epoch {epoch} (verifyOnly=false)", handler,
+                 lambda error, result: added(error), src_alive=lambda: self.broker_up(broker), src_broker=broker,
+                 version=5)
 
     def handle_fetch(self, broker: int, partition: str, offset: int, isolation_level: str,
                      max_records: int | None, reply: Callable[..., None], max_wait_ms: int = 0) -> None:

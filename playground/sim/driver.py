@@ -10,6 +10,13 @@ and LSO caught up, queued records sent, retries done. Timers that would change t
 transaction-timeout abort scan finding a timed-out transaction, transactional.id expiry, a consumer's session
 timeout) do not fire; periodic scans that would find nothing run on the way. The wait is bounded (30 s of
 virtual time). So `observe()` never makes a transaction time out that the steps did not already time out.
+
+Profiles: the cluster runs the profile's Kafka release (3.9, or 4.x with transaction.version=2) and the producers
+are librdkafka's model (client.Producer) or kafka-clients' (javaclient.JavaProducer, of the cluster's release). A
+Java step's outcome is the simple class name of the exception the application catches (an awaited produce: the
+cause of the ExecutionException that Future.get() throws); its `last_error` adds the error code on the wire. The
+consumers are one model for both clients (their fetch and offset behaviour is the brokers'); a Java consumer's
+errors are named as KafkaConsumer raises them (JAVA_CONSUMER_EXCEPTIONS).
 """
 
 from __future__ import annotations
@@ -17,12 +24,13 @@ from __future__ import annotations
 import bisect
 from typing import Any, Callable, Mapping
 
-from playground.backend import OK, Backend, BackendError
+from playground.backend import OK, Backend, BackendError, ProfileError
 from playground.sim import events as ev
 from playground.sim.client import CLOSED, CRASHED, Consumer, Message, Producer, TopicPartition
 from playground.sim.cluster import Cluster
-from playground.sim.coordinator import TRANSITIONS
+from playground.sim.coordinator import transitions_for
 from playground.sim.errors import KafkaException
+from playground.sim.javaclient import JavaException, JavaProducer
 from playground.sim.log import READ_COMMITTED
 from playground.spec import CONSUMER, DEFAULT_PROFILE, PRODUCER, ActorSpec, ClusterSpec, Profile, Step
 
@@ -32,6 +40,13 @@ CLIENT_KEYS = frozenset({
     "retry.backoff.ms", "acks", "request.required.acks", "enable.idempotence", "batch.num.messages",
     "isolation.level", "auto.offset.reset", "enable.auto.commit", "auto.commit.interval.ms", "sim.api.timeout.ms",
 })
+# What KafkaConsumer raises where the consumer model names a librdkafka error (commitSync, committed, poll).
+JAVA_CONSUMER_EXCEPTIONS = {
+    "ILLEGAL_GENERATION": "CommitFailedException", "UNKNOWN_MEMBER_ID": "CommitFailedException",
+    "REBALANCE_IN_PROGRESS": "RebalanceInProgressException", "_TIMED_OUT": "TimeoutException",
+    "_INVALID_ARG": "InvalidGroupIdException", "NOT_COORDINATOR": "TimeoutException",
+    "COORDINATOR_NOT_AVAILABLE": "TimeoutException", "_TRANSPORT": "TimeoutException",
+}
 SETTLE_MAX_MS = 30_000
 POLL_ROUNDS_MAX = 1000
 POLL_BATCH = 500
@@ -54,7 +69,7 @@ def _ms(value: Any) -> int:
 class _ProducerActor:
     def __init__(self, spec: ActorSpec) -> None:
         self.spec = spec
-        self.client: Producer | None = None
+        self.client: Producer | JavaProducer | None = None
         self.app_sent_ok = 0
         self.last_error: dict[str, Any] | None = None
         self.fenced = False
@@ -75,8 +90,8 @@ class SimBackend(Backend):
     def __init__(self, cluster: ClusterSpec, actors: Mapping[str, ActorSpec], *, seed: int = 0,
                  on_event: Callable[[Any], None] | None = None, keep_events: bool = True,
                  profile: Profile = DEFAULT_PROFILE) -> None:
-        if profile.client != "librdkafka":
-            raise BackendError(f"the simulator has no model of the {profile.client} client yet")
+        if profile.client not in ("librdkafka", "java"):
+            raise ProfileError(f"the simulator has no model of the {profile.client} client")
         self.profile = profile
         self.spec = cluster
         self.seed = seed
@@ -88,8 +103,9 @@ class SimBackend(Backend):
         self._rc_received: dict[str, int] = {}  # producing actor -> its records a read_committed consumer got
         # keep_events=False: a live session's simulator keeps no list of every event (the view reads the timeline's
         # last 200 RPCs); the list would grow without end and weigh down every checkpoint.
+        self.java = profile.client == "java"
         self.cluster = Cluster(cluster.brokers, self.config, {t.name: t.partitions for t in cluster.topics},
-                               seed=seed, on_event=self._on_event, keep_events=keep_events)
+                               seed=seed, on_event=self._on_event, keep_events=keep_events, kafka=profile.kafka)
         if "session.timeout.ms" in self.config:
             self.cluster.groups.session_timeout_ms = int(self.config["session.timeout.ms"])
         self.producers: dict[str, _ProducerActor] = {}
@@ -149,10 +165,12 @@ class SimBackend(Backend):
         conf["client.id"] = actor.name
         return conf
 
-    def _new_producer(self, actor: ActorSpec) -> Producer:
+    def _new_producer(self, actor: ActorSpec) -> Producer | JavaProducer:
         conf = self._client_conf(actor)
         # the scenario format: a producer without transactional.id is idempotent unless it says otherwise
         conf.setdefault("enable.idempotence", True)
+        if self.java:
+            return JavaProducer(conf, cluster=self.cluster, name=actor.name, release=self.profile.kafka)
         return Producer(conf, cluster=self.cluster, name=actor.name)
 
     def _new_consumer(self, actor: ActorSpec) -> Consumer:
@@ -212,7 +230,21 @@ class SimBackend(Backend):
             raise BackendError(f"no broker {broker!r} (brokers are {list(self.cluster.brokers)})")
         return broker
 
-    def _fail(self, entry: Any, op: str, exc: KafkaException) -> str:
+    def _fail(self, entry: Any, op: str, exc: KafkaException | JavaException) -> str:
+        if isinstance(exc, JavaException):
+            # the librdkafka model announces what an API call returns itself; an exception is the driver's to see
+            client = getattr(entry, "client", None)
+            state = getattr(client, "state", None)
+            self.cluster.emit(ev.ClientError, actor=entry.spec.name, op=op, error=exc.name,
+                              fatal=state == "FATAL_ERROR", txn_requires_abort=state == "ABORTABLE_ERROR",
+                              detail=exc.describe())
+            entry.last_error = {"op": op, "error": exc.name, "detail": exc.describe()}
+            wire = exc.wire_label()
+            if wire is not None:
+                entry.last_error["wire"] = wire  # extension: the broker error behind the exception, with its code
+            if isinstance(entry, _ProducerActor) and exc.name == "ProducerFencedException":
+                entry.fenced = True
+            return exc.name
         error = exc.error
         entry.last_error = {"op": op, "error": error.name(), "detail": error.str()}
         if isinstance(entry, _ProducerActor) and error.name() == "_FENCED":
@@ -231,6 +263,8 @@ class SimBackend(Backend):
         if p is None or not p.alive:
             state = p.state if p is not None else "gone"
             raise BackendError(f"producer {entry.spec.name!r} is {state}: restart it first")
+        if isinstance(p, JavaProducer):
+            return self._java_producer_step(entry, p, action, args)
         try:
             if action == "init_transactions":
                 p.init_transactions()
@@ -266,8 +300,88 @@ class SimBackend(Backend):
         return OK
 
     def _note_fenced(self, entry: _ProducerActor) -> None:
-        if entry.client is not None and entry.client.fatal_error == "_FENCED":
+        if entry.client is not None and entry.client.fatal_error in ("_FENCED", "ProducerFencedException"):
             entry.fenced = True
+
+    def _java_producer_step(self, entry: _ProducerActor, p: JavaProducer, action: str, args: dict[str, Any]) -> str:
+        """A step on kafka-clients' KafkaProducer: the scenario's actions are its methods (init_transactions is
+        initTransactions(), produce is send(), ...); close() and flush() have no timeout."""
+        try:
+            if action == "init_transactions":
+                p.init_transactions()
+            elif action == "begin_transaction":
+                p.begin_transaction()
+            elif action == "produce":
+                return self._java_produce(entry, p, args)
+            elif action == "flush":
+                p.flush()
+            elif action == "send_offsets_to_transaction":
+                name = args.get("consumer")
+                if name not in self.consumers:
+                    raise BackendError(f"send_offsets_to_transaction names unknown consumer {name!r}")
+                consumer = self.consumers[name].client
+                assert consumer is not None
+                positions = consumer.position(consumer.assignment())
+                p.send_offsets_to_transaction(positions, consumer.consumer_group_metadata())
+            elif action == "commit_transaction":
+                p.commit_transaction()
+            elif action == "abort_transaction":
+                p.abort_transaction()
+            elif action == "crash":
+                p.crash()
+            elif action == "close":
+                p.close()
+            else:
+                raise BackendError(f"producer {entry.spec.name!r} has no action {action!r}")
+        except JavaException as exc:
+            self._note_fenced(entry)
+            return self._fail(entry, action, exc)
+        self._note_fenced(entry)
+        return OK
+
+    def _java_produce(self, entry: _ProducerActor, p: JavaProducer, args: dict[str, Any]) -> str:
+        """send(); awaited: Future.get() on each record, whose failure the application sees as the
+        ExecutionException's cause. Fire-and-forget: only what send() itself throws is seen."""
+        wait = args.get("await", True)
+        if isinstance(wait, str):
+            wait = wait.lower() not in ("false", "no", "0")
+        records = self._records(args)
+        futures = []
+        for topic, partition, key, value in records:
+            try:
+                futures.append(p.send(topic, value=value, key=key, partition=None if partition < 0 else partition))
+            except JavaException as exc:
+                self._note_fenced(entry)
+                return self._fail(entry, "produce", exc)
+            if not wait:
+                entry.app_sent_ok += 1
+        outcome = OK
+        if wait:
+            for future in futures:
+                try:
+                    p.get(future)
+                    entry.app_sent_ok += 1
+                except JavaException as exc:
+                    if outcome == OK:
+                        outcome = self._fail(entry, "produce", exc)
+        self._note_fenced(entry)
+        return outcome
+
+    def _records(self, args: dict[str, Any]) -> list[tuple[str, int, Any, Any]]:
+        """(topic, partition or -1, key, value) of a produce step: one record, or what a consumer last polled."""
+        source = args.get("from")
+        if source is not None:
+            if source not in self.consumers:
+                raise BackendError(f"produce from unknown consumer {source!r}")
+            topic = args.get("topic")
+            return [(topic or m.topic(), m.partition(), m.key(), m.value()) for m in self.consumers[source].last_poll]
+        topic = args.get("topic")
+        if topic is None:
+            raise BackendError("produce needs a topic")
+        partition = args.get("partition")
+        key = args.get("key")
+        return [(str(topic), -1 if partition is None else int(partition), None if key is None else str(key),
+                 None if args.get("value") is None else str(args.get("value")))]
 
     def _produce(self, entry: _ProducerActor, p: Producer, args: dict[str, Any]) -> str:
         wait = args.get("await", True)
@@ -337,7 +451,15 @@ class SimBackend(Backend):
             else:
                 raise BackendError(f"consumer {entry.spec.name!r} has no action {action!r}")
         except KafkaException as exc:
-            return self._fail(entry, action, exc)
+            outcome = self._fail(entry, action, exc)
+            if self.java:
+                # KafkaConsumer's exception for the same situation (commitSync without anything consumed is a no-op)
+                if outcome == "_NO_OFFSET":
+                    entry.last_error = None
+                    return OK
+                outcome = JAVA_CONSUMER_EXCEPTIONS.get(outcome, "KafkaException")
+                entry.last_error["error"] = outcome
+            return outcome
         return OK
 
     def _poll(self, entry: _ConsumerActor, c: Consumer, max_records: Any) -> None:
@@ -482,6 +604,7 @@ class SimBackend(Backend):
                 # extensions
                 "queued": p.outstanding() if p is not None and p.alive else 0,
                 "fatal_error": p.fatal_error if p is not None else None,
+                "client": "java" if isinstance(p, JavaProducer) else "librdkafka",
             }
         consumers = {}
         for name, entry in self.consumers.items():
@@ -517,7 +640,7 @@ class SimBackend(Backend):
             "timeline": timeline,
             "unobservable": [],
             # extensions
-            "transitions": {k: sorted(v) for k, v in TRANSITIONS.items()},
+            "transitions": {k: sorted(v) for k, v in transitions_for(self.profile.kafka).items()},
             "stats": c.stats(),
         }
 

@@ -127,7 +127,8 @@ class Watermarks(Event):
 
 @dataclass(frozen=True, slots=True)
 class ClientState(Event):
-    """A producer's librdkafka transaction state or a consumer's state changed."""
+    """A producer's transaction state (librdkafka's, or kafka-clients' TransactionManager state) or a consumer's
+    state changed."""
 
     kind: ClassVar[str] = "client.state"
     actor: str

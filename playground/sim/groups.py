@@ -1,5 +1,7 @@
 """The group coordinator: membership (eager rebalance, range assignment), committed offsets, and transactional
-offsets (TV1, KIP-98/KIP-447).
+offsets (KIP-98/KIP-447; TV2 on a 4.x cluster: a TxnOffsetCommit v5+ adds the offsets partition to the transaction
+itself, GroupCoordinatorService.commitTransactionalOffsets -> AddPartitionsToTxnManager, as there is no
+AddOffsetsToTxn).
 
 A group lives on the leader of `__consumer_offsets-partitionFor(group.id)`. TxnOffsetCommit writes the offsets
 as a transactional batch of the producer to that partition, so they stay *pending*: the COMMIT marker written
@@ -175,7 +177,10 @@ class GroupCoordinator:
         reply(None)
 
     def txn_commit_offsets(self, broker: int, group_id: str, producer_id: int, epoch: int, generation: int,
-                           member_id: str, offsets: dict[str, int], reply: Reply) -> None:
+                           member_id: str, offsets: dict[str, int], reply: Reply, *,
+                           transactional_id: str | None = None, version: int | None = None) -> None:
+        """`version`: the TxnOffsetCommit version; v5+ on a 4.x cluster comes from a TV2 client whose
+        transaction does not hold the offsets partition yet: the group coordinator has it added first."""
         error = self._check(broker, group_id)
         if error:
             reply(error)
@@ -188,6 +193,44 @@ class GroupCoordinator:
             if generation != g.generation:
                 reply("ILLEGAL_GENERATION")
                 return
+        if self.c.kafka == "4" and version is not None and version >= 5 and transactional_id:
+            self._add_then_write(broker, g, transactional_id, producer_id, epoch, offsets, reply)
+            return
+        self._write_txn_offsets(g, producer_id, epoch, offsets, reply)
+
+    def _add_then_write(self, broker: int, g: Group, transactional_id: str, producer_id: int, epoch: int,
+                        offsets: dict[str, int], reply: Reply) -> None:
+        tc = self.c.txn_coordinator
+        partition = self.offsets_partition(g.group_id)
+        coordinator = tc.coordinator_of(transactional_id)
+
+        def added(error: str | None) -> None:
+            if error in ("NOT_ENOUGH_REPLICAS", "_TRANSPORT"):
+                # GroupCoordinatorService.handleOperationException: NOT_ENOUGH_REPLICAS -> COORDINATOR_NOT_AVAILABLE
+                error = "COORDINATOR_NOT_AVAILABLE"
+            if error:
+                reply(error)
+                return
+            if tc.in_transaction(transactional_id, producer_id, epoch, partition) is not None:
+                reply("INVALID_PRODUCER_EPOCH")
+                return
+            self._write_txn_offsets(g, producer_id, epoch, offsets, reply)
+
+        def handler(answer: Callable[..., None]) -> None:
+            tc.add_partition_for_leader(coordinator, transactional_id, producer_id, epoch, partition,
+                                        lambda error: answer(error))
+
+        if coordinator is None or not self.c.broker_up(coordinator):
+            added("NOT_ENOUGH_REPLICAS")
+            return
+        self.c.rpc("AddPartitionsToTxn", f"group coordinator(b{broker})", coordinator, f"coordinator(b{coordinator})",
+                   f"{partition}, producer {producer_id} epoch {epoch} (verifyOnly=false)", handler,
+                   lambda error, result: added(error), src_alive=lambda: self.c.broker_up(broker), src_broker=broker,
+                   version=5)
+
+    def _write_txn_offsets(self, g: Group, producer_id: int, epoch: int, offsets: dict[str, int],
+                           reply: Reply) -> None:
+        group_id = g.group_id
         log = self.c.log(self.offsets_partition(group_id))
         values = tuple(f"{group_id}:{tp}={off}" for tp, off in sorted(offsets.items()))
         result = log.append(producer_id, epoch, -1, True, values, timestamp_ms=self.c.now_ms, from_client=False)

@@ -364,3 +364,12 @@ def goal_item(item: dict) -> str:
     if not item["ok"]:
         out += f' <span class="now">{_a(_("now"))}: {_a(_listed(item["seen"]))}</span>'
     return mark_safe(out)
+
+
+@register.inclusion_tag("playground/_profile.html")
+def profile_select(chosen: Any = None) -> dict[str, Any]:
+    """The profile's two choices for a Play form: the Kafka version (its exact release shown) and the client,
+    `chosen` (a spec.Profile) selected; without one, a first option "as the file says" (its `profile:`)."""
+    from playground.spec import CLIENTS, KAFKA_RELEASES
+
+    return {"versions": list(KAFKA_RELEASES.items()), "clients": CLIENTS, "chosen": chosen}

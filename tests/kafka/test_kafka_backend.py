@@ -124,6 +124,24 @@ def test_an_open_transaction_holds_the_lso_for_everyone():
     assert released["consumers"]["rc"]["orders-0"] == ["t-1", "p-1", "p-2"]
 
 
+def test_it_tells_the_anomaly_checker_what_each_poll_read_and_the_lso_after_it():
+    from playground.anomalies import reads
+
+    b = session({"orders": 1}, producer("T", "hanging"), producer("plain"), consumer("rc", ("orders",)),
+                consumer("ru", ("orders",), "read_uncommitted"))
+    try:
+        run(b, "T.init_transactions", "T.begin_transaction", produce("T", "t-1"), produce("plain", "p-1"))
+        got = {}
+        for actor in ("ru", "rc"):
+            step = Step(actor, "poll")
+            assert b.apply(step) == "ok"
+            got[actor] = reads(b, step)
+    finally:
+        b.close()
+    assert got["ru"] == {"read": [["orders-0", 0], ["orders-0", 1]], "lso": {"orders-0": 0}}
+    assert got["rc"] == {}  # read_committed read nothing: t-1 is open and holds the LSO at 0
+
+
 def test_an_unreachable_cluster_is_a_clear_error_within_seconds_and_a_retry_works(settings, kafka_bootstrap):
     settings.KAFKA_BOOTSTRAP_SERVERS = "127.0.0.1:1"
     t0 = time.monotonic()

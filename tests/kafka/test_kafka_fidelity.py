@@ -1,13 +1,16 @@
-"""The differential test: every scenario in scenarios/ on the simulator and on a real Kafka cluster, normalised
-observations compared field by field. Kafka is the reference: where they differ, the simulator (or the scenario)
-is wrong. There is no xfail: a difference is fixed, or, when it is one a real cluster cannot avoid (timing), it is
-normalised below with the reason in the code, never for a field where the two could really disagree.
+"""The differential test: every scenario in scenarios/ on the simulator and on a real Kafka cluster, under every
+profile both can run (PROFILES: Kafka 3.9 and Kafka 4.x, with librdkafka), normalised observations compared field by
+field. Kafka is the reference: where they differ, the simulator (or the scenario) is wrong. There is no xfail: a
+difference is fixed, or, when it is one a real cluster cannot avoid (timing), it is normalised below with the reason
+in the code, never for a field where the two could really disagree.
 
-Run time: the scenarios run on the real cluster four at a time (each in its own topic prefix); scenarios that stop
-brokers run alone afterwards, since they move partition leaders under everyone. Scenarios that advance the clock
-really sleep (75 s for a transaction timeout); one sleep is capped at 80 s here. Scenarios whose story needs a broker
-timer of days (TIME_COMPRESSED) run meanwhile on a dedicated 1-node cluster with that timer shortened, started
-and stopped by this module (about 15-30 s of start-up, overlapping the shared runs).
+Each profile runs on the test cluster of its Kafka version (KAFKA_BOOTSTRAP_SERVERS, KAFKA4_BOOTSTRAP_SERVERS), and
+the simulator runs the same profile. Run time: the scenarios of both profiles run on their clusters six at a time
+(each in its own topic prefix), the longest sleepers first; scenarios that stop brokers run alone on their cluster
+afterwards, since they move partition leaders under everyone. Scenarios that advance the clock really sleep (75 s
+for a transaction timeout); one sleep is capped at 80 s here. Scenarios whose story needs a broker timer of days
+(TIME_COMPRESSED) run meanwhile on a dedicated 1-node cluster of their profile's version with that timer shortened,
+started and stopped by this module (about 10-30 s of start-up, overlapping the shared runs).
 """
 
 from __future__ import annotations
@@ -24,13 +27,17 @@ import pytest
 
 from playground.kafka.backend import KafkaBackend
 from playground.scenario import load_library, run_scenario
+from playground.spec import Profile
+from tests.kafka.conftest import broker_control_for, require_bootstrap
 
 ROOT = Path(__file__).resolve().parents[2]
 KAFKA_SH = ROOT / "tools" / "kafka" / "kafka.sh"
 SCENARIOS = {s.id: s for s in load_library(ROOT / "scenarios")}
 
 MAX_SLEEP_S = 80.0  # enough for every 75 s timeout scenario
-POOL = 4
+POOL = 6  # scenario runs at a time, both profiles together: most of a run is waiting (sleeps, timeouts, markers)
+# The profiles compared: every client the real backend and the simulator both run, on each Kafka version.
+PROFILES = (Profile("3.9", "librdkafka"), Profile("4", "librdkafka"))
 
 # Scenarios whose story needs a broker timer far longer than a test can wait: scenario id -> the broker properties
 # of a dedicated 1-node cluster it runs on, the cap of one clock.advance there, and for each shortened timer the
@@ -61,9 +68,11 @@ TIME_COMPRESSED: dict[str, dict[str, Any]] = {
         "max_sleep_s": 30.0,
     },
 }
-# The dedicated cluster's run directory is a temporary one; its ports sit beside the main test cluster's
-# (19092-19094, controllers 19192-19194): brokers from 19392, controllers from 19492.
+# The dedicated clusters' run directories are temporary ones; their ports sit beside the main test clusters' (3.9:
+# 19092-19094, 4.x: 19592-19594, controllers 100 up): brokers from 19392, controllers from 19492, a port apart per
+# profile (both may run at once).
 COMPRESSED_BASE_PORT = int(os.environ.get("KAFKA_FIDELITY_BASE_PORT", "19392"))
+COMPRESSED_PORT_STEP = 10
 COMPRESSED_START_TIMEOUT_S = 240.0
 COMPRESSED_STOP_TIMEOUT_S = 150.0
 
@@ -94,10 +103,10 @@ def _sleep_ms(scenario: Any) -> int:
     return sum(int(step.args.get("ms", 0)) for step in scenario.steps if step.actor == "clock")
 
 
-def _run_on(scenario: Any, **settings: Any) -> dict[str, Any]:
-    """One scenario on the real cluster named by `settings` (KafkaBackend's overrides). The runs outlive the test
-    that starts them, so they never depend on a test's `settings` fixture nor on the environment."""
-    backend = KafkaBackend(scenario.cluster, scenario.actors, seed=scenario.seed, settings=settings)
+def _run_on(scenario: Any, profile: Profile, **settings: Any) -> dict[str, Any]:
+    """One scenario in `profile` on the real cluster named by `settings` (KafkaBackend's overrides). The runs outlive
+    the test that starts them, so they never depend on a test's `settings` fixture nor on the environment."""
+    backend = KafkaBackend(scenario.cluster, scenario.actors, seed=scenario.seed, settings=settings, profile=profile)
     return run_scenario(scenario, backend)
 
 
@@ -105,13 +114,14 @@ class _CompressedCluster:
     """A dedicated 1-node cluster (tools/kafka/kafka.sh with a run directory and ports of its own) for one
     TIME_COMPRESSED scenario. `stop()` stops that cluster only, and may be called any number of times."""
 
-    def __init__(self, run_dir: Path, props: dict[str, Any]) -> None:
+    def __init__(self, run_dir: Path, props: dict[str, Any], kafka: str, port: int) -> None:
         self.run_dir = run_dir
         self.env = dict(
             os.environ,
+            KAFKA_VERSION=kafka,
             KAFKA_RUN_DIR=str(run_dir),
-            KAFKA_BASE_PORT=str(COMPRESSED_BASE_PORT),
-            KAFKA_CONTROLLER_BASE_PORT=str(COMPRESSED_BASE_PORT + 100),
+            KAFKA_BASE_PORT=str(port),
+            KAFKA_CONTROLLER_BASE_PORT=str(port + 100),
             KAFKA_EXTRA_PROPS="\n".join(f"{k}={v}" for k, v in props.items()),
             KAFKA_READY_TIMEOUT=str(int(COMPRESSED_START_TIMEOUT_S) - 30),
         )
@@ -143,72 +153,92 @@ class _CompressedCluster:
 
 
 class _KafkaRuns:
-    """Runs every scenario on a real cluster once per test session, lazily, concurrently; each test waits for
-    its own scenario only."""
+    """Runs every scenario on a real cluster once per test session and profile, lazily, concurrently; each test
+    waits for its own run only. Keys: (profile's Kafka version, scenario id)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._futures: dict[str, concurrent.futures.Future] = {}
+        self._futures: dict[tuple[str, str], concurrent.futures.Future] = {}
         self._pools: list[concurrent.futures.ThreadPoolExecutor] = []
         self._clusters: list[_CompressedCluster] = []
-        self.timings: dict[str, float] = {}
+        self.timings: dict[tuple[str, str], float] = {}
+        self.started: dict[str, float] = {}
 
-    def _timed(self, scenario_id: str, fn: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
+    def _timed(self, key: tuple[str, str], fn: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
         t0 = time.monotonic()
         try:
             return fn(*args, **kwargs)
         finally:
-            self.timings[scenario_id] = time.monotonic() - t0
+            self.timings[key] = time.monotonic() - t0
 
-    def start(self, bootstrap: str, control: str, tmp_dir: Path) -> None:
+    def start(self, clusters: dict[str, tuple[str, str]], tmp_dir: Path) -> None:
+        """`clusters`: a profile's Kafka version -> (bootstrap servers, broker control) of its test cluster; the
+        profiles of versions without one are not run (their tests fail, asking for the cluster)."""
         with self._lock:
             if self._pools:
                 return
-            main = {"bootstrap": bootstrap, "max_sleep_s": MAX_SLEEP_S, "broker_control": control}
             pool = concurrent.futures.ThreadPoolExecutor(POOL, thread_name_prefix="fidelity")
-            solo_pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="fidelity-solo")
-            compressed_pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="fidelity-compressed")
-            self._pools = [pool, solo_pool, compressed_pool]
+            self._pools = [pool]
+            shared_runs: list[tuple[int, Profile, Any, dict[str, Any]]] = []
+            for i, profile in enumerate(PROFILES):
+                if profile.kafka not in clusters:
+                    continue
+                bootstrap, control = clusters[profile.kafka]
+                self.started[profile.kafka] = time.monotonic()
+                main = {"bootstrap": bootstrap, "max_sleep_s": MAX_SLEEP_S, "broker_control": control}
+                solo_pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix=f"fidelity-solo-{profile.kafka}")
+                compressed_pool = concurrent.futures.ThreadPoolExecutor(
+                    1, thread_name_prefix=f"fidelity-compressed-{profile.kafka}")
+                self._pools += [solo_pool, compressed_pool]
 
-            # the dedicated cluster starts first: its JVM start-up overlaps with the shared runs' sleeps
-            for sid, spec in TIME_COMPRESSED.items():
-                cluster = _CompressedCluster(tmp_dir / f"kafka-{sid}", spec["broker_props"])
-                self._clusters.append(cluster)
+                # the dedicated clusters start first: their JVM start-up overlaps with the shared runs' sleeps
+                for sid, spec in TIME_COMPRESSED.items():
+                    cluster = _CompressedCluster(tmp_dir / f"kafka-{profile.kafka}-{sid}", spec["broker_props"],
+                                                 profile.kafka, COMPRESSED_BASE_PORT + i * COMPRESSED_PORT_STEP)
+                    self._clusters.append(cluster)
 
-                def compressed(scenario: Any = SCENARIOS[sid], cluster: _CompressedCluster = cluster,
-                               spec: dict[str, Any] = spec) -> dict[str, Any]:
-                    try:
-                        return _run_on(scenario, bootstrap=cluster.start(), max_sleep_s=spec["max_sleep_s"],
-                                       broker_control="")
-                    finally:
-                        cluster.stop()
+                    def compressed(scenario: Any = SCENARIOS[sid], cluster: _CompressedCluster = cluster,
+                                   spec: dict[str, Any] = spec, profile: Profile = profile) -> dict[str, Any]:
+                        try:
+                            return _run_on(scenario, profile, bootstrap=cluster.start(),
+                                           max_sleep_s=spec["max_sleep_s"], broker_control="")
+                        finally:
+                            cluster.stop()
 
-                self._futures[sid] = compressed_pool.submit(self._timed, sid, compressed)
+                    key = (profile.kafka, sid)
+                    self._futures[key] = compressed_pool.submit(self._timed, key, compressed)
 
-            others = [s for s in SCENARIOS.values() if s.id not in TIME_COMPRESSED]
-            shared = [s for s in others if not _has_broker_steps(s)]
-            solo = [s for s in others if _has_broker_steps(s)]
-            # the longest sleepers first, so that their sleeps overlap with the quick ones
-            shared.sort(key=_sleep_ms, reverse=True)
-            for s in shared:
-                self._futures[s.id] = pool.submit(self._timed, s.id, _run_on, s, **main)
-            barrier = [self._futures[s.id] for s in shared]
+                others = [s for s in SCENARIOS.values() if s.id not in TIME_COMPRESSED]
+                shared_runs += [(_sleep_ms(s), profile, s, main) for s in others if not _has_broker_steps(s)]
+                solo = [s for s in others if _has_broker_steps(s)]
+                barrier_keys = [(profile.kafka, s.id) for s in others if not _has_broker_steps(s)]
 
-            def alone(scenario: Any) -> dict[str, Any]:
-                # Future.result(), not concurrent.futures.wait(): a future cancelled by shutdown(cancel_futures=True)
-                # never wakes wait()'s waiters, but it does wake result()
-                for f in barrier:
-                    try:
-                        f.result()
-                    except BaseException:  # noqa: BLE001 - that scenario's own test reports it
-                        pass
-                return self._timed(scenario.id, _run_on, scenario, **main)
+                def alone(scenario: Any, profile: Profile = profile, main: dict[str, Any] = main,
+                          barrier_keys: list[tuple[str, str]] = barrier_keys) -> dict[str, Any]:
+                    # after every shared run of this profile (its cluster's leaders move under them); Future.result(),
+                    # not concurrent.futures.wait(): a future cancelled by shutdown(cancel_futures=True) never wakes
+                    # wait()'s waiters, but it does wake result()
+                    for key in barrier_keys:
+                        try:
+                            self._futures[key].result()
+                        except BaseException:  # noqa: BLE001 - that scenario's own test reports it
+                            pass
+                    return self._timed((profile.kafka, scenario.id), _run_on, scenario, profile, **main)
 
-            for s in solo:
-                self._futures[s.id] = solo_pool.submit(alone, s)
+                for s in solo:
+                    self._futures[(profile.kafka, s.id)] = solo_pool.submit(alone, s)
+            # the longest sleepers first, of both profiles, so that their sleeps overlap with the quick ones;
+            # submitted after every solo run so that a solo run's barrier only names futures that exist
+            shared_runs.sort(key=lambda run: run[0], reverse=True)
+            for _ms, profile, s, main in shared_runs:
+                key = (profile.kafka, s.id)
+                self._futures[key] = pool.submit(self._timed, key, _run_on, s, profile, **main)
 
-    def get(self, scenario_id: str) -> dict[str, Any]:
-        return self._futures[scenario_id].result(timeout=1800)
+    def get(self, profile: Profile, scenario_id: str) -> dict[str, Any]:
+        key = (profile.kafka, scenario_id)
+        if key not in self._futures:
+            require_bootstrap(profile.kafka)  # fails the test, naming the cluster it needs
+        return self._futures[key].result(timeout=1800)
 
     def shutdown(self) -> None:
         try:
@@ -223,16 +253,30 @@ class _KafkaRuns:
 _RUNS = _KafkaRuns()
 
 
+def _test_clusters() -> dict[str, tuple[str, str]]:
+    """Each profile's Kafka version -> its test cluster (bootstrap, broker control), where the environment names one."""
+    from playground.kafka.clusters import SETTINGS
+
+    out = {}
+    for kafka in {p.kafka for p in PROFILES}:
+        bootstrap = os.environ.get(SETTINGS[kafka][0], "").strip()
+        if bootstrap:
+            out[kafka] = (bootstrap, broker_control_for(bootstrap, kafka))
+    return out
+
+
 @pytest.fixture(scope="module")
-def kafka_runs(kafka_bootstrap, broker_control, tmp_path_factory):
+def kafka_runs(tmp_path_factory):
     try:
-        _RUNS.start(kafka_bootstrap, broker_control, tmp_path_factory.mktemp("fidelity"))
+        _RUNS.start(_test_clusters(), tmp_path_factory.mktemp("fidelity"))
         yield _RUNS
     finally:
         _RUNS.shutdown()
         if _RUNS.timings:
-            print("\n[fidelity] real-cluster run time per scenario: " + ", ".join(
-                f"{sid} {t:.0f}s" for sid, t in sorted(_RUNS.timings.items(), key=lambda kv: -kv[1])), flush=True)
+            for kafka, t0 in _RUNS.started.items():
+                took = {sid: t for (k, sid), t in _RUNS.timings.items() if k == kafka}
+                print(f"\n[fidelity] Kafka {kafka}: real-cluster run time per scenario: " + ", ".join(
+                    f"{sid} {t:.0f}s" for sid, t in sorted(took.items(), key=lambda kv: -kv[1])), flush=True)
 
 
 def _outcome(scenario: Any, index: int, outcome: str) -> str:
@@ -293,6 +337,7 @@ def normalise(obs: dict[str, Any], scenario: Any) -> dict[str, Any]:
         if got == [] or got == whole:  # anything else stays as it is, and shows as a difference
             consumers.setdefault(consumer, {})[tp] = f"nothing yet, or all that {reference} got (timing)"
     return {
+        "profile": obs["profile"],  # the cluster's finalized transaction.version: as reported vs as modelled
         "steps": [f"{s['index']} {s['step']} -> {_outcome(scenario, s['index'], s['outcome'])}" for s in obs["steps"]],
         "partitions": partitions,
         "consumers": {name: {tp: v for tp, v in per.items() if v} for name, per in consumers.items()},
@@ -322,18 +367,20 @@ def differences(sim: dict[str, Any], real: dict[str, Any], path: str = "") -> li
 
 
 def _params() -> list[Any]:
-    return [pytest.param(sid, marks=[pytest.mark.kafka], id=sid) for sid in SCENARIOS]
+    return [pytest.param(profile, sid, marks=[pytest.mark.kafka], id=f"kafka{profile.kafka}-{profile.client}-{sid}")
+            for profile in PROFILES for sid in SCENARIOS]
 
 
-@pytest.mark.parametrize("scenario_id", _params())
-def test_scenario_agrees_with_kafka(scenario_id, kafka_runs):
+@pytest.mark.parametrize(("profile", "scenario_id"), _params())
+def test_scenario_agrees_with_kafka(profile, scenario_id, kafka_runs):
     scenario = SCENARIOS[scenario_id]
-    real = kafka_runs.get(scenario_id)
-    sim = run_scenario(scenario, "sim")
+    real = kafka_runs.get(profile, scenario_id)
+    sim = run_scenario(scenario, "sim", profile=profile)
     diffs = differences(normalise(sim, scenario), normalise(real, scenario))
+    where = f"{scenario_id} ({profile.label})"
     if diffs:
-        print(f"\n[fidelity] {scenario_id}:\n  " + "\n  ".join(diffs), flush=True)
-    assert not diffs, f"{scenario_id}: the simulator differs from Kafka in {len(diffs)} field(s):\n" + "\n".join(diffs)
+        print(f"\n[fidelity] {where}:\n  " + "\n  ".join(diffs), flush=True)
+    assert not diffs, f"{where}: the simulator differs from Kafka in {len(diffs)} field(s):\n" + "\n".join(diffs)
 
 
 @pytest.mark.kafka

@@ -121,6 +121,17 @@ def wait_gone(admin: AdminClient, prefix: str) -> set[str]:
         time.sleep(0.3)
 
 
+def wait_listed(admin: AdminClient, prefix: str, expected: set[str]) -> set[str]:
+    """The topics listed under `prefix` once they are `expected`, or after GONE_S: a topic just created reaches
+    every broker's metadata soon, not at once, and the admin client may ask a broker that has not heard yet."""
+    deadline = time.monotonic() + GONE_S
+    while True:
+        listed = topics_of(admin, prefix)
+        if listed == expected or time.monotonic() > deadline:
+            return listed
+        time.sleep(0.3)
+
+
 def entry_files(owners_dir: Path) -> dict[str, dict]:
     return {p.name: json.loads(p.read_text()) for p in owners_dir.glob("*.json")}
 
@@ -167,7 +178,7 @@ def test_it_sweeps_what_a_server_process_killed_with_sigkill_left_behind(setting
     finally:
         child.stop()
     left = {prefix + "orders", prefix + "audit"}
-    assert topics_of(admin, prefix) == left  # nobody deleted them: the leak this test is about
+    assert wait_listed(admin, prefix, left) == left  # nobody deleted them: the leak this test is about
     assert groups_of(admin, prefix) == {prefix + "readers"}
     assert owners.owner_state(entry)[0] == "dead"
 
@@ -179,7 +190,7 @@ def test_it_sweeps_what_a_server_process_killed_with_sigkill_left_behind(setting
         assert not (tmp_path / name).exists()
         # what the successor owns now is recorded under its own pid: only its prefix
         assert [e["prefixes"].keys() for e in entry_files(tmp_path).values()] == [{b.prefix}]
-        assert topics_of(admin, b.prefix) == {b.prefix + "orders"}
+        assert wait_listed(admin, b.prefix, {b.prefix + "orders"}) == {b.prefix + "orders"}
     finally:
         b.close()
     assert entry_files(tmp_path) == {}  # closed: this process owns nothing here any more
@@ -234,7 +245,7 @@ def test_it_treats_an_entry_whose_pid_now_belongs_to_another_process_as_dead(tmp
         assert [(r["prefix"], r["topics"], r["errors"]) for r in reports] == [(reused, [reused + "orders"], [])]
         assert "now belongs to another process" in reports[0]["reason"]
         assert wait_gone(admin, reused) == set()
-        assert topics_of(admin, live) == {live + "orders"}
+        assert wait_listed(admin, live, {live + "orders"}) == {live + "orders"}
         assert not gone.exists() and running.exists()
         assert any(reused + "orders" in r.getMessage() for r in caplog.records if r.name == "playground.kafka.owners")
     finally:
@@ -264,8 +275,8 @@ def test_it_touches_only_this_clusters_prefixes_of_this_host(tmp_path, admin, ka
         reports = owners.sweep_dead_owners(kafka_bootstrap, {}, tmp_path, timeout_s=20)
         assert [r["prefix"] for r in reports] == [ours]  # the bootstrap list in another order is the same cluster
         assert wait_gone(admin, ours) == set()
-        assert topics_of(admin, other_cluster) == {other_cluster + "orders"}
-        assert topics_of(admin, other_host) == {other_host + "orders"}
+        assert wait_listed(admin, other_cluster, {other_cluster + "orders"}) == {other_cluster + "orders"}
+        assert wait_listed(admin, other_host, {other_host + "orders"}) == {other_host + "orders"}
         assert json.loads(entries[0].read_text())["prefixes"].keys() == {other_cluster}
         assert json.loads(entries[1].read_text())["prefixes"].keys() == {other_host}
         assert not entries[2].exists()

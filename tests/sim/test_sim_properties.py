@@ -8,8 +8,11 @@ of both isolation levels and a group consumer, clock advances and broker stop/st
   (a fenced epoch never appends);
 and at the end, replaying the same seed and commands gives the identical event list.
 
-Profiles: the default run is quick (HYPOTHESIS_PROFILE unset: 60 sequences of up to 40 steps);
-HYPOTHESIS_PROFILE=thorough runs 3000 sequences of up to 60 steps.
+Every playground profile (Kafka 3.9 / 4.x x librdkafka / kafka-clients) runs the same machine: one TestCase per
+profile, the clients' state names mapped to the same "sensible next action".
+
+Profiles: the default run is quick (HYPOTHESIS_PROFILE unset: 60 sequences of up to 40 steps under the default
+Kafka profile, 30 under each other one); HYPOTHESIS_PROFILE=thorough runs 3000 sequences of up to 60 steps each.
 """
 
 import os
@@ -23,13 +26,15 @@ from playground.anomalies import History, check, reads
 from playground.backend import BackendError
 from playground.sim.driver import SimBackend
 from playground.sim.log import COMMIT
-from playground.spec import CONSUMER, PRODUCER, ActorSpec, ClusterSpec, Step, TopicSpec
+from playground.spec import CONSUMER, DEFAULT_PROFILE, PRODUCER, ActorSpec, ClusterSpec, Profile, Step, TopicSpec
 
 PROFILES = {
     "default": dict(max_examples=60, stateful_step_count=40),
     "thorough": dict(max_examples=3000, stateful_step_count=60),
 }
 PROFILE = PROFILES[os.environ.get("HYPOTHESIS_PROFILE", "default")]
+# the other Kafka profiles get half the sequences in the quick run (the suite's time budget)
+OTHER_PROFILE = dict(PROFILE, max_examples=PROFILE["max_examples"] if PROFILE is PROFILES["thorough"] else 30)
 
 TOPICS = {"orders": 3, "audit": 1}
 ACTORS = {
@@ -48,16 +53,30 @@ PRODUCER_ACTIONS = ["init_transactions", "begin_transaction", "produce", "produc
                     "restart", "close"]
 
 
-def new_backend(seed):
+# The next thing an application does in a producer's state (librdkafka's state names and kafka-clients').
+IN_TRANSACTION_ACTIONS = (["produce"] * 12 + ["commit_transaction"] * 4 + ["abort_transaction"] * 3
+                          + ["send_offsets_to_transaction"])
+SENSIBLE = {
+    "INIT": "init_transactions", "WAIT_PID": "init_transactions", "READY": "begin_transaction",
+    "ABORTABLE_ERROR": "abort_transaction", "FATAL_ERROR": "restart", "IN_TRANSACTION": IN_TRANSACTION_ACTIONS,
+    # kafka-clients (a timed-out call is resumed by calling it again)
+    "UNINITIALIZED": "init_transactions", "INITIALIZING": "init_transactions",
+    "COMMITTING_TRANSACTION": "commit_transaction", "ABORTING_TRANSACTION": "abort_transaction",
+}
+
+
+def new_backend(seed, profile=DEFAULT_PROFILE):
     spec = ClusterSpec(brokers=3, topics=tuple(TopicSpec(n, p) for n, p in TOPICS.items()))
-    return SimBackend(spec, ACTORS, seed=seed)
+    return SimBackend(spec, ACTORS, seed=seed, profile=profile)
 
 
 class SimulatedCluster(RuleBasedStateMachine):
+    profile = DEFAULT_PROFILE
+
     def __init__(self):
         super().__init__()
         self.seed = 11
-        self.backend = new_backend(self.seed)
+        self.backend = new_backend(self.seed, self.profile)
         self.steps = []
         self.history = []  # the anomaly checker's view of the same run (playground/anomalies.py)
         self.max_epoch = {}  # (partition, producer id) -> highest epoch seen in an append or marker
@@ -105,12 +124,7 @@ class SimulatedCluster(RuleBasedStateMachine):
         elif actor == "P":
             action = "produce" if sensible or action in TXN_ONLY else action
         elif sensible:
-            action = {
-                "INIT": "init_transactions", "WAIT_PID": "init_transactions", "READY": "begin_transaction",
-                "ABORTABLE_ERROR": "abort_transaction", "FATAL_ERROR": "restart",
-                "IN_TRANSACTION": ["produce"] * 12 + ["commit_transaction"] * 4 + ["abort_transaction"] * 3
-                                  + ["send_offsets_to_transaction"],
-            }.get(client.state, action)
+            action = SENSIBLE.get(client.state, action)
             if isinstance(action, list):
                 action = action[n % len(action)]
         if action == "produce":
@@ -165,10 +179,26 @@ class SimulatedCluster(RuleBasedStateMachine):
     def a_fenced_epoch_never_appends(self):
         assert self.fence_violations == []
 
+    @invariant()
+    def a_tv2_marker_carries_an_epoch_above_its_transactions_batches(self):
+        # KIP-890 part 2: every EndTxn (and every coordinator abort) bumps the epoch before the markers are written
+        if self.profile.transaction_version != 2:
+            return
+        for meta in self.backend.cluster.partitions.values():
+            log = meta.log
+            if log is None or log.topic.startswith("__"):
+                continue
+            data_epochs = {}
+            for batch in log.batches:
+                if batch.control is None and batch.txn is not None:
+                    data_epochs[id(batch.txn)] = max(data_epochs.get(id(batch.txn), -1), batch.epoch)
+                elif batch.control is not None and batch.txn is not None:
+                    assert batch.epoch > data_epochs[id(batch.txn)], (meta.name, batch.base_offset)
+
     def teardown(self):
         # determinism: the same seed and commands give the same events
         first = [e.to_dict() for e in self.backend.events]
-        again = new_backend(self.seed)
+        again = new_backend(self.seed, self.profile)
         for step in self.steps:
             try:
                 again.apply(step)
@@ -184,7 +214,16 @@ class SimulatedCluster(RuleBasedStateMachine):
         assert found == [], [str(f) for f in found]
 
 
-TestSimulatedCluster = SimulatedCluster.TestCase
-TestSimulatedCluster.settings = settings(deadline=None, suppress_health_check=list(HealthCheck),
-                                         derandomize=os.environ.get("HYPOTHESIS_PROFILE") != "thorough",
-                                         **PROFILE)
+def _test_case(profile, budget):
+    machine = type(f"SimulatedCluster_{profile.kafka.replace('.', '')}_{profile.client}", (SimulatedCluster,),
+                   {"profile": profile})
+    case = machine.TestCase
+    case.settings = settings(deadline=None, suppress_health_check=list(HealthCheck),
+                             derandomize=os.environ.get("HYPOTHESIS_PROFILE") != "thorough", **budget)
+    return case
+
+
+TestSimulatedCluster = _test_case(DEFAULT_PROFILE, PROFILE)
+TestSimulatedClusterKafka39Java = _test_case(Profile("3.9", "java"), OTHER_PROFILE)
+TestSimulatedClusterKafka4Librdkafka = _test_case(Profile("4", "librdkafka"), OTHER_PROFILE)
+TestSimulatedClusterKafka4Java = _test_case(Profile("4", "java"), OTHER_PROFILE)

@@ -10,13 +10,15 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from playground.backend import OK, Backend, BackendError
-from playground.spec import CONSUMER, PRODUCER, ActorSpec, ClusterSpec, Step
+from playground.spec import CONSUMER, DEFAULT_PROFILE, PRODUCER, ActorSpec, ClusterSpec, Profile, Step
 
 
 class FakeBackend(Backend):
     name = "fake"
 
-    def __init__(self, cluster: ClusterSpec, actors: Mapping[str, ActorSpec], *, seed: int = 0, on_event=None) -> None:
+    def __init__(self, cluster: ClusterSpec, actors: Mapping[str, ActorSpec], *, seed: int = 0, on_event=None,
+                 profile: Profile = DEFAULT_PROFILE) -> None:
+        self.profile = profile
         self.cluster = cluster
         self.time_ms = 0
         self.next_pid = 1000

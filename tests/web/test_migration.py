@@ -9,6 +9,7 @@ from django.db.migrations.executor import MigrationExecutor
 
 from playground import library, session
 from playground.models import Command, ScenarioText, Session, text_id
+from playground.spec import Profile
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -74,3 +75,11 @@ def test_it_migrates_back_to_one_json_log(old_apps):
     apps = _migrate([("playground", "0001_initial")])
     again = apps.get_model("playground", "Session").objects.get(pk="round-trip")
     assert again.commands == [{"step": "rc.poll", "outcome": "ok"}]
+
+
+def test_it_gives_sessions_stored_before_profiles_kafka_3_9_with_librdkafka():
+    apps = _migrate([("playground", "0006_runner_heartbeat")])
+    apps.get_model("playground", "Session").objects.create(id="before-profiles", backend="sim")
+    _migrate(_latest())
+    row = Session.objects.get(pk="before-profiles")
+    assert (row.kafka, row.client) == ("3.9", "librdkafka") and row.profile == Profile("3.9", "librdkafka")

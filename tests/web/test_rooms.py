@@ -20,9 +20,9 @@ pytestmark = pytest.mark.django_db(transaction=True)
 AGENDA = ["ex-who-is-fenced", "zombie-fencing"]
 
 
-def _facilitator() -> tuple[Client, Workshop]:
+def _facilitator(agenda: list[str] = AGENDA) -> tuple[Client, Workshop]:
     c = Client()
-    r = c.post("/w/create/", {"title": "Tuesday", "scenario": AGENDA})
+    r = c.post("/w/create/", {"title": "Tuesday", "scenario": agenda})
     assert r.status_code == 302, r.content
     code = r["Location"].strip("/").split("/")[-2]
     return c, Workshop.objects.get(code=code)
@@ -120,6 +120,17 @@ def test_it_counts_the_rooms_answers_for_the_board():
     live = session.load(sids[0])
     (asked,) = [a for a in panels.exercise(live, broadcast.view_of(live))["asked"] if a["n"] == q.index]
     assert asked["dist"]["total"] == 3  # the attendee sees the whole room's answers once the step ran
+
+
+def test_it_shows_on_the_board_how_many_rows_the_database_and_kafka_disagree_on():
+    fac, room = _facilitator(["db-incident-in-full"])
+    _ada, sid = _attendee(room, "Ada")
+    board = fac.get(f"/w/{room.code}/board/").content.decode()
+    assert "no gap" in board  # nothing paid yet: nothing to reconcile
+    for _ in session.load(sid).steps:
+        session.step(sid)
+    board = fac.get(f"/w/{room.code}/board/").content.decode()
+    assert '<span class="gaps">4 gaps</span> database vs Kafka' in board  # orders 102 to 105: paid, never delivered
 
 
 def test_it_survives_a_restart():

@@ -2,7 +2,8 @@
 # Run a real Apache Kafka (KRaft, combined broker+controller) on 127.0.0.1
 # straight from Maven jars -- no Docker, no Kafka tarball.
 #
-#   kafka.sh fetch                 download the jars into tools/kafka/.jars (once)
+#   kafka.sh fetch                 download the jars (once): tools/kafka/.jars for
+#                                  3.9, tools/kafka/.jars-<release> for 4.x
 #   kafka.sh start [--nodes 1|3]   fresh cluster (data wiped), wait until ready,
 #                                  print the bootstrap servers on stdout
 #   kafka.sh stop                  stop every node (SIGTERM, then SIGKILL)
@@ -11,6 +12,8 @@
 #   kafka.sh start-node N          restart one node, wait until it is back
 #   kafka.sh status                show nodes and ports (exit 0 iff all nodes up)
 #   kafka.sh bootstrap             print the bootstrap servers of the cluster
+#   kafka.sh features              the cluster's finalized feature levels
+#                                  (metadata.version, transaction.version, ...)
 #   kafka.sh clean                 stop and delete the run directory
 #   kafka.sh topics ...            org.apache.kafka.tools.TopicCommand
 #   kafka.sh transactions ...      org.apache.kafka.tools.TransactionsCommand
@@ -18,34 +21,64 @@
 #   kafka.sh quorum ...            org.apache.kafka.tools.MetadataQuorumCommand
 #   kafka.sh run-class CLASS ...   any class on the Kafka classpath
 #
+# --version 3.9|4 (anywhere on the line, or KAFKA_VERSION): which Kafka. 3.9 is
+# the default; 4 is the newest 4.x release pinned below (an exact release such
+# as 4.3.1 works too). Each version has its own jars, its own default run
+# directory (.run for 3.9, .run-4 for 4.x) and its own default ports (19092 for
+# 3.9, 19592 for 4.x), so `start --version 4` runs beside a 3.9 cluster. A 4.x
+# cluster is formatted with transaction.version=2 (KIP-890's protocol).
+# Commands after `start` act on the version the run directory's cluster runs.
+#
 # Progress goes to stderr; only machine-readable answers go to stdout.
 # See README.md next to this file for ports and settings.
 #
-# A second cluster beside the first: give it a run directory and ports of its
-# own, and use the same two variables for every later command on it:
+# A second cluster of the same version beside the first: give it a run
+# directory and ports of its own, and use the same variables for every later
+# command on it:
 #   KAFKA_RUN_DIR=/tmp/k2 KAFKA_BASE_PORT=19392 kafka.sh start --nodes 1
 #   KAFKA_RUN_DIR=/tmp/k2 kafka.sh stop    (stops that cluster only)
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-JARS_DIR="$HERE/.jars"
-DEFAULT_RUN_DIR="$HERE/.run"
-# KAFKA_RUN_DIR: where this cluster's state, node configs, data, logs and pid
-# files live (default tools/kafka/.run). Every command acts on the cluster of
-# that directory only, so two clusters with different run directories (and
-# different KAFKA_BASE_PORTs) run side by side without touching each other.
-RUN_DIR="${KAFKA_RUN_DIR:-$DEFAULT_RUN_DIR}"
-case "$RUN_DIR" in /*) ;; *) RUN_DIR="$PWD/$RUN_DIR" ;; esac
-RUN_DIR="${RUN_DIR%/}"
-# the compiled helper, log4j config and class-data-sharing archive are shared by
-# every run directory (they depend only on the jars and the JVM)
-BIN_DIR="$DEFAULT_RUN_DIR/bin"
-STATE_FILE="$RUN_DIR/cluster.env"
+# The releases a profile's Kafka version names. playground/spec.py's
+# KAFKA_RELEASES says the same (tests/test_profiles.py checks that they agree).
+KAFKA_RELEASE_3_9="3.9.1"
+KAFKA_RELEASE_3_9_FALLBACK="3.9.0"
+KAFKA_RELEASE_4="4.4.0"
+# the compiled helpers, log4j config and class-data-sharing archives are shared
+# by every run directory (they depend only on the jars and the JVM)
+BIN_DIR="$HERE/.run/bin"
 
-KAFKA_VERSION_DEFAULT="3.9.1"
-KAFKA_VERSION_FALLBACK="3.9.0"
-KAFKA_BASE_PORT="${KAFKA_BASE_PORT:-19092}"
-KAFKA_CONTROLLER_BASE_PORT="${KAFKA_CONTROLLER_BASE_PORT:-$((KAFKA_BASE_PORT + 100))}"
+select_version() { # 3.9 | 4 | an exact release -> RELEASE, LINE, JARS_DIR, defaults
+    case "$1" in
+        3.9) LINE=3.9 RELEASE=$KAFKA_RELEASE_3_9 EXACT_RELEASE="" ;;
+        4) LINE=4 RELEASE=$KAFKA_RELEASE_4 EXACT_RELEASE="" ;;
+        3.9.[0-9]*) LINE=3.9 RELEASE=$1 EXACT_RELEASE=$1 ;;
+        4.[0-9]*.[0-9]*) LINE=4 RELEASE=$1 EXACT_RELEASE=$1 ;;
+        *) die "unknown Kafka version '$1': 3.9 or 4 (or an exact release such as $KAFKA_RELEASE_4)" ;;
+    esac
+    if [[ "$LINE" == 3.9 ]]; then
+        # where 3.9's jars have always been, so an existing checkout keeps them
+        JARS_DIR="$HERE/.jars" DEFAULT_RUN_DIR="$HERE/.run" DEFAULT_BASE_PORT=19092
+    else
+        JARS_DIR="$HERE/.jars-$RELEASE" DEFAULT_RUN_DIR="$HERE/.run-4" DEFAULT_BASE_PORT=19592
+    fi
+}
+
+configure() { # version -> RUN_DIR, STATE_FILE, ports
+    select_version "$1"
+    # KAFKA_RUN_DIR: where this cluster's state, node configs, data, logs and pid
+    # files live (default tools/kafka/.run, .run-4 for 4.x). Every command acts on
+    # the cluster of that directory only, so two clusters with different run
+    # directories (and different KAFKA_BASE_PORTs) run side by side.
+    RUN_DIR="${KAFKA_RUN_DIR:-$DEFAULT_RUN_DIR}"
+    case "$RUN_DIR" in /*) ;; *) RUN_DIR="$PWD/$RUN_DIR" ;; esac
+    RUN_DIR="${RUN_DIR%/}"
+    STATE_FILE="$RUN_DIR/cluster.env"
+    KAFKA_BASE_PORT="${KAFKA_BASE_PORT:-$DEFAULT_BASE_PORT}"
+    KAFKA_CONTROLLER_BASE_PORT="${KAFKA_CONTROLLER_BASE_PORT:-$((KAFKA_BASE_PORT + 100))}"
+}
+
 KAFKA_HEAP_OPTS="${KAFKA_HEAP_OPTS:--Xmx512m -Xms256m}"
 # C1 only + serial GC: about half the start-up CPU of the default JVM flags,
 # which matters when 3 brokers start at once on a small machine.
@@ -61,8 +94,11 @@ die() { printf '[kafka.sh %(%T)T] ERROR: %s\n' -1 "$*" >&2; exit 1; }
 
 # ---------------------------------------------------------------- jars ----
 
-jars_ok() {
-    [[ -f "$JARS_DIR/.complete" ]] && compgen -G "$JARS_DIR/kafka_2.13-*.jar" >/dev/null
+jars_ok() { # the jars of the selected release are complete (3.9's pin also takes its fallback)
+    [[ -f "$JARS_DIR/.complete" ]] && compgen -G "$JARS_DIR/kafka_2.13-*.jar" >/dev/null || return 1
+    local have; have="$(cut -d' ' -f2 "$JARS_DIR/.complete")"
+    [[ "$have" == "$RELEASE" ]] \
+        || [[ "$RELEASE" == "$KAFKA_RELEASE_3_9" && -z "$EXACT_RELEASE" && "$have" == "$KAFKA_RELEASE_3_9_FALLBACK" ]]
 }
 
 mvn_copy() { # version target_dir  (Maven's output kept in memory, shown on failure)
@@ -84,8 +120,8 @@ cmd_fetch() {
     command -v java >/dev/null || die "java not found (JDK 17+ needed)"
     mkdir -p "$RUN_DIR"
     local tmp="$RUN_DIR/jars.tmp.$$" v
-    local versions=("${KAFKA_VERSION:-$KAFKA_VERSION_DEFAULT}")
-    if [[ -z "${KAFKA_VERSION:-}" ]]; then versions+=("$KAFKA_VERSION_FALLBACK"); fi
+    local versions=("$RELEASE")
+    if [[ "$RELEASE" == "$KAFKA_RELEASE_3_9" && -z "$EXACT_RELEASE" ]]; then versions+=("$KAFKA_RELEASE_3_9_FALLBACK"); fi
     for v in "${versions[@]}"; do
         rm -rf "$tmp"
         log "fetching Apache Kafka $v jars with Maven ..."
@@ -131,8 +167,10 @@ run_class() { # CLASS args...
 
 # ------------------------------------------------------ java helper ----
 # A small Java program, compiled once into .run/bin, used by this script:
-#   format CLUSTER_ID props...      format the storage of several nodes in one
+#   format CLUSTER_ID [--feature NAME=LEVEL]... props...
+#                                   format the storage of several nodes in one
 #                                   JVM (kafka.tools.StorageTool.execute)
+#   features BOOTSTRAP              the finalized feature levels, "NAME LEVEL"
 #   ready TIMEOUT CLUSTER_ID id=host:port,... WARMUP ISR PID,...
 #                                   wait until every expected broker answers a
 #                                   metadata request itself, belongs to our
@@ -165,22 +203,39 @@ public class KafkaShHelper {
         switch (args[0]) {
             case "format": format(args); break;
             case "ready": ready(args); break;
+            case "features": features(args); break;
             default: System.err.println("unknown command " + args[0]); System.exit(2);
         }
         System.exit(0);
     }
 
+    // format CLUSTER_ID [--feature NAME=LEVEL]... PROPS...
     static void format(String[] args) {
+        List<String> features = new ArrayList<>(), props = new ArrayList<>();
         for (int i = 2; i < args.length; i++) {
+            if (args[i].equals("--feature")) { features.add(args[i]); features.add(args[++i]); }
+            else props.add(args[i]);
+        }
+        for (String p : props) {
+            List<String> a = new ArrayList<>(List.of("format", "-t", args[1], "-c", p));
+            a.addAll(features);
             int rc;
             try {
-                rc = kafka.tools.StorageTool.execute(
-                    new String[] {"format", "-t", args[1], "-c", args[i]}, System.out);
+                rc = kafka.tools.StorageTool.execute(a.toArray(new String[0]), System.out);
             } catch (Throwable t) {
-                System.err.println("format " + args[i] + ": " + t);
+                System.err.println("format " + p + ": " + t);
                 rc = 1;
             }
             if (rc != 0) System.exit(1);
+        }
+    }
+
+    // features BOOTSTRAP: one line per finalized feature, "NAME LEVEL"
+    static void features(String[] args) throws Exception {
+        try (Admin a = admin(args[1])) {
+            FeatureMetadata m = a.describeFeatures().featureMetadata().get(10, TimeUnit.SECONDS);
+            for (Map.Entry<String, FinalizedVersionRange> e : new TreeMap<>(m.finalizedFeatures()).entrySet())
+                System.out.println(e.getKey() + " " + e.getValue().maxVersionLevel());
         }
     }
 
@@ -307,16 +362,19 @@ public class KafkaShHelper {
 }
 '
 
-ensure_helper() {
+helper_dir() { echo "$BIN_DIR/helper-$(cut -d' ' -f2 "$JARS_DIR/.complete")"; }
+
+ensure_helper() { # compiled per release: it calls Kafka's own classes
     jars_ok || cmd_fetch
-    mkdir -p "$BIN_DIR"
-    local src="$BIN_DIR/KafkaShHelper.java" tmp="$BIN_DIR/.KafkaShHelper.$BASHPID.$RANDOM"
+    local dir; dir="$(helper_dir)"
+    mkdir -p "$dir"
+    local src="$dir/KafkaShHelper.java" tmp="$dir/.KafkaShHelper.$BASHPID.$RANDOM"
     printf '%s' "$HELPER_SRC" >"$tmp"
-    if [[ -f "$BIN_DIR/KafkaShHelper.class" ]] && cmp -s "$tmp" "$src"; then
+    if [[ -f "$dir/KafkaShHelper.class" ]] && cmp -s "$tmp" "$src"; then
         rm -f "$tmp"
     else
         mv -f "$tmp" "$src"
-        javac -nowarn -cp "$(classpath)" -d "$BIN_DIR" "$src" >&2 \
+        javac -nowarn -cp "$(classpath)" -d "$dir" "$src" >&2 \
             || die "could not compile $src"
     fi
 }
@@ -326,7 +384,7 @@ helper() { # command args...
     local l4j; l4j="$(tools_log4j)"
     # shellcheck disable=SC2046
     java -Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 $(cds_opts use) \
-        -Dlog4j.configuration="file:$l4j" -cp "$(classpath):$BIN_DIR" KafkaShHelper "$@"
+        -Dlog4j.configuration="file:$l4j" -cp "$(classpath):$(helper_dir)" KafkaShHelper "$@"
 }
 
 # ------------------------------------------------------------- nodes ----
@@ -340,6 +398,16 @@ load_state() {
     [[ -f "$STATE_FILE" ]] || die "no cluster state in $RUN_DIR (run: kafka.sh start)"
     # shellcheck disable=SC1090
     source "$STATE_FILE"
+    adopt_state_version
+}
+
+# The cluster of a run directory runs the release it was started with (a state
+# file from before versions existed: 3.9); its jars serve every later command.
+adopt_state_version() {
+    [[ -f "$STATE_FILE" ]] || return 0
+    local release
+    release="$(sed -n 's/^KAFKA_RELEASE=//p' "$STATE_FILE")"
+    select_version "${release:-3.9}"
 }
 
 bootstrap_for() { # nodes
@@ -574,6 +642,7 @@ CLUSTER_ID=$cluster_id
 KAFKA_BASE_PORT=$KAFKA_BASE_PORT
 KAFKA_CONTROLLER_BASE_PORT=$KAFKA_CONTROLLER_BASE_PORT
 BOOTSTRAP=$bootstrap
+KAFKA_RELEASE=$(cut -d' ' -f2 "$JARS_DIR/.complete")
 EOF
     echo "$bootstrap" >"$RUN_DIR/bootstrap"
 
@@ -583,7 +652,11 @@ EOF
         write_node_config "$id" "$nodes"
         props+=("$(node_dir "$id")/server.properties")
     done
-    if ! helper format "$cluster_id" "${props[@]}" >"$RUN_DIR/format.log" 2>&1; then
+    # Kafka 4.x: transaction.version 2, KIP-890's transaction protocol (a new
+    # 4.x cluster gets it anyway; named here so that it never depends on a default)
+    local features=()
+    if [[ "$LINE" == 4 ]]; then features=(--feature transaction.version=2); fi
+    if ! helper format "$cluster_id" "${features[@]}" "${props[@]}" >"$RUN_DIR/format.log" 2>&1; then
         cat "$RUN_DIR/format.log" >&2
         die "storage format failed"
     fi
@@ -600,7 +673,7 @@ EOF
         cmd_stop
         die "cluster did not become ready (timeout ${KAFKA_READY_TIMEOUT}s; logs: $RUN_DIR/node-*/server.log)"
     fi
-    log "cluster ready: $nodes node(s), kafka $(cat "$JARS_DIR/.complete" | cut -d' ' -f2), $((SECONDS - t0))s"
+    log "cluster ready: $nodes node(s), kafka $(cut -d' ' -f2 "$JARS_DIR/.complete"), $((SECONDS - t0))s"
     echo "$bootstrap"
 }
 
@@ -662,7 +735,7 @@ cmd_status() {
     fi
     load_state
     local id pid up=0 rss
-    echo "cluster: $NODES node(s), id $CLUSTER_ID, bootstrap $BOOTSTRAP"
+    echo "cluster: $NODES node(s), kafka $RELEASE, id $CLUSTER_ID, bootstrap $BOOTSTRAP"
     for ((id = 1; id <= NODES; id++)); do
         if pid="$(node_pid "$id")"; then
             up=$((up + 1))
@@ -707,9 +780,31 @@ tool() { # CLASS args...  (adds --bootstrap-server unless given)
 
 usage() { sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | grep '^#' | sed 's/^# \{0,1\}//' >&2; }
 
+cmd_features() {
+    load_state
+    helper features "$BOOTSTRAP"
+}
+
 main() {
-    local cmd="${1:-}"
-    (($#)) && shift
+    local version="${KAFKA_VERSION:-3.9}" cmd="" args=()
+    # --version before the command, or among the options of this script's own
+    # commands (a Kafka tool's arguments are its own: `topics --version` is Kafka's)
+    while (($#)); do
+        case "$1" in
+            --version) version="${2:-}"; shift 2 || die "--version needs 3.9 or 4" ;;
+            --version=*) version="${1#--version=}"; shift ;;
+            *)
+                if [[ -z "$cmd" ]]; then
+                    cmd="$1"; shift
+                    case "$cmd" in topics | transactions | groups | quorum | run-class) args=("$@"); break ;; esac
+                else
+                    args+=("$1"); shift
+                fi ;;
+        esac
+    done
+    configure "$version"
+    case "$cmd" in fetch | start | run-class | -h | --help | help | "") ;; *) adopt_state_version ;; esac
+    set -- "${args[@]+"${args[@]}"}"
     case "$cmd" in
         fetch) cmd_fetch ;;
         start) cmd_start "$@" ;;
@@ -718,6 +813,7 @@ main() {
         start-node) cmd_start_node "$@" ;;
         status) cmd_status ;;
         bootstrap) cmd_bootstrap ;;
+        features) cmd_features ;;
         clean) cmd_clean ;;
         topics) tool org.apache.kafka.tools.TopicCommand "$@" ;;
         transactions) tool org.apache.kafka.tools.TransactionsCommand "$@" ;;

@@ -1,5 +1,5 @@
-"""`python manage.py scenario run FILE [--backend sim|kafka] [--seed N] [--json]`, `scenario validate FILE...`,
-`scenario list [DIR]`.
+"""`python manage.py scenario run FILE [--backend sim|kafka] [--kafka 3.9|4] [--client librdkafka|java] [--seed N]
+[--json]`, `scenario validate FILE...`, `scenario list [DIR]`.
 
 Exit codes (shared/docs/scenario-format.md): 0 every expectation holds, 1 one failed, 2 the file is invalid
 (the message names file, line and field; never a traceback). Extension: 3 when the backend could not run the
@@ -16,6 +16,7 @@ from django.core.management.base import BaseCommand
 from playground.backend import BackendError
 from playground.anomalies import check, history_of_run
 from playground.scenario import ScenarioError, load_library, load_scenario, pick, run_scenario
+from playground.spec import CLIENTS, KAFKA_RELEASES, parse_profile
 
 EXIT_FAILED, EXIT_INVALID, EXIT_BACKEND = 1, 2, 3
 DEFAULT_DIR = Path(__file__).resolve().parents[3] / "scenarios"
@@ -32,6 +33,10 @@ class Command(BaseCommand):
         run.add_argument("file")
         run.add_argument("--backend", choices=("sim", "kafka"), default="sim")
         run.add_argument("--seed", type=int, default=None, help="overrides the scenario's seed")
+        run.add_argument("--kafka", choices=tuple(KAFKA_RELEASES), default=None,
+                         help="the Kafka version (overrides the scenario's profile: "
+                              + ", ".join(f"{v} = Kafka {r}" for v, r in KAFKA_RELEASES.items()) + ")")
+        run.add_argument("--client", choices=CLIENTS, default=None, help="the client (overrides the scenario's profile)")
         run.add_argument("--json", action="store_true", help="print the observation as JSON")
         run.add_argument("--lang", default="en", help="language of notes in the transcript (en, zh)")
         run.add_argument("--check", action="store_true",
@@ -55,9 +60,10 @@ class Command(BaseCommand):
             scenario = load_scenario(file)
         except ScenarioError as exc:
             self._fail(EXIT_INVALID, str(exc))
+        profile = parse_profile(options.get("kafka"), options.get("client"), base=scenario.profile)
         record: list = []
         try:
-            observation = run_scenario(scenario, backend=backend, seed=seed, record=record)
+            observation = run_scenario(scenario, backend=backend, seed=seed, record=record, profile=profile)
         except (BackendError, ImportError) as exc:  # ImportError: that backend is not installed here
             self._fail(EXIT_BACKEND, f"{file}: backend {backend} could not run: {exc}")
         found = check(history_of_run(scenario, record, observation)) if options["check"] else []
@@ -78,7 +84,9 @@ class Command(BaseCommand):
 
     def _transcript(self, scenario, observation, lang):
         out = self.stdout
-        out.write(f"{scenario.id}: {scenario.text('title', lang)}  [backend {observation['backend']}, seed {observation['seed']}]")
+        p = observation["profile"]
+        out.write(f"{scenario.id}: {scenario.text('title', lang)}  [backend {observation['backend']}, seed {observation['seed']}, "
+                  f"Kafka {p['release']}, {p['client']}, transaction.version {p['transaction_version']}]")
         outcomes = {s["index"]: s["outcome"] for s in observation["steps"]}
         width = max((len(s.label) for s in scenario.steps if not s.is_note), default=0)
         for step in scenario.steps:
