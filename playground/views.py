@@ -6,18 +6,20 @@ from __future__ import annotations
 import functools
 import logging
 from typing import Any, Callable
+from urllib.parse import urlencode
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
+from django.utils.cache import patch_vary_headers
 from django.urls import reverse
 from django.utils.translation import get_language
 from django.utils.translation import gettext as _
 from django.views.decorators.clickjacking import xframe_options_sameorigin
 from django.views.decorators.http import require_GET, require_POST
 
-from playground import broadcast, commands, forms, library, limits, panels, session
+from playground import broadcast, commands, compare, forms, library, limits, panels, session
 from playground.clientaddr import client_address
 from playground.i18n import normalize
 from playground.models import ScenarioText
@@ -409,3 +411,63 @@ def session_scenario(request: HttpRequest, sid: str) -> HttpResponse:
     response = HttpResponse(as_scenario(sid), content_type="application/yaml; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="session-{sid[:8]}.yaml"'
     return response
+
+
+# ---------------------------------------------------------------------------------------------------- compare
+def _pair(request: HttpRequest, own: Profile) -> tuple[Profile, Profile]:
+    """?a=&b=: side A defaults to the item's own profile, side B to the other one (compare.other_profile)."""
+    a = compare.profile_from_text("a", request.GET.get("a"), own)
+    return a, compare.profile_from_text("b", request.GET.get("b"), compare.other_profile(a))
+
+
+def _compare_page(request: HttpRequest, c: compare.Comparison, base: dict[str, str], back: tuple[str, str]) -> HttpResponse:
+    """Step k of a comparison: the whole page, or only its body for htmx's stepping (the same URL either way)."""
+    k = c.check_at(_at(request) or 0)
+    lang = normalize(get_language())
+    query = urlencode({**base, "a": compare.profile_text(c.a), "b": compare.profile_text(c.b)})
+    template = "playground/compare_body.html" if request.headers.get("HX-Request") else "playground/compare.html"
+    response = render(request, template, {"c": c, "k": k, "lang": lang, "url": f"{request.path}?{query}", "back": back,
+                                          "base": base, "view": compare.step_view(c, k, lang)})
+    patch_vary_headers(response, ["HX-Request"])
+    return response
+
+
+@require_GET
+@answers_problems
+def compare_scenario(request: HttpRequest) -> HttpResponse:
+    """A library scenario in two profiles: /compare/?scenario=ID&a=3.9-librdkafka&b=4-java&at=k."""
+    scenario_id = request.GET.get("scenario", "")[:100]
+    if not scenario_id:
+        raise compare.CompareError(_("scenario: name a scenario of the library (?scenario=ID)."))
+    entry = library.find(scenario_id)
+    if entry is None:
+        raise compare.CompareError(_("No scenario %(id)s in the library.") % {"id": scenario_id}, status=404)
+    a, b = _pair(request, entry.scenario.profile)
+    c = compare.of_scenario(entry.scenario, a, b, entry.scenario.source)
+    return _compare_page(request, c, {"scenario": entry.scenario.id}, (reverse("gallery"), _("All scenarios")))
+
+
+@require_GET
+@answers_problems
+def shared_compare(request: HttpRequest, text_id: str) -> HttpResponse:
+    """A shared scenario (/sc/<id>/) in two profiles."""
+    try:
+        row, scenario = _shared(text_id)
+    except Http404 as exc:
+        raise compare.CompareError(str(exc), status=404) from None
+    a, b = _pair(request, scenario.profile)
+    c = compare.of_scenario(scenario, a, b, row.text)
+    return _compare_page(request, c, {}, (reverse("shared", kwargs={"text_id": row.id}), _("the shared scenario")))
+
+
+@require_GET
+@answers_problems
+def session_compare(request: HttpRequest, sid: str) -> HttpResponse:
+    """A session's command log re-run in two profiles on the simulator. Watching is enough: nothing is changed, and
+    the page carries no capability."""
+    if not session.exists(sid):
+        raise compare.CompareError(_("No such session."), status=404)
+    live = session.load(sid)
+    a, b = _pair(request, live.profile)
+    c = compare.of_session(live, a, b)
+    return _compare_page(request, c, {}, (reverse("session", kwargs={"sid": sid}), _("back to the session")))

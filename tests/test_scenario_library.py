@@ -53,6 +53,11 @@ def test_it_has_the_scenarios_and_exercises_of_the_issues_in_order():
         "db-incident-in-full",
         "db-transactional-outbox",
         "db-commit-kafka-then-database",
+        # profiles (issue 9): transaction protocol v2, a late write of an earlier transaction (net.late_write), the
+        # incident with the Java client
+        "v2-epoch-bump-per-transaction",
+        "late-write-from-earlier-transaction",
+        "shared-id-incident-java",
     ]
 
 

@@ -420,3 +420,113 @@ def test_it_names_the_line_of_an_unknown_profile_key_and_of_a_profile_that_is_no
     text = scenario_text(head=HEAD + "profile:\n  kafka: 4\n  version: 4\n")
     assert_error(text, "version: 4", "profile.version", "unknown key 'version'", "kafka, client")
     assert_error(scenario_text(head=HEAD + "profile: 4\n"), "profile: 4", "profile", "expected a mapping")
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Outcomes per profile (docs/scenario-format.md, "Outcomes per profile")
+
+PER_PROFILE_STEPS = """\
+  - A.init_transactions
+  - B.init_transactions
+  - A.commit_transaction: {expect: {librdkafka: _FENCED, java: ProducerFencedException, 4-java: InvalidProducerEpochException}}
+  - A.abort_transaction: {expect: {default: ok, "4": [_FENCED, _STATE], 3.9-java: IllegalStateException}}
+  - A.begin_transaction: {expect: _FATAL}
+"""
+PER_PROFILE_EXPECT = """\
+  logs:
+    orders-0: [ABORT]
+  transactions:
+    order-pay: {state: Empty, epoch: 2}
+  by_profile:
+    java:
+      logs:
+        orders-0: [ABORT, COMMIT]
+    4-java:
+      transactions:
+        order-pay: {state: Empty, epoch: 3}
+      anomalies: [lost-write]
+"""
+
+
+def test_it_reads_a_steps_outcomes_per_profile_most_specific_first():
+    scenario = parse(scenario_text(PER_PROFILE_STEPS, PER_PROFILE_EXPECT))
+    outcomes = {key: [s.expect for s in scenario.for_profile(Profile(*key.split("-"))).steps][2:]
+                for key in ("3.9-librdkafka", "3.9-java", "4-librdkafka", "4-java")}
+    assert outcomes == {
+        "3.9-librdkafka": [("_FENCED",), ("ok",), ("_FATAL",)],
+        "3.9-java": [("ProducerFencedException",), ("IllegalStateException",), ("_FATAL",)],  # client over default
+        "4-librdkafka": [("_FENCED",), ("_FENCED", "_STATE"), ("_FATAL",)],  # Kafka version over default
+        "4-java": [("InvalidProducerEpochException",), ("_FENCED", "_STATE"), ("_FATAL",)],  # whole profile over client
+    }
+    # the scenario as loaded is resolved for its own profile (the default here), and a step writes that back
+    assert scenario.steps[2].expect == ("_FENCED",)
+    assert scenario.steps[2].to_dict() == {"A.commit_transaction": {"expect": "_FENCED"}}
+    assert scenario.for_profile(scenario.profile) is scenario
+
+
+def test_it_resolves_the_expect_block_per_profile_check_by_check():
+    text = scenario_text(PER_PROFILE_STEPS, PER_PROFILE_EXPECT)
+    scenario = parse(text)
+    assert scenario.expect == {"logs": {"orders-0": ["ABORT"]}, "transactions": {"order-pay": {"state": "Empty", "epoch": 2}}}
+    java = scenario.for_profile(Profile("3.9", "java"))
+    assert java.expect == {"logs": {"orders-0": ["ABORT", "COMMIT"]}, "transactions": {"order-pay": {"state": "Empty", "epoch": 2}}}
+    assert java.expect_lines["logs.orders-0"] == line_of(text, "orders-0: [ABORT, COMMIT]")
+    v2 = scenario.for_profile(Profile("4", "java"))
+    assert v2.expect == {"logs": {"orders-0": ["ABORT", "COMMIT"]}, "transactions": {"order-pay": {"state": "Empty", "epoch": 3}},
+                         "anomalies": ["lost-write"]}
+    assert v2.expect_lines["transactions.order-pay"] == line_of(text, "order-pay: {state: Empty, epoch: 3}")
+    assert scenario.for_profile(Profile("4", "librdkafka")).expect == scenario.expect
+    # a file in another profile is resolved for it when loaded
+    own = parse(text.replace("cluster:\n", 'profile: {kafka: "4", client: java}\ncluster:\n', 1))
+    assert own.expect == v2.expect and own.steps[2].expect == ("InvalidProducerEpochException",)
+
+
+@pytest.mark.parametrize(("steps", "expect", "fragment", "field", "words"), [
+    ("  - A.commit_transaction: {expect: {librdkafka: _FENCED, Java: ProducerFencedException}}\n", "", "A.commit",
+     "steps[0].A.commit_transaction.expect.Java", ["unknown profile key 'Java'", "3.9-librdkafka", "default", "did you mean 'java'?"]),
+    ("  - A.commit_transaction: {expect: {librdkafka: _FENCED, 3.9-java: ProducerFencedException}}\n", "", "A.commit",
+     "steps[0].A.commit_transaction.expect", ["no outcome for profile 4-java", "4, java, 4-java or default"]),
+    ("  - A.commit_transaction: {expect: {librdkafka: _FENCED, java: _FENCED}}\n", "", "A.commit",
+     "steps[0].A.commit_transaction.expect.java", ["'_FENCED' is a librdkafka outcome", "ProducerFencedException"]),
+    ("  - A.commit_transaction: {expect: {librdkafka: ProducerFencedException, java: ProducerFencedException}}\n", "", "A.commit",
+     "steps[0].A.commit_transaction.expect.librdkafka", ["'ProducerFencedException' is a Java exception"]),
+    ("  - A.commit_transaction: {expect: {default: ok, java: ProducerFencedExeption}}\n", "", "A.commit",
+     "steps[0].A.commit_transaction.expect.java", ["unknown outcome 'ProducerFencedExeption'", "did you mean 'ProducerFencedException'"]),
+    ("  - A.commit_transaction: {expect: {}}\n", "", "A.commit", "steps[0].A.commit_transaction.expect", ["name the outcomes per profile"]),
+    ("  - A.init_transactions\n", "  by_profile:\n    java-4:\n      logs: {orders-0: []}\n", "java-4:",
+     "expect.by_profile.java-4", ["unknown profile key 'java-4'", "4-java"]),
+    ("  - A.init_transactions\n", "  by_profile:\n    default:\n      logs: {orders-0: []}\n", "default:",
+     "expect.by_profile.default", ["unknown profile key 'default'"]),
+    ("  - A.init_transactions\n", "  by_profile:\n    java:\n      log: {orders-0: []}\n", "log:",
+     "expect.by_profile.java.log", ["unknown expectation 'log'", "did you mean 'logs'?"]),
+    ("  - A.init_transactions\n", "  by_profile:\n    java:\n      by_profile: {}\n", "by_profile: {}",
+     "expect.by_profile.java.by_profile", ["unknown expectation 'by_profile'"]),
+    ("  - A.init_transactions\n", "  by_profile:\n    java:\n      transactions: {other: {epoch: 1}}\n", "other:",
+     "expect.by_profile.java.transactions.other", ["unknown transactional.id 'other'"]),
+    ("  - A.init_transactions\n", "  by_profile:\n    java: {}\n", "java: {}",
+     "expect.by_profile.java", ["name at least one check"]),
+])
+def test_it_names_file_line_field_and_allowed_keys_of_a_wrong_per_profile_expectation(steps, expect, fragment, field, words):
+    assert_error(scenario_text(steps, expect), fragment, field, *words)
+
+
+def test_it_keeps_by_profile_out_of_a_goal():
+    text = scenario_text().replace("steps:\n", "goal:\n  by_profile: {java: {logs: {orders-0: []}}}\nsteps:\n", 1)
+    assert_error(text, "by_profile", "goal.by_profile", "unknown expectation 'by_profile'", "logs")
+
+
+def test_it_reads_a_transactional_id_the_coordinator_must_not_know():
+    scenario = parse(scenario_text(expect="  transactions:\n    order-pay: null\n"))
+    assert scenario.expect == {"transactions": {"order-pay": None}}
+
+
+def test_it_round_trips_a_per_profile_step_through_a_sessions_command_log_and_the_writer():
+    from playground.scenario.writer import write
+
+    scenario = parse(scenario_text(PER_PROFILE_STEPS, PER_PROFILE_EXPECT)).for_profile(Profile("4", "java"))
+    commands = [{"step": s.to_dict(), "outcome": s.expect[0] if s.expect else "ok"} for s in scenario.steps]
+    text = write(scenario_id="x", title={"en": "x"}, summary=None, tags=(), seed=0, cluster=scenario.cluster,
+                 actors=scenario.actors.values(), commands=commands, profile=scenario.profile)
+    again = parse(text)
+    assert again.profile == Profile("4", "java")
+    assert [s.expect for s in again.steps if not s.is_note][2] == ("InvalidProducerEpochException",)

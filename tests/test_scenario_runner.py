@@ -3,8 +3,11 @@ simulator's own runs are in test_scenario_library.py)."""
 
 import json
 
+import pytest
+
 from playground.backend import Backend
 from playground.scenario import parse_scenario, run_scenario
+from playground.spec import Profile
 
 TEXT = """\
 format: 1
@@ -197,3 +200,106 @@ def test_it_closes_the_backend_when_a_step_raises():
     except RuntimeError:
         pass
     assert backend.closed
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Outcomes per profile (docs/scenario-format.md, "Outcomes per profile")
+
+PER_PROFILE = TEXT.replace(
+    "  - A.commit_transaction: {expect: _FENCED}\n",
+    "  - A.commit_transaction: {expect: {librdkafka: _FENCED, java: ProducerFencedException, 4-java: InvalidProducerEpochException}}\n",
+) + """  by_profile:
+    "4":
+      transactions:
+        order-pay: {state: Empty, epoch: 5}
+    4-java:
+      transactions:
+        order-pay: {state: Empty, epoch: 3}
+"""
+COMMIT_OUTCOME = {"3.9-librdkafka": "_FENCED", "4-librdkafka": "_FENCED", "3.9-java": "ProducerFencedException",
+                  "4-java": "InvalidProducerEpochException"}
+EPOCH = {"3.9-librdkafka": 2, "3.9-java": 2, "4-librdkafka": 5, "4-java": 3}
+
+
+def _raw_with_epoch(epoch):
+    raw = json.loads(json.dumps(RAW))
+    raw["transactions"]["order-pay"]["epoch"] = epoch
+    return raw
+
+
+@pytest.mark.parametrize("key", list(COMMIT_OUTCOME))
+def test_it_passes_a_per_profile_expectation_under_each_profile(key):
+    kafka, client = key.split("-")
+    observation, _ = run(PER_PROFILE, outcomes={"A.commit_transaction": COMMIT_OUTCOME[key]},
+                         raw=_raw_with_epoch(EPOCH[key]), profile=Profile(kafka, client))
+    assert observation["expect"] == {"passed": 3, "failed": 0, "failures": []}
+
+
+def test_it_fails_with_a_clear_message_when_a_profiles_outcome_differs():
+    # kafka 4 + java: the step expects InvalidProducerEpochException (whole profile over client), the block epoch 3
+    # (4-java over "4")
+    observation, _ = run(PER_PROFILE, outcomes={"A.commit_transaction": "ProducerFencedException"},
+                         raw=_raw_with_epoch(5), profile=Profile("4", "java"))
+    assert observation["expect"]["failures"] == [
+        f"steps[5] A.commit_transaction (line {line_of(PER_PROFILE, 'A.commit')}): expected InvalidProducerEpochException, observed ProducerFencedException",
+        f"expect.transactions.order-pay (line {line_of(PER_PROFILE, 'epoch: 3')}): expected {{state: Empty, epoch: 3}}, observed {{state: Empty, epoch: 5}}",
+    ]
+    # the default profile still checks the plain values, with their own lines
+    observation, _ = run(PER_PROFILE, outcomes={"A.commit_transaction": "ProducerFencedException"}, raw=_raw_with_epoch(5))
+    assert observation["expect"]["failures"] == [
+        f"steps[5] A.commit_transaction (line {line_of(PER_PROFILE, 'A.commit')}): expected _FENCED, observed ProducerFencedException",
+        f"expect.transactions.order-pay (line {line_of(PER_PROFILE, 'order-pay: {state: Empty, epoch: 2}')}): expected {{state: Empty, epoch: 2}}, observed {{state: Empty, epoch: 5}}",
+    ]
+
+
+def test_it_runs_a_per_profile_scenario_on_the_simulator_under_every_profile():
+    text = """\
+format: 1
+id: fenced-per-profile
+title: A zombie's commit, per profile
+cluster:
+  topics:
+    orders: {partitions: 1}
+actors:
+  A: {producer: {transactional.id: shared}}
+  B: {producer: {transactional.id: shared}}
+steps:
+  - A.init_transactions
+  - A.begin_transaction
+  - A.produce: {topic: orders, partition: 0, value: a-1}
+  - B.init_transactions
+  - A.commit_transaction: {expect: {librdkafka: _FENCED, java: ProducerFencedException}}
+  - B.begin_transaction
+  - B.produce: {topic: orders, partition: 0, value: b-1}
+  - B.commit_transaction
+expect:
+  logs:
+    orders-0: [a-1, ABORT, b-1, COMMIT]
+  transactions:
+    shared: {state: CompleteCommit, epoch: 2}
+  by_profile:
+    4-java:
+      transactions:
+        shared: {state: CompleteCommit, epoch: 3}
+"""
+    scenario = parse_scenario(text, "scenarios/x.yaml")
+    for kafka in ("3.9", "4"):
+        for client in ("librdkafka", "java"):
+            observation = run_scenario(scenario, "sim", profile=Profile(kafka, client))
+            assert observation["expect"]["failed"] == 0, (kafka, client, observation["expect"]["failures"])
+            assert observation["profile"]["client"] == client and observation["profile"]["kafka"] == kafka
+    # the same file with the librdkafka name for every client fails under java, naming the step and both names
+    wrong = text.replace("{librdkafka: _FENCED, java: ProducerFencedException}", "_FENCED")
+    observation = run_scenario(parse_scenario(wrong, "scenarios/x.yaml"), "sim", profile=Profile("3.9", "java"))
+    assert observation["expect"]["failures"] == [
+        f"steps[4] A.commit_transaction (line {line_of(wrong, 'A.commit')}): expected _FENCED, observed ProducerFencedException"]
+
+
+def test_it_checks_that_the_coordinator_does_not_know_a_transactional_id():
+    text = TEXT.replace("  B: {producer", "  C: {producer: {transactional.id: gone}}\n  B: {producer") + "    gone: null\n"
+    observation, _ = run(text=text)
+    assert observation["expect"]["failed"] == 0 and observation["expect"]["passed"] == 4
+    text = text.replace("    gone: null\n", "    a-new-one: null\n").replace("transactional.id: gone", "transactional.id: a-new-one")
+    observation, _ = run(text=text)
+    assert observation["expect"]["failures"] == [
+        f"expect.transactions.a-new-one (line {line_of(text, 'a-new-one: null')}): expected null, observed {{state: Empty, epoch: 0}}"]

@@ -5,15 +5,18 @@ finds every bad line. The YAML underneath is read by playground/scenario/reader.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from playground.scenario.model import (
+    BY_PROFILE,
     CLUSTER_CONFIG,
     CONSUMER_CONFIG,
     DEFAULT_LANG,
+    DEFAULT_SELECTOR,
     EXPECT_KEYS,
     FORMAT,
     MAX_ACTORS,
@@ -25,11 +28,15 @@ from playground.scenario.model import (
     OUTCOMES,
     PRODUCER_CONFIG,
     PROFILE_KEYS,
+    PROFILE_SELECTORS,
+    PROFILES,
     REQUIRED_TOP_LEVEL,
     TOP_LEVEL_KEYS,
     TXN_STATES,
     Scenario,
     ScenarioError,
+    for_profile,
+    selectors_of,
 )
 from playground.scenario.reader import INT, Reader, compose, did_you_mean, join_field, unknown_name
 from playground.spec import (
@@ -130,9 +137,10 @@ def parse_scenario(text: str, path: str = "<scenario>") -> Scenario:
     steps: tuple[Step, ...] = ()
     if "steps" in top and (actors or "actors" not in top):
         steps = reader.attempt(_parse_steps, reader, node("steps"), cluster, actors, default=())
-    expect, expect_lines = (None, {})
+    expect, expect_lines, expect_profiles = (None, {}, {})
     if "expect" in top:
         expect, expect_lines = reader.attempt(_parse_expect, reader, node("expect"), cluster, actors, default=(None, {}))
+        expect_profiles = (expect or {}).pop(BY_PROFILE, {})
     goal, goal_lines = (None, {})
     if "goal" in top:
         goal, goal_lines = reader.attempt(_parse_expect, reader, node("goal"), cluster, actors, "goal", default=(None, {}))
@@ -140,7 +148,7 @@ def parse_scenario(text: str, path: str = "<scenario>") -> Scenario:
             reader.errors.append(reader.fail(node("goal"), "goal", "name at least one check (the same keys as expect:)"))
     hints = reader.attempt(_hints, reader, node("hints"), default=()) if "hints" in top else ()
     reader.raise_errors()
-    return Scenario(
+    scenario = Scenario(
         format=fmt,
         id=scenario_id,
         title=title,
@@ -159,7 +167,13 @@ def parse_scenario(text: str, path: str = "<scenario>") -> Scenario:
         hints=hints,
         database=database,
         profile=profile,
+        step_expects=reader.step_expects,
+        expect_base=expect,
+        expect_base_lines=expect_lines,
+        expect_profiles=expect_profiles,
     )
+    # steps, expect and expect_lines as the file's own profile sees them (outcomes per profile resolved)
+    return scenario.resolved(profile) if scenario.per_profile else scenario
 
 
 def _format(r: Reader, node: yaml.Node) -> int:
@@ -224,8 +238,35 @@ def _predict(r: Reader, pair: tuple[yaml.Node, yaml.Node] | None, where: str) ->
     if not 2 <= len(items) <= MAX_CHOICES:
         raise r.fail(pairs["choices"][1], join_field(at, "choices"), f"give 2 to {MAX_CHOICES} choices, found {len(items)}")
     choices = [r.texts(item, join_field(join_field(at, "choices"), i)) for i, item in enumerate(items)]
-    answer = r.integer(pairs["answer"][1], join_field(at, "answer"), 0, len(choices) - 1)
-    return {"question": question, "choices": choices, "answer": answer}
+    answer_node = pairs["answer"][1]
+    if not isinstance(answer_node, yaml.MappingNode):
+        return {"question": question, "choices": choices, "answer": r.integer(answer_node, join_field(at, "answer"), 0, len(choices) - 1)}
+    # the right choice per profile (`answer: {librdkafka: 1, java: 2}`), as a step's outcomes per profile are given;
+    # Scenario.resolved() sets "answer" for the profile a session runs
+    answers = _per_profile(r, answer_node, join_field(at, "answer"),
+                          lambda n, where, _selector: r.integer(n, where, 0, len(choices) - 1), "answer", "{librdkafka: 1, java: 2}")
+    return {"question": question, "choices": choices, "answer": for_profile(answers, DEFAULT_PROFILE), "answers": answers}
+
+
+def _per_profile(r: Reader, node: yaml.Node, at: str, read: Any, what: str, example: str) -> dict[str, Any]:
+    """A mapping from profile selectors (and `default`) to what `read(node, field, selector)` reads, naming every
+    profile."""
+    pairs = r.mapping(node, at)
+    if not pairs:
+        raise r.fail(node, at, f"name the {what}s per profile, e.g. {example}")
+    allowed = (*PROFILE_SELECTORS, DEFAULT_SELECTOR)
+    by_selector: dict[str, Any] = {}
+    for selector, (key_node, value_node) in pairs.items():
+        key_at = join_field(at, selector)
+        if selector not in allowed:
+            raise r.fail(key_node, key_at, unknown_name("profile key", selector, allowed, "keys: a profile, a client, a Kafka version or default"))
+        by_selector[selector] = read(value_node, key_at, selector)
+    if DEFAULT_SELECTOR not in by_selector:
+        for profile in PROFILES:
+            names = selectors_of(profile)
+            if not any(s in by_selector for s in names):
+                raise r.fail(node, at, f"no {what} for profile {names[0]}: add {', '.join(reversed(names))} or {DEFAULT_SELECTOR} ({what}s per profile name every profile)")
+    return by_selector
 
 
 def _parse_database(r: Reader, node: yaml.Node) -> Any:
@@ -427,6 +468,9 @@ def _parse_steps(r: Reader, node: yaml.Node, cluster: ClusterSpec, actors: dict[
         raise r.fail(items[MAX_STEPS], "steps", f"at most {MAX_STEPS:,} steps, found {len(items):,}")
     for index, item in enumerate(items):
         step = r.attempt(_parse_step, r, item, index, cluster, actors)
+        if step is not None and isinstance(step.expect, dict):  # outcomes per profile: resolved per run
+            r.step_expects[index] = step.expect
+            step = replace(step, expect=None)
         if step is not None:
             steps.append(step)
     return tuple(steps)
@@ -484,16 +528,40 @@ def _parse_step(r: Reader, item: yaml.Node, index: int, cluster: ClusterSpec, ac
     return Step(actor=actor, action=action, args=args, expect=expect, index=index, line=line, predict=predict)
 
 
-def _step_expect(r: Reader, pair: tuple[yaml.Node, yaml.Node] | None, where: str) -> tuple[str, ...] | None:
+def _step_expect(r: Reader, pair: tuple[yaml.Node, yaml.Node] | None, where: str) -> tuple[str, ...] | dict[str, tuple[str, ...]] | None:
+    """A step's `expect:`: one outcome or a list of them (every profile), or a mapping from profile selectors to
+    those (`{librdkafka: _FENCED, java: ProducerFencedException}`), which must name an outcome for every profile
+    (`default:` for those no other key names)."""
     if pair is None:
         return None
     _, node = pair
     at = join_field(where, "expect")
+    if not isinstance(node, yaml.MappingNode):
+        return _outcomes(r, node, at)
+
+    def read(value_node: yaml.Node, key_at: str, selector: str) -> tuple[str, ...]:
+        outcomes = _outcomes(r, value_node, key_at)
+        client = selector.rpartition("-")[2]
+        for n, name in zip(_outcome_nodes(r, value_node, key_at), outcomes):
+            if client == "java" and name.startswith("_"):
+                raise r.fail(n, key_at, f"{name!r} is a librdkafka outcome: the Java client's outcomes are ok, an exception's simple class name such as ProducerFencedException, or a broker error")
+            if client == "librdkafka" and name.endswith("Exception"):
+                raise r.fail(n, key_at, f"{name!r} is a Java exception: librdkafka's outcomes are ok, a local error such as _FENCED, or a broker error")
+        return outcomes
+
+    return _per_profile(r, node, at, read, "outcome", "{librdkafka: _FENCED, java: ProducerFencedException}")
+
+
+def _outcome_nodes(r: Reader, node: yaml.Node, at: str) -> list[yaml.Node]:
     nodes = r.sequence(node, at) if isinstance(node, yaml.SequenceNode) else [node]
     if not nodes:
         raise r.fail(node, at, "name at least one outcome")
+    return nodes
+
+
+def _outcomes(r: Reader, node: yaml.Node, at: str) -> tuple[str, ...]:
     names = []
-    for n in nodes:
+    for n in _outcome_nodes(r, node, at):
         name = r.string(n, at)
         if name not in OUTCOMES:
             raise r.fail(n, at, _outcome_message(name))
@@ -502,7 +570,8 @@ def _step_expect(r: Reader, pair: tuple[yaml.Node, yaml.Node] | None, where: str
 
 
 def _outcome_message(name: str) -> str:
-    return f"unknown outcome {name!r}{did_you_mean(name, OUTCOMES)}: use ok, a librdkafka error such as _FENCED, _STATE, _FATAL, or a broker error such as INVALID_PRODUCER_EPOCH"
+    return (f"unknown outcome {name!r}{did_you_mean(name, OUTCOMES)}: use ok, a librdkafka error such as _FENCED, _STATE, "
+            "_FATAL, a broker error such as INVALID_PRODUCER_EPOCH, or a Java exception such as ProducerFencedException")
 
 
 # Arguments per action: name -> kind. Kinds: "topic", "partition", "text", "bool", "consumer", "count".
@@ -585,6 +654,8 @@ def _cluster_args(
     differs between the simulator and a real cluster). The mapping forms `{ms: 61000}` / `{broker: 2}` are what
     Step.to_dict writes back, so a session's command log loads again."""
     label = label_node.value
+    if actor == "net":
+        return _late_write_args(r, node, label_node, where, actors)
     if node is None:
         what = "a duration such as 61s, 500ms or 2m" if actor == "clock" else f"a broker id, 1..{cluster.brokers}"
         raise r.fail(label_node, where, f"missing: {label} needs {what}")
@@ -617,6 +688,38 @@ def _cluster_args(
             args[name] = _parse_tp(r, value_node, at, cluster)
     if len(args) != 1:
         raise r.fail(node, where, f"{label} takes exactly one of {' or '.join(allowed)}")
+    return args, expect, predict
+
+
+def _late_write_args(
+    r: Reader, node: yaml.Node | None, label_node: yaml.Node, where: str, actors: dict[str, ActorSpec]
+) -> tuple[dict[str, Any], tuple[str, ...] | None, dict[str, Any] | None]:
+    """`net.late_write: {actor: P, of: a-1, value: a-2}` (key: optional): a Produce request of P's earlier
+    transaction, held back by the network, reaches the leader now. `of` names a record P wrote in that transaction:
+    the late batch carries its producer id and epoch, goes to its partition, with P's transactional.id."""
+    usage = "net.late_write needs {actor: PRODUCER, of: EARLIER-RECORD-VALUE, value: VALUE} (key: optional)"
+    if node is None:
+        raise r.fail(label_node, where, f"missing: {usage}")
+    raw = r.mapping(node, where)
+    expect = _step_expect(r, raw.pop("expect", None), where)
+    predict = _predict(r, raw.pop("predict", None), where)
+    allowed = ("actor", "of", "value", "key")
+    args: dict[str, Any] = {}
+    for name, (key_node, value_node) in raw.items():
+        at = join_field(where, name)
+        if name not in allowed:
+            raise r.fail(key_node, at, f"unknown argument {name!r}{did_you_mean(name, allowed)}; net.late_write takes {', '.join(allowed)} and expect")
+        if name == "actor":
+            who = r.string(value_node, at)
+            producers = [a.name for a in actors.values() if a.kind == PRODUCER and a.transactional_id]
+            if who not in producers:
+                raise r.fail(value_node, at, unknown_name("transactional producer", who, producers))
+            args[name] = who
+        else:
+            args[name] = r.string(value_node, at, non_empty=name != "key")
+    for name in ("actor", "of", "value"):
+        if name not in args:
+            raise r.fail(node, join_field(where, name), f"missing: {usage}")
     return args, expect, predict
 
 
@@ -654,9 +757,12 @@ def _parse_expect(r: Reader, node: yaml.Node, cluster: ClusterSpec, actors: dict
     expect: dict[str, Any] = {}
     lines: dict[str, int] = {}
     blocks = r.mapping(node, section)
+    keys = (*EXPECT_KEYS, BY_PROFILE) if section == "expect" else EXPECT_KEYS  # by_profile: only in expect, one level
     for key, (key_node, _) in blocks.items():
-        if key not in EXPECT_KEYS:
-            r.errors.append(r.fail(key_node, join_field(section, key), unknown_name("expectation", key, EXPECT_KEYS)))
+        if key not in keys:
+            r.errors.append(r.fail(key_node, join_field(section, key), unknown_name("expectation", key, keys)))
+    if BY_PROFILE in blocks and section == "expect":
+        r.attempt(_by_profile, r, blocks[BY_PROFILE][1], cluster, actors, expect)
 
     def values(value_node: yaml.Node, at: str) -> list[str]:
         return [r.string(n, join_field(at, i), non_empty=False) for i, n in enumerate(r.sequence(value_node, at))]
@@ -703,6 +809,10 @@ def _parse_expect(r: Reader, node: yaml.Node, cluster: ClusterSpec, actors: dict
             at = join_field(f"{section}.transactions", txid)
             if txid not in declared:
                 raise r.fail(txid_node, at, unknown_name("transactional.id", txid, declared, "declared"))
+            if r.is_null(state_node):  # extension: the coordinator has no such transactional id (never, or expired)
+                expect["transactions"][txid] = None
+                lines[f"transactions.{txid}"] = txid_node.start_mark.line + 1
+                continue
             want: dict[str, Any] = {}
             for key, (k_node, v_node) in r.mapping(state_node, at).items():
                 if key == "state":
@@ -753,5 +863,27 @@ def _parse_expect(r: Reader, node: yaml.Node, cluster: ClusterSpec, actors: dict
         if key in blocks:
             r.attempt(block)  # one block's error does not hide another's
     return expect, lines
+
+
+def _by_profile(r: Reader, node: yaml.Node, cluster: ClusterSpec, actors: dict[str, ActorSpec], expect: dict[str, Any]) -> None:
+    """`expect.by_profile: {SELECTOR: {checks}}`: checks that replace the plain block's same check in the profiles
+    the selector names (a whole profile "4-java", a client "java" or a Kafka version "4"). Stored in
+    expect["by_profile"] as {selector: (block, lines)}; parse_scenario takes it out."""
+    at = f"expect.{BY_PROFILE}"
+    out: dict[str, tuple[dict[str, Any], dict[str, int]]] = {}
+    for selector, (key_node, block_node) in r.mapping(node, at).items():
+        where = join_field(at, selector)
+        if selector not in PROFILE_SELECTORS:
+            r.errors.append(r.fail(key_node, where, unknown_name("profile key", selector, PROFILE_SELECTORS, "keys: a profile, a client or a Kafka version")))
+            continue
+        block, lines = _parse_expect(r, block_node, cluster, actors, where)
+        if not block:
+            if not r.mapping(block_node, where):
+                r.errors.append(r.fail(block_node, where, "name at least one check (the same keys as expect:)"))
+            continue
+        out[selector] = (block, lines)
+    if not out and not r.mapping(node, at):
+        raise r.fail(node, at, "name at least one profile, e.g. by_profile: {java: {transactions: {...}}}")
+    expect[BY_PROFILE] = out
 
 

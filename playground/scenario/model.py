@@ -4,11 +4,11 @@ the web layer read them."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
 from playground.backend import OK
-from playground.spec import DEFAULT_PROFILE, ActorSpec, ClusterSpec, Profile, Step
+from playground.spec import CLIENTS, DEFAULT_PROFILE, KAFKA_RELEASES, ActorSpec, ClusterSpec, Profile, Step
 
 FORMAT = 1
 DEFAULT_LANG = "en"
@@ -90,6 +90,16 @@ TOP_LEVEL_KEYS = ("format", "id", "title", "summary", "tags", "seed", "profile",
 PROFILE_KEYS = ("kafka", "client")
 REQUIRED_TOP_LEVEL = ("format", "id", "title", "actors", "steps")
 EXPECT_KEYS = ("consumers", "logs", "watermarks", "transactions", "groups", "anomalies")
+
+# Outcomes per profile (docs/scenario-format.md, "Outcomes per profile"): a step's `expect:` may be a mapping from
+# profile selectors to outcomes, and the `expect:` block may hold `by_profile: {SELECTOR: {checks}}`. A selector is
+# a whole profile ("4-java"), a client ("java") or a Kafka version ("4"); for a step, `default` is every profile no
+# other key names. The most specific selector naming a profile wins: whole profile > client > Kafka version >
+# default (or the plain block).
+BY_PROFILE = "by_profile"
+DEFAULT_SELECTOR = "default"
+PROFILES = tuple(Profile(kafka, client) for kafka in KAFKA_RELEASES for client in CLIENTS)
+PROFILE_SELECTORS = tuple(f"{p.kafka}-{p.client}" for p in PROFILES) + tuple(CLIENTS) + tuple(KAFKA_RELEASES)
 
 # Settings a scenario may override in `cluster.config`, with their types. A closed list: a misspelt setting
 # would otherwise be silently ignored and the scenario would show Kafka's default instead.
@@ -173,11 +183,108 @@ class Scenario:
     # The application's database beside Kafka (playground.database.DatabaseSpec), or None.
     database: Any = None
     # Which Kafka and which client the scenario is told in (`profile:`); a file without it: Kafka 3.9, librdkafka.
+    # `steps`, `expect` and `expect_lines` are resolved for this profile (for_profile resolves them for another).
     profile: Profile = DEFAULT_PROFILE
+    # Outcomes per profile as written: step index -> {selector: outcomes} for steps whose `expect:` is a mapping;
+    # the `expect:` block without `by_profile` (and its lines); selector -> (block, lines) of `expect.by_profile`.
+    step_expects: Mapping[int, Mapping[str, tuple[str, ...]]] = field(default_factory=dict)
+    expect_base: Mapping[str, Any] | None = None
+    expect_base_lines: Mapping[str, int] = field(default_factory=dict)
+    expect_profiles: Mapping[str, tuple[Mapping[str, Any], Mapping[str, int]]] = field(default_factory=dict)
 
     def text(self, name: str, lang: str = DEFAULT_LANG) -> str:
         """`title` or `summary` in `lang`, falling back to English."""
         return pick(getattr(self, name), lang)
+
+    @property
+    def per_profile(self) -> bool:
+        """Whether any outcome (or a prediction's answer) of this scenario is stated per profile."""
+        return bool(self.step_expects or self.expect_profiles or any(s.predict and "answers" in s.predict for s in self.steps))
+
+    def for_profile(self, profile: Profile) -> "Scenario":
+        """The scenario as run in `profile`: `profile` set, each step's `expect` and the `expect:` block (with its
+        lines) resolved for it. Cheap, and `self` when nothing changes."""
+        if profile == self.profile:
+            return self
+        return self.resolved(profile)
+
+    def resolved(self, profile: Profile) -> "Scenario":
+        steps = tuple(_step_for(s, self.step_expects.get(s.index), profile) for s in self.steps)
+        expect, lines = self.expect_base, self.expect_base_lines
+        if self.expect_profiles:
+            expect, lines = block_for(self.expect_base, self.expect_base_lines, self.expect_profiles, profile)
+        return replace(self, profile=profile, steps=steps, expect=expect, expect_lines=lines)
+
+
+def _step_for(step: Step, expects: Mapping[str, tuple[str, ...]] | None, profile: Profile) -> Step:
+    """A step as run in `profile`: its outcomes and its prediction's right answer, where they are given per profile."""
+    if expects is not None:
+        step = replace(step, expect=outcomes_for(expects, profile))
+    if step.predict and "answers" in step.predict:
+        step = replace(step, predict={**step.predict, "answer": for_profile(step.predict["answers"], profile)})
+    return step
+
+
+def selectors_of(profile: Profile) -> tuple[str, str, str]:
+    """The selectors naming `profile`, most specific first: ("4-java", "java", "4")."""
+    return (f"{profile.kafka}-{profile.client}", profile.client, profile.kafka)
+
+
+def for_profile(by_selector: Mapping[str, Any], profile: Profile) -> Any:
+    """What a mapping by profile selectors gives `profile`: the most specific selector's, else `default`'s, else
+    None (a step's acceptable outcomes, a prediction's right answer)."""
+    for selector in (*selectors_of(profile), DEFAULT_SELECTOR):
+        if selector in by_selector:
+            return by_selector[selector]
+    return None
+
+
+def outcomes_for(by_selector: Mapping[str, tuple[str, ...]], profile: Profile) -> tuple[str, ...] | None:
+    outcomes = for_profile(by_selector, profile)
+    return None if outcomes is None else tuple(outcomes)
+
+
+# How deep each block's checks sit: consumers.NAME.TP and groups.GROUP.TP are checks, logs.TP, watermarks.TP and
+# transactions.TXID are, and anomalies is one check of its own.
+_CHECK_DEPTH = {"consumers": 2, "groups": 2, "logs": 1, "watermarks": 1, "transactions": 1, "anomalies": 0}
+
+
+def block_for(base: Mapping[str, Any] | None, base_lines: Mapping[str, int],
+              by_profile: Mapping[str, tuple[Mapping[str, Any], Mapping[str, int]]],
+              profile: Profile) -> tuple[dict[str, Any] | None, dict[str, int]]:
+    """The `expect:` block in `profile`: the plain block, then each check named under a selector naming `profile`
+    replacing the same check (Kafka version, then client, then whole profile: the most specific is applied last)."""
+    expect: dict[str, Any] = {k: _copy(v) for k, v in (base or {}).items()}
+    lines = dict(base_lines)
+    applied = False
+    for selector in reversed(selectors_of(profile)):
+        if selector not in by_profile:
+            continue
+        block, block_lines = by_profile[selector]
+        applied = True
+        for section, value in block.items():
+            depth = _CHECK_DEPTH[section]
+            if depth == 0:
+                expect[section] = _copy(value)
+                continue
+            target = expect.setdefault(section, {})
+            for name, inner in value.items():
+                if depth == 2:
+                    target.setdefault(name, {}).update(_copy(inner))
+                else:
+                    target[name] = _copy(inner)
+        lines.update(block_lines)
+    if base is None and not applied:
+        return None, lines
+    return expect, lines
+
+
+def _copy(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {k: _copy(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return list(value)
+    return value
 
 
 def pick(texts: Mapping[str, str] | str | None, lang: str = DEFAULT_LANG) -> str:

@@ -56,6 +56,7 @@ class Reader:
         self.errors: list[ScenarioError] = []
         self.broken: set[str] = set()  # actors whose declaration has an error
         self.database: Any = None  # the scenario's database, once read (app.* steps need one)
+        self.step_expects: dict[int, dict[str, tuple[str, ...]]] = {}  # steps whose outcomes are stated per profile
 
     def attempt(self, check: Any, *args: Any, default: Any = None) -> Any:
         try:

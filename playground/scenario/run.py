@@ -25,16 +25,19 @@ def run_scenario(
     """Apply every step on a fresh backend, then observe and check: the contract's `--json` observation.
 
     `backend` is "sim" or "kafka" (or an already built Backend, which is closed afterwards all the same), built
-    for `profile` (default: the scenario's own).
+    for `profile` (default: the scenario's own); steps' outcomes and the `expect:` block are checked as stated for
+    that profile (Scenario.for_profile).
     `on_step(step, outcome)` is called after each step, notes included. `record`, when given, receives each
     step with its outcome and what a poll returned (the anomaly checker's history; not part of the observation).
     """
     seed = scenario.seed if seed is None else seed
+    if profile is not None:  # outcomes stated per profile are checked as this profile states them
+        scenario = scenario.for_profile(profile)
     if record is None and scenario.expect and "anomalies" in scenario.expect:
         record = []  # the anomalies it expects are checked over this run's history
     if isinstance(backend, str):
         backend = make_backend(backend, scenario.cluster, scenario.actors, seed=seed, on_event=on_event,
-                               profile=profile or scenario.profile)
+                               profile=scenario.profile)
     if scenario.database is not None and not hasattr(backend, "db"):
         from playground.database import with_database
 
@@ -176,7 +179,10 @@ def checks(expect: Mapping[str, Any] | None, lines: Mapping[str, int], observati
         out.append(Check(f"watermarks.{tp}", marks, {k: part.get(k) for k in marks}, lines.get(f"watermarks.{tp}", 0)))
     for txid, want in expect.get("transactions", {}).items():
         txn = observation["transactions"].get(txid)
-        seen = {k: txn.get(k) for k in want} if txn else "no such transactional id at the coordinator"
+        if want is None:  # `ID: null`: the coordinator must not know this id (extension)
+            seen = {k: txn.get(k) for k in ("state", "epoch")} if txn else None
+        else:
+            seen = {k: txn.get(k) for k in want} if txn else "no such transactional id at the coordinator"
         out.append(Check(f"transactions.{txid}", want, seen, lines.get(f"transactions.{txid}", 0)))
     for group, per in expect.get("groups", {}).items():
         for tp, offset in per.items():

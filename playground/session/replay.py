@@ -51,7 +51,8 @@ def spec_of(row: Session) -> tuple[Any, ClusterSpec, dict[str, ActorSpec]]:
         from playground.scenario import ScenarioError, parse_scenario
 
         try:
-            scenario = parse_scenario(row.scenario_source, f"{row.scenario_id}.yaml")
+            # its steps' outcomes and its expect block as stated for the session's profile
+            scenario = parse_scenario(row.scenario_source, f"{row.scenario_id}.yaml").for_profile(row.profile)
         except ScenarioError as exc:
             raise CommandError(_("This session's scenario no longer loads: %(e)s") % {"e": exc}, status=422) from exc
         return scenario, scenario.cluster, dict(scenario.actors)

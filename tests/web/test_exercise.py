@@ -8,7 +8,7 @@ import pytest
 
 from playground import exercise, session
 from playground.scenario import ScenarioError, parse_scenario
-from playground.spec import Step
+from playground.spec import Profile, Step
 
 pytestmark = pytest.mark.django_db
 
@@ -51,6 +51,28 @@ def test_it_reads_goal_hints_and_predictions_from_the_file():
     assert s.goal == {"logs": {"orders-0": ["a-1", "ABORT"]}, "transactions": {"shared": {"state": "Empty", "epoch": 2}}}
     assert s.hints[1] == {"en": "Then poll rc."} and s.steps[3].predict["answer"] == 1
     assert s.steps[3].to_dict() == "B.init_transactions"  # the question is not part of what the step does
+
+
+def test_it_reveals_the_right_answer_of_the_sessions_profile_when_the_answer_is_given_per_profile():
+    text = TEXT.replace("answer: 1", "answer: {librdkafka: 1, java: 2}")
+    scenario = parse_scenario(text)
+    assert scenario.steps[3].predict["answer"] == 1  # the file's own profile: Kafka 3.9, librdkafka
+    java = session.create(scenario, source=text, profile=Profile("3.9", "java")).id
+    assert session.load(java).scenario.steps[3].predict["answer"] == 2
+    assert scenario.for_profile(Profile("4", "librdkafka")).steps[3].predict["answer"] == 1
+
+
+@pytest.mark.parametrize("answer, words", [
+    ("{librdkafka: 1}", ["no answer for profile 3.9-java", "java", "default"]),
+    ("{java: 1, jvm: 2}", ["unknown profile key 'jvm'"]),
+    ("{default: 1, java: 7}", ["answer.java"]),
+])
+def test_it_refuses_an_answer_per_profile_that_misses_a_profile_or_a_choice(answer, words):
+    with pytest.raises(ScenarioError) as info:
+        parse_scenario(TEXT.replace("answer: 1", f"answer: {answer}"))
+    assert info.value.line > 0
+    for word in words:
+        assert word in str(info.value), str(info.value)
 
 
 @pytest.mark.parametrize("bad, needle", [

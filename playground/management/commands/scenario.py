@@ -61,6 +61,7 @@ class Command(BaseCommand):
         except ScenarioError as exc:
             self._fail(EXIT_INVALID, str(exc))
         profile = parse_profile(options.get("kafka"), options.get("client"), base=scenario.profile)
+        scenario = scenario.for_profile(profile)  # its outcomes as stated for this profile
         record: list = []
         try:
             observation = run_scenario(scenario, backend=backend, seed=seed, record=record, profile=profile)
