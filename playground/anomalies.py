@@ -8,7 +8,8 @@ Rules:
   and read_committed will never deliver it: its record was aborted or never landed (a record of a transaction
   still open at the end is not counted: it may yet commit).
   Sends of a transaction the application aborted itself are not counted: it knows.
-- `failed-write-visible`: a send the application was told failed, yet its record was committed.
+- `failed-write-visible`: a send the application was told failed, or a send of a transaction it aborted itself
+  (also one delivered late by the network, `net.late_write`), yet its record was committed.
 - `duplicate`: a consumer got the same record twice (redelivered after a crash or a seek), or the same value from
   two records (the producer wrote it twice and both were committed). Consumers that feed a producer (`from:`,
   `send_offsets_to_transaction`) are a transform's input, re-read on recovery by design: their output is checked.
@@ -119,29 +120,43 @@ def check(history: History) -> list[Finding]:
 
 
 # ---------------------------------------------------------------------------------------------------- writes
-def _sends(history: History) -> tuple[list[Mapping[str, Any]], list[Mapping[str, Any]], dict[int, str]]:
-    """(sends the application was told succeeded, sends it was told failed, and for a send in a transaction the
-    outcome its commit returned). Left out: the transactions the application aborted itself (it knows), and the
-    sends of a producer that crashed before its transaction ended (nobody is left to believe anything)."""
+def _sends(history: History) -> tuple[list[Mapping[str, Any]], list[Mapping[str, Any]], list[Mapping[str, Any]], dict[int, str]]:
+    """(sends the application was told succeeded, sends it was told failed, sends of transactions it aborted itself,
+    and for a send in a transaction the outcome its commit returned). An aborted transaction's sends are not
+    believed (the application knows), nor are the sends of a producer that crashed before its transaction ended
+    (nobody is left to believe anything). A `net.late_write` is a send of the transaction its `of:` record was sent
+    in, delivered late: aborted with it when the application aborted that transaction."""
     told_ok, told_failed = [], []
     open_sends: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
     commit_of: dict[int, str] = {}
     dropped: set[int] = set()
+    aborted: list[Mapping[str, Any]] = []
+    sent: dict[tuple[str, str], Mapping[str, Any]] = {}  # (actor, value) -> that send
     for s in history.steps:
-        actor, action = s.get("actor"), s.get("action")
+        actor, action, args = s.get("actor"), s.get("action"), s.get("args") or {}
         if action == "begin_transaction":
             open_sends[actor] = []
-        elif action == "produce" and "value" in (s.get("args") or {}):
+        elif action == "produce" and "value" in args:
             (told_ok if s.get("outcome") == OK else told_failed).append(s)
             open_sends[actor].append(s)
-        elif action == "abort_transaction" and s.get("outcome") == OK or action == "crash":
+            sent[(actor, str(args["value"]))] = s
+        elif action == "abort_transaction" and s.get("outcome") == OK:
+            for x in open_sends.pop(actor, []):
+                dropped.add(x["n"])
+                if x.get("outcome") == OK:
+                    aborted.append(x)
+        elif action == "crash":
             dropped |= {x["n"] for x in open_sends.pop(actor, [])}
         elif action == "commit_transaction":
             for x in open_sends.pop(actor, []):
                 commit_of[x["n"]] = s.get("outcome", OK)
         elif action in ("restart", "close"):
             open_sends.pop(actor, None)
-    return [s for s in told_ok if s["n"] not in dropped], told_failed, commit_of
+        elif actor == "net" and action == "late_write":
+            earlier = sent.get((str(args.get("actor")), str(args.get("of"))))
+            if earlier is not None and earlier in aborted:
+                aborted.append({**s, "actor": args["actor"], "args": {"topic": earlier["args"]["topic"], "value": args.get("value")}})
+    return [s for s in told_ok if s["n"] not in dropped], told_failed, aborted, commit_of
 
 
 def _records_by_value(history: History) -> dict[tuple[str, str], list[tuple[str, int]]]:
@@ -154,7 +169,7 @@ def _records_by_value(history: History) -> dict[tuple[str, str], list[tuple[str,
 
 
 def _writes(history: History) -> Iterable[Finding]:
-    told_ok, told_failed, commit_of = _sends(history)
+    told_ok, told_failed, aborted, commit_of = _sends(history)
     records = _records_by_value(history)
     visible = {key: [r for r in recs if history.fates.get(r) in ("committed", "plain")] for key, recs in records.items()}
     believed: dict[tuple[str, str], list[Mapping[str, Any]]] = defaultdict(list)
@@ -175,15 +190,16 @@ def _writes(history: History) -> Iterable[Finding]:
                       f"returned ok), but read_committed does not deliver it: {where}{later}", tuple(s["n"] for s in sends),
                       tuple(f"{tp}@{o}" for tp, o in others))
     accounted = {key: len(sends) for key, sends in believed.items()}
-    for s in told_failed:
+    for s in [*told_failed, *aborted]:
         key = (s["args"]["topic"], str(s["args"]["value"]))
         extra = len(visible.get(key, [])) - accounted.get(key, 0)
         if extra > 0:
             recs = visible[key][-extra:]
             accounted[key] = accounted.get(key, 0) + 1
-            yield Finding("failed-write-visible", f"{s['actor']} was told its send of {key[1]!r} failed ({s['outcome']}), "
-                          f"yet it was committed at {', '.join(f'{tp}@{o}' for tp, o in recs)}", (s["n"],),
-                          tuple(f"{tp}@{o}" for tp, o in recs))
+            why = (f"was told its send of {key[1]!r} failed ({s['outcome']})" if s in told_failed else
+                   f"aborted the transaction its send of {key[1]!r} belonged to")
+            yield Finding("failed-write-visible", f"{s['actor']} {why}, yet it was committed at "
+                          f"{', '.join(f'{tp}@{o}' for tp, o in recs)}", (s["n"],), tuple(f"{tp}@{o}" for tp, o in recs))
 
 
 # ----------------------------------------------------------------------------------------------------- reads

@@ -65,6 +65,22 @@ def test_it_finds_a_write_the_app_was_told_failed_that_became_visible():
     assert rules(History(steps, {"orders-0": []}, {})) == []
 
 
+def test_it_finds_a_send_of_an_aborted_transaction_that_a_late_write_got_committed_but_not_one_sent_again():
+    aborted = [step(0, "A", "begin_transaction"), produce(1, "a-1"), step(2, "A", "abort_transaction"),
+               step(3, "A", "begin_transaction"), produce(4, "b-1")]
+    late = {"n": 5, "actor": "net", "action": "late_write", "args": {"actor": "A", "of": "a-1", "value": "a-2"}, "outcome": "ok"}
+    log = {"orders-0": _log(data("a-1"), marker("ABORT"), data("b-1"), data("a-2"), marker("COMMIT"))}
+    (finding,) = check(History([*aborted, late, step(6, "A", "commit_transaction")], log, {}))
+    assert finding.rule == "failed-write-visible" and finding.steps == (5,) and finding.records == ("orders-0@3",)
+    assert "A aborted the transaction its send of 'a-2' belonged to" in finding.text
+    refused = {**late, "outcome": "INVALID_PRODUCER_EPOCH"}
+    log_refused = {"orders-0": _log(data("a-1"), marker("ABORT"), data("b-1"), marker("COMMIT"))}
+    assert check(History([*aborted, refused, step(6, "A", "commit_transaction")], log_refused, {})) == []
+    # the application aborts, then sends the same value again and commits it: what it believes, no finding
+    again = [*aborted[:3], step(3, "A", "begin_transaction"), produce(4, "a-1"), step(5, "A", "commit_transaction")]
+    assert check(History(again, {"orders-0": _log(data("a-1"), marker("ABORT"), data("a-1"), marker("COMMIT"))}, {})) == []
+
+
 def test_it_finds_aborted_and_undecided_reads_only_for_read_committed():
     log = {"orders-0": _log(data("a-1"), marker("ABORT"), data("b-1", pid=2))}
     reads = [step(0, "rc", "poll", read=[["orders-0", 0]]), step(1, "rc", "poll", read=[["orders-0", 2]], lso={"orders-0": 2})]

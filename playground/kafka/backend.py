@@ -44,6 +44,7 @@ from playground.kafka import clusters, owners
 from playground.kafka.observer import Observer, ObserverError
 from playground.kafka.wire import WireError
 from playground.kafka.java_worker import JavaActorProcess
+from playground.kafka.latewrite import apply_late_write
 from playground.kafka.worker import ActorProcess, WorkerError
 from playground.sim import events as ev
 from playground.spec import CONSUMER, DEFAULT_PROFILE, PRODUCER, ActorSpec, ClusterSpec, Profile, Step, TopicSpec
@@ -515,6 +516,8 @@ class KafkaBackend(Backend):
                 outcome = self._advance(int(step.args.get("ms", 0)))
             elif step.actor == "broker":
                 outcome = self._broker_step(step)
+            elif step.actor == "net":  # a Produce request of an earlier transaction, delivered late
+                outcome = apply_late_write(self, step)
             else:
                 actor = self.actors.get(step.actor)
                 if actor is None:

@@ -122,12 +122,14 @@ class Observer:
                     for t, n in topics.items()
                     for p in range(n)
                 )
+                # a leader named in one broker's metadata may not serve the partition yet: ask each one
+                ready = ready and all(not self.wire.fetch(t, p, 0).error for t, n in topics.items() for p in range(n))
             except WireError:
                 ready = False
             if ready:
                 return
             if time.monotonic() > deadline:
-                raise ObserverError("the session's topics were created but have no leaders after 15 s")
+                raise ObserverError("the session's topics were created but their leaders do not serve them after 15 s")
             time.sleep(0.1)
 
     def delete_session(self, topics: list[str], groups: list[str], timeout_s: float = 12.0) -> None:

@@ -26,11 +26,12 @@ from typing import Any, Callable, Mapping
 
 from playground.backend import OK, Backend, BackendError, ProfileError
 from playground.sim import events as ev
+from playground.sim import latewrite
 from playground.sim.client import CLOSED, CRASHED, Consumer, Message, Producer, TopicPartition
 from playground.sim.cluster import Cluster
 from playground.sim.coordinator import transitions_for
 from playground.sim.errors import KafkaException
-from playground.sim.javaclient import JavaException, JavaProducer
+from playground.sim.javaclient import API_VERSIONS, JavaException, JavaProducer
 from playground.sim.log import READ_COMMITTED
 from playground.spec import CONSUMER, DEFAULT_PROFILE, PRODUCER, ActorSpec, ClusterSpec, Profile, Step
 
@@ -212,11 +213,28 @@ class SimBackend(Backend):
             else:
                 raise BackendError(f"broker has no action {action!r}")
             return OK
+        if actor == "net":
+            return self._late_write(args)
         if actor in self.producers:
             return self._producer_step(self.producers[actor], action, args)
         if actor in self.consumers:
             return self._consumer_step(self.consumers[actor], action, args)
         raise BackendError(f"unknown actor {actor!r}")
+
+    def _late_write(self, args: dict[str, Any]) -> str:
+        """`net.late_write`: playground/sim/latewrite.py delivers the held-back Produce request to the leader."""
+        entry = self.producers.get(str(args.get("actor")))
+        if entry is None or not entry.spec.transactional_id:
+            raise BackendError(f"net.late_write: {args.get('actor')!r} is not a transactional producer")
+        # the Produce version the actor's client sends (librdkafka 10; kafka-clients: javaclient.API_VERSIONS)
+        version = API_VERSIONS[self.profile.kafka]["Produce"] if self.java else latewrite.LIBRDKAFKA_PRODUCE_VERSION
+        try:
+            error, _info = latewrite.deliver(self.cluster, transactional_id=entry.spec.transactional_id,
+                                             of=str(args["of"]), value=str(args["value"]), key=args.get("key"),
+                                             version=version, actor=entry.spec.name)
+        except latewrite.LateWriteError as e:
+            raise BackendError(str(e)) from None
+        return error or OK
 
     def _broker_arg(self, args: dict[str, Any]) -> int:
         """`{"broker": 2}`; extensions: `{"coordinator_of": TXID}`, `{"leader_of": "orders-0"}`."""
@@ -263,17 +281,19 @@ class SimBackend(Backend):
         if p is None or not p.alive:
             state = p.state if p is not None else "gone"
             raise BackendError(f"producer {entry.spec.name!r} is {state}: restart it first")
-        if isinstance(p, JavaProducer):
-            return self._java_producer_step(entry, p, action, args)
+        # kafka-clients' KafkaProducer or librdkafka's: the scenario's actions are their methods (init_transactions
+        # is initTransactions(), produce is send(), ...); what differs is the send, flush's timeout (the Java one has
+        # none) and the exception an error surfaces as
+        java = isinstance(p, JavaProducer)
         try:
             if action == "init_transactions":
                 p.init_transactions()
             elif action == "begin_transaction":
                 p.begin_transaction()
             elif action == "produce":
-                return self._produce(entry, p, args)
+                return self._java_produce(entry, p, args) if java else self._produce(entry, p, args)
             elif action == "flush":
-                if p.flush() > 0:
+                if p.flush() and not java:
                     return "_TIMED_OUT"
             elif action == "send_offsets_to_transaction":
                 name = args.get("consumer")
@@ -293,7 +313,7 @@ class SimBackend(Backend):
                 p.close()
             else:
                 raise BackendError(f"producer {entry.spec.name!r} has no action {action!r}")
-        except KafkaException as exc:
+        except (KafkaException, JavaException) as exc:
             self._note_fenced(entry)
             return self._fail(entry, action, exc)
         self._note_fenced(entry)
@@ -302,42 +322,6 @@ class SimBackend(Backend):
     def _note_fenced(self, entry: _ProducerActor) -> None:
         if entry.client is not None and entry.client.fatal_error in ("_FENCED", "ProducerFencedException"):
             entry.fenced = True
-
-    def _java_producer_step(self, entry: _ProducerActor, p: JavaProducer, action: str, args: dict[str, Any]) -> str:
-        """A step on kafka-clients' KafkaProducer: the scenario's actions are its methods (init_transactions is
-        initTransactions(), produce is send(), ...); close() and flush() have no timeout."""
-        try:
-            if action == "init_transactions":
-                p.init_transactions()
-            elif action == "begin_transaction":
-                p.begin_transaction()
-            elif action == "produce":
-                return self._java_produce(entry, p, args)
-            elif action == "flush":
-                p.flush()
-            elif action == "send_offsets_to_transaction":
-                name = args.get("consumer")
-                if name not in self.consumers:
-                    raise BackendError(f"send_offsets_to_transaction names unknown consumer {name!r}")
-                consumer = self.consumers[name].client
-                assert consumer is not None
-                positions = consumer.position(consumer.assignment())
-                p.send_offsets_to_transaction(positions, consumer.consumer_group_metadata())
-            elif action == "commit_transaction":
-                p.commit_transaction()
-            elif action == "abort_transaction":
-                p.abort_transaction()
-            elif action == "crash":
-                p.crash()
-            elif action == "close":
-                p.close()
-            else:
-                raise BackendError(f"producer {entry.spec.name!r} has no action {action!r}")
-        except JavaException as exc:
-            self._note_fenced(entry)
-            return self._fail(entry, action, exc)
-        self._note_fenced(entry)
-        return OK
 
     def _java_produce(self, entry: _ProducerActor, p: JavaProducer, args: dict[str, Any]) -> str:
         """send(); awaited: Future.get() on each record, whose failure the application sees as the

@@ -1015,30 +1015,37 @@ class JavaProducer(_Client):
                 self.partitions_in_txn |= parts
                 self.transaction_started = True
                 result.succeed()
-            elif error in ("COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR"):
-                self._lookup_coordinator("transaction", txid or "")
-                self._reenqueue(handler)
             elif error == "CONCURRENT_TRANSACTIONS":
                 # the previous transaction is still completing: retry soon (maybeOverrideRetryBackoffMs)
                 self._reenqueue(handler, ADD_PARTITIONS_RETRY_BACKOFF_MS if not self.partitions_in_txn else None)
-            elif exception_for(error).retriable:
-                self._reenqueue(handler)
-            elif error in ("INVALID_PRODUCER_EPOCH", "PRODUCER_FENCED"):
-                self._fatal(handler, fenced(error))
-            elif error in ("TRANSACTIONAL_ID_AUTHORIZATION_FAILED", "INVALID_TXN_STATE") or (
-                    error == "INVALID_PRODUCER_ID_MAPPING" and self.release == "4"):
-                self._fatal(handler, exception_for(error))
-            elif error in ("UNKNOWN_PRODUCER_ID", "INVALID_PRODUCER_ID_MAPPING"):
-                self._abortable_if_possible(handler, exception_for(error))
-            elif error == "TRANSACTION_ABORTABLE":
-                self._abortable(handler, exception_for(error))
-            else:
+            elif not self._coordinator_error(handler, error, txid):
                 self.pending_partitions -= parts
                 self._abortable(handler, JavaException("KafkaException", "Could not add partitions to transaction "
                                                        f"due to errors: {error}", wire=error))
 
         handler = _Handler("AddPartitionsToTxn", ADD_PARTITIONS_OR_OFFSETS, result, send, on_response)
         return handler
+
+    def _coordinator_error(self, handler: _Handler, error: str, txid: str | None) -> bool:
+        """An error TransactionManager.java's coordinator handlers (AddPartitionsToTxnHandler,
+        AddOffsetsToTxnHandler, EndTxnHandler) all treat alike, handled; False for one each handles its own way."""
+        if error in ("COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR"):
+            self._lookup_coordinator("transaction", txid or "")
+            self._reenqueue(handler)
+        elif exception_for(error).retriable:
+            self._reenqueue(handler)
+        elif error in ("INVALID_PRODUCER_EPOCH", "PRODUCER_FENCED"):
+            self._fatal(handler, fenced(error))
+        elif error in ("TRANSACTIONAL_ID_AUTHORIZATION_FAILED", "INVALID_TXN_STATE") or (
+                error == "INVALID_PRODUCER_ID_MAPPING" and self.release == "4"):
+            self._fatal(handler, exception_for(error))
+        elif error in ("UNKNOWN_PRODUCER_ID", "INVALID_PRODUCER_ID_MAPPING"):
+            self._abortable_if_possible(handler, exception_for(error))
+        elif error == "TRANSACTION_ABORTABLE":
+            self._abortable(handler, exception_for(error))
+        else:
+            return False
+        return True
 
     def _end_txn_handler(self, result: _Result, commit: bool) -> _Handler:
         c = self.cluster
@@ -1065,21 +1072,7 @@ class JavaProducer(_Client):
                     self._set_producer_id(res["producer_id"], res["producer_epoch"])
                 self._complete_transaction()
                 result.succeed()
-            elif error in ("COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR"):
-                self._lookup_coordinator("transaction", txid or "")
-                self._reenqueue(handler)
-            elif exception_for(error).retriable:
-                self._reenqueue(handler)
-            elif error in ("INVALID_PRODUCER_EPOCH", "PRODUCER_FENCED"):
-                self._fatal(handler, fenced(error))
-            elif error in ("TRANSACTIONAL_ID_AUTHORIZATION_FAILED", "INVALID_TXN_STATE") or (
-                    error == "INVALID_PRODUCER_ID_MAPPING" and self.release == "4"):
-                self._fatal(handler, exception_for(error))
-            elif error in ("UNKNOWN_PRODUCER_ID", "INVALID_PRODUCER_ID_MAPPING"):
-                self._abortable_if_possible(handler, exception_for(error))
-            elif error == "TRANSACTION_ABORTABLE":
-                self._abortable(handler, exception_for(error))
-            else:
+            elif not self._coordinator_error(handler, error, txid):
                 self._fatal(handler, JavaException("KafkaException", f"Unhandled error in EndTxnResponse: {error}",
                                                    wire=error))
 
@@ -1105,21 +1098,7 @@ class JavaProducer(_Client):
             if error is None:
                 self._enqueue(self._txn_offset_commit_handler(result, offsets, gm))
                 self.transaction_started = True
-            elif error in ("COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR"):
-                self._lookup_coordinator("transaction", txid or "")
-                self._reenqueue(handler)
-            elif exception_for(error).retriable:
-                self._reenqueue(handler)
-            elif error in ("INVALID_PRODUCER_EPOCH", "PRODUCER_FENCED"):
-                self._fatal(handler, fenced(error))
-            elif error in ("TRANSACTIONAL_ID_AUTHORIZATION_FAILED", "INVALID_TXN_STATE") or (
-                    error == "INVALID_PRODUCER_ID_MAPPING" and self.release == "4"):
-                self._fatal(handler, exception_for(error))
-            elif error in ("UNKNOWN_PRODUCER_ID", "INVALID_PRODUCER_ID_MAPPING"):
-                self._abortable_if_possible(handler, exception_for(error))
-            elif error == "TRANSACTION_ABORTABLE":
-                self._abortable(handler, exception_for(error))
-            else:
+            elif not self._coordinator_error(handler, error, txid):
                 self._fatal(handler, JavaException("KafkaException", "Unexpected error in AddOffsetsToTxnResponse: "
                                                    f"{error}", wire=error))
 

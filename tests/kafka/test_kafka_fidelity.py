@@ -1,16 +1,20 @@
 """The differential test: every scenario in scenarios/ on the simulator and on a real Kafka cluster, under every
-profile both can run (PROFILES: Kafka 3.9 and Kafka 4.x, with librdkafka), normalised observations compared field by
-field. Kafka is the reference: where they differ, the simulator (or the scenario) is wrong. There is no xfail: a
-difference is fixed, or, when it is one a real cluster cannot avoid (timing), it is normalised below with the reason
-in the code, never for a field where the two could really disagree.
+profile both can run (PROFILES: Kafka 3.9 and Kafka 4.x, each with librdkafka and with the Java client), normalised
+observations compared field by field. Kafka is the reference: where they differ, the simulator (or the scenario) is
+wrong. There is no xfail: a difference is fixed, or, when it is one a real cluster cannot avoid (timing), it is
+normalised below with the reason in the code, never for a field where the two could really disagree. A scenario a
+profile cannot run meaningfully would be listed in EXCLUDED with its reason (none is today).
 
 Each profile runs on the test cluster of its Kafka version (KAFKA_BOOTSTRAP_SERVERS, KAFKA4_BOOTSTRAP_SERVERS), and
-the simulator runs the same profile. Run time: the scenarios of both profiles run on their clusters six at a time
-(each in its own topic prefix), the longest sleepers first; scenarios that stop brokers run alone on their cluster
-afterwards, since they move partition leaders under everyone. Scenarios that advance the clock really sleep (75 s
-for a transaction timeout); one sleep is capped at 80 s here. Scenarios whose story needs a broker timer of days
-(TIME_COMPRESSED) run meanwhile on a dedicated 1-node cluster of their profile's version with that timer shortened,
-started and stopped by this module (about 10-30 s of start-up, overlapping the shared runs).
+the simulator runs the same profile. Run time: the scenarios of every profile run on their clusters POOL at a time
+(each in its own topic and transactional-id prefix), the longest sleepers first; scenarios that stop brokers run
+alone on their cluster afterwards (after every client's shared runs of that Kafka version), since they move
+partition leaders under everyone. Scenarios that advance the clock really sleep (75 s for a transaction timeout);
+one sleep is capped at 80 s here. Scenarios whose story needs a broker timer of days (TIME_COMPRESSED) run meanwhile
+on a dedicated 1-node cluster of their Kafka version with that timer shortened, shared by that version's clients,
+started and stopped by this module (about 10-30 s of start-up, overlapping the shared runs). The whole module, four
+profiles, takes about 5-6.5 minutes on a 2-core machine (the Java client's workers start from a class-data sharing
+archive, tools/java/build.sh).
 """
 
 from __future__ import annotations
@@ -35,9 +39,9 @@ KAFKA_SH = ROOT / "tools" / "kafka" / "kafka.sh"
 SCENARIOS = {s.id: s for s in load_library(ROOT / "scenarios")}
 
 MAX_SLEEP_S = 80.0  # enough for every 75 s timeout scenario
-POOL = 6  # scenario runs at a time, both profiles together: most of a run is waiting (sleeps, timeouts, markers)
+POOL = 8  # scenario runs at a time, every profile together: most of a run is waiting (sleeps, timeouts, markers)
 # The profiles compared: every client the real backend and the simulator both run, on each Kafka version.
-PROFILES = (Profile("3.9", "librdkafka"), Profile("4", "librdkafka"))
+PROFILES = (Profile("3.9", "librdkafka"), Profile("4", "librdkafka"), Profile("3.9", "java"), Profile("4", "java"))
 
 # Scenarios whose story needs a broker timer far longer than a test can wait: scenario id -> the broker properties
 # of a dedicated 1-node cluster it runs on, the cap of one clock.advance there, and for each shortened timer the
@@ -95,6 +99,11 @@ RACY_READS: dict[str, list[tuple[str, str, str]]] = {
 }
 
 
+# Scenarios a profile cannot run meaningfully: (profile, scenario id) -> why. Each is left out of that profile's
+# comparison on purpose (its test reports the reason as a skip); every other pair is compared in full.
+EXCLUDED: dict[tuple[Profile, str], str] = {}
+
+
 def _has_broker_steps(scenario: Any) -> bool:
     return any(step.actor == "broker" for step in scenario.steps)
 
@@ -112,9 +121,11 @@ def _run_on(scenario: Any, profile: Profile, **settings: Any) -> dict[str, Any]:
 
 class _CompressedCluster:
     """A dedicated 1-node cluster (tools/kafka/kafka.sh with a run directory and ports of its own) for one
-    TIME_COMPRESSED scenario. `stop()` stops that cluster only, and may be called any number of times."""
+    TIME_COMPRESSED scenario and one Kafka version, shared by that version's profiles (`users` of them: each run is
+    in a topic and transactional-id prefix of its own, as on the shared clusters). The first `acquire()` starts it,
+    the last `release()` stops it; `stop()` stops it whatever the count, and may be called any number of times."""
 
-    def __init__(self, run_dir: Path, props: dict[str, Any], kafka: str, port: int) -> None:
+    def __init__(self, run_dir: Path, props: dict[str, Any], kafka: str, port: int, users: int = 1) -> None:
         self.run_dir = run_dir
         self.env = dict(
             os.environ,
@@ -127,17 +138,32 @@ class _CompressedCluster:
         )
         self._lock = threading.Lock()
         self.started = False
+        self.users = users
+        self._bootstrap: str | None = None
+        self._error: str | None = None
 
-    def start(self) -> str:
+    def acquire(self) -> str:
         with self._lock:
-            self.started = True  # from here on, stop() must run even if start fails halfway
-            out = subprocess.run(
-                ["bash", str(KAFKA_SH), "start", "--nodes", "1"], cwd=ROOT, env=self.env, capture_output=True,
-                text=True, timeout=COMPRESSED_START_TIMEOUT_S,
-            )
-        if out.returncode != 0 or not out.stdout.strip():
-            raise RuntimeError(f"the time-compressed cluster did not start (logs in {self.run_dir}):\n{out.stderr[-2000:]}")
-        return out.stdout.strip().splitlines()[-1]
+            if self._error:
+                raise RuntimeError(self._error)
+            if self._bootstrap is None:
+                self.started = True  # from here on, stop() must run even if start fails halfway
+                out = subprocess.run(
+                    ["bash", str(KAFKA_SH), "start", "--nodes", "1"], cwd=ROOT, env=self.env, capture_output=True,
+                    text=True, timeout=COMPRESSED_START_TIMEOUT_S,
+                )
+                if out.returncode != 0 or not out.stdout.strip():
+                    self._error = f"the time-compressed cluster did not start (logs in {self.run_dir}):\n{out.stderr[-2000:]}"
+                    raise RuntimeError(self._error)
+                self._bootstrap = out.stdout.strip().splitlines()[-1]
+            return self._bootstrap
+
+    def release(self) -> None:
+        with self._lock:
+            self.users -= 1
+            last = self.users <= 0
+        if last:
+            self.stop()
 
     def stop(self) -> None:
         with self._lock:
@@ -150,21 +176,22 @@ class _CompressedCluster:
             if out.returncode != 0:
                 raise RuntimeError(f"could not stop the time-compressed cluster in {self.run_dir}: {out.stderr[-500:]}")
             self.started = False
+            self._bootstrap = None
 
 
 class _KafkaRuns:
     """Runs every scenario on a real cluster once per test session and profile, lazily, concurrently; each test
-    waits for its own run only. Keys: (profile's Kafka version, scenario id)."""
+    waits for its own run only. Keys: (profile, scenario id)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._futures: dict[tuple[str, str], concurrent.futures.Future] = {}
+        self._futures: dict[tuple[Profile, str], concurrent.futures.Future] = {}
         self._pools: list[concurrent.futures.ThreadPoolExecutor] = []
         self._clusters: list[_CompressedCluster] = []
-        self.timings: dict[tuple[str, str], float] = {}
-        self.started: dict[str, float] = {}
+        self.timings: dict[tuple[Profile, str], float] = {}
+        self.started: dict[Profile, float] = {}
 
-    def _timed(self, key: tuple[str, str], fn: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
+    def _timed(self, key: tuple[Profile, str], fn: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
         t0 = time.monotonic()
         try:
             return fn(*args, **kwargs)
@@ -180,62 +207,77 @@ class _KafkaRuns:
             pool = concurrent.futures.ThreadPoolExecutor(POOL, thread_name_prefix="fidelity")
             self._pools = [pool]
             shared_runs: list[tuple[int, Profile, Any, dict[str, Any]]] = []
-            for i, profile in enumerate(PROFILES):
-                if profile.kafka not in clusters:
-                    continue
+            solo_runs: list[tuple[Profile, Any, dict[str, Any]]] = []
+            versions = [k for k in dict.fromkeys(p.kafka for p in PROFILES) if k in clusters]
+            profiles = [p for p in PROFILES if p.kafka in clusters]
+            # one solo pool per Kafka version, shared by its clients: a scenario that stops brokers moves the
+            # partition leaders under everything else on that cluster, so it runs alone there
+            solo_pools = {k: concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix=f"fidelity-solo-{k}")
+                          for k in versions}
+            self._pools += list(solo_pools.values())
+            # one time-compressed cluster per Kafka version and scenario, shared by that version's clients
+            compressed_clusters: dict[tuple[str, str], _CompressedCluster] = {}
+            for i, kafka in enumerate(versions):
+                for j, (sid, spec) in enumerate(TIME_COMPRESSED.items()):
+                    cluster = _CompressedCluster(
+                        tmp_dir / f"kafka-{kafka}-{sid}", spec["broker_props"], kafka,
+                        COMPRESSED_BASE_PORT + (i * len(TIME_COMPRESSED) + j) * COMPRESSED_PORT_STEP,
+                        users=sum(1 for p in profiles if p.kafka == kafka))
+                    compressed_clusters[(kafka, sid)] = cluster
+                    self._clusters.append(cluster)
+            for profile in profiles:
                 bootstrap, control = clusters[profile.kafka]
-                self.started[profile.kafka] = time.monotonic()
+                self.started[profile] = time.monotonic()
                 main = {"bootstrap": bootstrap, "max_sleep_s": MAX_SLEEP_S, "broker_control": control}
-                solo_pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix=f"fidelity-solo-{profile.kafka}")
                 compressed_pool = concurrent.futures.ThreadPoolExecutor(
-                    1, thread_name_prefix=f"fidelity-compressed-{profile.kafka}")
-                self._pools += [solo_pool, compressed_pool]
+                    1, thread_name_prefix=f"fidelity-compressed-{profile.kafka}-{profile.client}")
+                self._pools.append(compressed_pool)
 
                 # the dedicated clusters start first: their JVM start-up overlaps with the shared runs' sleeps
                 for sid, spec in TIME_COMPRESSED.items():
-                    cluster = _CompressedCluster(tmp_dir / f"kafka-{profile.kafka}-{sid}", spec["broker_props"],
-                                                 profile.kafka, COMPRESSED_BASE_PORT + i * COMPRESSED_PORT_STEP)
-                    self._clusters.append(cluster)
+                    if (profile, sid) in EXCLUDED:
+                        continue
 
-                    def compressed(scenario: Any = SCENARIOS[sid], cluster: _CompressedCluster = cluster,
+                    def compressed(scenario: Any = SCENARIOS[sid], cluster: _CompressedCluster = compressed_clusters[(profile.kafka, sid)],
                                    spec: dict[str, Any] = spec, profile: Profile = profile) -> dict[str, Any]:
                         try:
-                            return _run_on(scenario, profile, bootstrap=cluster.start(),
+                            return _run_on(scenario, profile, bootstrap=cluster.acquire(),
                                            max_sleep_s=spec["max_sleep_s"], broker_control="")
                         finally:
-                            cluster.stop()
+                            cluster.release()
 
-                    key = (profile.kafka, sid)
+                    key = (profile, sid)
                     self._futures[key] = compressed_pool.submit(self._timed, key, compressed)
 
-                others = [s for s in SCENARIOS.values() if s.id not in TIME_COMPRESSED]
+                others = [s for s in SCENARIOS.values() if s.id not in TIME_COMPRESSED and (profile, s.id) not in EXCLUDED]
                 shared_runs += [(_sleep_ms(s), profile, s, main) for s in others if not _has_broker_steps(s)]
-                solo = [s for s in others if _has_broker_steps(s)]
-                barrier_keys = [(profile.kafka, s.id) for s in others if not _has_broker_steps(s)]
+                solo_runs += [(profile, s, main) for s in others if _has_broker_steps(s)]
 
-                def alone(scenario: Any, profile: Profile = profile, main: dict[str, Any] = main,
-                          barrier_keys: list[tuple[str, str]] = barrier_keys) -> dict[str, Any]:
-                    # after every shared run of this profile (its cluster's leaders move under them); Future.result(),
-                    # not concurrent.futures.wait(): a future cancelled by shutdown(cancel_futures=True) never wakes
-                    # wait()'s waiters, but it does wake result()
+            # the longest sleepers first, of every profile, so that their sleeps overlap with the quick ones;
+            # submitted before the solo runs, whose barriers name these futures (a missing one would be skipped)
+            shared_runs.sort(key=lambda run: run[0], reverse=True)
+            for _ms, profile, s, main in shared_runs:
+                key = (profile, s.id)
+                self._futures[key] = pool.submit(self._timed, key, _run_on, s, profile, **main)
+            for profile, s, main in solo_runs:
+                # after every shared run of this Kafka version, of every client (its cluster's leaders move under
+                # them); Future.result(), not concurrent.futures.wait(): a future cancelled by
+                # shutdown(cancel_futures=True) never wakes wait()'s waiters, but it does wake result()
+                barrier_keys = [(p, x.id) for _ms, p, x, _m in shared_runs if p.kafka == profile.kafka]
+
+                def alone(scenario: Any = s, profile: Profile = profile, main: dict[str, Any] = main,
+                          barrier_keys: list[tuple[Profile, str]] = barrier_keys) -> dict[str, Any]:
                     for key in barrier_keys:
                         try:
                             self._futures[key].result()
                         except BaseException:  # noqa: BLE001 - that scenario's own test reports it
                             pass
-                    return self._timed((profile.kafka, scenario.id), _run_on, scenario, profile, **main)
+                    return self._timed((profile, scenario.id), _run_on, scenario, profile, **main)
 
-                for s in solo:
-                    self._futures[(profile.kafka, s.id)] = solo_pool.submit(alone, s)
-            # the longest sleepers first, of both profiles, so that their sleeps overlap with the quick ones;
-            # submitted after every solo run so that a solo run's barrier only names futures that exist
-            shared_runs.sort(key=lambda run: run[0], reverse=True)
-            for _ms, profile, s, main in shared_runs:
-                key = (profile.kafka, s.id)
-                self._futures[key] = pool.submit(self._timed, key, _run_on, s, profile, **main)
+                self._futures[(profile, s.id)] = solo_pools[profile.kafka].submit(alone)
 
     def get(self, profile: Profile, scenario_id: str) -> dict[str, Any]:
-        key = (profile.kafka, scenario_id)
+        key = (profile, scenario_id)
         if key not in self._futures:
             require_bootstrap(profile.kafka)  # fails the test, naming the cluster it needs
         return self._futures[key].result(timeout=1800)
@@ -273,9 +315,9 @@ def kafka_runs(tmp_path_factory):
     finally:
         _RUNS.shutdown()
         if _RUNS.timings:
-            for kafka, t0 in _RUNS.started.items():
-                took = {sid: t for (k, sid), t in _RUNS.timings.items() if k == kafka}
-                print(f"\n[fidelity] Kafka {kafka}: real-cluster run time per scenario: " + ", ".join(
+            for profile in _RUNS.started:
+                took = {sid: t for (p, sid), t in _RUNS.timings.items() if p == profile}
+                print(f"\n[fidelity] {profile.label}: real-cluster run time per scenario: " + ", ".join(
                     f"{sid} {t:.0f}s" for sid, t in sorted(took.items(), key=lambda kv: -kv[1])), flush=True)
 
 
@@ -289,7 +331,26 @@ def _outcome(scenario: Any, index: int, outcome: str) -> str:
         # on a busy machine the answer can come back between two steps. The records are lost either way (nothing
         # lands) and the commit reports _FENCED either way: those fields are compared as they are.
         return "ok"
+    if step.action == "produce" and outcome in ("_FATAL", "_PURGE_QUEUE") and _follows_fire_and_forget(scenario, index):
+        # Timing, legitimately, and the same race as above seen from an awaited produce() right after a burst of
+        # fire-and-forget ones (librdkafka): the burst's AddPartitionsToTxn is refused (PRODUCER_FENCED, a fatal
+        # error) in the background. If the refusal is back before this produce() is called, produce() raises
+        # _FATAL at once; if not, the record is queued and the fatal error purges it while the call waits
+        # (_PURGE_QUEUE). An application calling produce() microseconds after the burst gets the second (so does
+        # the simulator, where no time passes between steps); a step here is a round trip to a worker process, so
+        # the real run often gets the first. Either way nothing lands and the fatal error is the same: the logs,
+        # the consumers and the next call's outcome are compared as they are.
+        return "_FATAL or _PURGE_QUEUE (timing)"
     return outcome
+
+
+def _follows_fire_and_forget(scenario: Any, index: int) -> bool:
+    """The same actor's previous step is a fire-and-forget produce."""
+    actor = scenario.steps[index].actor
+    for step in reversed(scenario.steps[:index]):
+        if step.actor == actor:
+            return step.action == "produce" and step.args.get("await") is False
+    return False
 
 
 def _without_resent_markers(part: dict[str, Any]) -> dict[str, Any]:
@@ -373,6 +434,8 @@ def _params() -> list[Any]:
 
 @pytest.mark.parametrize(("profile", "scenario_id"), _params())
 def test_scenario_agrees_with_kafka(profile, scenario_id, kafka_runs):
+    if (profile, scenario_id) in EXCLUDED:
+        pytest.skip(f"{scenario_id} under {profile.label}: {EXCLUDED[(profile, scenario_id)]}")
     scenario = SCENARIOS[scenario_id]
     real = kafka_runs.get(profile, scenario_id)
     sim = run_scenario(scenario, "sim", profile=profile)
@@ -388,6 +451,8 @@ def test_every_scenario_is_compared():
     assert len(SCENARIOS) >= 1
     assert set(TIME_COMPRESSED) <= set(SCENARIOS), "TIME_COMPRESSED names a scenario that no longer exists"
     assert set(RACY_READS) <= set(SCENARIOS), "RACY_READS names a scenario that no longer exists"
+    for (profile, sid), why in EXCLUDED.items():
+        assert profile in PROFILES and sid in SCENARIOS and why.strip(), f"EXCLUDED[{profile}, {sid!r}] is stale or unexplained"
     for sid, reads in RACY_READS.items():
         names = {a for a, spec in SCENARIOS[sid].actors.items() if spec.kind == "consumer"}
         for consumer, tp, reference in reads:

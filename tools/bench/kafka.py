@@ -1,15 +1,22 @@
-"""The simulator against the real broker, and the incident write-up's open question measured on the real broker.
+"""The simulator against the real broker, per profile, and the incident write-up's open question measured on the real
+broker.
 
-    KAFKA_BOOTSTRAP_SERVERS=127.0.0.1:19092 .venv/bin/python tools/bench/kafka.py [--transactions N] [--orders M]
+    KAFKA_BOOTSTRAP_SERVERS=127.0.0.1:19092 [KAFKA4_BOOTSTRAP_SERVERS=127.0.0.1:19592] \
+        .venv/bin/python tools/bench/kafka.py [--transactions N] [--orders M]
 
-(`make bench` starts a 1-node cluster from tools/kafka and runs this.)
+(`make bench` starts a 1-node cluster of Kafka 3.9 and one of Kafka 4.x from tools/kafka and runs this.)
 
-1. The same transactional workload, written once against confluent-kafka's Producer API, run on the simulator's
-   client facade (playground.sim.client.Producer, which mirrors that API) and on confluent_kafka.Producer against
-   the local broker: N transactions (default 200) of 10 records on each of 3 partitions, every record awaited
-   (flush) before the commit. Printed: wall-clock time per transaction on each, their ratio (the simulator should
-   be at least 100x faster), and the real commit_transaction() latency p50/p95 (EndTxn until PrepareCommit is
-   durable; the markers come after).
+1. The same transactional workload under each profile (Kafka 3.9 and 4.x, librdkafka and the Java client), on the
+   simulator and on the real cluster of that profile's version, in one run: N transactions (default 200) of 10
+   records on each of 3 partitions, every record awaited (flush) before the commit. librdkafka: written once against
+   confluent-kafka's Producer API, run on the simulator's client facade (playground.sim.client.Producer, which
+   mirrors that API) and on confluent_kafka.Producer. Java: the same calls of KafkaProducer (beginTransaction, send,
+   flush, commitTransaction) on the simulator's model (playground.sim.javaclient.JavaProducer, on a simulated 4.x
+   cluster with transaction protocol v2 for Kafka 4) and in a JVM running kafka-clients of the cluster's release
+   (tools/bench/TxnBench.java: the loop runs inside the JVM, so no worker pipe is timed). Printed per profile:
+   wall-clock time per transaction on each, their ratio (the simulator should be at least 100x faster), and the real
+   commit latency p50/p95 (EndTxn until PrepareCommit is durable; the markers come after). A profile whose cluster
+   is not named in the environment is left out, with a line saying so.
 
 2. A static transactional.id against one per order (the open question of the incident write-up): M orders
    (default 100), one record each, on the real broker.
@@ -25,8 +32,10 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
+import subprocess
 import sys
 import time
 import uuid
@@ -46,11 +55,17 @@ from playground.kafka.wire import (  # noqa: E402
     decode_txn_key,
     transaction_state_partition,
 )
+from playground.kafka.clusters import SETTINGS  # noqa: E402
+from playground.kafka.java_worker import ensure_built, java_binary  # noqa: E402
 from playground.sim.client import Producer as SimProducer  # noqa: E402
 from playground.sim.cluster import Cluster  # noqa: E402
+from playground.sim.javaclient import JavaProducer as SimJavaProducer  # noqa: E402
+from playground.spec import Profile  # noqa: E402
 
 PARTITIONS = 3
 RECORDS_PER_PARTITION = 10
+PROFILES = (Profile("3.9", "librdkafka"), Profile("4", "librdkafka"), Profile("3.9", "java"), Profile("4", "java"))
+TXN_BENCH = _HERE / "TxnBench.java"
 
 
 def pct(values: list[float], p: float) -> float:
@@ -81,9 +96,31 @@ def workload(producer: Any, topic: str, transactions: int, partitions: int = PAR
     return per_txn, commits
 
 
-def bench_sim(transactions: int, partitions: int, records: int) -> list[float]:
-    cluster = Cluster(3, {}, {"bench": PARTITIONS}, seed=0, keep_events=False)
-    producer = SimProducer({"transactional.id": "bench-txn", "client.id": "bench"}, cluster=cluster, name="bench")
+def java_workload(producer: SimJavaProducer, topic: str, transactions: int, partitions: int = PARTITIONS,
+                  records: int = RECORDS_PER_PARTITION) -> list[float]:
+    """KafkaProducer's transactional API on the simulator's model, as TxnBench.java calls it on the real one."""
+    per_txn = []
+    for n in range(transactions):
+        t0 = time.perf_counter()
+        producer.begin_transaction()
+        for p in range(partitions):
+            for i in range(records):
+                producer.send(topic, value=f"txn{n}-p{p}-{i}", partition=p)
+        producer.flush()
+        producer.commit_transaction()
+        per_txn.append(time.perf_counter() - t0)
+    return per_txn
+
+
+def bench_sim(transactions: int, partitions: int, records: int, profile: Profile = PROFILES[0]) -> list[float]:
+    cluster = Cluster(3, {}, {"bench": PARTITIONS}, seed=0, keep_events=False, kafka=profile.kafka)
+    conf = {"transactional.id": "bench-txn", "client.id": "bench"}
+    if profile.client == "java":
+        producer = SimJavaProducer({**conf, "linger.ms": 5}, cluster=cluster, name="bench", release=profile.kafka)
+        producer.init_transactions()
+        java_workload(producer, "bench", 5, partitions, records)  # warm-up, as on the real side
+        return java_workload(producer, "bench", transactions, partitions, records)
+    producer = SimProducer(conf, cluster=cluster, name="bench")
     producer.init_transactions()
     workload(producer, "bench", 5, partitions, records)  # warm-up, as on the real side
     per_txn, _ = workload(producer, "bench", transactions, partitions, records)
@@ -95,7 +132,9 @@ def admin_for(bootstrap: str) -> AdminClient:
 
 
 def create_topic(admin: AdminClient, name: str, partitions: int) -> None:
-    admin.create_topics([NewTopic(name, partitions, 1)], operation_timeout=10)[name].result(30)
+    # every broker a replica (up to 3): a 3-node test cluster's min.insync.replicas=2 refuses acks=all to fewer
+    replicas = max(1, min(3, len(admin.list_topics(timeout=10).brokers)))
+    admin.create_topics([NewTopic(name, partitions, replicas)], operation_timeout=10)[name].result(30)
     deadline = time.monotonic() + 15
     while time.monotonic() < deadline:
         md = admin.list_topics(name, timeout=5).topics.get(name)
@@ -104,14 +143,33 @@ def create_topic(admin: AdminClient, name: str, partitions: int) -> None:
         time.sleep(0.1)
 
 
-def bench_real(bootstrap: str, topic: str, transactions: int, partitions: int, records: int) -> tuple[list[float], list[float]]:
-    producer = KafkaProducer({"bootstrap.servers": bootstrap, "transactional.id": f"{topic}-txn-{partitions}x{records}",
-                              "linger.ms": 5})
+def bench_real(bootstrap: str, topic: str, transactions: int, partitions: int, records: int,
+               profile: Profile = PROFILES[0]) -> tuple[list[float], list[float]]:
+    txid = f"{topic}-txn-{profile.client}-{partitions}x{records}"
+    if profile.client == "java":
+        return bench_real_java(bootstrap, topic, txid, transactions, partitions, records, profile)
+    producer = KafkaProducer({"bootstrap.servers": bootstrap, "transactional.id": txid, "linger.ms": 5})
     producer.init_transactions(30)
     workload(producer, topic, 5, partitions, records)  # warm-up: connections, coordinator lookup
     result = workload(producer, topic, transactions, partitions, records)
     producer.close()
     return result
+
+
+def bench_real_java(bootstrap: str, topic: str, txid: str, transactions: int, partitions: int, records: int,
+                    profile: Profile) -> tuple[list[float], list[float]]:
+    """kafka-clients of the cluster's release (the Java worker's build, tools/java) runs TxnBench.java."""
+    classpath = ensure_built(profile.release)
+    out = subprocess.run(
+        [java_binary(), "-XX:+UseSerialGC", "-cp", classpath, str(TXN_BENCH), bootstrap, topic, txid,
+         str(transactions), str(partitions), str(records)],
+        capture_output=True, text=True, timeout=600,
+    )
+    lines = [line for line in out.stdout.splitlines() if line.startswith("{")]
+    if out.returncode != 0 or not lines:
+        raise RuntimeError(f"TxnBench.java failed (exit {out.returncode}): {out.stderr[-1500:]}")
+    result = json.loads(lines[-1])
+    return result["per_txn"], result["commits"]
 
 
 # ------------------------------------------------------------------------------------ static vs per order
@@ -197,6 +255,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--transactions", type=int, default=200)
     ap.add_argument("--orders", type=int, default=100)
+    ap.add_argument("--profiles-only", action="store_true", help="only the per-profile simulator vs real workload")
     args = ap.parse_args(argv)
     bootstrap = os.environ.get("KAFKA_BOOTSTRAP_SERVERS", "").strip()
     if not bootstrap:
@@ -207,26 +266,41 @@ def main(argv: list[str] | None = None) -> int:
     prefix = f"pg-bench-{uuid.uuid4().hex[:8]}-"
     topics = [f"{prefix}workload", f"{prefix}static", f"{prefix}static-x10", f"{prefix}per-order"]
     wire = WireClient(bootstrap, timeout_s=10)
+    # each profile's Kafka version -> (bootstrap, the workload topic there); 4.x only when the environment names it
+    clusters = {"3.9": (bootstrap, topics[0])}
+    bootstrap4 = os.environ.get(SETTINGS["4"][0], "").strip()
+    admin4 = admin_for(bootstrap4) if bootstrap4 else None
     try:
         create_topic(admin, topics[0], PARTITIONS)
         for t in topics[1:]:
             create_topic(admin, t, 1)
+        if admin4 is not None:
+            create_topic(admin4, topics[0], PARTITIONS)
+            clusters["4"] = (bootstrap4, topics[0])
 
         n = args.transactions
-        print(f"-- the same transactional workload, {n} transactions (confluent-kafka's Producer API on both; "
-              f"wall-clock per transaction) --")
-        print(f"{'records per txn':<22} {'simulator ms':>12} {'real ms':>9} {'ratio mean':>10} {'ratio p50':>9} "
-              f"{'real commit p50 ms':>18} {'p95 ms':>7}")
-        for partitions, records in ((PARTITIONS, RECORDS_PER_PARTITION), (1, 1)):
-            sim = bench_sim(n, partitions, records)
-            real, commits = bench_real(bootstrap, topics[0], n, partitions, records)
-            ratio = statistics.mean(real) / statistics.mean(sim)
-            ratio50 = pct(real, 50) / pct(sim, 50)
-            label = f"{partitions} x {records} ({partitions * records})"
-            print(f"{label:<22} {statistics.mean(sim) * 1000:>12.3f} {statistics.mean(real) * 1000:>9.2f} "
-                  f"{ratio:>9.1f}x {ratio50:>8.1f}x {pct(commits, 50) * 1000:>18.2f} {pct(commits, 95) * 1000:>7.2f}")
-        print("(target: the simulator at least 100x faster per transaction; real commit latency = commit_transaction(),"
-              " which returns once PrepareCommit is durable)")
+        print(f"-- the same transactional workload, {n} transactions, per profile: simulator vs the real cluster of "
+              f"that Kafka version, wall-clock per transaction, measured in this run --")
+        print(f"{'profile':<26} {'records per txn':<16} {'simulator ms':>12} {'real ms':>9} {'ratio mean':>10} "
+              f"{'ratio p50':>9} {'real commit p50 ms':>18} {'p95 ms':>7}")
+        for profile in PROFILES:
+            where = clusters.get(profile.kafka)
+            if where is None:
+                print(f"{profile.label:<26} (left out: {SETTINGS[profile.kafka][0]} is not set)")
+                continue
+            for partitions, records in ((PARTITIONS, RECORDS_PER_PARTITION), (1, 1)):
+                sim = bench_sim(n, partitions, records, profile)
+                real, commits = bench_real(where[0], where[1], n, partitions, records, profile)
+                ratio = statistics.mean(real) / statistics.mean(sim)
+                ratio50 = pct(real, 50) / pct(sim, 50)
+                label = f"{partitions} x {records} ({partitions * records})"
+                print(f"{profile.label:<26} {label:<16} {statistics.mean(sim) * 1000:>12.3f} "
+                      f"{statistics.mean(real) * 1000:>9.2f} {ratio:>9.1f}x {ratio50:>8.1f}x "
+                      f"{pct(commits, 50) * 1000:>18.2f} {pct(commits, 95) * 1000:>7.2f}", flush=True)
+        print("(target: the simulator at least 100x faster per transaction; real commit latency = commit_transaction()"
+              " / commitTransaction(), which returns once PrepareCommit is durable)")
+        if args.profiles_only:
+            return 0
 
         m = args.orders
         print(f"\n-- static transactional.id vs one per order: {m} orders, one record each (real broker) --")
@@ -245,14 +319,17 @@ def main(argv: list[str] | None = None) -> int:
               "gets a tombstone in __transaction_state when transactional.id.expiration.ms, 7 days, passes)")
     finally:
         wire.close()
-        try:
-            for f in admin.delete_topics(topics, operation_timeout=10).values():
-                try:
-                    f.result(15)
-                except Exception:  # noqa: BLE001
-                    pass
-        except Exception:  # noqa: BLE001
-            pass
+        for a, names in ((admin, topics), (admin4, topics[:1])):
+            if a is None:
+                continue
+            try:
+                for f in a.delete_topics(names, operation_timeout=10).values():
+                    try:
+                        f.result(15)
+                    except Exception:  # noqa: BLE001
+                        pass
+            except Exception:  # noqa: BLE001
+                pass
     return 0
 
 

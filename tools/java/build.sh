@@ -2,7 +2,8 @@
 # Builds the Java worker of the real-cluster backend (playground/kafka/java/*.java), one build per kafka-clients
 # release, into tools/java/.build/<release>/ (git-ignored):
 #
-#   bash tools/java/build.sh 3.9.1      lib/ (kafka-clients 3.9.1 + its run-time jars + slf4j-jdk14), classes/, stamp
+#   bash tools/java/build.sh 3.9.1      lib/ (kafka-clients 3.9.1 + its run-time jars + slf4j-jdk14), classes/,
+#                                       worker.jar, worker.jsa (class-data sharing archive), stamp
 #   bash tools/java/build.sh --all      every release named in playground/spec.py KAFKA_RELEASES
 #   bash tools/java/build.sh --check R  exit 0 iff the build of R is present and matches the sources
 #
@@ -34,7 +35,30 @@ releases() {
 
 is_current() { # release
     local dir="$BUILD_ROOT/$1"
-    [[ -f "$dir/stamp" && -f "$dir/lib/.complete" ]] && [[ "$(cat "$dir/stamp")" == "$(stamp_for "$1")" ]]
+    [[ -f "$dir/stamp" && -f "$dir/lib/.complete" && -f "$dir/worker.jar" ]] \
+        && [[ "$(cat "$dir/stamp")" == "$(stamp_for "$1")" ]]
+}
+
+# The worker's class path: a jar, not the classes directory (class-data sharing refuses a non-empty directory on
+# the class path). playground/kafka/java_worker.py starts every worker with exactly this string.
+classpath_of() { echo "$1/worker.jar:$1/lib/*"; }
+
+# Class-data sharing: a training run (Worker --train, no broker needed) writes worker.jsa, a dynamic archive of the
+# classes a worker loads; every worker JVM then maps it instead of loading and verifying them (start-up CPU about
+# halved: 1.4 s -> 0.8 s per actor here). Optional: without the archive (a JDK that cannot write one, a failed
+# run) the workers start as before; with an archive of another JDK, -Xshare:auto ignores it.
+train_archive() { # dir
+    local dir=$1 tmp="$1/worker.jsa.tmp.$$"
+    rm -f "$dir/worker.jsa" "$tmp"
+    if java -XX:ArchiveClassesAtExit="$tmp" -Xlog:disable -Xlog:all=error:stderr -XX:+UseSerialGC \
+        -XX:TieredStopAtLevel=1 -cp "$(classpath_of "$dir")" Worker --train </dev/null >/dev/null 2>"$dir/train.log" \
+        && [[ -s "$tmp" ]]; then
+        mv "$tmp" "$dir/worker.jsa"
+        log "class-data sharing archive: $dir/worker.jsa"
+    else
+        rm -f "$tmp"
+        log "no class-data sharing archive (see $dir/train.log); the workers start without one"
+    fi
 }
 
 fetch_jars() { # release dir
@@ -64,7 +88,7 @@ build() { # release
     exec 9>"$dir/.lock"
     flock 9
     if is_current "$release"; then
-        echo "$dir/classes:$dir/lib/*"
+        classpath_of "$dir"
         return 0
     fi
     command -v javac >/dev/null || die "javac not found (a JDK 17 is needed to compile the Java worker)"
@@ -77,10 +101,13 @@ build() { # release
         || { rm -rf "$tmp"; die "javac failed"; }
     rm -rf "$dir/classes"
     mv "$tmp" "$dir/classes"
+    jar cf "$dir/worker.jar.tmp.$$" -C "$dir/classes" . || { rm -f "$dir/worker.jar.tmp.$$"; die "jar failed"; }
+    mv "$dir/worker.jar.tmp.$$" "$dir/worker.jar"
+    train_archive "$dir"
     stamp_for "$release" >"$dir/stamp"
     exec 9>&-
     log "built $dir"
-    echo "$dir/classes:$dir/lib/*"
+    classpath_of "$dir"
 }
 
 case "${1:-}" in
