@@ -166,7 +166,7 @@ def test_it_switches_language(page, server):
     page.get_by_role("button", name="中文").click()
     page.wait_for_load_state()
     assert "自由练习" in page.content() or "自由" in page.content()
-    page.locator("[data-scenario=zombie-fencing] button").click()
+    page.locator("[data-scenario=zombie-fencing] button.primary").click()
     page.wait_for_selector("#ws-status[data-state=open]")
     _after(page, lambda: page.keyboard.press("n"))
     assert "第一轮" in page.locator("#p-narrative .story").inner_text()
