@@ -31,7 +31,8 @@ from playground.sim.client import CLOSED, CRASHED, Consumer, Message, Producer, 
 from playground.sim.cluster import Cluster
 from playground.sim.coordinator import transitions_for
 from playground.sim.errors import KafkaException
-from playground.sim.javaclient import API_VERSIONS, JavaException, JavaProducer
+from playground.sim.javaclient import API_VERSIONS, JavaProducer
+from playground.sim.javaerrors import JavaException
 from playground.sim.log import READ_COMMITTED
 from playground.spec import CONSUMER, DEFAULT_PROFILE, PRODUCER, ActorSpec, ClusterSpec, Profile, Step
 
