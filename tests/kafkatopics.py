@@ -2,7 +2,48 @@
 
 from __future__ import annotations
 
-from confluent_kafka.admin import AdminClient
+import time
+
+from confluent_kafka.admin import AdminClient, NewTopic
+from kafka.protocol.metadata import MetadataRequest_v5
+
+from playground.kafka.wire import WireClient
+
+LISTED_S = 20.0  # a new topic reaches every broker's metadata soon, not at once
+
+
+def listed_everywhere(bootstrap: str, names: set[str], timeout_s: float = LISTED_S) -> None:
+    """Wait until every broker of the cluster lists `names`: whatever a test does next (a sweep, the inspector's
+    picker) asks any one broker, and a broker that has not heard of a topic yet would make it look absent."""
+    wire = WireClient(bootstrap)
+    try:
+        deadline = time.monotonic() + timeout_s
+        for node in sorted(wire.metadata([]).brokers):
+            while True:
+                resp = wire.send_to(node, MetadataRequest_v5(topics=None, allow_auto_topic_creation=False))
+                if names <= {t[1] for t in resp.topics}:
+                    break
+                assert time.monotonic() < deadline, f"broker {node} does not list {sorted(names)} after {timeout_s} s"
+                time.sleep(0.2)
+    finally:
+        wire.close()
+
+
+def create_topic(admin: AdminClient, name: str, partitions: int = 1) -> str:
+    """A topic on the test cluster (`admin`'s: KAFKA_BOOTSTRAP_SERVERS) whose partitions all have a leader and that
+    every broker lists."""
+    from tests.kafka.conftest import require_bootstrap
+
+    admin.create_topics([NewTopic(name, partitions)])[name].result(timeout=20)
+    deadline = time.monotonic() + 15
+    while True:  # until every partition has a leader
+        md = admin.list_topics(name, timeout=5).topics.get(name)
+        if md and not md.error and len(md.partitions) == partitions and all(p.leader >= 0 for p in md.partitions.values()):
+            break
+        assert time.monotonic() < deadline, f"{name} has no leaders"
+        time.sleep(0.1)
+    listed_everywhere(require_bootstrap(), {name})
+    return name
 
 
 def drop_topics(admin: AdminClient, prefix: str) -> None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import secrets
-import time
 
 import pytest
 from confluent_kafka import Producer
@@ -19,7 +18,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from playground import procs
 
 from .conftest import shot
-from tests.kafkatopics import drop_topics
+from tests.kafkatopics import drop_topics, listed_everywhere
 
 pytestmark = [pytest.mark.browser, pytest.mark.kafka]
 
@@ -69,7 +68,7 @@ def test_it_enters_the_key_picks_a_topic_and_sees_the_log_update_live(page, insp
     admin = AdminClient({"bootstrap.servers": bootstrap})
     topic, txid = f"{prefix}orders", f"{prefix}order-pay"
     admin.create_topics([NewTopic(topic, 2)])[topic].result(timeout=20)
-    time.sleep(1)
+    listed_everywhere(bootstrap, {topic})  # the picker asks any one broker
     p = Producer({"bootstrap.servers": bootstrap, "transactional.id": txid})
     p.init_transactions(30)
     transaction(p, topic, "order-1", "order-2")

@@ -20,14 +20,14 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
+from confluent_kafka.admin import AdminClient, OffsetSpec
 from django.core.management import call_command
 from kafka.protocol.init_producer_id import InitProducerIdRequest_v0
 
 from playground.inspector import InspectorError, RefusedError, forget_inspectors, get_inspector
 from playground.inspector.hanging import classify
 from playground.inspector.observer import registry_key
-from tests.kafkatopics import drop_topics
+from tests.kafkatopics import create_topic, drop_topics
 
 pytestmark = pytest.mark.kafka
 
@@ -66,15 +66,6 @@ def prefix(settings, admin):
     drop_topics(admin, pre)
 
 
-def create_topic(admin, name: str, partitions: int = 1) -> str:
-    admin.create_topics([NewTopic(name, partitions)])[name].result(timeout=20)
-    deadline = time.monotonic() + 15
-    while True:  # until every partition has a leader
-        md = admin.list_topics(name, timeout=5).topics.get(name)
-        if md and not md.error and len(md.partitions) == partitions and all(p.leader >= 0 for p in md.partitions.values()):
-            return name
-        assert time.monotonic() < deadline, f"{name} has no leaders"
-        time.sleep(0.1)
 
 
 def txn_producer(bootstrap: str, txid: str, **conf) -> Producer:

@@ -17,14 +17,13 @@ import pytest
 from channels.layers import channel_layers
 from channels.testing import WebsocketCommunicator
 from confluent_kafka import KafkaException, Producer
-from confluent_kafka.admin import NewTopic
 
 from playground.asgi import application
 from playground.inspector import forget_inspectors, get_inspector
 from playground.inspector import web
 from playground.inspector.hub import HUB
 from playground.scenario import check_text, run_scenario
-from tests.kafkatopics import drop_topics
+from tests.kafkatopics import create_topic, drop_topics
 
 # The consumers close stale database connections on every message (Channels): the tests allow database access.
 pytestmark = [pytest.mark.kafka, pytest.mark.django_db(transaction=True)]
@@ -63,15 +62,6 @@ def keyed(client, prefix):
 # ------------------------------------------------------------------------------------------------ the workload
 
 
-def create_topic(admin, name: str, partitions: int = 1) -> str:
-    admin.create_topics([NewTopic(name, partitions)])[name].result(timeout=20)
-    deadline = time.monotonic() + 15
-    while True:
-        md = admin.list_topics(name, timeout=5).topics.get(name)
-        if md and not md.error and len(md.partitions) == partitions and all(p.leader >= 0 for p in md.partitions.values()):
-            return name
-        assert time.monotonic() < deadline, f"{name} has no leaders"
-        time.sleep(0.1)
 
 
 def txn_producer(bootstrap: str, txid: str) -> Producer:

@@ -24,12 +24,12 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka.admin import AdminClient
-from kafka.protocol.metadata import MetadataRequest_v5
 
 from playground.kafka import owners
 from playground.kafka.backend import KafkaBackend
 from playground.kafka.observer import Observer
 from playground.spec import ActorSpec, ClusterSpec, TopicSpec
+from tests.kafkatopics import listed_everywhere
 
 pytestmark = pytest.mark.kafka
 
@@ -148,21 +148,14 @@ def fake_entry(owners_dir: Path, pid: int, start_time: int | None, prefixes: dic
 
 
 def make_topics(bootstrap: str, prefix: str, *names: str) -> None:
-    """The topics, created and listed by every broker: a sweep right after asks any one of them (a new topic reaches
-    each broker's metadata soon, not at once; a dead process's topics were created long before)."""
+    """The topics, created and listed by every broker: a sweep right after asks any one of them (a dead process's
+    topics were created long before)."""
     obs = Observer(bootstrap, {}, prefix)
     try:
-        wanted = {prefix + n for n in names}
-        obs.create_topics({name: 1 for name in wanted}, 1)
-        deadline = time.monotonic() + GONE_S
-        for node in obs.broker_ids():
-            while True:
-                resp = obs.wire.send_to(node, MetadataRequest_v5(topics=None, allow_auto_topic_creation=False))
-                if wanted <= {t[1] for t in resp.topics} or time.monotonic() > deadline:
-                    break
-                time.sleep(0.2)
+        obs.create_topics({prefix + n: 1 for n in names}, 1)
     finally:
         obs.close()
+    listed_everywhere(bootstrap, {prefix + n for n in names})
 
 
 def drop_topics(bootstrap: str, prefix: str, *names: str) -> None:
