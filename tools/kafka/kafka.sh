@@ -473,6 +473,11 @@ transaction.state.log.replication.factor=$rf
 transaction.state.log.min.isr=$minisr
 transaction.state.log.num.partitions=50
 
+# leaders stay where an election put them: the simulator does not model preferred-leader balancing, and the
+# controller's check every 300 s would move partition and coordinator leaders under running scenarios minutes after
+# a test stopped and restarted a broker (seen: NOT_COORDINATOR and markers written twice mid-scenario)
+auto.leader.rebalance.enable=false
+
 # fast feedback for tests
 group.initial.rebalance.delay.ms=0
 transaction.abort.timed.out.transaction.cleanup.interval.ms=1000
