@@ -220,12 +220,7 @@ class _Client:
         boot = c.any_up_broker()
 
         def handler(reply: Callable[..., None]) -> None:
-            leader = (c.txn_coordinator.coordinator_of(key) if kind == "transaction"
-                      else c.groups.coordinator_of(key))
-            if leader is None or not c.broker_up(leader):
-                reply("COORDINATOR_NOT_AVAILABLE")
-            else:
-                reply(None, coordinator=leader)
+            c.handle_find_coordinator(key, kind, reply)
 
         def on_response(error: str | None, result: dict[str, Any]) -> None:
             if error:

@@ -199,6 +199,15 @@ class Cluster:
     def any_up_broker(self) -> int | None:
         return next((b for b in self.broker_ids if self.brokers[b].up), None)
 
+    def handle_find_coordinator(self, key: str, kind: str, reply: Callable[..., None]) -> None:
+        """FindCoordinator as any broker answers it: the leader of the key's __transaction_state (kind
+        "transaction") or __consumer_offsets partition, or COORDINATOR_NOT_AVAILABLE while it has none alive."""
+        leader = self.txn_coordinator.coordinator_of(key) if kind == "transaction" else self.groups.coordinator_of(key)
+        if leader is None or not self.broker_up(leader):
+            reply("COORDINATOR_NOT_AVAILABLE")
+        else:
+            reply(None, coordinator=leader)
+
     def replication_ms(self, broker: int | None) -> int:
         return self._replication.get(broker, self.default_replication_ms) if broker is not None else 0
 

@@ -699,12 +699,7 @@ class JavaProducer(_Client):
             c = self.cluster
 
             def server(reply: Callable[..., None]) -> None:
-                leader = (c.txn_coordinator.coordinator_of(key) if kind == "transaction"
-                          else c.groups.coordinator_of(key))
-                if leader is None or not c.broker_up(leader):
-                    reply("COORDINATOR_NOT_AVAILABLE")
-                else:
-                    reply(None, coordinator=leader)
+                c.handle_find_coordinator(key, kind, reply)
 
             self._rpc("FindCoordinator", broker, f"b{broker}", f"{kind} {key}", server,
                       lambda err, res: self._txn_response(handler, err, res))

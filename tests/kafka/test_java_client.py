@@ -26,8 +26,9 @@ import pytest
 from playground.kafka.backend import KafkaBackend
 from playground.scenario import load_library, run_scenario
 from playground.sim import events as ev
-from playground.spec import ActorSpec, ClusterSpec, Profile, Step, TopicSpec
+from playground.spec import ActorSpec, ClusterSpec, Profile, TopicSpec
 from tests.kafka.conftest import require_bootstrap
+from tests.kafka.test_kafka_backend import consumer, produce, run
 
 pytestmark = pytest.mark.kafka
 
@@ -43,30 +44,10 @@ def producer(name: str, txid: str | None = None, **config) -> ActorSpec:
     return ActorSpec(name, "producer", conf)
 
 
-def consumer(name: str, topics: tuple[str, ...], isolation: str = "read_committed", group: str | None = None) -> ActorSpec:
-    conf = {"isolation.level": isolation}
-    if group:
-        conf["group.id"] = group
-    return ActorSpec(name, "consumer", conf, topics)
-
-
 def session(topics: dict[str, int], *actors: ActorSpec, profile: Profile = JAVA, events=None) -> KafkaBackend:
     cluster = ClusterSpec(brokers=3, topics=tuple(TopicSpec(t, n) for t, n in topics.items()))
     return KafkaBackend(cluster, {a.name: a for a in actors}, profile=profile,
                         on_event=events.append if events is not None else None)
-
-
-def run(b: KafkaBackend, *steps: str | tuple[str, dict]) -> list[str]:
-    out = []
-    for s in steps:
-        label, args = (s, {}) if isinstance(s, str) else s
-        actor, _, action = label.partition(".")
-        out.append(b.apply(Step(actor, action, args)))
-    return out
-
-
-def produce(actor: str, value: str, topic: str = "orders", partition: int = 0, **extra) -> tuple[str, dict]:
-    return (f"{actor}.produce", {"topic": topic, "partition": partition, "value": value, **extra})
 
 
 def log_of(obs, tp):
