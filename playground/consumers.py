@@ -212,8 +212,11 @@ class RoomConsumer(AsyncWebsocketConsumer):
         for group in self.groups_joined:
             await self.channel_layer.group_add(group, self.channel_name)
         await self.accept()
-        # Where the room is now: a page that (re)connects after a move follows it (rooms.js compares items).
-        await self.room_moved({"item": room.current})
+        # Where the room is now, read after joining: a move or a follow switch made while this page was loading (or
+        # while this socket was connecting: its group message went to the others only) is followed all the same.
+        now = await database_sync_to_async(Workshop.objects.filter(pk=self.room_id).values("current", "follow").first)()
+        if now is not None:
+            await self.send(text_data=self._state_frame(item=now["current"], follow=now["follow"]))
 
     async def disconnect(self, code: int) -> None:
         if getattr(self, "answers_due", None):
@@ -228,11 +231,20 @@ class RoomConsumer(AsyncWebsocketConsumer):
             await self.send(text_data=error_frame("This socket only listens: send nothing but ping."))
 
     # ---- group messages: one handler per type
+    def _state_frame(self, item: int | None = None, follow: bool | None = None) -> str:
+        """The room's item and follow-me, for rooms.js to compare with what the page shows (data-item, data-follow)."""
+        attrs = ""
+        if item is not None:
+            attrs += f' data-goto="/w/{escape(self.code)}/{"board/" if self.board else ""}" data-item="{int(item)}"'
+        if follow is not None:
+            attrs += f' data-follow="{"on" if follow else "off"}"'
+        return f'<div id="room-move" hx-swap-oob="true"{attrs}></div>'
+
     async def room_moved(self, event: dict) -> None:
-        await self.send(text_data=f'<div id="room-move" hx-swap-oob="true" data-goto="/w/{escape(self.code)}/{"board/" if self.board else ""}" data-item="{int(event["item"])}"></div>')
+        await self.send(text_data=self._state_frame(item=event["item"]))
 
     async def room_follow(self, event: dict) -> None:
-        await self.send(text_data=f'<div id="room-move" hx-swap-oob="true" data-reload="follow-{"on" if event.get("on") else "off"}"></div>')
+        await self.send(text_data=self._state_frame(follow=bool(event.get("on"))))
 
     async def room_seat(self, event: dict) -> None:
         if self.board:

@@ -93,7 +93,12 @@ def database_settings(url: str) -> dict:
         # WAL: readers never wait for the writer, and a commit costs no fsync (synchronous=NORMAL), which keeps
         # a command's round trip short; the database survives a crash of the server, at worst losing the last
         # commands of a power cut.
-        database["OPTIONS"] = {"timeout": 20, "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"}
+        # IMMEDIATE: a transaction takes the write lock when it begins. Django's ASGI handler runs each request's
+        # sync code in a thread of its own, so two pages can write at once; a deferred transaction that read first
+        # and then writes after another commit gets "database is locked" at once (SQLITE_BUSY_SNAPSHOT: the
+        # timeout does not apply), where an immediate one waits its turn.
+        database["OPTIONS"] = {"timeout": 20, "transaction_mode": "IMMEDIATE",
+                               "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"}
     else:
         # A pool (Django's psycopg pool): a command used to cost 1.4 fresh connections, each a login (scram-sha-256
         # over TCP: tools/bench/workshop.py measured it as a quarter of the servers' CPU). CONN_MAX_AGE stays 0, as

@@ -3,17 +3,15 @@
 (function () {
   "use strict";
   document.addEventListener("htmx:wsAfterMessage", function () {
-    var move = document.getElementById("room-move");
-    if (!move) return;
-    if (move.dataset.goto) {
-      var to = move.dataset.goto, mine = document.querySelector("[data-item]");
-      move.removeAttribute("data-goto");
-      // The room is on another item than this page: the attendee's own session for it (created on the way).
-      if (mine && mine.dataset.item !== move.dataset.item) location.href = to;
-    } else if (move.dataset.reload) {
-      move.removeAttribute("data-reload");
-      location.reload();
-    }
+    var move = document.getElementById("room-move"), page = document.querySelector("[data-item]");
+    if (!move || !page || page === move) return;
+    var item = move.dataset.item, follow = move.dataset.follow, to = move.dataset.goto;
+    move.removeAttribute("data-item");
+    move.removeAttribute("data-follow");
+    // The room is on another item than this page: the attendee's own session for it (created on the way).
+    if (item !== undefined && item !== page.dataset.item) location.href = to;
+    // Follow-me switched since this page was rendered: the page shows (or drops) the facilitator's session.
+    else if (follow !== undefined && follow !== page.dataset.follow) location.reload();
   });
   // The board: a card for an attendee the page has no slot for (joined after the board was opened) goes at the end.
   document.addEventListener("htmx:oobErrorNoTarget", function (e) {

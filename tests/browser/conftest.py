@@ -26,6 +26,22 @@ def server(tmp_path_factory):
     proc.stop()
 
 
+@pytest.fixture(autouse=True)
+def no_server_errors(request):
+    """A browser test fails when the server answered anything with a 500 meanwhile: the page may look as if it only
+    waited (a 500 on a navigation leaves the test waiting for a page that never comes), the log says why."""
+    if "server" not in request.fixturenames:
+        yield
+        return
+    log = request.getfixturevalue("server").log
+    start = log.stat().st_size
+    yield
+    with log.open("rb") as f:
+        f.seek(start)
+        new = f.read().decode("utf-8", "replace")
+    assert "Internal Server Error" not in new and "Traceback" not in new, f"the server failed during the test:\n{new[-4000:]}"
+
+
 @pytest.fixture(scope="session")
 def browser():
     if not (os.path.exists(CHROMIUM) and os.access(CHROMIUM, os.X_OK)):

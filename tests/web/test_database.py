@@ -4,9 +4,11 @@ and a model's round trip through the ORM on whichever database is active."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
+import threading
 
 import pytest
 from django.core.exceptions import ImproperlyConfigured
@@ -121,12 +123,79 @@ def test_it_keeps_SQLite_in_PLAYGROUND_DB_without_DATABASE_URL_and_sets_each_eng
     monkeypatch.setenv("PLAYGROUND_DB", str(tmp_path / "here.sqlite3"))
     sqlite = database_settings("")
     assert sqlite == {"ENGINE": SQLITE, "NAME": str(tmp_path / "here.sqlite3"), "OPTIONS": {
-        "timeout": 20, "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"}}
+        "timeout": 20, "transaction_mode": "IMMEDIATE", "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"}}
     assert database_settings(f"sqlite://{tmp_path}/there.db")["OPTIONS"] == sqlite["OPTIONS"]
     pg = database_settings("postgresql://kafka:pw@127.0.0.1:5432/playground")
     assert pg == {"ENGINE": PG, "NAME": "playground", "USER": "kafka", "PASSWORD": "pw", "HOST": "127.0.0.1",
                   "PORT": "5432", "OPTIONS": {"pool": {"min_size": 1, "max_size": 8, "timeout": 10.0}}, "CONN_MAX_AGE": 0}
     assert database_settings("postgres://h/p?sslmode=verify-full")["OPTIONS"]["sslmode"] == "verify-full"
+
+
+def test_it_lets_two_threads_write_one_SQLite_file_when_one_read_first(tmp_path, django_db_blocker):
+    """Django's ASGI handler runs each request in a thread of its own: a transaction that reads, then writes after
+    another thread's commit (a seat created while an attendee's step lands) waits for the lock instead of failing
+    with "database is locked" (a deferred transaction's SQLITE_BUSY_SNAPSHOT ignores the timeout)."""
+    from django.db.backends.sqlite3.base import DatabaseWrapper
+
+    settings_dict = {**database_settings(f"sqlite://{tmp_path}/two.db"), "TIME_ZONE": None, "CONN_HEALTH_CHECKS": False,
+                     "CONN_MAX_AGE": 0, "AUTOCOMMIT": True, "ATOMIC_REQUESTS": False, "TEST": {}}
+    with django_db_blocker.unblock():  # a file of the test's own, not the test database
+        setup = DatabaseWrapper(settings_dict)
+        with setup.cursor() as c:
+            c.execute("CREATE TABLE t (v INTEGER)")
+        setup.close()
+        read, other_committed, errors = threading.Event(), threading.Event(), []
+
+        def reader_then_writer():
+            conn = DatabaseWrapper(settings_dict)
+            try:
+                with _atomic(conn):
+                    conn.cursor().execute("SELECT count(*) FROM t").fetchone()
+                    read.set()
+                    other_committed.wait(timeout=0.5)  # the other thread is blocked behind our lock: it cannot commit
+                    conn.cursor().execute("INSERT INTO t VALUES (1)")
+            except Exception as exc:  # noqa: BLE001 - what the test reports
+                errors.append(exc)
+            finally:
+                conn.close()
+
+        def writer():
+            conn = DatabaseWrapper(settings_dict)
+            try:
+                read.wait(timeout=5)
+                with _atomic(conn):
+                    conn.cursor().execute("INSERT INTO t VALUES (2)")
+                other_committed.set()
+            except Exception as exc:  # noqa: BLE001
+                errors.append(exc)
+            finally:
+                conn.close()
+
+        threads = [threading.Thread(target=reader_then_writer), threading.Thread(target=writer)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=30)
+        assert errors == []
+        check = DatabaseWrapper(settings_dict)
+        assert sorted(r[0] for r in check.cursor().execute("SELECT v FROM t").fetchall()) == [1, 2]
+        check.close()
+
+
+@contextlib.contextmanager
+def _atomic(conn):
+    """What transaction.atomic does on SQLite (BEGIN in the configured transaction_mode), on a connection object of
+    the test's own rather than one of settings.DATABASES."""
+    conn.ensure_connection()
+    conn.set_autocommit(False, force_begin_transaction_with_broken_autocommit=True)
+    try:
+        yield
+        conn.commit()
+    except BaseException:
+        conn.rollback()
+        raise
+    finally:
+        conn.set_autocommit(True)
 
 
 def test_it_stops_at_startup_on_a_malformed_DATABASE_URL():

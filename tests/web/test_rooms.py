@@ -161,6 +161,31 @@ async def test_it_shows_the_board_each_attendees_progress_live():
     await board.disconnect()
 
 
+async def test_it_follows_a_move_and_a_follow_switch_made_while_the_page_connects(monkeypatch):
+    """The room moves (and follow-me switches on) after the socket has checked who is connecting but before it joins
+    the room's group: the group messages reach the others only, and the page still learns where the room is."""
+    _f, room = await database_sync_to_async(_facilitator)()
+    ada, _sid = await database_sync_to_async(_attendee)(room, "Ada")
+    checked = rooms.attendee_of
+
+    def attendee_of_then_the_facilitator_acts(*args, **kwargs):
+        found = checked(*args, **kwargs)
+        rooms.move(room, 1)
+        rooms.set_follow(room, True)
+        return found
+
+    monkeypatch.setattr(rooms, "attendee_of", attendee_of_then_the_facilitator_acts)
+    cookie = "; ".join(f"{k}={v.value}" for k, v in ada.cookies.items())
+    page = WebsocketCommunicator(application, f"/ws/w/{room.pk}/",
+                                 headers=[(b"origin", b"http://127.0.0.1"), (b"host", b"127.0.0.1"), (b"cookie", cookie.encode())])
+    assert (await page.connect(timeout=5))[0]
+    frames = [await page.receive_from(timeout=5)]
+    while not await page.receive_nothing(timeout=0.3):
+        frames.append(await page.receive_from())
+    assert frames[-1] == ('<div id="room-move" hx-swap-oob="true" data-goto="/w/%s/" data-item="1" data-follow="on"></div>' % room.code)
+    await page.disconnect()
+
+
 async def test_it_shows_the_board_an_attendee_as_they_join():
     fac, room = await database_sync_to_async(_facilitator)()
     board = await _board(fac, room)
