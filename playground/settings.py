@@ -53,12 +53,13 @@ MIDDLEWARE = [
 ]
 if PLAYGROUND_PRODUCTION:
     # WhiteNoise serves /static/ (hashed names from collectstatic, gzip/brotli variants, far-future Cache-Control)
-    # right after SecurityMiddleware; playground/asgi.py then leaves out Django's ASGIStaticFilesHandler. Before
-    # both: X-Forwarded-Proto counts only when a trusted proxy sent it (playground/clientaddr.py).
+    # right after SecurityMiddleware, in an async-capable wrapper (playground/staticfiles.py says why);
+    # playground/asgi.py then leaves out Django's ASGIStaticFilesHandler. Before both: X-Forwarded-Proto counts
+    # only when a trusted proxy sent it (playground/clientaddr.py).
     MIDDLEWARE = [
         "playground.clientaddr.TrustedProxyHeadersMiddleware",
         MIDDLEWARE[0],
-        "whitenoise.middleware.WhiteNoiseMiddleware",
+        "playground.staticfiles.AsyncWhiteNoiseMiddleware",
         *MIDDLEWARE[1:],
     ]
 
@@ -103,12 +104,15 @@ def database_settings(url: str) -> dict:
         # A pool (Django's psycopg pool): a command used to cost 1.4 fresh connections, each a login (scram-sha-256
         # over TCP: tools/bench/workshop.py measured it as a quarter of the servers' CPU). CONN_MAX_AGE stays 0, as
         # Django requires with a pool and its docs ask of ASGI: a connection goes back to the pool at the end of
-        # each request and each database_sync_to_async call. The pool is per process and small: Django's sync code
-        # runs in one thread per process under Daphne (thread_sensitive), the run workers add a few. A page waits
-        # at most DATABASE_POOL_TIMEOUT_S for a connection, then gets an error instead of hanging.
+        # each request and each database_sync_to_async call. Django's ASGI handler runs each request in a thread of
+        # its own, which holds its connection until the response (rendering and publishing the update included): at
+        # 40 attendees a pool of 8 per process had requests queueing for a connection most of their time
+        # (tools/bench/workshop.py: a command's round trip p50 0.9 s with 8, 0.5 s with 32). 20 per process keeps
+        # two processes well inside PostgreSQL's default max_connections (100). A page waits at most
+        # DATABASE_POOL_TIMEOUT_S for a connection, then gets an error instead of hanging.
         database["CONN_MAX_AGE"] = 0
         database.setdefault("OPTIONS", {})["pool"] = {
-            "min_size": 1, "max_size": int(os.environ.get("DATABASE_POOL_MAX", "8")),
+            "min_size": 1, "max_size": int(os.environ.get("DATABASE_POOL_MAX", "20")),
             "timeout": float(os.environ.get("DATABASE_POOL_TIMEOUT_S", "10")),
         }
     return database

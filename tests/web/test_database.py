@@ -127,7 +127,7 @@ def test_it_keeps_SQLite_in_PLAYGROUND_DB_without_DATABASE_URL_and_sets_each_eng
     assert database_settings(f"sqlite://{tmp_path}/there.db")["OPTIONS"] == sqlite["OPTIONS"]
     pg = database_settings("postgresql://kafka:pw@127.0.0.1:5432/playground")
     assert pg == {"ENGINE": PG, "NAME": "playground", "USER": "kafka", "PASSWORD": "pw", "HOST": "127.0.0.1",
-                  "PORT": "5432", "OPTIONS": {"pool": {"min_size": 1, "max_size": 8, "timeout": 10.0}}, "CONN_MAX_AGE": 0}
+                  "PORT": "5432", "OPTIONS": {"pool": {"min_size": 1, "max_size": 20, "timeout": 10.0}}, "CONN_MAX_AGE": 0}
     assert database_settings("postgres://h/p?sslmode=verify-full")["OPTIONS"]["sslmode"] == "verify-full"
 
 

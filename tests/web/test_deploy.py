@@ -210,7 +210,8 @@ def test_development_mode_is_what_make_run_always_was(tmp_path):
     assert values["SECRET_KEY"] == repr(deploy.DEV_SECRET_KEY)
     assert values["ALLOWED_HOSTS"] == repr(["127.0.0.1", "localhost", "testserver"])
     assert "InMemoryChannelLayer" in values["CHANNEL_LAYERS"] and "sqlite3" in values["DATABASES"]
-    assert "whitenoise" not in values["MIDDLEWARE"] + values["STORAGES"] and values["SILENCED_SYSTEM_CHECKS"] == "[]"
+    assert "WhiteNoise" not in values["MIDDLEWARE"] and "whitenoise" not in values["STORAGES"]
+    assert values["SILENCED_SYSTEM_CHECKS"] == "[]"
     assert not (tmp_path / "var").exists()  # no key file in development
 
 
@@ -225,7 +226,20 @@ def test_production_on_a_lan_sets_hosts_and_origins_and_silences_only_the_https_
     assert values["SILENCED_SYSTEM_CHECKS"] == repr(["security.W004", "security.W008", "security.W016"])
     assert (values["SECURE_SSL_REDIRECT"], values["CSRF_COOKIE_SECURE"], values["SECURE_HSTS_SECONDS"]) == (
         "False", "False", "0")
-    assert "whitenoise.middleware.WhiteNoiseMiddleware" in values["MIDDLEWARE"]
+    assert "playground.staticfiles.AsyncWhiteNoiseMiddleware" in values["MIDDLEWARE"]
+
+
+def test_production_middleware_all_runs_on_the_event_loop(tmp_path):
+    """One sync-only middleware makes Django hop into a thread and back around it on every request (tools/bench/
+    workshop.py measured those waits under load): production mode's chain is async-capable end to end."""
+    import ast
+
+    from django.utils.module_loading import import_string
+
+    env = production_env(tmp_path, PLAYGROUND_PUBLIC_URL="http://192.168.1.23:8000")
+    chain = ast.literal_eval(settings_of(env, "MIDDLEWARE")["MIDDLEWARE"])
+    assert "playground.staticfiles.AsyncWhiteNoiseMiddleware" in chain
+    assert [m for m in chain if not getattr(import_string(m), "async_capable", False)] == []
 
 
 def test_production_over_https_sets_the_https_settings_instead_of_silencing_them(tmp_path):

@@ -1,0 +1,38 @@
+"""WhiteNoise as a middleware Django can keep on the event loop (production mode serves /static/ through it).
+
+WhiteNoiseMiddleware is sync-only. In the ASGI handler's chain of async middleware Django adapts around it: every
+request (not only static ones) went into a thread to pass WhiteNoise, back to the event loop for the middleware
+after it, and into a thread again for the view. Each hop waits for the event loop; under a 40-attendee workshop
+those waits were a good part of a command's time (tools/bench/workshop.py). Finding a file is a dict lookup
+(autorefresh is off outside DEBUG); serving one opens the file, which happens in a thread.
+"""
+
+from __future__ import annotations
+
+from asgiref.sync import iscoroutinefunction, markcoroutinefunction, sync_to_async
+from whitenoise.middleware import WhiteNoiseMiddleware
+
+
+class AsyncWhiteNoiseMiddleware(WhiteNoiseMiddleware):
+    sync_capable = True
+    async_capable = True
+
+    def __init__(self, get_response=None, *args, **kwargs):
+        super().__init__(get_response, *args, **kwargs)
+        self.is_async = iscoroutinefunction(get_response)
+        if self.is_async:
+            markcoroutinefunction(self)
+
+    def __call__(self, request):
+        if self.is_async:
+            return self.__acall__(request)
+        return super().__call__(request)
+
+    async def __acall__(self, request):
+        if self.autorefresh:
+            static_file = await sync_to_async(self.find_file)(request.path_info)
+        else:
+            static_file = self.files.get(request.path_info)
+        if static_file is not None:
+            return await sync_to_async(self.serve, thread_sensitive=False)(static_file, request)
+        return await self.get_response(request)
