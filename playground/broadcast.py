@@ -21,6 +21,7 @@ from django.utils import translation
 
 from playground import panels
 from playground.i18n import LANGS
+from playground.models import Session
 
 log = logging.getLogger(__name__)
 
@@ -111,7 +112,7 @@ def _digests(contexts: Mapping[str, Mapping[str, Any]]) -> tuple[dict[str, str],
 
 
 def fragments(live: Any, langs: Iterable[str] = LANGS, contexts: Mapping[str, Mapping[str, Any]] | None = None) -> tuple[dict[str, str], dict[str, str]]:
-    """What changed since this process last published this session, in every language: whole panels, or for
+    """What changed since this process last published this session, in each of `langs`: whole panels, or for
     producers and logs only the cards and strips that changed when nothing else in the panel did; and, apart,
     the slider's track when it changed (for viewers holding an earlier step)."""
     contexts = contexts if contexts is not None else panels.contexts(live, view_of(live))
@@ -152,12 +153,15 @@ def forget(session_id: str) -> None:
         _sent.pop(session_id, None)
 
 
-def publish(live: Any) -> None:
-    """Send the changed panels to every viewer of the session (any process: through the channel layer)."""
-    from playground.session import group_name
+def publish(live: Any, langs: Iterable[str] | None = None) -> None:
+    """Send the changed panels to every viewer of the session (any process: through the channel layer), rendered
+    in the languages its pages were opened in (`langs`, else as the session's row says)."""
+    from playground.session import group_name, store
 
+    if langs is None:
+        langs = store.viewer_langs(Session.objects.filter(pk=live.session_id).values_list("viewer_langs", flat=True).first() or "")
     contexts = panels.contexts(live, view_of(live))
-    html, scrub = fragments(live, contexts=contexts)
+    html, scrub = fragments(live, langs=langs, contexts=contexts)
     layer = get_channel_layer()
     if layer is None:
         return

@@ -84,6 +84,7 @@ class SessionConsumer(AsyncWebsocketConsumer):
         if not await database_sync_to_async(session.exists)(self.sid):
             await self.close(code=4404)
             return
+        await database_sync_to_async(session.store.add_viewer_lang)(self.sid, self.lang)
         # Join first, accept last, then the snapshot: an update racing with the connect is sent after the snapshot,
         # never lost (the snapshot is rendered after joining, from the database's current log).
         await self.channel_layer.group_add(self.group, self.channel_name)
@@ -173,10 +174,12 @@ class SessionConsumer(AsyncWebsocketConsumer):
     # ---- group messages: one handler per type
     async def session_update(self, event: dict) -> None:
         # A viewer holding an earlier step gets the slider's track only (the log grows under it).
-        html = event.get("html") if self.at is None else event.get("scrub")
-        html = html or {}
-        text = html.get(self.lang) or next(iter(html.values()), "")
-        if text:
+        parts = event.get("html") if self.at is None else event.get("scrub")
+        text = (parts or {}).get(self.lang)
+        if text is None:
+            # Rendered before this page's language was known to the session (it opened meanwhile): everything again.
+            await self.send_snapshot()
+        elif text:
             await self.send(text_data=text)
 
     async def session_notice(self, event: dict) -> None:
@@ -248,8 +251,9 @@ class RoomConsumer(AsyncWebsocketConsumer):
 
     async def room_seat(self, event: dict) -> None:
         if self.board:
-            html = event.get("html") or {}
-            await self.send(text_data=html.get(self.lang) or next(iter(html.values()), ""))
+            from playground.rooms import render_card
+
+            await self.send(text_data=render_card(event["card"], self.lang, count=event.get("count")))
 
     async def room_answers(self, event: dict) -> None:
         # A room answering at once sends one message per answer; rendering the questions for each would queue the

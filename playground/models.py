@@ -90,6 +90,9 @@ class Session(models.Model):
     client_key = models.CharField(max_length=64, blank=True, default="", db_index=True)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     updated_at = models.DateTimeField(auto_now=True)
+    # The languages its pages have been opened in (",en,zh-hans,"): an update is rendered in these only. A page in
+    # another one (it opened as the update was rendered) gets a snapshot instead (consumers.py).
+    viewer_langs = models.CharField(max_length=64, blank=True, default="")
 
     class Meta:
         ordering = ["-created_at"]

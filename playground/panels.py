@@ -475,13 +475,11 @@ def exercise(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
         return {"on": False}
     items = [i.as_dict() for i in ex.goal_items(live)]
     pending = ex.pending_question(live)
-    asked = []
-    for s in scenario.steps:
-        if s.predict and s.index < live.cursor:
-            answers = rooms.answers(live, s.index)
-            asked.append({"n": s.index, "question": dict(s.predict["question"]), "choices": [dict(c) for c in s.predict["choices"]],
-                          "answer": s.predict["answer"], "mine": live.predictions.get(s.index),
-                          "dist": ex.distribution(answers, len(s.predict["choices"]))})
+    shown = [s for s in scenario.steps if s.predict and s.index < live.cursor][-3:]  # the latest answered questions
+    given = rooms.answers(live, [s.index for s in shown])
+    asked = [{"n": s.index, "question": dict(s.predict["question"]), "choices": [dict(c) for c in s.predict["choices"]],
+              "answer": s.predict["answer"], "mine": live.predictions.get(s.index),
+              "dist": ex.distribution(given[s.index], len(s.predict["choices"]))} for s in shown]
     question = None
     if pending is not None:
         q = scenario.steps[pending].predict
@@ -494,7 +492,7 @@ def exercise(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
         "hints": [dict(h) for h in scenario.hints[:live.hints_shown]],
         "hints_left": len(scenario.hints) - live.hints_shown,
         "question": question,
-        "asked": asked[-3:],  # the latest answered questions
+        "asked": asked,
     }
 
 

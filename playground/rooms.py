@@ -27,7 +27,6 @@ from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 
 from playground import limits
-from playground.i18n import LANGS
 from playground.models import Attendee, Command, FailedJoin, ScenarioText, Seat, Workshop
 from playground.session import capability
 from playground.session.live import CommandError
@@ -204,20 +203,25 @@ def facilitator_session(room: Workshop, item: int) -> str | None:
 
 
 # ------------------------------------------------------------------------------------------- answers
-def answers(live: Any, n: int) -> list[int]:
-    """The answers to scenario step n's question: the whole room's for a seat's session (its attendees' sessions for
-    the same item), else this session's own."""
+def answers(live: Any, ns: list[int]) -> dict[int, list[int]]:
+    """The answers to scenario steps `ns`' questions: the whole room's for a seat's session (its attendees' sessions
+    for the same item), else this session's own."""
     seat_info = getattr(live, "seat", None)
     if not seat_info:
-        mine = live.predictions.get(n)
-        return [] if mine is None else [mine]
-    return room_answers(seat_info["room"], seat_info["item"], n)
+        return {n: [live.predictions[n]] if n in live.predictions else [] for n in ns}
+    return room_answers(seat_info["room"], seat_info["item"], ns)
 
 
-def room_answers(room_id: str, item: int, n: int) -> list[int]:
+def room_answers(room_id: str, item: int, ns: list[int]) -> dict[int, list[int]]:
+    """One query for all of them: on every command of every attendee, the exercise panel asks for its questions."""
+    out: dict[int, list[int]] = {n: [] for n in ns}
+    if not ns:
+        return out
     rows = Command.objects.filter(session__seat__workshop_id=room_id, session__seat__item=item,
-                                  session__seat__attendee__isnull=False, dropped=False, entry__predict__n=n)
-    return [int(entry["predict"]["choice"]) for entry in rows.values_list("entry", flat=True)]
+                                  session__seat__attendee__isnull=False, dropped=False, entry__predict__n__in=ns)
+    for entry in rows.values_list("entry", flat=True):
+        out[int(entry["predict"]["n"])].append(int(entry["predict"]["choice"]))
+    return out
 
 
 def questions(room: Workshop, item: int) -> list[dict[str, Any]]:
@@ -227,12 +231,13 @@ def questions(room: Workshop, item: int) -> list[dict[str, Any]]:
 
     entry = room.agenda[item]
     scenario = parse_scenario(ScenarioText.objects.get(pk=entry["text"]).text, f"{entry['id']}.yaml")
+    asked = [s for s in scenario.steps if s.predict]
+    given = room_answers(room.pk, item, [s.index for s in asked])
     out = []
-    for s in scenario.steps:
-        if s.predict:
-            counts = distribution(room_answers(room.pk, item, s.index), len(s.predict["choices"]))
-            out.append({"n": s.index, "question": dict(s.predict["question"]), "choices": [dict(c) for c in s.predict["choices"]],
-                        "answer": s.predict["answer"], "dist": counts})
+    for s in asked:
+        counts = distribution(given[s.index], len(s.predict["choices"]))
+        out.append({"n": s.index, "question": dict(s.predict["question"]), "choices": [dict(c) for c in s.predict["choices"]],
+                    "answer": s.predict["answer"], "dist": counts})
     return out
 
 
@@ -259,18 +264,21 @@ def card(live: Any, contexts: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]
     }
 
 
-def render_card(c: Mapping[str, Any], lang: str, oob: bool = True) -> str:
+def render_card(c: Mapping[str, Any], lang: str, oob: bool = True, count: int | None = None) -> str:
+    """An attendee's card (and, for a join, the room's new head count) in `lang`."""
     with translation.override(lang):
-        return render_to_string("playground/rooms/_card.html", {"c": c, "oob": oob, "lang": lang})
+        html = render_to_string("playground/rooms/_card.html", {"c": c, "oob": oob, "lang": lang})
+        if count is not None:
+            html += render_to_string("playground/rooms/_seat_count.html", {"n": count, "oob": True})
+        return html
 
 
 def publish_seat(live: Any, contexts: Mapping[str, Mapping[str, Any]]) -> None:
-    """After a seat's session changed: its card to the board (rendered once per language)."""
+    """After a seat's session changed: its card to the board. The card's data travels; each board renders it in
+    its own language (one board, usually, in one language: not every language on every attendee's command)."""
     if not getattr(live, "seat", None) or live.seat["attendee"] is None:
         return
-    c = card(live, contexts)
-    html = {lang: render_card(c, lang) for lang in LANGS}
-    _send(board_group(live.seat["room"]), {"type": "room.seat", "html": html})
+    _send(board_group(live.seat["room"]), {"type": "room.seat", "card": card(live, contexts)})
     if live.length and "predict" in live.commands[-1]:
         n = live.commands[-1]["predict"]["n"]
         _send(room_group(live.seat["room"]), {"type": "room.answers", "item": live.seat["item"], "n": n})
@@ -294,12 +302,8 @@ def blank_card(attendee: Attendee) -> dict[str, Any]:
 def publish_joined(room: Workshop, attendee: Attendee) -> None:
     """A new attendee on the board at once (a board opened before the room joined has no slot for the card:
     rooms.js appends a card it finds no place for), with the room's new head count."""
-    c, n = blank_card(attendee), Attendee.objects.filter(workshop=room).count()
-    html = {}
-    for lang in LANGS:
-        with translation.override(lang):
-            html[lang] = render_card(c, lang) + render_to_string("playground/rooms/_seat_count.html", {"n": n, "oob": True})
-    _send(board_group(room.pk), {"type": "room.seat", "html": html})
+    count = Attendee.objects.filter(workshop=room).count()
+    _send(board_group(room.pk), {"type": "room.seat", "card": blank_card(attendee), "count": count})
 
 
 def cards(room: Workshop, item: int) -> list[dict[str, Any]]:

@@ -31,6 +31,21 @@ def drive_key(session_id: str) -> str:
     return Session.objects.filter(pk=session_id).values_list("drive_key", flat=True).first() or ""
 
 
+def viewer_langs(value: str) -> tuple[str, ...]:
+    return tuple(lang for lang in value.split(",") if lang)
+
+
+def add_viewer_lang(session_id: str, lang: str) -> None:
+    """A page of the session opened in `lang`: its updates are rendered in it from now on (a write only the first
+    time; compare-and-set, so that two pages opening at once in two languages both count)."""
+    for _attempt in range(5):
+        now = Session.objects.filter(pk=session_id).values_list("viewer_langs", flat=True).first()
+        if now is None or lang in viewer_langs(now):
+            return
+        if Session.objects.filter(pk=session_id, viewer_langs=now).update(viewer_langs=f"{now or ','}{lang},"):
+            return
+
+
 def live_rows(session_id: str, start: int = 0, stop: int | None = None) -> list[Command]:
     rows = Command.objects.filter(session_id=session_id, dropped=False, seq__gte=start)
     if stop is not None:

@@ -186,6 +186,18 @@ async def test_it_follows_a_move_and_a_follow_switch_made_while_the_page_connect
     await page.disconnect()
 
 
+async def test_it_renders_the_board_in_the_facilitators_language():
+    fac, room = await database_sync_to_async(_facilitator)()
+    board = await _board(fac, room, lang="zh-hans")
+    _ada, sid = await database_sync_to_async(_attendee)(room, "Ada")
+    joined = await board.receive_from(timeout=5)
+    assert "Ada" in joined and "尚未开始" in joined and 'id="seat-count"' in joined
+    await database_sync_to_async(session.step)(sid)
+    stepped = await board.receive_from(timeout=5)
+    assert "Ada" in stepped and "步骤 1/" in stepped
+    await board.disconnect()
+
+
 async def test_it_shows_the_board_an_attendee_as_they_join():
     fac, room = await database_sync_to_async(_facilitator)()
     board = await _board(fac, room)
@@ -219,9 +231,9 @@ async def test_it_shows_the_board_a_room_answering_at_once_in_one_render():
     await board.disconnect()
 
 
-async def _board(fac, room) -> WebsocketCommunicator:
+async def _board(fac, room, lang: str = "en") -> WebsocketCommunicator:
     cookie = "; ".join(f"{k}={v.value}" for k, v in fac.cookies.items())
-    board = WebsocketCommunicator(application, f"/ws/w/{room.pk}/",
+    board = WebsocketCommunicator(application, f"/ws/w/{room.pk}/?lang={lang}",
                                   headers=[(b"origin", b"http://127.0.0.1"), (b"host", b"127.0.0.1"), (b"cookie", cookie.encode())])
     assert (await board.connect(timeout=5))[0]
     assert 'data-item="0"' in await board.receive_from(timeout=5)

@@ -77,6 +77,37 @@ async def test_it_sends_each_viewer_its_language(fencing_session):
     await zh.disconnect()
 
 
+async def test_it_renders_an_update_only_in_the_languages_its_pages_were_opened_in(fencing_session):
+    from channels.layers import get_channel_layer
+
+    sid = fencing_session.id
+    en, _ = await _open(sid, "en")
+    layer = get_channel_layer()
+    spy = await layer.new_channel()
+    await layer.group_add(session.group_name(sid), spy)
+    await database_sync_to_async(session.step)(sid)
+    message = await layer.receive(spy)
+    assert set(message["html"]) == {"en"} and "Round 1, fenced at commit" in await en.receive_from(timeout=5)
+    assert (await database_sync_to_async(Session.objects.get)(pk=sid)).viewer_langs == ",en,"
+    zh, _ = await _open(sid, "zh-hans")
+    await database_sync_to_async(session.step)(sid)
+    assert set((await layer.receive(spy))["html"]) == {"en", "zh-hans"}
+    await layer.group_discard(session.group_name(sid), spy)
+    await en.disconnect()
+    await zh.disconnect()
+
+
+async def test_it_sends_a_snapshot_to_a_page_whose_language_an_update_was_not_rendered_in(fencing_session):
+    """The page opened while the update was being rendered: it gets everything again, in its own language."""
+    sid = fencing_session.id
+    zh, _ = await _open(sid, "zh-hans")
+    await database_sync_to_async(Session.objects.filter(pk=sid).update)(viewer_langs=",en,")  # as the render read it
+    await database_sync_to_async(session.step)(sid)
+    frame = await zh.receive_from(timeout=5)
+    assert all(f'id="{pid}"' in frame for pid in PANELS) and "第一轮" in frame
+    await zh.disconnect()
+
+
 async def test_it_refuses_an_unknown_session():
     ws = _connect("no-such-session")
     connected, code = await ws.connect(timeout=5)
