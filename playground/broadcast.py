@@ -1,8 +1,10 @@
 """Render once, send to everyone: the panels as HTML fragments (htmx out-of-band swaps) for a session's group.
 
-After a command, the process that applied it renders the panels whose data changed, once per language, and sends
-one message to the group "session-<id>"; every websocket consumer of that session, in any process, forwards the
-text for its viewer's language as it is. A new viewer gets a full snapshot from its own process.
+After a command, the process that applied it renders the panels whose data changed, once in each language the
+session's pages were opened in (Session.viewer_langs), and sends one message to the group "session-<id>"; every
+websocket consumer of that session, in any process, forwards the text for its viewer's language as it is (a page
+whose language the message lacks, because it opened meanwhile, gets a snapshot). A new viewer gets a full snapshot
+from its own process.
 """
 
 from __future__ import annotations
