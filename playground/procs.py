@@ -215,9 +215,13 @@ http {{
     }}
 
     upstream daphne {{
-        # Passive health: one failed connect (refused, timed out) takes a server out for fail_timeout, after which
-        # one request tries it again. No upstream keepalive: a POST on a kept connection to a process that died
-        # would fail after being sent, and nginx (rightly) never sends a POST twice.
+        # The server with the fewest open connections: websockets stay open for a whole workshop, and round robin,
+        # which counts requests, left most of a room's sockets on one process (its event loop saturated, the
+        # other's idle: tools/bench/workshop.py). Passive health: one failed connect (refused, timed out) takes a
+        # server out for fail_timeout, after which one request tries it again. No upstream keepalive: a POST on a
+        # kept connection to a process that died would fail after being sent, and nginx (rightly) never sends a
+        # POST twice.
+        least_conn;
 {servers}
     }}
 
@@ -250,7 +254,7 @@ http {{
 def start_nginx(upstreams: Sequence[Proc | int], workdir: Path, *, port: int | None = None,
                 connect_timeout: float = 1.0, max_fails: int = 1, fail_timeout: int = 2) -> Proc:
     """Debian's nginx as a reverse proxy on a free loopback port in front of `upstreams` (Daphne handles or their
-    ports), round robin, websockets included. Needs no root: it runs from its own directory under `workdir`
+    ports), to the server with the fewest open connections, websockets included. Needs no root: it runs from its own directory under `workdir`
     (`-p <dir> -c <dir>/nginx.conf`: pid, logs, temp files there; `daemon off`, so the handle is the master).
 
     A server that refuses or does not accept a connection within `connect_timeout` seconds is skipped: the request

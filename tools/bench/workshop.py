@@ -6,7 +6,7 @@
 Starts a throw-away PostgreSQL (tests/pg.py), a redis-server, two Daphne processes on the same DATABASE_URL and
 REDIS_URL (production mode, as `docker compose` serves a room: PLAYGROUND_PUBLIC_URL is nginx's address, static
 files collected and served by WhiteNoise; PLAYGROUND_TRUSTED_PROXIES=127.0.0.1) and nginx in front of them as the
-one address everybody uses (round robin, websockets included). Everything is stopped at the end, whatever happens.
+one address everybody uses (to the process with the fewest open connections, websockets included). Everything is stopped at the end, whatever happens.
 
 Then a workshop runs on the fencing exercise (ex-who-is-fenced: 16 steps, 3 questions):
 - the facilitator creates the room over HTTP (POST /w/create/) and opens the board (/w/<code>/board/) in Chromium
