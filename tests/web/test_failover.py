@@ -116,7 +116,8 @@ def test_it_moves_every_viewer_to_the_surviving_process_within_5_s(workshop):
         assert version_of(ws.recv(timeout=10)) == before["version"]
     victim, survivor = workshop.servers
     on_victim = [i for i, ws in enumerate(viewers) if upstream_port(ws) == victim.port]
-    # Round robin put viewers on both processes; otherwise the kill would test nothing (or everything).
+    # nginx put viewers on both processes (fewest open connections first); otherwise the kill would test nothing
+    # (or everything).
     assert 0 < len(on_victim) < len(viewers), [upstream_port(ws) for ws in viewers]
 
     killed_at = time.monotonic()
