@@ -12,6 +12,8 @@ moves, follow-me and answer counts reach every page of the room ("room-<id>").
 
 from __future__ import annotations
 
+import functools
+
 import hashlib
 import hmac
 import logging
@@ -219,19 +221,28 @@ def room_answers(room_id: str, item: int, ns: list[int]) -> dict[int, list[int]]
         return out
     rows = Command.objects.filter(session__seat__workshop_id=room_id, session__seat__item=item,
                                   session__seat__attendee__isnull=False, dropped=False, entry__predict__n__in=ns)
-    for entry in rows.values_list("entry", flat=True):
-        out[int(entry["predict"]["n"])].append(int(entry["predict"]["choice"]))
+    # The two numbers, not each command's whole entry: decoding 120 entries per command was a tenth of the servers'
+    # CPU at 40 attendees (tools/bench/workshop.py).
+    for n, choice in rows.values_list("entry__predict__n", "entry__predict__choice"):
+        out[int(n)].append(int(choice))
     return out
+
+
+@functools.lru_cache(maxsize=64)
+def _scenario_of(text_id: str, scenario_id: str) -> Any:
+    """An agenda item's scenario, parsed once per process: its text is stored under its content's hash, so it never
+    changes (the board renders the room's answers several times a second)."""
+    from playground.scenario import parse_scenario
+
+    return parse_scenario(ScenarioText.objects.get(pk=text_id).text, f"{scenario_id}.yaml")
 
 
 def questions(room: Workshop, item: int) -> list[dict[str, Any]]:
     """The agenda item's questions with the room's answers so far (the board's panel)."""
     from playground.exercise import distribution
-    from playground.scenario import parse_scenario
 
     entry = room.agenda[item]
-    scenario = parse_scenario(ScenarioText.objects.get(pk=entry["text"]).text, f"{entry['id']}.yaml")
-    asked = [s for s in scenario.steps if s.predict]
+    asked = [s for s in _scenario_of(entry["text"], entry["id"]).steps if s.predict]
     given = room_answers(room.pk, item, [s.index for s in asked])
     out = []
     for s in asked:
