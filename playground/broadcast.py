@@ -23,7 +23,6 @@ from django.utils import translation
 
 from playground import panels
 from playground.i18n import LANGS
-from playground.models import Session
 
 log = logging.getLogger(__name__)
 
@@ -161,7 +160,7 @@ def publish(live: Any, langs: Iterable[str] | None = None) -> None:
     from playground.session import group_name, store
 
     if langs is None:
-        langs = store.viewer_langs(Session.objects.filter(pk=live.session_id).values_list("viewer_langs", flat=True).first() or "")
+        langs = store.viewer_langs(live.session_id)
     contexts = panels.contexts(live, view_of(live))
     html, scrub = fragments(live, langs=langs, contexts=contexts)
     layer = get_channel_layer()

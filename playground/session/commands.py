@@ -139,7 +139,7 @@ def commit(session_id: str, mutate: Callable[[Live], Change], *, publish: bool =
     if publish:
         from playground.broadcast import publish as _publish
 
-        _publish(live, store.viewer_langs(row.viewer_langs))
+        _publish(live, store.parse_langs(row.viewer_langs))
     return live, change
 
 

@@ -31,16 +31,26 @@ def drive_key(session_id: str) -> str:
     return Session.objects.filter(pk=session_id).values_list("drive_key", flat=True).first() or ""
 
 
-def viewer_langs(value: str) -> tuple[str, ...]:
+def parse_langs(value: str) -> tuple[str, ...]:
+    """Session.viewer_langs (",en,zh-hans,") as a tuple."""
     return tuple(lang for lang in value.split(",") if lang)
+
+
+def _stored_langs(session_id: str) -> str | None:
+    return Session.objects.filter(pk=session_id).values_list("viewer_langs", flat=True).first()
+
+
+def viewer_langs(session_id: str) -> tuple[str, ...]:
+    """The languages the session's pages have been opened in (its updates are rendered in these)."""
+    return parse_langs(_stored_langs(session_id) or "")
 
 
 def add_viewer_lang(session_id: str, lang: str) -> None:
     """A page of the session opened in `lang`: its updates are rendered in it from now on (a write only the first
     time; compare-and-set, so that two pages opening at once in two languages both count)."""
     for _attempt in range(5):
-        now = Session.objects.filter(pk=session_id).values_list("viewer_langs", flat=True).first()
-        if now is None or lang in viewer_langs(now):
+        now = _stored_langs(session_id)
+        if now is None or lang in parse_langs(now):
             return
         if Session.objects.filter(pk=session_id, viewer_langs=now).update(viewer_langs=f"{now or ','}{lang},"):
             return
