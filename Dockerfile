@@ -23,7 +23,7 @@ COPY --chown=app:app . /app
 RUN pip install -c requirements.lock .
 USER app
 
-# The image always runs in production mode (playground/deploy.py): DEBUG off, the secret key from DJANGO_SECRET_KEY
+# The image always runs in production mode (playground/deploy/production.py): DEBUG off, the secret key from DJANGO_SECRET_KEY
 # or made on first start into /app/var/secret_key (mode 0600; docker-compose.yml keeps /app/var in a volume), hosts
 # from PLAYGROUND_PUBLIC_URL, static files served by WhiteNoise. Without DATABASE_URL, SQLite in /app/var too.
 # Static files are collected here, at build time, into /app/staticfiles: hashed names, .gz variants, a manifest.

@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(VENV)/bin/pip -q --disable-pip-version-check
 HOST   ?= 127.0.0.1
 PORT   ?= 8000
-# Production mode (playground/deploy.py) whenever the server is reachable from elsewhere: HOST not a loopback address
+# Production mode (playground/deploy/production.py) whenever the server is reachable from elsewhere: HOST not a loopback address
 # (127.x, ::1, localhost), or PLAYGROUND_PUBLIC_URL set, or PLAYGROUND_MODE=production. Then `make run` runs DEBUG off,
 # with a secret key kept in var/secret_key, static files collected and served by WhiteNoise, and prints the join link.
 PRODUCTION := $(strip $(filter-out 127.% localhost ::1 [::1],$(HOST)) $(PLAYGROUND_PUBLIC_URL) \

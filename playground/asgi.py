@@ -19,7 +19,7 @@ from playground.routing import websocket_urlpatterns  # noqa: E402
 if settings.KAFKA_BOOTSTRAP_SERVERS or settings.KAFKA4_BOOTSTRAP_SERVERS:
     # Topics a killed server process left on the cluster: deleted once its owner is known dead (never a live
     # process's); in a thread, so that the server does not wait for the cluster to start.
-    from playground.kafka.owners import sweep_at_startup  # noqa: E402
+    from playground.kafka.owners import sweep_at_startup
 
     sweep_at_startup()
 

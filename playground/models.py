@@ -22,7 +22,7 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
-from playground.spec import Profile, parse_profile
+from playground.engine.spec import Profile, parse_profile
 
 
 def new_slug() -> str:
@@ -55,10 +55,12 @@ class ScenarioText(models.Model):
         return f"scenario text {self.id} ({self.scenario_id})"
 
     @classmethod
-    def store(cls, text: str, scenario_id: str, *, shared: bool = False) -> "ScenarioText":
+    def store(cls, text: str, scenario_id: str, *, shared: bool = False) -> ScenarioText:
         """The row for this text, created if new; sharing is never taken back by storing the text again."""
         text = normalise_text(text)
-        row, _created = cls.objects.get_or_create(id=text_id(text), defaults={"text": text, "scenario_id": scenario_id, "shared": shared})
+        row, _created = cls.objects.get_or_create(
+            id=text_id(text), defaults={"text": text, "scenario_id": scenario_id, "shared": shared}
+        )
         if shared and not row.shared:
             cls.objects.filter(pk=row.pk).update(shared=True)
             row.shared = True
@@ -135,7 +137,9 @@ class Command(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["session", "seq"], condition=Q(dropped=False), name="one_live_command_per_seq"),
+            models.UniqueConstraint(
+                fields=["session", "seq"], condition=Q(dropped=False), name="one_live_command_per_seq"
+            ),
         ]
         indexes = [models.Index(fields=["session", "seq"], name="command_session_seq")]
 

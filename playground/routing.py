@@ -1,6 +1,6 @@
 from django.urls import path
 
-from playground import consumers, inspectviews
+from playground.web import consumers, inspectviews
 
 websocket_urlpatterns = [
     path("ws/s/<str:sid>/", consumers.SessionConsumer.as_asgi()),

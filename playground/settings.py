@@ -1,17 +1,18 @@
 """Django settings. Embedded defaults (SQLite, in-memory channel layer, the simulator) so `make run` works on a
 bare machine; DATABASE_URL, REDIS_URL and KAFKA_BOOTSTRAP_SERVERS switch on the real parts. Production mode
-(PLAYGROUND_MODE=production, or PLAYGROUND_PUBLIC_URL set; playground/deploy.py) is for serving a room: DEBUG off, a
+(PLAYGROUND_MODE=production, or PLAYGROUND_PUBLIC_URL set; playground/deploy/production.py) is for serving a room: DEBUG off, a
 kept secret key, hosts and origins from the public URL, https settings when it is https, static files by WhiteNoise."""
 
 import os
 from pathlib import Path
 
-from playground import clientaddr, dburl, deploy
+from playground.deploy import clientaddr, dburl
+from playground.deploy import production as deploy
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("PLAYGROUND_VAR_DIR", BASE_DIR / "var"))
 
-# Production mode (playground/deploy.py): PLAYGROUND_MODE=production, or PLAYGROUND_PUBLIC_URL set (and PLAYGROUND_MODE
+# Production mode (playground/deploy/production.py): PLAYGROUND_MODE=production, or PLAYGROUND_PUBLIC_URL set (and PLAYGROUND_MODE
 # unset). `make run` with a non-loopback HOST and the Docker image turn it on. Everything that differs is below.
 PLAYGROUND_PRODUCTION = deploy.production_mode()
 PLAYGROUND_PUBLIC = None  # production mode: the parsed PLAYGROUND_PUBLIC_URL (deploy.PublicURL), if set
@@ -53,13 +54,13 @@ MIDDLEWARE = [
 ]
 if PLAYGROUND_PRODUCTION:
     # WhiteNoise serves /static/ (hashed names from collectstatic, gzip/brotli variants, far-future Cache-Control)
-    # right after SecurityMiddleware, in an async-capable wrapper (playground/staticfiles.py says why);
+    # right after SecurityMiddleware, in an async-capable wrapper (playground/deploy/staticfiles.py says why);
     # playground/asgi.py then leaves out Django's ASGIStaticFilesHandler. Before both: X-Forwarded-Proto counts
-    # only when a trusted proxy sent it (playground/clientaddr.py).
+    # only when a trusted proxy sent it (playground/deploy/clientaddr.py).
     MIDDLEWARE = [
-        "playground.clientaddr.TrustedProxyHeadersMiddleware",
+        "playground.deploy.clientaddr.TrustedProxyHeadersMiddleware",
         MIDDLEWARE[0],
-        "playground.staticfiles.AsyncWhiteNoiseMiddleware",
+        "playground.deploy.staticfiles.AsyncWhiteNoiseMiddleware",
         *MIDDLEWARE[1:],
     ]
 
@@ -74,6 +75,11 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.template.context_processors.i18n",
             ],
+            # The template tags live in the web layer (playground/web/templatetags), not in the app's own folder.
+            "libraries": {
+                "playground": "playground.web.templatetags.playground",
+                "comparetags": "playground.web.templatetags.comparetags",
+            },
         },
     }
 ]
@@ -81,14 +87,18 @@ ASGI_APPLICATION = "playground.asgi.application"
 
 
 def database_settings(url: str) -> dict:
-    """The DATABASES entry for a DATABASE_URL value (playground/dburl.py has the forms): postgres://user:password@
+    """The DATABASES entry for a DATABASE_URL value (playground/deploy/dburl.py has the forms): postgres://user:password@
     host:port/name (or postgresql://, or a unix socket) for PostgreSQL through psycopg 3, sqlite:///absolute/path for
     SQLite; "" for SQLite in PLAYGROUND_DB (default ./db.sqlite3), what `make run` has always used. A malformed URL
     raises ImproperlyConfigured naming DATABASE_URL, so the server stops at startup saying why."""
-    database = dburl.parse(url) if url else {
-        "ENGINE": "django.db.backends.sqlite3",
-        "NAME": os.environ.get("PLAYGROUND_DB", str(BASE_DIR / "db.sqlite3")),
-    }
+    database = (
+        dburl.parse(url)
+        if url
+        else {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": os.environ.get("PLAYGROUND_DB", str(BASE_DIR / "db.sqlite3")),
+        }
+    )
     if database["ENGINE"] == "django.db.backends.sqlite3":
         # Two Daphne processes may share one SQLite file; wait for the lock instead of failing.
         # WAL: readers never wait for the writer, and a commit costs no fsync (synchronous=NORMAL), which keeps
@@ -98,8 +108,11 @@ def database_settings(url: str) -> dict:
         # sync code in a thread of its own, so two pages can write at once; a deferred transaction that read first
         # and then writes after another commit gets "database is locked" at once (SQLITE_BUSY_SNAPSHOT: the
         # timeout does not apply), where an immediate one waits its turn.
-        database["OPTIONS"] = {"timeout": 20, "transaction_mode": "IMMEDIATE",
-                               "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"}
+        database["OPTIONS"] = {
+            "timeout": 20,
+            "transaction_mode": "IMMEDIATE",
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        }
     else:
         # A pool (Django's psycopg pool): a command used to cost 1.4 fresh connections, each a login (scram-sha-256
         # over TCP: tools/bench/workshop.py measured it as a quarter of the servers' CPU). CONN_MAX_AGE stays 0, as
@@ -112,7 +125,8 @@ def database_settings(url: str) -> dict:
         # DATABASE_POOL_TIMEOUT_S for a connection, then gets an error instead of hanging.
         database["CONN_MAX_AGE"] = 0
         database.setdefault("OPTIONS", {})["pool"] = {
-            "min_size": 1, "max_size": int(os.environ.get("DATABASE_POOL_MAX", "20")),
+            "min_size": 1,
+            "max_size": int(os.environ.get("DATABASE_POOL_MAX", "20")),
             "timeout": float(os.environ.get("DATABASE_POOL_TIMEOUT_S", "10")),
         }
     return database
@@ -176,7 +190,7 @@ if PLAYGROUND_PRODUCTION:
     }
 
 # Reverse proxies whose X-Forwarded-For (and X-Forwarded-Proto) are believed: comma-separated IP addresses and CIDR
-# networks; empty (the default) believes no one. playground/clientaddr.py: client_address(request_or_scope).
+# networks; empty (the default) believes no one. playground/deploy/clientaddr.py: client_address(request_or_scope).
 PLAYGROUND_TRUSTED_PROXIES = os.environ.get("PLAYGROUND_TRUSTED_PROXIES", "")
 clientaddr.parse_networks(PLAYGROUND_TRUSTED_PROXIES)  # a typo stops the server at startup, naming the variable
 
@@ -196,12 +210,16 @@ if PLAYGROUND_PRODUCTION and PLAYGROUND_PUBLIC and PLAYGROUND_PUBLIC.secure:
         # Behind a TLS proxy Daphne sees plain http; the proxy says https in X-Forwarded-Proto. Believed only from
         # the trusted proxies: TrustedProxyHeadersMiddleware drops it from anyone else.
         SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
-    SILENCED_SYSTEM_CHECKS = [] if SECURE_HSTS_PRELOAD else [
-        # security.W021 (no HSTS "preload"): preloading puts the whole registered domain and all its subdomains on
-        # the browsers' built-in https-only list, a decision for the domain's owner (hstspreload.org), not for an
-        # app on one of its hosts. PLAYGROUND_HSTS_PRELOAD=1 opts in (and then nothing is silenced).
-        "security.W021",
-    ]
+    SILENCED_SYSTEM_CHECKS = (
+        []
+        if SECURE_HSTS_PRELOAD
+        else [
+            # security.W021 (no HSTS "preload"): preloading puts the whole registered domain and all its subdomains on
+            # the browsers' built-in https-only list, a decision for the domain's owner (hstspreload.org), not for an
+            # app on one of its hosts. PLAYGROUND_HSTS_PRELOAD=1 opts in (and then nothing is silenced).
+            "security.W021",
+        ]
+    )
 elif PLAYGROUND_PRODUCTION:
     # Plain http on a LAN (a workshop room, a laptop on 0.0.0.0): there is no https to redirect to, to pin or to
     # keep cookies on. These checks cannot apply, and only these are silenced; every other `check --deploy` check
@@ -228,7 +246,7 @@ LOGGING = {
 }
 
 # The dashboard (playground/session.py, limits.py): pause between steps of "run", live backends kept per process,
-# per-session and per-client limits (see playground/limits.py for the names and defaults).
+# per-session and per-client limits (see playground/session/limits.py for the names and defaults).
 PLAYGROUND_RUN_STEP_MS = int(os.environ.get("PLAYGROUND_RUN_STEP_MS", "800"))
 PLAYGROUND_LIVE_SESSIONS = int(os.environ.get("PLAYGROUND_LIVE_SESSIONS", "200"))
 # Simulator checkpoints (every 100 commands of a session, so that going back or scrubbing replays at most 99):
@@ -247,7 +265,9 @@ PLAYGROUND_BACKENDS = dict(
 # patterns (`orders,payments-*`); a topic or transactional id they do not match is never read nor shown.
 INSPECTOR_KEY = os.environ.get("INSPECTOR_KEY", "")
 INSPECTOR_TOPICS = [p.strip() for p in os.environ.get("INSPECTOR_TOPICS", "").split(",") if p.strip()]
-INSPECTOR_TRANSACTIONAL_IDS = [p.strip() for p in os.environ.get("INSPECTOR_TRANSACTIONAL_IDS", "").split(",") if p.strip()]
+INSPECTOR_TRANSACTIONAL_IDS = [
+    p.strip() for p in os.environ.get("INSPECTOR_TRANSACTIONAL_IDS", "").split(",") if p.strip()
+]
 INSPECTOR_VALUE_MAX_CHARS = int(os.environ.get("INSPECTOR_VALUE_MAX_CHARS", "64"))  # keys and values shown cut to this
 INSPECTOR_HASH_VALUES = os.environ.get("INSPECTOR_HASH_VALUES", "") in ("1", "true", "yes")  # sha256 instead of text
 INSPECTOR_FETCH_MAX_BYTES = int(os.environ.get("INSPECTOR_FETCH_MAX_BYTES", str(256 * 1024)))  # per Fetch request

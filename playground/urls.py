@@ -1,6 +1,6 @@
 from django.urls import include, path
 
-from playground import commands, inspectviews, roomviews, views
+from playground.web import commands, inspectviews, roomviews, views
 
 SID = "s/<str:sid>/"
 
@@ -27,7 +27,7 @@ urlpatterns = [
     path("w/<str:code>/move/", roomviews.move, name="room-move"),
     path("w/<str:code>/follow/", roomviews.follow, name="room-follow"),
     path("w/<str:code>/questions/", roomviews.questions_fragment, name="room-questions"),
-    # Watch your own cluster (read-only; every route behind INSPECTOR_KEY): playground/inspectviews.py
+    # Watch your own cluster (read-only; every route behind INSPECTOR_KEY): playground/web/inspectviews.py
     path("inspect/", inspectviews.page, name="inspect"),
     path("inspect/key/", inspectviews.key, name="inspect-key"),
     path("inspect/forget/", inspectviews.forget, name="inspect-forget"),
@@ -42,5 +42,7 @@ urlpatterns = [
     path(SID + "run/", views.run, name="run"),
 ] + [
     # Every other command of the table, by name (the templates and broadcast.urls reverse these).
-    path(SID + f"{name}/", views.command, {"name": name}, name=name) for name in commands.COMMANDS if name != "run"
+    path(SID + f"{name}/", views.command, {"name": name}, name=name)
+    for name in commands.COMMANDS
+    if name != "run"
 ]

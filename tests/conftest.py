@@ -30,8 +30,10 @@ def pytest_sessionfinish(session, exitstatus):
 def _wanted_database() -> str:
     kind = os.environ.get(TEST_DATABASE, "").strip().lower()
     if kind not in ("", "sqlite", "postgres"):
-        pytest.exit(f"{TEST_DATABASE}={kind!r}: expected 'postgres', or unset (or 'sqlite') for SQLite",
-                    returncode=pytest.ExitCode.USAGE_ERROR)
+        pytest.exit(
+            f"{TEST_DATABASE}={kind!r}: expected 'postgres', or unset (or 'sqlite') for SQLite",
+            returncode=pytest.ExitCode.USAGE_ERROR,
+        )
     return kind
 
 
@@ -52,8 +54,10 @@ def throwaway_postgres():
         server = pg.start()
     except pg.Unavailable as exc:
         # Not pytest.fail: that would repeat the same error once per test. One clear line and a failed run.
-        pytest.exit(f"{TEST_DATABASE}=postgres, but the throw-away PostgreSQL could not be started: {exc}",
-                    returncode=pytest.ExitCode.TESTS_FAILED)
+        pytest.exit(
+            f"{TEST_DATABASE}=postgres, but the throw-away PostgreSQL could not be started: {exc}",
+            returncode=pytest.ExitCode.TESTS_FAILED,
+        )
     previous = os.environ.get("DATABASE_URL")
     os.environ["DATABASE_URL"] = server.socket_url()
     try:

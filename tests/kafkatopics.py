@@ -38,7 +38,12 @@ def create_topic(admin: AdminClient, name: str, partitions: int = 1) -> str:
     deadline = time.monotonic() + 15
     while True:  # until every partition has a leader
         md = admin.list_topics(name, timeout=5).topics.get(name)
-        if md and not md.error and len(md.partitions) == partitions and all(p.leader >= 0 for p in md.partitions.values()):
+        if (
+            md
+            and not md.error
+            and len(md.partitions) == partitions
+            and all(p.leader >= 0 for p in md.partitions.values())
+        ):
             break
         assert time.monotonic() < deadline, f"{name} has no leaders"
         time.sleep(0.1)
@@ -53,5 +58,5 @@ def drop_topics(admin: AdminClient, prefix: str) -> None:
         for fut in admin.delete_topics(topics, operation_timeout=10).values():
             try:
                 fut.result(timeout=15)
-            except Exception:  # noqa: BLE001 - cleanup
+            except Exception:
                 pass

@@ -24,7 +24,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from playground import procs
+from playground.deploy import procs
 
 USER = "playground"  # the superuser initdb creates (whatever OS user runs the server)
 DATABASE = "playground"  # created after start: what DATABASE_URL names; pytest-django creates test_playground
@@ -65,14 +65,19 @@ class Unavailable(RuntimeError):
 
 def bin_dir() -> Path:
     """The newest /usr/lib/postgresql/<major>/bin (Debian's layout), else wherever initdb is on PATH."""
-    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"), key=lambda p: int(Path(p).parent.parent.name) if Path(p).parent.parent.name.isdigit() else 0)
+    found = sorted(
+        glob.glob("/usr/lib/postgresql/*/bin/initdb"),
+        key=lambda p: int(Path(p).parent.parent.name) if Path(p).parent.parent.name.isdigit() else 0,
+    )
     if found:
         return Path(found[-1]).parent
     on_path = shutil.which("initdb")
     if on_path:
         return Path(on_path).parent
-    raise Unavailable("PostgreSQL's server binaries (initdb, pg_ctl) are not installed: "
-                      "`apt-get install -y postgresql` (tools/system-deps.sh does it)")
+    raise Unavailable(
+        "PostgreSQL's server binaries (initdb, pg_ctl) are not installed: "
+        "`apt-get install -y postgresql` (tools/system-deps.sh does it)"
+    )
 
 
 def _as_user() -> tuple[list[str], pwd.struct_passwd | None]:
@@ -82,8 +87,10 @@ def _as_user() -> tuple[list[str], pwd.struct_passwd | None]:
     try:
         owner = pwd.getpwnam("postgres")
     except KeyError:
-        raise Unavailable("running as root, and initdb/postgres refuse root; the `postgres` system user (made by "
-                          "Debian's postgresql package) is missing: `apt-get install -y postgresql`") from None
+        raise Unavailable(
+            "running as root, and initdb/postgres refuse root; the `postgres` system user (made by "
+            "Debian's postgresql package) is missing: `apt-get install -y postgresql`"
+        ) from None
     runuser = shutil.which("runuser")
     if not runuser:
         raise Unavailable("running as root and `runuser` (util-linux) is missing: cannot run initdb as `postgres`")
@@ -126,8 +133,12 @@ class Server:
     def stop(self) -> None:
         """Stop the server (fast: disconnect clients, no waiting for them) and delete everything it wrote."""
         if self.data.exists():
-            subprocess.run([*self.as_user, str(self.pg_ctl), "stop", "-D", str(self.data), "-m", "fast", "-w", "-t", "30"],
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=self.root)
+            subprocess.run(
+                [*self.as_user, str(self.pg_ctl), "stop", "-D", str(self.data), "-m", "fast", "-w", "-t", "30"],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                cwd=self.root,
+            )
         if self.watchdog.stdin and not self.watchdog.stdin.closed:
             self.watchdog.stdin.close()  # the watchdog's own stop finds nothing running, and removes the dir
         try:
@@ -162,9 +173,26 @@ def start(timeout: float = 60) -> Server:
         pwfile.chmod(0o600)
         # Trust on the socket (its directory is 0700: only its owner, or root, gets in); a password over TCP, so
         # that no other local user can use the loopback port.
-        _run([*as_user, str(bindir / "initdb"), "-D", str(root / "data"), "-U", USER, f"--pwfile={pwfile}",
-              "--auth-local=trust", "--auth-host=scram-sha-256", "-E", "UTF8", "--locale=C", "--no-sync",
-              "--no-instructions"], "initdb", root)
+        _run(
+            [
+                *as_user,
+                str(bindir / "initdb"),
+                "-D",
+                str(root / "data"),
+                "-U",
+                USER,
+                f"--pwfile={pwfile}",
+                "--auth-local=trust",
+                "--auth-host=scram-sha-256",
+                "-E",
+                "UTF8",
+                "--locale=C",
+                "--no-sync",
+                "--no-instructions",
+            ],
+            "initdb",
+            root,
+        )
         pwfile.unlink()
         server = None
         for attempt in range(3):  # a free port can be taken between our probe and the server's bind
@@ -174,26 +202,57 @@ def start(timeout: float = 60) -> Server:
                 f.write(SERVER_CONF.format(port=port, socket_dir=root))
             if watchdog is None:
                 watchdog = subprocess.Popen(
-                    [sys.executable, "-c", _WATCHDOG, " ".join(as_user), str(bindir / "pg_ctl"), str(root / "data"), str(root)],
-                    stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                    [
+                        sys.executable,
+                        "-c",
+                        _WATCHDOG,
+                        " ".join(as_user),
+                        str(bindir / "pg_ctl"),
+                        str(root / "data"),
+                        str(root),
+                    ],
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
                     start_new_session=True,
                 )
             log = root / "server.log"
             done = subprocess.run(
-                [*as_user, str(bindir / "pg_ctl"), "start", "-D", str(root / "data"), "-l", str(log), "-w",
-                 "-t", str(int(timeout))], cwd=root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                [
+                    *as_user,
+                    str(bindir / "pg_ctl"),
+                    "start",
+                    "-D",
+                    str(root / "data"),
+                    "-l",
+                    str(log),
+                    "-w",
+                    "-t",
+                    str(int(timeout)),
+                ],
+                cwd=root,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+            )
             if done.returncode == 0:
                 server = Server(root, port, password, bindir / "pg_ctl", as_user, watchdog)
                 break
             tail = log.read_text(errors="replace")[-3000:] if log.exists() else ""
             if "Address already in use" not in tail or attempt == 2:
-                raise Unavailable(f"pg_ctl start failed with exit status {done.returncode}:\n{done.stdout[-1000:]}\n{tail}")
+                raise Unavailable(
+                    f"pg_ctl start failed with exit status {done.returncode}:\n{done.stdout[-1000:]}\n{tail}"
+                )
         _create_database(server)
         return server
     except BaseException:
         if watchdog is not None:
-            subprocess.run([*as_user, str(bindir / "pg_ctl"), "stop", "-D", str(root / "data"), "-m", "immediate"],
-                           cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            subprocess.run(
+                [*as_user, str(bindir / "pg_ctl"), "stop", "-D", str(root / "data"), "-m", "immediate"],
+                cwd=root,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
             watchdog.stdin.close()
             watchdog.wait(timeout=30)
         shutil.rmtree(root, ignore_errors=True)

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from playground.engine.spec import DEFAULT_PROFILE, KAFKA_RELEASES, Profile, parse_profile
 from playground.kafka import clusters
-from playground.spec import DEFAULT_PROFILE, KAFKA_RELEASES, Profile, parse_profile
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -36,10 +36,13 @@ def test_it_takes_each_part_of_a_profile_from_text_over_a_base():
     assert parse_profile(None, None, base=Profile("4", "java")) == Profile("4", "java")
 
 
-@pytest.mark.parametrize(("kafka", "client", "message"), [
-    ("4.0", None, "kafka: '4.0' is not a Kafka version of this playground (3.9, 4)"),
-    (None, "jvm", "client: 'jvm' is not a client of this playground (librdkafka, java)"),
-])
+@pytest.mark.parametrize(
+    ("kafka", "client", "message"),
+    [
+        ("4.0", None, "kafka: '4.0' is not a Kafka version of this playground (3.9, 4)"),
+        (None, "jvm", "client: 'jvm' is not a client of this playground (librdkafka, java)"),
+    ],
+)
 def test_it_names_the_field_of_a_value_outside_the_allowed_set(kafka, client, message):
     with pytest.raises(ValueError) as info:
         parse_profile(kafka, client)
@@ -49,7 +52,15 @@ def test_it_names_the_field_of_a_value_outside_the_allowed_set(kafka, client, me
 def test_it_tells_a_brokers_release_line_from_the_metadata_version_it_supports():
     # MetadataVersion.java: IBP_3_9_IV0 = 21, IBP_4_0_IV0 = 22, IBP_4_4_IV0 = 31, IBP_4_4_IV2 = 33, IBP_4_5_IV0 = 34
     assert [clusters.release_line(level) for level in (20, 21, 22, 25, 31, 33, 34, 40)] == [
-        "older than 3.9", "3.9", "4.0", "4.0", "4.4", "4.4", "4.5 or newer", "4.5 or newer"]
+        "older than 3.9",
+        "3.9",
+        "4.0",
+        "4.0",
+        "4.4",
+        "4.4",
+        "4.5 or newer",
+        "4.5 or newer",
+    ]
     assert clusters.line_of(Profile("4").release) == "4.4" and clusters.line_of(Profile("3.9").release) == "3.9"
 
 
@@ -74,7 +85,9 @@ class _Wire:
 
 def test_it_reads_the_clusters_finalized_transaction_version_rather_than_assuming_it():
     kafka4 = _Versions(33, {"metadata.version": 33, "transaction.version": 2})
-    assert clusters.check(_Wire(kafka4, kafka4), Profile("4"), "KAFKA4_BOOTSTRAP_SERVERS") == clusters.ClusterVersion("4.4", 33, 2)
+    assert clusters.check(_Wire(kafka4, kafka4), Profile("4"), "KAFKA4_BOOTSTRAP_SERVERS") == clusters.ClusterVersion(
+        "4.4", 33, 2
+    )
     kafka4_tv1 = _Versions(33, {"metadata.version": 33, "transaction.version": 1})
     assert clusters.check(_Wire(kafka4_tv1), Profile("4"), "KAFKA4_BOOTSTRAP_SERVERS").transaction_version == 1
     kafka39 = _Versions(21, {"metadata.version": 21})  # 3.9 lists no level for transaction.version: 0
@@ -86,7 +99,7 @@ def test_it_refuses_a_cluster_of_another_version_or_without_the_transaction_vers
     with pytest.raises(clusters.ClusterMismatch) as info:
         clusters.check(_Wire(kafka39), Profile("4"), "KAFKA4_BOOTSTRAP_SERVERS")
     assert str(info.value).startswith("the cluster in KAFKA4_BOOTSTRAP_SERVERS runs Kafka 3.9, not Kafka 4.4.0")
-    with pytest.raises(clusters.ClusterMismatch, match="finalized transaction.version 1"):
+    with pytest.raises(clusters.ClusterMismatch, match=r"finalized transaction\.version 1"):
         clusters.check(_Wire(kafka4), Profile("4", "java"), "KAFKA4_BOOTSTRAP_SERVERS")
-    with pytest.raises(clusters.ClusterMismatch, match="broker 1 3.9, broker 2 4.4"):
+    with pytest.raises(clusters.ClusterMismatch, match=r"broker 1 3\.9, broker 2 4\.4"):
         clusters.check(_Wire(kafka39, kafka4), Profile("4"), "KAFKA4_BOOTSTRAP_SERVERS")

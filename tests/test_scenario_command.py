@@ -10,7 +10,7 @@ import pytest
 from django.core.management import call_command
 
 import playground.scenario.run as scenario_module
-from playground.spec import Profile
+from playground.engine.spec import Profile
 from tests.test_scenario_runner import RAW, TEXT, ScriptedBackend
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -20,7 +20,9 @@ ROOT = Path(__file__).resolve().parents[1]
 def scripted(monkeypatch):
     """`--backend sim` answered by the scripted stand-in: A's commit is fenced, observe() returns RAW."""
     outcomes = {"A.commit_transaction": "_FENCED"}
-    monkeypatch.setattr(scenario_module, "make_backend", lambda name, cluster, actors, **kw: ScriptedBackend(outcomes, RAW))
+    monkeypatch.setattr(
+        scenario_module, "make_backend", lambda name, cluster, actors, **kw: ScriptedBackend(outcomes, RAW)
+    )
     return outcomes
 
 
@@ -100,10 +102,15 @@ def test_it_lists_the_library(tmp_path):
 
 def test_it_prints_no_traceback_for_an_invalid_file_from_the_shell(tmp_path):
     path = write(tmp_path, TEXT.replace("partition: 0, value: txn1-p0", "partition: 5, value: txn1-p0"))
-    result = subprocess.run([sys.executable, "manage.py", "scenario", "run", path], cwd=ROOT, capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, "manage.py", "scenario", "run", path], cwd=ROOT, capture_output=True, text=True
+    )
     assert result.returncode == 2
     assert "Traceback" not in result.stderr and result.stdout == ""
-    assert result.stderr.strip() == f"{path}:17: steps[2].A.produce.partition: partition 5 is out of range: orders has 2 partition(s), 0..1"
+    assert (
+        result.stderr.strip()
+        == f"{path}:17: steps[2].A.produce.partition: partition 5 is out of range: orders has 2 partition(s), 0..1"
+    )
 
 
 LIBRARY_FILE = str(ROOT / "scenarios" / "02-zombie-fencing.yaml")
@@ -112,9 +119,19 @@ LIBRARY_FILE = str(ROOT / "scenarios" / "02-zombie-fencing.yaml")
 def test_it_runs_a_scenario_in_the_profile_the_flags_name_and_says_so_in_the_observation():
     code, out, err = command("run", LIBRARY_FILE, "--kafka", "4", "--client", "librdkafka", "--json")
     assert code == 0, err
-    assert json.loads(out)["profile"] == {"kafka": "4", "release": "4.4.0", "client": "librdkafka", "transaction_version": 2}
+    assert json.loads(out)["profile"] == {
+        "kafka": "4",
+        "release": "4.4.0",
+        "client": "librdkafka",
+        "transaction_version": 2,
+    }
     code, out, _ = command("run", LIBRARY_FILE, "--json")
-    assert json.loads(out)["profile"] == {"kafka": "3.9", "release": "3.9.1", "client": "librdkafka", "transaction_version": 0}
+    assert json.loads(out)["profile"] == {
+        "kafka": "3.9",
+        "release": "3.9.1",
+        "client": "librdkafka",
+        "transaction_version": 0,
+    }
 
 
 def test_it_lets_a_flag_override_the_profile_a_file_names(tmp_path):
@@ -127,7 +144,7 @@ def test_it_lets_a_flag_override_the_profile_a_file_names(tmp_path):
 
 
 def test_it_exits_3_naming_what_is_missing_when_the_backend_cannot_run_the_profile(monkeypatch):
-    from playground.backend import ProfileError
+    from playground.engine.backend import ProfileError
 
     asked = []
 
@@ -139,13 +156,25 @@ def test_it_exits_3_naming_what_is_missing_when_the_backend_cannot_run_the_profi
     code, out, err = command("run", LIBRARY_FILE, "--backend", "kafka", "--client", "java", "--kafka", "4")
     assert code == 3 and out == ""
     assert asked == [Profile("4", "java")]
-    assert err.strip() == f"{LIBRARY_FILE}: backend kafka could not run: the real-cluster backend has no java worker yet"
+    assert (
+        err.strip() == f"{LIBRARY_FILE}: backend kafka could not run: the real-cluster backend has no java worker yet"
+    )
 
 
 def test_it_refuses_a_kafka_version_or_client_it_does_not_have():
-    result = subprocess.run([sys.executable, "manage.py", "scenario", "run", LIBRARY_FILE, "--kafka", "4.0"], cwd=ROOT,
-                            capture_output=True, text=True)
-    assert result.returncode != 0 and "argument --kafka: invalid choice: '4.0' (choose from '3.9', '4')" in result.stderr
-    result = subprocess.run([sys.executable, "manage.py", "scenario", "run", LIBRARY_FILE, "--client", "jvm"], cwd=ROOT,
-                            capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, "manage.py", "scenario", "run", LIBRARY_FILE, "--kafka", "4.0"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert (
+        result.returncode != 0 and "argument --kafka: invalid choice: '4.0' (choose from '3.9', '4')" in result.stderr
+    )
+    result = subprocess.run(
+        [sys.executable, "manage.py", "scenario", "run", LIBRARY_FILE, "--client", "jvm"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     assert result.returncode != 0 and "argument --client: invalid choice: 'jvm'" in result.stderr

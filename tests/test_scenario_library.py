@@ -91,13 +91,15 @@ def test_it_gives_the_same_observation_for_the_same_seed():
 def test_it_runs_a_library_scenario_from_the_shell_and_exits_0():
     result = subprocess.run(
         [sys.executable, "manage.py", "scenario", "run", "scenarios/01-commit-and-abort.yaml", "--json"],
-        cwd=ROOT, capture_output=True, text=True,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
     )
     assert result.returncode == 0, result.stderr
     assert '"scenario": "commit-and-abort"' in result.stdout and '"failed": 0' in result.stdout
 
 
-CONTRACT_EXAMPLE = '''\
+CONTRACT_EXAMPLE = """\
 format: 1
 id: zombie-fencing
 title: {en: Two producers share one transactional.id, zh: 两个 producer 共用一个 transactional.id}
@@ -133,7 +135,7 @@ expect:
     orders-0: [txn1-p0, ABORT]
   transactions:
     order-pay: {state: Empty, epoch: 2}
-'''
+"""
 
 
 def test_it_reproduces_the_format_pages_example_observation_on_the_simulator():
@@ -144,9 +146,12 @@ def test_it_reproduces_the_format_pages_example_observation_on_the_simulator():
     assert observation["steps"][0] == {"index": 0, "step": "A.init_transactions", "outcome": "ok"}
     assert observation["steps"][4] == {"index": 5, "step": "A.commit_transaction", "outcome": "_FENCED"}
     assert observation["partitions"]["orders-0"] == {
-        "log": [{"offset": 0, "value": "txn1-p0", "producer": "P1", "epoch": 0, "transactional": True},
-                {"offset": 1, "control": "ABORT", "producer": "P1", "epoch": 1}],
-        "high_watermark": 2, "last_stable_offset": 2,
+        "log": [
+            {"offset": 0, "value": "txn1-p0", "producer": "P1", "epoch": 0, "transactional": True},
+            {"offset": 1, "control": "ABORT", "producer": "P1", "epoch": 1},
+        ],
+        "high_watermark": 2,
+        "last_stable_offset": 2,
     }
     assert observation["consumers"]["rc"]["orders-0"] == []
     assert observation["transactions"] == {"order-pay": {"state": "Empty", "producer": "P1", "epoch": 2}}

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from playground.engine.spec import Profile
 from playground.scenario import ScenarioError, load_library, load_scenario, parse_scenario, pick
-from playground.spec import Profile
 
 PATH = "scenarios/x.yaml"
 
@@ -86,13 +86,20 @@ def test_it_parses_the_contract_example_into_specs_and_steps():
     assert scenario.cluster.brokers == 3
     assert [(t.name, t.partitions) for t in scenario.cluster.topics] == [("orders", 3), ("audit", 1)]
     assert [s.label for s in scenario.steps] == [
-        "A.init_transactions", "A.begin_transaction", "A.produce", "note", "B.init_transactions",
-        "A.commit_transaction", "rc.poll",
+        "A.init_transactions",
+        "A.begin_transaction",
+        "A.produce",
+        "note",
+        "B.init_transactions",
+        "A.commit_transaction",
+        "rc.poll",
     ]
     produce = scenario.steps[2]
     assert produce.args == {"topic": "orders", "partition": 0, "value": "txn1-p0"}
     assert produce.index == 2 and produce.line == line_of(text, "A.produce")
-    assert scenario.steps[3].args == {"text": {"en": "B starts with the same transactional.id", "zh": "B 用同一个 transactional.id 启动"}}
+    assert scenario.steps[3].args == {
+        "text": {"en": "B starts with the same transactional.id", "zh": "B 用同一个 transactional.id 启动"}
+    }
     assert scenario.steps[5].expect == ("_FENCED",)
     assert scenario.expect["logs"] == {"orders-0": ["txn1-p0", "ABORT"]}
     assert scenario.expect["transactions"] == {"order-pay": {"state": "Empty", "epoch": 2}}
@@ -109,14 +116,20 @@ def test_it_gives_consumers_librdkafkas_read_committed_default_and_producers_ide
 
 
 def test_it_keeps_yaml_1_1_booleans_and_numbers_as_the_text_written():
-    scenario = parse(scenario_text("  - plain.produce: {topic: orders, key: 010, value: no}\n  - plain.produce: {topic: orders, key: yes, value: 1e3}\n  - plain.produce: {topic: orders, value: ~}\n"))
+    scenario = parse(
+        scenario_text(
+            "  - plain.produce: {topic: orders, key: 010, value: no}\n  - plain.produce: {topic: orders, key: yes, value: 1e3}\n  - plain.produce: {topic: orders, value: ~}\n"
+        )
+    )
     assert scenario.steps[0].args == {"topic": "orders", "key": "010", "value": "no"}
     assert scenario.steps[1].args == {"topic": "orders", "key": "yes", "value": "1e3"}
     assert scenario.steps[2].args == {"topic": "orders", "value": "~"}
 
 
 def test_it_keeps_yaml_1_1_lookalikes_as_text_in_expectations_too():
-    text = scenario_text(expect="  logs:\n    orders-0: [no, 010, 1e3, off]\n  consumers:\n    rc: {orders-1: [on, 0x1f]}\n")
+    text = scenario_text(
+        expect="  logs:\n    orders-0: [no, 010, 1e3, off]\n  consumers:\n    rc: {orders-1: [on, 0x1f]}\n"
+    )
     scenario = parse(text)
     assert scenario.expect["logs"]["orders-0"] == ["no", "010", "1e3", "off"]
     assert scenario.expect["consumers"]["rc"]["orders-1"] == ["on", "0x1f"]
@@ -128,12 +141,26 @@ def test_it_reads_integers_as_decimal_even_with_a_leading_zero():
 
 
 def test_it_converts_clock_durations_to_milliseconds():
-    scenario = parse(scenario_text("  - clock.advance: 61s\n  - clock.advance: 500ms\n  - clock.advance: 2m\n  - clock.advance: 192h\n  - clock.advance: {ms: 1500}\n"))
-    assert [s.args for s in scenario.steps] == [{"ms": 61000}, {"ms": 500}, {"ms": 120000}, {"ms": 691200000}, {"ms": 1500}]
+    scenario = parse(
+        scenario_text(
+            "  - clock.advance: 61s\n  - clock.advance: 500ms\n  - clock.advance: 2m\n  - clock.advance: 192h\n  - clock.advance: {ms: 1500}\n"
+        )
+    )
+    assert [s.args for s in scenario.steps] == [
+        {"ms": 61000},
+        {"ms": 500},
+        {"ms": 120000},
+        {"ms": 691200000},
+        {"ms": 1500},
+    ]
 
 
 def test_it_reads_broker_steps_and_the_coordinator_of_and_leader_of_extensions():
-    scenario = parse(scenario_text("  - broker.stop: 2\n  - broker.start: {broker: 2}\n  - broker.stop: {coordinator_of: order-pay, expect: ok}\n  - broker.stop: {leader_of: orders-2}\n"))
+    scenario = parse(
+        scenario_text(
+            "  - broker.stop: 2\n  - broker.start: {broker: 2}\n  - broker.stop: {coordinator_of: order-pay, expect: ok}\n  - broker.stop: {leader_of: orders-2}\n"
+        )
+    )
     assert [(s.label, dict(s.args), s.expect) for s in scenario.steps] == [
         ("broker.stop", {"broker": 2}, None),
         ("broker.start", {"broker": 2}, None),
@@ -143,11 +170,19 @@ def test_it_reads_broker_steps_and_the_coordinator_of_and_leader_of_extensions()
 
 
 def test_it_loads_again_what_step_to_dict_writes():
-    scenario = parse(scenario_text("  - clock.advance: 61s\n  - broker.stop: 3\n  - note: hello\n  - A.commit_transaction: {expect: [_FENCED, ok]}\n  - in.poll: {max: 2}\n"))
+    scenario = parse(
+        scenario_text(
+            "  - clock.advance: 61s\n  - broker.stop: 3\n  - note: hello\n  - A.commit_transaction: {expect: [_FENCED, ok]}\n  - in.poll: {max: 2}\n"
+        )
+    )
     import yaml
 
-    again = parse(scenario_text(textwrap.indent(yaml.safe_dump([s.to_dict() for s in scenario.steps], allow_unicode=True), "  ")))
-    assert [(s.actor, s.action, dict(s.args), s.expect) for s in again.steps] == [(s.actor, s.action, dict(s.args), s.expect) for s in scenario.steps]
+    again = parse(
+        scenario_text(textwrap.indent(yaml.safe_dump([s.to_dict() for s in scenario.steps], allow_unicode=True), "  "))
+    )
+    assert [(s.actor, s.action, dict(s.args), s.expect) for s in again.steps] == [
+        (s.actor, s.action, dict(s.args), s.expect) for s in scenario.steps
+    ]
 
 
 def test_it_treats_a_plain_string_title_as_english_and_falls_back_to_english():
@@ -172,21 +207,42 @@ def test_it_accepts_null_committed_offsets_in_group_expectations():
 
 
 def test_it_names_an_unknown_actor_and_lists_the_declared_ones():
-    text = scenario_text("  - A.init_transactions\n  - A.begin_transaction\n  - A.produce: {topic: orders, value: v}\n  - C.produce: {topic: orders, value: v}\n")
+    text = scenario_text(
+        "  - A.init_transactions\n  - A.begin_transaction\n  - A.produce: {topic: orders, value: v}\n  - C.produce: {topic: orders, value: v}\n"
+    )
     error = assert_error(text, "C.produce", "steps[3].C.produce", "unknown actor 'C'", "(actors: A, B, plain, rc, in)")
-    assert str(error) == f"{PATH}:{line_of(text, 'C.produce')}: steps[3].C.produce: unknown actor 'C' (actors: A, B, plain, rc, in)"
+    assert (
+        str(error)
+        == f"{PATH}:{line_of(text, 'C.produce')}: steps[3].C.produce: unknown actor 'C' (actors: A, B, plain, rc, in)"
+    )
 
 
 def test_it_names_an_action_the_actors_kind_does_not_have():
-    assert_error(scenario_text("  - rc.commit_transaction\n"), "rc.commit_transaction", "steps[0].rc.commit_transaction", "unknown action 'commit_transaction' for consumer 'rc'", "poll")
+    assert_error(
+        scenario_text("  - rc.commit_transaction\n"),
+        "rc.commit_transaction",
+        "steps[0].rc.commit_transaction",
+        "unknown action 'commit_transaction' for consumer 'rc'",
+        "poll",
+    )
 
 
 def test_it_suggests_the_action_that_was_probably_meant():
-    assert_error(scenario_text("  - A.comit_transaction\n"), "A.comit_transaction", "steps[0].A.comit_transaction", "did you mean 'commit_transaction'")
+    assert_error(
+        scenario_text("  - A.comit_transaction\n"),
+        "A.comit_transaction",
+        "steps[0].A.comit_transaction",
+        "did you mean 'commit_transaction'",
+    )
 
 
 def test_it_names_an_unknown_cluster_action():
-    assert_error(scenario_text("  - broker.restart: 2\n"), "broker.restart", "steps[0].broker.restart", "unknown action 'restart' for broker")
+    assert_error(
+        scenario_text("  - broker.restart: 2\n"),
+        "broker.restart",
+        "steps[0].broker.restart",
+        "unknown action 'restart' for broker",
+    )
 
 
 def test_it_names_a_step_that_is_not_actor_dot_action():
@@ -199,7 +255,12 @@ def test_it_names_a_wrong_argument_name():
 
 
 def test_it_names_an_argument_given_to_an_action_that_takes_none():
-    assert_error(scenario_text("  - A.commit_transaction: {timeout: 5}\n"), "A.commit", "steps[0].A.commit_transaction.timeout", "takes no argument")
+    assert_error(
+        scenario_text("  - A.commit_transaction: {timeout: 5}\n"),
+        "A.commit",
+        "steps[0].A.commit_transaction.timeout",
+        "takes no argument",
+    )
 
 
 def test_it_names_a_wrong_type():
@@ -229,12 +290,16 @@ def test_it_names_an_undeclared_topic_a_consumer_reads():
 
 def test_it_names_a_consumer_without_topics():
     text = HEAD.replace("rc: {consumer: {topics: [orders]}}", "rc: {consumer: {isolation.level: read_committed}}")
-    assert_error(scenario_text(head=text), "rc: {consumer", "actors.rc.consumer.topics", "a consumer names the topics it reads")
+    assert_error(
+        scenario_text(head=text), "rc: {consumer", "actors.rc.consumer.topics", "a consumer names the topics it reads"
+    )
 
 
 def test_it_names_a_partition_out_of_range():
     text = scenario_text("  - A.produce: {topic: orders, partition: 3, value: v}\n")
-    assert_error(text, "partition: 3", "steps[0].A.produce.partition", "out of range", "orders has 3 partition(s), 0..2")
+    assert_error(
+        text, "partition: 3", "steps[0].A.produce.partition", "out of range", "orders has 3 partition(s), 0..2"
+    )
 
 
 def test_it_names_an_unknown_consumer_in_from():
@@ -244,7 +309,9 @@ def test_it_names_an_unknown_consumer_in_from():
 
 def test_it_names_an_unknown_consumer_in_send_offsets():
     text = scenario_text("  - A.send_offsets_to_transaction: {consumer: reader}\n")
-    assert_error(text, "consumer: reader", "steps[0].A.send_offsets_to_transaction.consumer", "unknown consumer 'reader'")
+    assert_error(
+        text, "consumer: reader", "steps[0].A.send_offsets_to_transaction.consumer", "unknown consumer 'reader'"
+    )
 
 
 def test_it_names_a_consumer_without_a_group_in_send_offsets():
@@ -260,28 +327,54 @@ def test_it_names_a_duplicate_actor():
 
 def test_it_names_a_bad_duration():
     for bad in ("61", "61 seconds", "-5s", "soon"):
-        assert_error(scenario_text(f"  - clock.advance: {bad}\n"), "clock.advance", "steps[0].clock.advance", "duration such as 61s")
+        assert_error(
+            scenario_text(f"  - clock.advance: {bad}\n"),
+            "clock.advance",
+            "steps[0].clock.advance",
+            "duration such as 61s",
+        )
 
 
 def test_it_names_a_broker_id_out_of_range():
-    assert_error(scenario_text("  - broker.stop: 4\n"), "broker.stop", "steps[0].broker.stop", "broker 4 is out of range", "1..3")
+    assert_error(
+        scenario_text("  - broker.stop: 4\n"), "broker.stop", "steps[0].broker.stop", "broker 4 is out of range", "1..3"
+    )
     assert_error(scenario_text("  - broker.start: 0\n"), "broker.start", "steps[0].broker.start", "at least 1")
 
 
 def test_it_names_an_unknown_transactional_id_in_coordinator_of():
     text = scenario_text("  - broker.stop: {coordinator_of: nobody}\n")
-    assert_error(text, "coordinator_of", "steps[0].broker.stop.coordinator_of", "unknown transactional.id 'nobody'", "order-pay")
+    assert_error(
+        text, "coordinator_of", "steps[0].broker.stop.coordinator_of", "unknown transactional.id 'nobody'", "order-pay"
+    )
 
 
 def test_it_names_a_bad_partition_in_leader_of_and_a_broker_step_with_two_targets():
-    assert_error(scenario_text("  - broker.stop: {leader_of: orders-9}\n"), "leader_of", "steps[0].broker.stop.leader_of", "out of range")
-    assert_error(scenario_text("  - broker.start: {leader_of: orders-0}\n"), "leader_of", "steps[0].broker.start.leader_of", "unknown argument 'leader_of'")
-    assert_error(scenario_text("  - broker.stop: {broker: 1, leader_of: orders-0}\n"), "broker.stop", "steps[0].broker.stop", "exactly one of")
+    assert_error(
+        scenario_text("  - broker.stop: {leader_of: orders-9}\n"),
+        "leader_of",
+        "steps[0].broker.stop.leader_of",
+        "out of range",
+    )
+    assert_error(
+        scenario_text("  - broker.start: {leader_of: orders-0}\n"),
+        "leader_of",
+        "steps[0].broker.start.leader_of",
+        "unknown argument 'leader_of'",
+    )
+    assert_error(
+        scenario_text("  - broker.stop: {broker: 1, leader_of: orders-0}\n"),
+        "broker.stop",
+        "steps[0].broker.stop",
+        "exactly one of",
+    )
 
 
 def test_it_names_an_unknown_outcome_in_a_step_expect():
     text = scenario_text("  - A.commit_transaction: {expect: FENCED}\n")
-    assert_error(text, "A.commit", "steps[0].A.commit_transaction.expect", "unknown outcome 'FENCED'", "did you mean '_FENCED'")
+    assert_error(
+        text, "A.commit", "steps[0].A.commit_transaction.expect", "unknown outcome 'FENCED'", "did you mean '_FENCED'"
+    )
 
 
 def test_it_names_an_unknown_outcome_inside_a_list():
@@ -291,28 +384,76 @@ def test_it_names_an_unknown_outcome_inside_a_list():
 
 def test_it_names_an_unknown_expectation_block_key():
     text = scenario_text(expect="  logs:\n    orders-0: []\n  offsets:\n    copier: {}\n")
-    assert_error(text, "offsets:", "expect.offsets", "unknown expectation 'offsets'", "consumers, logs, watermarks, transactions, groups")
+    assert_error(
+        text,
+        "offsets:",
+        "expect.offsets",
+        "unknown expectation 'offsets'",
+        "consumers, logs, watermarks, transactions, groups",
+    )
 
 
 def test_it_names_a_bad_topic_partition_in_expectations():
-    assert_error(scenario_text(expect="  logs:\n    orders-7: []\n"), "orders-7", "expect.logs.orders-7", "out of range")
-    assert_error(scenario_text(expect="  logs:\n    payments-0: []\n"), "payments-0", "expect.logs.payments-0", "unknown topic 'payments'")
-    assert_error(scenario_text(expect="  logs:\n    orders: []\n"), "orders: []", "expect.logs.orders", "not TOPIC-PARTITION")
+    assert_error(
+        scenario_text(expect="  logs:\n    orders-7: []\n"), "orders-7", "expect.logs.orders-7", "out of range"
+    )
+    assert_error(
+        scenario_text(expect="  logs:\n    payments-0: []\n"),
+        "payments-0",
+        "expect.logs.payments-0",
+        "unknown topic 'payments'",
+    )
+    assert_error(
+        scenario_text(expect="  logs:\n    orders: []\n"), "orders: []", "expect.logs.orders", "not TOPIC-PARTITION"
+    )
 
 
 def test_it_names_an_expected_consumer_partition_the_consumer_does_not_read():
-    assert_error(scenario_text(expect="  consumers:\n    rc: {audit-0: []}\n"), "rc: {audit-0", "expect.consumers.rc.audit-0", "reads orders, not audit")
+    assert_error(
+        scenario_text(expect="  consumers:\n    rc: {audit-0: []}\n"),
+        "rc: {audit-0",
+        "expect.consumers.rc.audit-0",
+        "reads orders, not audit",
+    )
 
 
 def test_it_names_an_unknown_transaction_state_and_field():
-    assert_error(scenario_text(expect="  transactions:\n    order-pay: {state: Committed}\n"), "{state: Committed}", "expect.transactions.order-pay.state", "unknown transaction state 'Committed'", "CompleteCommit")
-    assert_error(scenario_text(expect="  transactions:\n    order-pay: {pid: 1000}\n"), "{pid: 1000}", "expect.transactions.order-pay.pid", "unknown key 'pid'")
-    assert_error(scenario_text(expect="  transactions:\n    other: {state: Empty}\n"), "other:", "expect.transactions.other", "unknown transactional.id 'other'")
+    assert_error(
+        scenario_text(expect="  transactions:\n    order-pay: {state: Committed}\n"),
+        "{state: Committed}",
+        "expect.transactions.order-pay.state",
+        "unknown transaction state 'Committed'",
+        "CompleteCommit",
+    )
+    assert_error(
+        scenario_text(expect="  transactions:\n    order-pay: {pid: 1000}\n"),
+        "{pid: 1000}",
+        "expect.transactions.order-pay.pid",
+        "unknown key 'pid'",
+    )
+    assert_error(
+        scenario_text(expect="  transactions:\n    other: {state: Empty}\n"),
+        "other:",
+        "expect.transactions.other",
+        "unknown transactional.id 'other'",
+    )
 
 
 def test_it_names_a_bad_watermark_and_an_unknown_group():
-    assert_error(scenario_text(expect="  watermarks:\n    orders-0: {lso: 3}\n"), "{lso: 3}", "expect.watermarks.orders-0.lso", "unknown key 'lso'", "last_stable_offset")
-    assert_error(scenario_text(expect="  groups:\n    other: {orders-0: 1}\n"), "other:", "expect.groups.other", "unknown group 'other'", "copier")
+    assert_error(
+        scenario_text(expect="  watermarks:\n    orders-0: {lso: 3}\n"),
+        "{lso: 3}",
+        "expect.watermarks.orders-0.lso",
+        "unknown key 'lso'",
+        "last_stable_offset",
+    )
+    assert_error(
+        scenario_text(expect="  groups:\n    other: {orders-0: 1}\n"),
+        "other:",
+        "expect.groups.other",
+        "unknown group 'other'",
+        "copier",
+    )
 
 
 def test_it_names_an_unknown_top_level_key():
@@ -338,20 +479,41 @@ def test_it_names_a_missing_required_field(key):
 
 
 def test_it_names_a_missing_required_argument():
-    assert_error(scenario_text("  - A.produce: {value: v}\n"), "A.produce", "steps[0].A.produce.topic", "produce needs a topic")
-    assert_error(scenario_text("  - A.produce: {topic: orders}\n"), "A.produce", "steps[0].A.produce.value", "needs a value")
+    assert_error(
+        scenario_text("  - A.produce: {value: v}\n"), "A.produce", "steps[0].A.produce.topic", "produce needs a topic"
+    )
+    assert_error(
+        scenario_text("  - A.produce: {topic: orders}\n"), "A.produce", "steps[0].A.produce.value", "needs a value"
+    )
 
 
 def test_it_names_an_unknown_client_setting_and_a_bad_isolation_level():
     text = HEAD.replace("{transactional.id: order-pay}}\n  B", "{transactional.idd: order-pay}}\n  B")
-    assert_error(scenario_text(head=text), "transactional.idd", "actors.A.producer.transactional.idd", "unknown setting", "did you mean 'transactional.id'")
+    assert_error(
+        scenario_text(head=text),
+        "transactional.idd",
+        "actors.A.producer.transactional.idd",
+        "unknown setting",
+        "did you mean 'transactional.id'",
+    )
     text = HEAD.replace("isolation.level: read_uncommitted", "isolation.level: uncommitted")
-    assert_error(scenario_text(head=text), "uncommitted", "actors.in.consumer.isolation.level", "not one of read_committed, read_uncommitted")
+    assert_error(
+        scenario_text(head=text),
+        "uncommitted",
+        "actors.in.consumer.isolation.level",
+        "not one of read_committed, read_uncommitted",
+    )
 
 
 def test_it_names_an_unknown_cluster_setting():
     text = HEAD.replace("cluster:\n", "cluster:\n  config:\n    transaction.timeout: 1000\n")
-    assert_error(scenario_text(head=text), "transaction.timeout:", "cluster.config.transaction.timeout", "unknown setting", "transaction.timeout.ms")
+    assert_error(
+        scenario_text(head=text),
+        "transaction.timeout:",
+        "cluster.config.transaction.timeout",
+        "unknown setting",
+        "transaction.timeout.ms",
+    )
 
 
 def test_it_names_an_actor_with_two_kinds_or_a_reserved_name():
@@ -412,8 +574,14 @@ def test_it_names_the_line_of_a_kafka_version_it_does_not_have():
 
 
 def test_it_names_the_line_of_an_unknown_client_and_suggests_the_likely_one():
-    assert_error(scenario_text(head=HEAD + "profile: {client: librdkafk}\n"), "profile:", "profile.client",
-                 "unknown client 'librdkafk'", "librdkafka, java", "did you mean 'librdkafka'")
+    assert_error(
+        scenario_text(head=HEAD + "profile: {client: librdkafk}\n"),
+        "profile:",
+        "profile.client",
+        "unknown client 'librdkafk'",
+        "librdkafka, java",
+        "did you mean 'librdkafka'",
+    )
 
 
 def test_it_names_the_line_of_an_unknown_profile_key_and_of_a_profile_that_is_not_a_mapping():
@@ -450,8 +618,10 @@ PER_PROFILE_EXPECT = """\
 
 def test_it_reads_a_steps_outcomes_per_profile_most_specific_first():
     scenario = parse(scenario_text(PER_PROFILE_STEPS, PER_PROFILE_EXPECT))
-    outcomes = {key: [s.expect for s in scenario.for_profile(Profile(*key.split("-"))).steps][2:]
-                for key in ("3.9-librdkafka", "3.9-java", "4-librdkafka", "4-java")}
+    outcomes = {
+        key: [s.expect for s in scenario.for_profile(Profile(*key.split("-"))).steps][2:]
+        for key in ("3.9-librdkafka", "3.9-java", "4-librdkafka", "4-java")
+    }
     assert outcomes == {
         "3.9-librdkafka": [("_FENCED",), ("ok",), ("_FATAL",)],
         "3.9-java": [("ProducerFencedException",), ("IllegalStateException",), ("_FATAL",)],  # client over default
@@ -467,13 +637,22 @@ def test_it_reads_a_steps_outcomes_per_profile_most_specific_first():
 def test_it_resolves_the_expect_block_per_profile_check_by_check():
     text = scenario_text(PER_PROFILE_STEPS, PER_PROFILE_EXPECT)
     scenario = parse(text)
-    assert scenario.expect == {"logs": {"orders-0": ["ABORT"]}, "transactions": {"order-pay": {"state": "Empty", "epoch": 2}}}
+    assert scenario.expect == {
+        "logs": {"orders-0": ["ABORT"]},
+        "transactions": {"order-pay": {"state": "Empty", "epoch": 2}},
+    }
     java = scenario.for_profile(Profile("3.9", "java"))
-    assert java.expect == {"logs": {"orders-0": ["ABORT", "COMMIT"]}, "transactions": {"order-pay": {"state": "Empty", "epoch": 2}}}
+    assert java.expect == {
+        "logs": {"orders-0": ["ABORT", "COMMIT"]},
+        "transactions": {"order-pay": {"state": "Empty", "epoch": 2}},
+    }
     assert java.expect_lines["logs.orders-0"] == line_of(text, "orders-0: [ABORT, COMMIT]")
     v2 = scenario.for_profile(Profile("4", "java"))
-    assert v2.expect == {"logs": {"orders-0": ["ABORT", "COMMIT"]}, "transactions": {"order-pay": {"state": "Empty", "epoch": 3}},
-                         "anomalies": ["lost-write"]}
+    assert v2.expect == {
+        "logs": {"orders-0": ["ABORT", "COMMIT"]},
+        "transactions": {"order-pay": {"state": "Empty", "epoch": 3}},
+        "anomalies": ["lost-write"],
+    }
     assert v2.expect_lines["transactions.order-pay"] == line_of(text, "order-pay: {state: Empty, epoch: 3}")
     assert scenario.for_profile(Profile("4", "librdkafka")).expect == scenario.expect
     # a file in another profile is resolved for it when loaded
@@ -481,32 +660,98 @@ def test_it_resolves_the_expect_block_per_profile_check_by_check():
     assert own.expect == v2.expect and own.steps[2].expect == ("InvalidProducerEpochException",)
 
 
-@pytest.mark.parametrize(("steps", "expect", "fragment", "field", "words"), [
-    ("  - A.commit_transaction: {expect: {librdkafka: _FENCED, Java: ProducerFencedException}}\n", "", "A.commit",
-     "steps[0].A.commit_transaction.expect.Java", ["unknown profile key 'Java'", "3.9-librdkafka", "default", "did you mean 'java'?"]),
-    ("  - A.commit_transaction: {expect: {librdkafka: _FENCED, 3.9-java: ProducerFencedException}}\n", "", "A.commit",
-     "steps[0].A.commit_transaction.expect", ["no outcome for profile 4-java", "4, java, 4-java or default"]),
-    ("  - A.commit_transaction: {expect: {librdkafka: _FENCED, java: _FENCED}}\n", "", "A.commit",
-     "steps[0].A.commit_transaction.expect.java", ["'_FENCED' is a librdkafka outcome", "ProducerFencedException"]),
-    ("  - A.commit_transaction: {expect: {librdkafka: ProducerFencedException, java: ProducerFencedException}}\n", "", "A.commit",
-     "steps[0].A.commit_transaction.expect.librdkafka", ["'ProducerFencedException' is a Java exception"]),
-    ("  - A.commit_transaction: {expect: {default: ok, java: ProducerFencedExeption}}\n", "", "A.commit",
-     "steps[0].A.commit_transaction.expect.java", ["unknown outcome 'ProducerFencedExeption'", "did you mean 'ProducerFencedException'"]),
-    ("  - A.commit_transaction: {expect: {}}\n", "", "A.commit", "steps[0].A.commit_transaction.expect", ["name the outcomes per profile"]),
-    ("  - A.init_transactions\n", "  by_profile:\n    java-4:\n      logs: {orders-0: []}\n", "java-4:",
-     "expect.by_profile.java-4", ["unknown profile key 'java-4'", "4-java"]),
-    ("  - A.init_transactions\n", "  by_profile:\n    default:\n      logs: {orders-0: []}\n", "default:",
-     "expect.by_profile.default", ["unknown profile key 'default'"]),
-    ("  - A.init_transactions\n", "  by_profile:\n    java:\n      log: {orders-0: []}\n", "log:",
-     "expect.by_profile.java.log", ["unknown expectation 'log'", "did you mean 'logs'?"]),
-    ("  - A.init_transactions\n", "  by_profile:\n    java:\n      by_profile: {}\n", "by_profile: {}",
-     "expect.by_profile.java.by_profile", ["unknown expectation 'by_profile'"]),
-    ("  - A.init_transactions\n", "  by_profile:\n    java:\n      transactions: {other: {epoch: 1}}\n", "other:",
-     "expect.by_profile.java.transactions.other", ["unknown transactional.id 'other'"]),
-    ("  - A.init_transactions\n", "  by_profile:\n    java: {}\n", "java: {}",
-     "expect.by_profile.java", ["name at least one check"]),
-])
-def test_it_names_file_line_field_and_allowed_keys_of_a_wrong_per_profile_expectation(steps, expect, fragment, field, words):
+@pytest.mark.parametrize(
+    ("steps", "expect", "fragment", "field", "words"),
+    [
+        (
+            "  - A.commit_transaction: {expect: {librdkafka: _FENCED, Java: ProducerFencedException}}\n",
+            "",
+            "A.commit",
+            "steps[0].A.commit_transaction.expect.Java",
+            ["unknown profile key 'Java'", "3.9-librdkafka", "default", "did you mean 'java'?"],
+        ),
+        (
+            "  - A.commit_transaction: {expect: {librdkafka: _FENCED, 3.9-java: ProducerFencedException}}\n",
+            "",
+            "A.commit",
+            "steps[0].A.commit_transaction.expect",
+            ["no outcome for profile 4-java", "4, java, 4-java or default"],
+        ),
+        (
+            "  - A.commit_transaction: {expect: {librdkafka: _FENCED, java: _FENCED}}\n",
+            "",
+            "A.commit",
+            "steps[0].A.commit_transaction.expect.java",
+            ["'_FENCED' is a librdkafka outcome", "ProducerFencedException"],
+        ),
+        (
+            "  - A.commit_transaction: {expect: {librdkafka: ProducerFencedException, java: ProducerFencedException}}\n",
+            "",
+            "A.commit",
+            "steps[0].A.commit_transaction.expect.librdkafka",
+            ["'ProducerFencedException' is a Java exception"],
+        ),
+        (
+            "  - A.commit_transaction: {expect: {default: ok, java: ProducerFencedExeption}}\n",
+            "",
+            "A.commit",
+            "steps[0].A.commit_transaction.expect.java",
+            ["unknown outcome 'ProducerFencedExeption'", "did you mean 'ProducerFencedException'"],
+        ),
+        (
+            "  - A.commit_transaction: {expect: {}}\n",
+            "",
+            "A.commit",
+            "steps[0].A.commit_transaction.expect",
+            ["name the outcomes per profile"],
+        ),
+        (
+            "  - A.init_transactions\n",
+            "  by_profile:\n    java-4:\n      logs: {orders-0: []}\n",
+            "java-4:",
+            "expect.by_profile.java-4",
+            ["unknown profile key 'java-4'", "4-java"],
+        ),
+        (
+            "  - A.init_transactions\n",
+            "  by_profile:\n    default:\n      logs: {orders-0: []}\n",
+            "default:",
+            "expect.by_profile.default",
+            ["unknown profile key 'default'"],
+        ),
+        (
+            "  - A.init_transactions\n",
+            "  by_profile:\n    java:\n      log: {orders-0: []}\n",
+            "log:",
+            "expect.by_profile.java.log",
+            ["unknown expectation 'log'", "did you mean 'logs'?"],
+        ),
+        (
+            "  - A.init_transactions\n",
+            "  by_profile:\n    java:\n      by_profile: {}\n",
+            "by_profile: {}",
+            "expect.by_profile.java.by_profile",
+            ["unknown expectation 'by_profile'"],
+        ),
+        (
+            "  - A.init_transactions\n",
+            "  by_profile:\n    java:\n      transactions: {other: {epoch: 1}}\n",
+            "other:",
+            "expect.by_profile.java.transactions.other",
+            ["unknown transactional.id 'other'"],
+        ),
+        (
+            "  - A.init_transactions\n",
+            "  by_profile:\n    java: {}\n",
+            "java: {}",
+            "expect.by_profile.java",
+            ["name at least one check"],
+        ),
+    ],
+)
+def test_it_names_file_line_field_and_allowed_keys_of_a_wrong_per_profile_expectation(
+    steps, expect, fragment, field, words
+):
     assert_error(scenario_text(steps, expect), fragment, field, *words)
 
 
@@ -525,8 +770,17 @@ def test_it_round_trips_a_per_profile_step_through_a_sessions_command_log_and_th
 
     scenario = parse(scenario_text(PER_PROFILE_STEPS, PER_PROFILE_EXPECT)).for_profile(Profile("4", "java"))
     commands = [{"step": s.to_dict(), "outcome": s.expect[0] if s.expect else "ok"} for s in scenario.steps]
-    text = write(scenario_id="x", title={"en": "x"}, summary=None, tags=(), seed=0, cluster=scenario.cluster,
-                 actors=scenario.actors.values(), commands=commands, profile=scenario.profile)
+    text = write(
+        scenario_id="x",
+        title={"en": "x"},
+        summary=None,
+        tags=(),
+        seed=0,
+        cluster=scenario.cluster,
+        actors=scenario.actors.values(),
+        commands=commands,
+        profile=scenario.profile,
+    )
     again = parse(text)
     assert again.profile == Profile("4", "java")
     assert [s.expect for s in again.steps if not s.is_note][2] == ("InvalidProducerEpochException",)

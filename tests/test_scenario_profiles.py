@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from playground.anomalies import check, history_of_run
+from playground.engine.spec import Profile
 from playground.scenario import load_library, load_scenario, run_scenario
+from playground.scenario.anomalies import check, history_of_run
 from playground.scenario.model import PROFILES
-from playground.spec import Profile
 
 LIBRARY = Path(__file__).resolve().parents[1] / "scenarios"
 FILES = sorted(LIBRARY.glob("*.yaml"))
@@ -48,6 +48,11 @@ def test_it_states_outcomes_per_profile_where_the_java_client_or_kafka_4_differ(
     # the new scenarios are told in their own profile, and state what the others show
     assert scenarios["v2-epoch-bump-per-transaction"].profile == Profile("4", "java")
     assert scenarios["v2-epoch-bump-per-transaction"].expect["transactions"]["ledger-writer"]["epoch"] == 4
-    assert scenarios["v2-epoch-bump-per-transaction"].for_profile(Profile("4", "librdkafka")).expect["transactions"]["ledger-writer"]["epoch"] == 0
+    assert (
+        scenarios["v2-epoch-bump-per-transaction"]
+        .for_profile(Profile("4", "librdkafka"))
+        .expect["transactions"]["ledger-writer"]["epoch"]
+        == 0
+    )
     assert scenarios["shared-id-incident-java"].profile == Profile("3.9", "java")
     assert all(s.per_profile for s in scenarios.values())  # every library file has an outcome that differs somewhere

@@ -5,9 +5,9 @@ import json
 
 import pytest
 
-from playground.backend import Backend
+from playground.engine.backend import Backend
+from playground.engine.spec import Profile
 from playground.scenario import parse_scenario, run_scenario
-from playground.spec import Profile
 
 TEXT = """\
 format: 1
@@ -43,18 +43,53 @@ expect:
 RAW = {
     "partitions": {
         "orders-1": {
-            "log": [{"offset": 0, "key": "k", "value": "later", "producer_id": 2000, "epoch": 0, "sequence": 0, "transactional": False},
-                    {"offset": 1, "key": None, "value": "plain", "producer_id": -1, "epoch": -1, "sequence": -1, "transactional": False}],
-            "high_watermark": 2, "last_stable_offset": 2, "log_end_offset": 2,
+            "log": [
+                {
+                    "offset": 0,
+                    "key": "k",
+                    "value": "later",
+                    "producer_id": 2000,
+                    "epoch": 0,
+                    "sequence": 0,
+                    "transactional": False,
+                },
+                {
+                    "offset": 1,
+                    "key": None,
+                    "value": "plain",
+                    "producer_id": -1,
+                    "epoch": -1,
+                    "sequence": -1,
+                    "transactional": False,
+                },
+            ],
+            "high_watermark": 2,
+            "last_stable_offset": 2,
+            "log_end_offset": 2,
         },
         "orders-0": {
-            "log": [{"offset": 0, "key": None, "value": "txn1-p0", "producer_id": 1000, "epoch": 0, "sequence": 0, "transactional": True},
-                    {"offset": 1, "control": "ABORT", "producer_id": 1000, "epoch": 1}],
-            "high_watermark": 2, "last_stable_offset": 2, "log_end_offset": 2,
+            "log": [
+                {
+                    "offset": 0,
+                    "key": None,
+                    "value": "txn1-p0",
+                    "producer_id": 1000,
+                    "epoch": 0,
+                    "sequence": 0,
+                    "transactional": True,
+                },
+                {"offset": 1, "control": "ABORT", "producer_id": 1000, "epoch": 1},
+            ],
+            "high_watermark": 2,
+            "last_stable_offset": 2,
+            "log_end_offset": 2,
         },
     },
     "consumers": {"rc": {"orders-0": [], "orders-1": ["later", "plain"]}, "copier-in": {}},
-    "transactions": {"order-pay": {"state": "Empty", "producer_id": 1000, "epoch": 2}, "a-new-one": {"state": "Empty", "producer_id": 3000, "epoch": 0}},
+    "transactions": {
+        "order-pay": {"state": "Empty", "producer_id": 1000, "epoch": 2},
+        "a-new-one": {"state": "Empty", "producer_id": 3000, "epoch": 0},
+    },
     "groups": {"copier": {"orders-1": None, "orders-0": 1}},
 }
 
@@ -98,14 +133,28 @@ def run(text=TEXT, outcomes=None, raw=None, **kwargs):
 
 def test_it_builds_the_observation_in_the_contracts_shape():
     observation, backend = run()
-    assert list(observation) == ["format", "scenario", "backend", "seed", "steps", "partitions", "consumers", "transactions", "groups",
-                                 "profile", "expect"]
+    assert list(observation) == [
+        "format",
+        "scenario",
+        "backend",
+        "seed",
+        "steps",
+        "partitions",
+        "consumers",
+        "transactions",
+        "groups",
+        "profile",
+        "expect",
+    ]
     assert observation["format"] == 1 and observation["scenario"] == "zombie-fencing"
     assert observation["backend"] == "scripted" and observation["seed"] == 7
     assert observation["partitions"]["orders-0"] == {
-        "log": [{"offset": 0, "value": "txn1-p0", "producer": "P1", "epoch": 0, "transactional": True},
-                {"offset": 1, "control": "ABORT", "producer": "P1", "epoch": 1}],
-        "high_watermark": 2, "last_stable_offset": 2,
+        "log": [
+            {"offset": 0, "value": "txn1-p0", "producer": "P1", "epoch": 0, "transactional": True},
+            {"offset": 1, "control": "ABORT", "producer": "P1", "epoch": 1},
+        ],
+        "high_watermark": 2,
+        "last_stable_offset": 2,
     }
     assert observation["expect"] == {"passed": 3, "failed": 0, "failures": []}
     assert backend.closed
@@ -121,7 +170,7 @@ def test_it_lists_actor_steps_with_their_position_in_the_file_and_leaves_notes_o
 
 def test_it_numbers_producers_by_first_appearance_in_partitions_then_transactions():
     observation, _ = run()
-    assert [p for p in observation["partitions"]] == ["orders-0", "orders-1"]
+    assert list(observation["partitions"]) == ["orders-0", "orders-1"]
     assert observation["partitions"]["orders-1"]["log"] == [
         {"offset": 0, "key": "k", "value": "later", "producer": "P2", "epoch": 0, "transactional": False},
         {"offset": 1, "value": "plain", "producer": None, "epoch": -1, "transactional": False},
@@ -162,23 +211,40 @@ def test_it_counts_a_step_whose_outcome_differs_from_its_expect_as_a_failure():
     observation, _ = run(outcomes={"A.commit_transaction": "ok"})
     assert observation["expect"]["passed"] == 3
     assert observation["expect"]["failed"] == 1
-    assert observation["expect"]["failures"] == [f"steps[5] A.commit_transaction (line {line_of(TEXT, 'A.commit')}): expected _FENCED, observed ok"]
+    assert observation["expect"]["failures"] == [
+        f"steps[5] A.commit_transaction (line {line_of(TEXT, 'A.commit')}): expected _FENCED, observed ok"
+    ]
 
 
 def test_it_checks_watermarks_groups_and_a_missing_transactional_id():
-    text = TEXT.replace("expect:\n", """expect:
+    text = TEXT.replace(
+        "expect:\n",
+        """expect:
   watermarks:
     orders-0: {high_watermark: 2, last_stable_offset: 1}
     orders-1: {high_watermark: 2}
   groups:
     copier: {orders-0: 1, orders-1: 0}
-""").replace("  transactions:\n    order-pay: {state: Empty, epoch: 2}\n", "  transactions:\n    order-pay: {state: Empty, epoch: 2, producer: P1}\n")
-    text = text.replace("  B: {producer", "  C: {producer: {transactional.id: gone}}\n  B: {producer") + "    gone: {state: Empty}\n"
+""",
+    ).replace(
+        "  transactions:\n    order-pay: {state: Empty, epoch: 2}\n",
+        "  transactions:\n    order-pay: {state: Empty, epoch: 2, producer: P1}\n",
+    )
+    text = (
+        text.replace("  B: {producer", "  C: {producer: {transactional.id: gone}}\n  B: {producer")
+        + "    gone: {state: Empty}\n"
+    )
     observation, _ = run(text=text)
     failures = observation["expect"]["failures"]
     assert observation["expect"]["passed"] == 5 and len(failures) == 3
-    assert f"expect.watermarks.orders-0 (line {line_of(text, 'last_stable_offset: 1')}): expected {{high_watermark: 2, last_stable_offset: 1}}, observed {{high_watermark: 2, last_stable_offset: 2}}" in failures
-    assert f"expect.groups.copier.orders-1 (line {line_of(text, 'copier: {orders-0: 1')}): expected 0, observed null" in failures
+    assert (
+        f"expect.watermarks.orders-0 (line {line_of(text, 'last_stable_offset: 1')}): expected {{high_watermark: 2, last_stable_offset: 1}}, observed {{high_watermark: 2, last_stable_offset: 2}}"
+        in failures
+    )
+    assert (
+        f"expect.groups.copier.orders-1 (line {line_of(text, 'copier: {orders-0: 1')}): expected 0, observed null"
+        in failures
+    )
     assert any(f.startswith("expect.transactions.gone") and "no such transactional id" in f for f in failures)
 
 
@@ -205,10 +271,12 @@ def test_it_closes_the_backend_when_a_step_raises():
 # --------------------------------------------------------------------------------------------------------------
 # Outcomes per profile (docs/scenario-format.md, "Outcomes per profile")
 
-PER_PROFILE = TEXT.replace(
-    "  - A.commit_transaction: {expect: _FENCED}\n",
-    "  - A.commit_transaction: {expect: {librdkafka: _FENCED, java: ProducerFencedException, 4-java: InvalidProducerEpochException}}\n",
-) + """  by_profile:
+PER_PROFILE = (
+    TEXT.replace(
+        "  - A.commit_transaction: {expect: _FENCED}\n",
+        "  - A.commit_transaction: {expect: {librdkafka: _FENCED, java: ProducerFencedException, 4-java: InvalidProducerEpochException}}\n",
+    )
+    + """  by_profile:
     "4":
       transactions:
         order-pay: {state: Empty, epoch: 5}
@@ -216,8 +284,13 @@ PER_PROFILE = TEXT.replace(
       transactions:
         order-pay: {state: Empty, epoch: 3}
 """
-COMMIT_OUTCOME = {"3.9-librdkafka": "_FENCED", "4-librdkafka": "_FENCED", "3.9-java": "ProducerFencedException",
-                  "4-java": "InvalidProducerEpochException"}
+)
+COMMIT_OUTCOME = {
+    "3.9-librdkafka": "_FENCED",
+    "4-librdkafka": "_FENCED",
+    "3.9-java": "ProducerFencedException",
+    "4-java": "InvalidProducerEpochException",
+}
 EPOCH = {"3.9-librdkafka": 2, "3.9-java": 2, "4-librdkafka": 5, "4-java": 3}
 
 
@@ -230,22 +303,32 @@ def _raw_with_epoch(epoch):
 @pytest.mark.parametrize("key", list(COMMIT_OUTCOME))
 def test_it_passes_a_per_profile_expectation_under_each_profile(key):
     kafka, client = key.split("-")
-    observation, _ = run(PER_PROFILE, outcomes={"A.commit_transaction": COMMIT_OUTCOME[key]},
-                         raw=_raw_with_epoch(EPOCH[key]), profile=Profile(kafka, client))
+    observation, _ = run(
+        PER_PROFILE,
+        outcomes={"A.commit_transaction": COMMIT_OUTCOME[key]},
+        raw=_raw_with_epoch(EPOCH[key]),
+        profile=Profile(kafka, client),
+    )
     assert observation["expect"] == {"passed": 3, "failed": 0, "failures": []}
 
 
 def test_it_fails_with_a_clear_message_when_a_profiles_outcome_differs():
     # kafka 4 + java: the step expects InvalidProducerEpochException (whole profile over client), the block epoch 3
     # (4-java over "4")
-    observation, _ = run(PER_PROFILE, outcomes={"A.commit_transaction": "ProducerFencedException"},
-                         raw=_raw_with_epoch(5), profile=Profile("4", "java"))
+    observation, _ = run(
+        PER_PROFILE,
+        outcomes={"A.commit_transaction": "ProducerFencedException"},
+        raw=_raw_with_epoch(5),
+        profile=Profile("4", "java"),
+    )
     assert observation["expect"]["failures"] == [
         f"steps[5] A.commit_transaction (line {line_of(PER_PROFILE, 'A.commit')}): expected InvalidProducerEpochException, observed ProducerFencedException",
         f"expect.transactions.order-pay (line {line_of(PER_PROFILE, 'epoch: 3')}): expected {{state: Empty, epoch: 3}}, observed {{state: Empty, epoch: 5}}",
     ]
     # the default profile still checks the plain values, with their own lines
-    observation, _ = run(PER_PROFILE, outcomes={"A.commit_transaction": "ProducerFencedException"}, raw=_raw_with_epoch(5))
+    observation, _ = run(
+        PER_PROFILE, outcomes={"A.commit_transaction": "ProducerFencedException"}, raw=_raw_with_epoch(5)
+    )
     assert observation["expect"]["failures"] == [
         f"steps[5] A.commit_transaction (line {line_of(PER_PROFILE, 'A.commit')}): expected _FENCED, observed ProducerFencedException",
         f"expect.transactions.order-pay (line {line_of(PER_PROFILE, 'order-pay: {state: Empty, epoch: 2}')}): expected {{state: Empty, epoch: 2}}, observed {{state: Empty, epoch: 5}}",
@@ -292,14 +375,20 @@ expect:
     wrong = text.replace("{librdkafka: _FENCED, java: ProducerFencedException}", "_FENCED")
     observation = run_scenario(parse_scenario(wrong, "scenarios/x.yaml"), "sim", profile=Profile("3.9", "java"))
     assert observation["expect"]["failures"] == [
-        f"steps[4] A.commit_transaction (line {line_of(wrong, 'A.commit')}): expected _FENCED, observed ProducerFencedException"]
+        f"steps[4] A.commit_transaction (line {line_of(wrong, 'A.commit')}): expected _FENCED, observed ProducerFencedException"
+    ]
 
 
 def test_it_checks_that_the_coordinator_does_not_know_a_transactional_id():
-    text = TEXT.replace("  B: {producer", "  C: {producer: {transactional.id: gone}}\n  B: {producer") + "    gone: null\n"
+    text = (
+        TEXT.replace("  B: {producer", "  C: {producer: {transactional.id: gone}}\n  B: {producer") + "    gone: null\n"
+    )
     observation, _ = run(text=text)
     assert observation["expect"]["failed"] == 0 and observation["expect"]["passed"] == 4
-    text = text.replace("    gone: null\n", "    a-new-one: null\n").replace("transactional.id: gone", "transactional.id: a-new-one")
+    text = text.replace("    gone: null\n", "    a-new-one: null\n").replace(
+        "transactional.id: gone", "transactional.id: a-new-one"
+    )
     observation, _ = run(text=text)
     assert observation["expect"]["failures"] == [
-        f"expect.transactions.a-new-one (line {line_of(text, 'a-new-one: null')}): expected null, observed {{state: Empty, epoch: 0}}"]
+        f"expect.transactions.a-new-one (line {line_of(text, 'a-new-one: null')}): expected null, observed {{state: Empty, epoch: 0}}"
+    ]

@@ -20,8 +20,16 @@ from collections.abc import Callable
 from websockets.exceptions import ConnectionClosed, InvalidHandshake
 from websockets.sync.client import ClientConnection, connect
 
-__all__ = ["ClientConnection", "ConnectionClosed", "InvalidHandshake", "frames_until", "htmx_reconnect_delay",
-           "open_viewer", "reconnect", "session_url"]
+__all__ = [
+    "ClientConnection",
+    "ConnectionClosed",
+    "InvalidHandshake",
+    "frames_until",
+    "htmx_reconnect_delay",
+    "open_viewer",
+    "reconnect",
+    "session_url",
+]
 
 
 def _base(server: str | int) -> str:
@@ -34,8 +42,9 @@ def session_url(server: str | int, sid: str, query: str = "") -> str:
     return url + (f"?{query}" if query else "")
 
 
-def open_viewer(server: str | int, sid: str, *, cookie: str | None = None, query: str = "",
-                timeout: float = 10) -> ClientConnection:
+def open_viewer(
+    server: str | int, sid: str, *, cookie: str | None = None, query: str = "", timeout: float = 10
+) -> ClientConnection:
     """A websocket on the session, as its page opens it: an Origin of the page's own address (Channels'
     AllowedHostsOriginValidator refuses a handshake without an allowed one), and the browser's Cookie header when
     given ("name=value; name2=value2": the drive capability, the language).
@@ -50,9 +59,17 @@ def open_viewer(server: str | int, sid: str, *, cookie: str | None = None, query
     """
     base = _base(server)
     return connect(
-        session_url(base, sid, query), origin=base, additional_headers={"Cookie": cookie} if cookie else None,
-        open_timeout=timeout, close_timeout=2, ping_interval=None, compression=None, max_size=None,
-        max_queue=None, proxy=None, legacy=True,
+        session_url(base, sid, query),
+        origin=base,
+        additional_headers={"Cookie": cookie} if cookie else None,
+        open_timeout=timeout,
+        close_timeout=2,
+        ping_interval=None,
+        compression=None,
+        max_size=None,
+        max_queue=None,
+        proxy=None,
+        legacy=True,
     )
 
 
@@ -77,8 +94,12 @@ def htmx_reconnect_delay(retry: int, rng: random.Random | None = None) -> float:
     return (rng or random).random() * 2 ** min(retry, 6)
 
 
-def reconnect(open_: Callable[[], ClientConnection], deadline: float, rng: random.Random | None = None,
-              on_snapshot: Callable[[str], bool] | None = None) -> tuple[ClientConnection, str, int]:
+def reconnect(
+    open_: Callable[[], ClientConnection],
+    deadline: float,
+    rng: random.Random | None = None,
+    on_snapshot: Callable[[str], bool] | None = None,
+) -> tuple[ClientConnection, str, int]:
     """Reconnect the way the page does after its socket dropped: wait htmx's delay, try, and on failure wait longer,
     until connected and its snapshot received (the first frame; `on_snapshot` may refuse it, e.g. an error frame,
     and then it counts as a failed try), or until `deadline` (time.monotonic()) has passed: TimeoutError.

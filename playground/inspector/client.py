@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from kafka.protocol.api import Request
 from kafka.protocol.list_offsets import ListOffsetsRequest_v2
@@ -77,7 +78,7 @@ class ReadOnlyWire(WireClient):
         self.sent[READ_ONLY_APIS[req.API_KEY]] += 1
         return super().send_to(node_id, req, timeout_s)
 
-    def find_coordinator(self, key: str, key_type: int) -> int:  # noqa: ARG002 - refuse by construction
+    def find_coordinator(self, key: str, key_type: int) -> int:
         from playground.inspector.config import RefusedError
 
         raise RefusedError("the inspector never sends FindCoordinator (it can create __transaction_state)")
@@ -105,7 +106,9 @@ class ReadOnlyWire(WireClient):
     def txn_state_partitions(self) -> int:
         """How many partitions __transaction_state has; 0 when it does not exist (no transaction ever)."""
         meta = self.metadata([TXN_TOPIC])
-        return sum(1 for (t, _p), pm in meta.partitions.items() if t == TXN_TOPIC and pm.error != "UNKNOWN_TOPIC_OR_PARTITION")
+        return sum(
+            1 for (t, _p), pm in meta.partitions.items() if t == TXN_TOPIC and pm.error != "UNKNOWN_TOPIC_OR_PARTITION"
+        )
 
     def _by_leader(self, tps: Iterable[TP], errors: dict[TP, str] | None = None) -> dict[int, list[TP]]:
         """Partitions grouped by their leader; a partition without one goes to `errors` (or raises)."""
@@ -126,7 +129,12 @@ class ReadOnlyWire(WireClient):
     # ----------------------------------------------------------------------------------------- offsets
 
     def list_offsets(
-        self, tps: Iterable[TP], timestamp: int = LATEST, *, committed: bool = False, errors: dict[TP, str] | None = None
+        self,
+        tps: Iterable[TP],
+        timestamp: int = LATEST,
+        *,
+        committed: bool = False,
+        errors: dict[TP, str] | None = None,
     ) -> dict[TP, int | None]:
         """ListOffsets, one request per leader. LATEST at read_uncommitted is the high watermark, at read_committed
         the last stable offset; a timestamp gives the first offset at or after it (None: none). A partition that
@@ -170,7 +178,9 @@ class ReadOnlyWire(WireClient):
 
     # ----------------------------------------------------------------------------------------- logs
 
-    def read_range(self, topic: str, partition: int, start: int, end: int | None, max_records: int) -> tuple[list[LogEntry], dict[str, int]]:
+    def read_range(
+        self, topic: str, partition: int, start: int, end: int | None, max_records: int
+    ) -> tuple[list[LogEntry], dict[str, int]]:
         """Entries (control batches included) with start <= offset < end (end None: up to the high watermark),
         at most max_records, each Fetch at most max_bytes. Returns (entries, marks of the last Fetch)."""
         entries: list[LogEntry] = []
@@ -184,7 +194,11 @@ class ReadOnlyWire(WireClient):
             if fp.error:
                 code = next((c for c, n in ERROR_NAMES.items() if n == fp.error), -1)
                 raise BrokerError(code, f"Fetch {topic}-{partition}")
-            marks = {"high_watermark": fp.high_watermark, "last_stable_offset": fp.last_stable_offset, "log_start_offset": fp.log_start_offset}
+            marks = {
+                "high_watermark": fp.high_watermark,
+                "last_stable_offset": fp.last_stable_offset,
+                "log_start_offset": fp.log_start_offset,
+            }
             stop = fp.high_watermark if end is None else min(end, fp.high_watermark)
             new = [e for e in decode_batches(fp.records) if offset <= e.offset < stop]
             if not new:
@@ -207,7 +221,9 @@ class ReadOnlyWire(WireClient):
             by_topic: dict[str, list[int]] = defaultdict(list)
             for t, p in group:
                 by_topic[t].append(p)
-            resp = self.send_to(leader, DescribeProducersRequest_v0(topics=[(t, ps, {}) for t, ps in by_topic.items()], tags={}))
+            resp = self.send_to(
+                leader, DescribeProducersRequest_v0(topics=[(t, ps, {}) for t, ps in by_topic.items()], tags={})
+            )
             for name, parts, _t in resp.topics:
                 for pidx, err, msg, producers, _t2 in parts:
                     if err:
@@ -264,7 +280,9 @@ class ReadOnlyWire(WireClient):
             }
         raise last or WireError(f"DescribeTransactions {txid}: no answer")
 
-    def list_transactions(self, *, states: Iterable[str] = (), producer_ids: Iterable[int] = ()) -> list[dict[str, Any]]:
+    def list_transactions(
+        self, *, states: Iterable[str] = (), producer_ids: Iterable[int] = ()
+    ) -> list[dict[str, Any]]:
         """ListTransactions on every broker (each lists the ids it coordinates), with the request's own filters."""
         meta = self.metadata([])
         out = []

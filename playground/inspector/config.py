@@ -137,7 +137,7 @@ def load_settings(**overrides: Any) -> InspectorSettings:
         from django.conf import settings as dj
 
         configured = dj.configured
-    except Exception:  # noqa: BLE001 - outside Django: defaults only
+    except Exception:
         dj, configured = None, False
     values: dict[str, Any] = {}
     for name, (attr, default) in SETTINGS.items():

@@ -30,7 +30,13 @@ from playground.inspector.logview import PartitionRead, producer_kind
 
 # current conditions (not filtered by --since: they hold now, whenever they began)
 CURRENT_KINDS = ("hanging_transaction", "long_open_transaction")
-KINDS = ("hanging_transaction", "long_open_transaction", "shared_transactional_id", "frequent_reinit", "interleaved_plain_records")
+KINDS = (
+    "hanging_transaction",
+    "long_open_transaction",
+    "shared_transactional_id",
+    "frequent_reinit",
+    "interleaved_plain_records",
+)
 HOUR_MS = 3_600_000
 
 
@@ -44,7 +50,13 @@ class Finding:
     command: str | None = None  # what an operator would run (shown, never run)
 
     def to_dict(self) -> dict[str, Any]:
-        d = {"kind": self.kind, "subject": self.subject, "summary": self.summary, "time_ms": self.time_ms, "evidence": self.evidence}
+        d = {
+            "kind": self.kind,
+            "subject": self.subject,
+            "summary": self.summary,
+            "time_ms": self.time_ms,
+            "evidence": self.evidence,
+        }
         if self.command:
             d["command"] = self.command
         return d
@@ -82,19 +94,26 @@ def hanging_findings(found: list[dict[str, Any]], show_txid) -> list[Finding]:
         if kind == "long_open_transaction" and coord.get("transaction_start_time_ms") is not None:
             ev["coordinator_aborts_at_ms"] = coord["transaction_start_time_ms"] + coord.get("transaction_timeout_ms", 0)
         what = "hanging transaction" if kind == "hanging_transaction" else "transaction open past the maximum timeout"
-        out.append(Finding(
-            kind, tp,
-            f"{tp}: {what} of producer id {h['producer_id']} epoch {h['producer_epoch']} from offset "
-            f"{h['current_txn_start_offset']}, last write {_fmt_s(h['duration_ms'])} ago; {h['reason']}",
-            ev, h["last_timestamp"], h.get("command"),
-        ))
+        out.append(
+            Finding(
+                kind,
+                tp,
+                f"{tp}: {what} of producer id {h['producer_id']} epoch {h['producer_epoch']} from offset "
+                f"{h['current_txn_start_offset']}, last write {_fmt_s(h['duration_ms'])} ago; {h['reason']}",
+                ev,
+                h["last_timestamp"],
+                h.get("command"),
+            )
+        )
     return out
 
 
 # ------------------------------------------------------------------------------------------------- shared id
 
 
-def _epoch_activity(parts: dict[tuple[str, int], PartitionRead], pid: int, epoch: int) -> tuple[int | None, dict[str, list[int]]]:
+def _epoch_activity(
+    parts: dict[tuple[str, int], PartitionRead], pid: int, epoch: int
+) -> tuple[int | None, dict[str, list[int]]]:
     """Latest record timestamp of (producer id, epoch) in the partitions read, and its data offsets per partition."""
     last, offsets = None, {}
     for pr in parts.values():
@@ -136,9 +155,19 @@ def shared_id_findings(
             aborted, markers = {}, {}
             if fenced_open:
                 for pr in parts.values():
-                    offs = [e.offset for e in pr.entries if not e.control and e.producer_id == pid and e.epoch == old_epoch
-                            and any(s.outcome == "ABORT" and e.offset in s.data_offsets for s in pr.spans)]
-                    mk = [e.offset for e in pr.entries if e.control == "ABORT" and e.producer_id == pid and e.epoch == fence["producer_epoch"]]
+                    offs = [
+                        e.offset
+                        for e in pr.entries
+                        if not e.control
+                        and e.producer_id == pid
+                        and e.epoch == old_epoch
+                        and any(s.outcome == "ABORT" and e.offset in s.data_offsets for s in pr.spans)
+                    ]
+                    mk = [
+                        e.offset
+                        for e in pr.entries
+                        if e.control == "ABORT" and e.producer_id == pid and e.epoch == fence["producer_epoch"]
+                    ]
                     if offs:
                         aborted[pr.name] = offs
                     if mk:
@@ -164,15 +193,23 @@ def shared_id_findings(
                     aborted_records=aborted,
                     abort_markers=markers,
                 )
-            what = (f"aborted its open transaction on {', '.join(f'{t}-{p}' for t, p in fence['partitions'])} (ABORT at epoch "
-                    f"{fence['producer_epoch']})" if fenced_open else "between two transactions")
-            out.append(Finding(
-                "shared_transactional_id", txid,
-                f"{txid}: epoch {old_epoch} of producer id {pid} was fenced by an InitProducerId (new epoch "
-                f"{init['producer_epoch']}) {_fmt_s(gap)} after its last activity, {what}: another live instance "
-                "uses the same transactional.id",
-                ev, bump_ms,
-            ))
+            what = (
+                f"aborted its open transaction on {', '.join(f'{t}-{p}' for t, p in fence['partitions'])} (ABORT at epoch "
+                f"{fence['producer_epoch']})"
+                if fenced_open
+                else "between two transactions"
+            )
+            out.append(
+                Finding(
+                    "shared_transactional_id",
+                    txid,
+                    f"{txid}: epoch {old_epoch} of producer id {pid} was fenced by an InitProducerId (new epoch "
+                    f"{init['producer_epoch']}) {_fmt_s(gap)} after its last activity, {what}: another live instance "
+                    "uses the same transactional.id",
+                    ev,
+                    bump_ms,
+                )
+            )
     return out
 
 
@@ -187,23 +224,41 @@ def frequent_reinit_findings(inits_by_id: dict[str, list[dict[str, Any]]], max_p
             if k - j + 1 > best:
                 best, best_at = k - j + 1, (times[j], t)
         if best > max_per_hour:
-            shown = [{"time_ms": i["time_ms"], "producer_id": i["producer_id"], "producer_epoch": i["producer_epoch"],
-                      "txn_state_offset": i["offset"]} for i in inits][-50:]
-            out.append(Finding(
-                "frequent_reinit", txid,
-                f"{txid}: {best} InitProducerId within an hour (more than INSPECTOR_REINIT_MAX_PER_HOUR={max_per_hour}): "
-                "instances fencing each other, or a crash loop",
-                {"transactional_id": txid, "inits_in_hour": best, "first_ms": best_at[0], "last_ms": best_at[1],
-                 "threshold_per_hour": max_per_hour, "inits": shown},
-                best_at[1],
-            ))
+            shown = [
+                {
+                    "time_ms": i["time_ms"],
+                    "producer_id": i["producer_id"],
+                    "producer_epoch": i["producer_epoch"],
+                    "txn_state_offset": i["offset"],
+                }
+                for i in inits
+            ][-50:]
+            out.append(
+                Finding(
+                    "frequent_reinit",
+                    txid,
+                    f"{txid}: {best} InitProducerId within an hour (more than INSPECTOR_REINIT_MAX_PER_HOUR={max_per_hour}): "
+                    "instances fencing each other, or a crash loop",
+                    {
+                        "transactional_id": txid,
+                        "inits_in_hour": best,
+                        "first_ms": best_at[0],
+                        "last_ms": best_at[1],
+                        "threshold_per_hour": max_per_hour,
+                        "inits": shown,
+                    },
+                    best_at[1],
+                )
+            )
     return out
 
 
 # ------------------------------------------------------------------------------------------------- interleaving
 
 
-def interleaved_findings(parts: dict[tuple[str, int], PartitionRead], txid_of: dict[int, str], show_txid) -> list[Finding]:
+def interleaved_findings(
+    parts: dict[tuple[str, int], PartitionRead], txid_of: dict[int, str], show_txid
+) -> list[Finding]:
     out = []
     for pr in parts.values():
         for s in pr.spans:
@@ -223,20 +278,40 @@ def interleaved_findings(parts: dict[tuple[str, int], PartitionRead], txid_of: d
                 "topic": pr.topic,
                 "partition": pr.partition,
                 "transaction": {**s.to_dict(), "transactional_id": txid if txid and show_txid(txid) else None},
-                "plain_records": [{"offset": e.offset, "producer_id": e.producer_id, "producer_epoch": e.epoch,
-                                   "producer": producer_kind(e), "timestamp_ms": e.timestamp_ms} for e in plain],
+                "plain_records": [
+                    {
+                        "offset": e.offset,
+                        "producer_id": e.producer_id,
+                        "producer_epoch": e.epoch,
+                        "producer": producer_kind(e),
+                        "timestamp_ms": e.timestamp_ms,
+                    }
+                    for e in plain
+                ],
                 "read_committed_held_until": s.marker_offset,
             }
-            outcome = {"COMMIT": "committed", "ABORT": "aborted", "open": "still open", "unknown": "ended (marker not read)"}[s.outcome]
-            effect = ("read_committed consumers got them only after the marker" if s.outcome != "open"
-                      else "read_committed consumers cannot get them until it ends")
+            outcome = {
+                "COMMIT": "committed",
+                "ABORT": "aborted",
+                "open": "still open",
+                "unknown": "ended (marker not read)",
+            }[s.outcome]
+            effect = (
+                "read_committed consumers got them only after the marker"
+                if s.outcome != "open"
+                else "read_committed consumers cannot get them until it ends"
+            )
             if s.outcome == "ABORT":
                 effect += "; they stayed while the transaction's own records were dropped"
-            out.append(Finding(
-                "interleaved_plain_records", pr.name,
-                f"{pr.name}: {len(plain)} non-transactional record(s) at offset(s) {', '.join(str(e.offset) for e in plain[:10])} "
-                f"inside the transaction of producer id {s.producer_id} epoch {','.join(map(str, s.epochs))} "
-                f"(offsets {s.first_offset}..{end}, {outcome}): {effect}",
-                ev, plain[0].timestamp_ms,
-            ))
+            out.append(
+                Finding(
+                    "interleaved_plain_records",
+                    pr.name,
+                    f"{pr.name}: {len(plain)} non-transactional record(s) at offset(s) {', '.join(str(e.offset) for e in plain[:10])} "
+                    f"inside the transaction of producer id {s.producer_id} epoch {','.join(map(str, s.epochs))} "
+                    f"(offsets {s.first_offset}..{end}, {outcome}): {effect}",
+                    ev,
+                    plain[0].timestamp_ms,
+                )
+            )
     return out

@@ -28,7 +28,9 @@ from typing import Any
 from playground.inspector.client import TP, ReadOnlyWire
 
 
-def abort_command(bootstrap: str, topic: str, partition: int, producer_id: int, producer_epoch: int, coordinator_epoch: int | None) -> str:
+def abort_command(
+    bootstrap: str, topic: str, partition: int, producer_id: int, producer_epoch: int, coordinator_epoch: int | None
+) -> str:
     ce = coordinator_epoch if coordinator_epoch is not None and coordinator_epoch >= 0 else 0
     return (
         f"kafka-transactions.sh --bootstrap-server {shlex.quote(bootstrap)} abort --topic {shlex.quote(topic)} "
@@ -43,7 +45,9 @@ def abort_command_by_offset(bootstrap: str, topic: str, partition: int, start_of
     )
 
 
-def candidates(producers: dict[TP, list[dict[str, Any]] | str], now_ms: int, max_timeout_ms: int) -> list[dict[str, Any]]:
+def candidates(
+    producers: dict[TP, list[dict[str, Any]] | str], now_ms: int, max_timeout_ms: int
+) -> list[dict[str, Any]]:
     """Step 1: open transactions whose producer's last write is older than the maximum transaction timeout."""
     out = []
     for (topic, partition), states in sorted(producers.items()):
@@ -74,21 +78,34 @@ def classify(
         elif desc is None or desc.get("state") is None:
             verdict, reason = "hanging", "the coordinator does not know the transactional id (DescribeTransactions)"
         elif [c["topic"], c["partition"]] not in [list(tp) for tp in desc.get("partitions", [])]:
-            verdict, reason = "hanging", (
-                f"the coordinator's transaction for this id ({desc.get('state')}, producer id {desc.get('producer_id')}, "
-                f"epoch {desc.get('producer_epoch')}) does not list {c['topic']}-{c['partition']}"
+            verdict, reason = (
+                "hanging",
+                (
+                    f"the coordinator's transaction for this id ({desc.get('state')}, producer id {desc.get('producer_id')}, "
+                    f"epoch {desc.get('producer_epoch')}) does not list {c['topic']}-{c['partition']}"
+                ),
             )
         else:
-            verdict, reason = "still_tracked", (
-                f"the coordinator still lists {c['topic']}-{c['partition']} in its {desc.get('state')} transaction: "
-                "it will abort it when the transaction's timeout runs out"
+            verdict, reason = (
+                "still_tracked",
+                (
+                    f"the coordinator still lists {c['topic']}-{c['partition']} in its {desc.get('state')} transaction: "
+                    "it will abort it when the transaction's timeout runs out"
+                ),
             )
         out.append({**c, "transactional_id": txid, "coordinator": desc, "verdict": verdict, "reason": reason})
     return out
 
 
-def find_hanging(client: ReadOnlyWire, tps: list[TP], *, now_ms: int, max_timeout_ms: int, n_txn_partitions: int,
-                 producers: dict[TP, list[dict[str, Any]] | str] | None = None) -> list[dict[str, Any]]:
+def find_hanging(
+    client: ReadOnlyWire,
+    tps: list[TP],
+    *,
+    now_ms: int,
+    max_timeout_ms: int,
+    n_txn_partitions: int,
+    producers: dict[TP, list[dict[str, Any]] | str] | None = None,
+) -> list[dict[str, Any]]:
     """The whole search on `tps` (already allowed). `producers`: DescribeProducers answers already at hand."""
     if producers is None:
         producers = client.describe_producers(tps)
@@ -96,6 +113,14 @@ def find_hanging(client: ReadOnlyWire, tps: list[TP], *, now_ms: int, max_timeou
     if not cands:
         return []
     pids = sorted({c["producer_id"] for c in cands})
-    txid_of = {t["producer_id"]: t["transactional_id"] for t in client.list_transactions(producer_ids=pids) if t["producer_id"] in pids}
-    describe = {txid: client.describe_transaction(txid, n_txn_partitions) for txid in sorted(set(txid_of.values()))} if n_txn_partitions else {}
+    txid_of = {
+        t["producer_id"]: t["transactional_id"]
+        for t in client.list_transactions(producer_ids=pids)
+        if t["producer_id"] in pids
+    }
+    describe = (
+        {txid: client.describe_transaction(txid, n_txn_partitions) for txid in sorted(set(txid_of.values()))}
+        if n_txn_partitions
+        else {}
+    )
     return classify(cands, txid_of, describe)

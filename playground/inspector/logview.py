@@ -18,8 +18,10 @@ Pure functions over decoded entries (playground/kafka/wire.py `LogEntry`, contro
 from __future__ import annotations
 
 import bisect
+import itertools
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from playground.kafka.wire import LogEntry
 
@@ -34,7 +36,9 @@ class Window:
         return {"start": self.start, "end": self.end, "reasons": list(self.reasons)}
 
 
-def plan_windows(log_start: int, lso: int, hw: int, *, records: int, before_lso: int, from_offset: int | None = None) -> list[Window]:
+def plan_windows(
+    log_start: int, lso: int, hw: int, *, records: int, before_lso: int, from_offset: int | None = None
+) -> list[Window]:
     """The offset ranges to read: [LSO - before, LSO + records), [HW - records, HW), and [from, from + records)
     when a consumer position is asked for; clipped to [log start, HW) and merged where they touch."""
     if hw <= log_start:
@@ -58,7 +62,7 @@ def plan_windows(log_start: int, lso: int, hw: int, *, records: int, before_lso:
 
 
 def gaps_between(windows: list[Window]) -> list[dict[str, int]]:
-    return [{"start": a.end, "end": b.start} for a, b in zip(windows, windows[1:]) if b.start > a.end]
+    return [{"start": a.end, "end": b.start} for a, b in itertools.pairwise(windows) if b.start > a.end]
 
 
 def producer_kind(e: LogEntry) -> str:
@@ -101,7 +105,9 @@ class Span:
         }
 
 
-def transactions(entries: list[LogEntry], windows: list[Window], hw: int, open_starts: dict[int, int] | None = None) -> list[Span]:
+def transactions(
+    entries: list[LogEntry], windows: list[Window], hw: int, open_starts: dict[int, int] | None = None
+) -> list[Span]:
     """The transactions in the entries (sorted by offset, read in `windows`). `open_starts`: producer id -> start
     offset of its open transaction (DescribeProducers' CurrentTxnStartOffset), the broker's word on which are open."""
     open_starts = open_starts or {}

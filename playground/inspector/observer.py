@@ -22,7 +22,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from playground.inspector import detectors, hanging, logview
 from playground.inspector.client import EARLIEST, TP, ReadOnlyWire
@@ -67,8 +68,11 @@ class ClusterInspector:
     def _client(self) -> ReadOnlyWire:
         if self._wire is None:
             try:
-                self._wire = ReadOnlyWire(self.settings.bootstrap, timeout_s=self.settings.request_timeout_s,
-                                          max_bytes=self.settings.fetch_max_bytes)
+                self._wire = ReadOnlyWire(
+                    self.settings.bootstrap,
+                    timeout_s=self.settings.request_timeout_s,
+                    max_bytes=self.settings.fetch_max_bytes,
+                )
             except WireError as e:
                 raise InspectorError(f"KAFKA_BOOTSTRAP_SERVERS ({self.settings.bootstrap!r}): {e}") from None
         return self._wire
@@ -86,7 +90,9 @@ class ClusterInspector:
                 raise
             except WireError as e:
                 self._close_wire()  # a fresh start next time (connections may be half-dead)
-                raise InspectorError(f"cannot read the Kafka cluster at {self.settings.bootstrap} (KAFKA_BOOTSTRAP_SERVERS): {e}") from None
+                raise InspectorError(
+                    f"cannot read the Kafka cluster at {self.settings.bootstrap} (KAFKA_BOOTSTRAP_SERVERS): {e}"
+                ) from None
 
     def close(self) -> None:
         with self._lock:
@@ -115,8 +121,13 @@ class ClusterInspector:
 
         return self._read(run)
 
-    def find_hanging(self, topics: Iterable[str], *, partitions: Iterable[int] | None = None,
-                     max_transaction_timeout_ms: int | None = None) -> list[dict[str, Any]]:
+    def find_hanging(
+        self,
+        topics: Iterable[str],
+        *,
+        partitions: Iterable[int] | None = None,
+        max_transaction_timeout_ms: int | None = None,
+    ) -> list[dict[str, Any]]:
         """kafka-transactions.sh find-hanging --topic T [--partition P] --max-transaction-timeout (see hanging.py),
         each with `command` (abort by producer id/epoch/coordinator epoch) and `command_start_offset`."""
         s = self.settings
@@ -134,8 +145,12 @@ class ClusterInspector:
     def _with_commands(self, h: dict[str, Any]) -> dict[str, Any]:
         b = self.settings.bootstrap
         h = dict(h)
-        h["command"] = hanging.abort_command(b, h["topic"], h["partition"], h["producer_id"], h["producer_epoch"], h["coordinator_epoch"])
-        h["command_start_offset"] = hanging.abort_command_by_offset(b, h["topic"], h["partition"], h["current_txn_start_offset"])
+        h["command"] = hanging.abort_command(
+            b, h["topic"], h["partition"], h["producer_id"], h["producer_epoch"], h["coordinator_epoch"]
+        )
+        h["command_start_offset"] = hanging.abort_command_by_offset(
+            b, h["topic"], h["partition"], h["current_txn_start_offset"]
+        )
         txid = h.get("transactional_id")
         if txid and not self.settings.transactional_id_allowed(txid):
             h["transactional_id"] = None
@@ -143,15 +158,20 @@ class ClusterInspector:
         return h
 
     def partition_view(self, topic: str, partition: int, *, from_offset: int | None = None) -> dict[str, Any]:
-        report = self.inspect([topic], partitions={topic: [partition]},
-                              from_offsets={(topic, partition): from_offset} if from_offset is not None else None)
+        report = self.inspect(
+            [topic],
+            partitions={topic: [partition]},
+            from_offsets={(topic, partition): from_offset} if from_offset is not None else None,
+        )
         return next(p for p in report["partitions"] if (p["topic"], p["partition"]) == (topic, partition))
 
     def transactional_id_view(self, txid: str) -> dict[str, Any]:
         report = self.inspect(transactional_ids=[txid])
         return report["transactional_ids"][0]
 
-    def findings(self, topics: Iterable[str] = (), transactional_ids: Iterable[str] = (), *, since_s: float | None = None) -> list[dict[str, Any]]:
+    def findings(
+        self, topics: Iterable[str] = (), transactional_ids: Iterable[str] = (), *, since_s: float | None = None
+    ) -> list[dict[str, Any]]:
         return self.inspect(topics, transactional_ids, since_s=since_s)["findings"]
 
     # ------------------------------------------------------------------------------------------ inspection
@@ -204,7 +224,9 @@ class ClusterInspector:
             tps += [(t, p) for p in ps]
         return tps
 
-    def _inspect(self, w: ReadOnlyWire, topics: tuple[str, ...], txids: tuple[str, ...], partitions, from_offsets, since_s) -> dict[str, Any]:
+    def _inspect(
+        self, w: ReadOnlyWire, topics: tuple[str, ...], txids: tuple[str, ...], partitions, from_offsets, since_s
+    ) -> dict[str, Any]:
         s = self.settings
         t0 = time.monotonic()
         sent0 = dict(w.sent)
@@ -214,7 +236,11 @@ class ClusterInspector:
         listing: list[dict[str, Any]] | None = None
         if not topics and not txids:
             started_from = "list_transactions"
-            listing = [t for t in w.list_transactions(states=list(ONGOING_STATES)) if s.transactional_id_allowed(t["transactional_id"])]
+            listing = [
+                t
+                for t in w.list_transactions(states=list(ONGOING_STATES))
+                if s.transactional_id_allowed(t["transactional_id"])
+            ]
             txids = tuple(sorted({t["transactional_id"] for t in listing}))
             topics = tuple(t for t in w.all_topics() if s.topic_allowed(t))
             if not s.topics and not s.transactional_ids:
@@ -227,9 +253,13 @@ class ClusterInspector:
             described[txid] = w.describe_transaction(txid, n_txn) if n_txn else {"state": None}
         if n_txn and txids:
             self._txn_log.poll(
-                w, {transaction_state_partition(t, n_txn) for t in txids},
-                allowed=s.transactional_id_allowed, now_ms=now, lookback_ms=int(s.txn_log_lookback_s * 1000),
-                max_records=s.txn_log_max_records, history_max=s.txn_history_max,
+                w,
+                {transaction_state_partition(t, n_txn) for t in txids},
+                allowed=s.transactional_id_allowed,
+                now_ms=now,
+                lookback_ms=int(s.txn_log_lookback_s * 1000),
+                max_records=s.txn_log_max_records,
+                history_max=s.txn_history_max,
             )
         timelines = {t: annotate(self._txn_log.history(t)) for t in txids}
 
@@ -245,7 +275,9 @@ class ClusterInspector:
             known = w.partitions_of(sorted({t for t, _ in extra}))
             tps += [tp for tp in extra if tp[1] in known.get(tp[0], [])]
         if len(tps) > s.max_partitions:
-            notes.append(f"{len(tps)} partitions match; only the first {s.max_partitions} were read (INSPECTOR_MAX_PARTITIONS)")
+            notes.append(
+                f"{len(tps)} partitions match; only the first {s.max_partitions} were read (INSPECTOR_MAX_PARTITIONS)"
+            )
             tps = tps[: s.max_partitions]
 
         # ---- marks, producer states, windows
@@ -257,12 +289,20 @@ class ClusterInspector:
         parts: dict[TP, logview.PartitionRead] = {}
         for tp in tps:
             if tp in errors or hws.get(tp) is None:
-                parts[tp] = logview.PartitionRead(tp[0], tp[1], None, 0, 0, 0, [], [], [], None, errors.get(tp, "no offsets"))
+                parts[tp] = logview.PartitionRead(
+                    tp[0], tp[1], None, 0, 0, 0, [], [], [], None, errors.get(tp, "no offsets")
+                )
                 continue
             hw, lso = hws[tp], lsos.get(tp) if lsos.get(tp) is not None else hws[tp]
             log_start = starts.get(tp) or 0
-            windows = logview.plan_windows(log_start, lso, hw, records=s.window_records, before_lso=s.window_before_lso,
-                                           from_offset=from_offsets.get(tp))
+            windows = logview.plan_windows(
+                log_start,
+                lso,
+                hw,
+                records=s.window_records,
+                before_lso=s.window_before_lso,
+                from_offset=from_offsets.get(tp),
+            )
             entries: list = []
             error = None
             try:
@@ -274,49 +314,87 @@ class ClusterInspector:
                     raise
                 error = str(e)
             prod = producers.get(tp)
-            open_starts = {p["producer_id"]: p["current_txn_start_offset"] for p in prod
-                           if p["current_txn_start_offset"] is not None} if isinstance(prod, list) else {}
+            open_starts = (
+                {
+                    p["producer_id"]: p["current_txn_start_offset"]
+                    for p in prod
+                    if p["current_txn_start_offset"] is not None
+                }
+                if isinstance(prod, list)
+                else {}
+            )
             spans = logview.transactions(entries, windows, hw, open_starts)
             leader = w.meta.partitions[tp].leader if w.meta and tp in w.meta.partitions else None
-            parts[tp] = logview.PartitionRead(tp[0], tp[1], leader, log_start, lso, hw, windows, entries, spans,
-                                              prod if isinstance(prod, list) else None,
-                                              error or (prod if isinstance(prod, str) else None))
+            parts[tp] = logview.PartitionRead(
+                tp[0],
+                tp[1],
+                leader,
+                log_start,
+                lso,
+                hw,
+                windows,
+                entries,
+                spans,
+                prod if isinstance(prod, list) else None,
+                error or (prod if isinstance(prod, str) else None),
+            )
 
         # ---- who is who: transactional ids of the producer ids seen (ListTransactions by producer id)
-        pids = sorted({p["producer_id"] for pr in parts.values() for p in (pr.producers or [])}
-                      | {e.producer_id for pr in parts.values() for e in pr.entries if e.transactional})
+        pids = sorted(
+            {p["producer_id"] for pr in parts.values() for p in (pr.producers or [])}
+            | {e.producer_id for pr in parts.values() for e in pr.entries if e.transactional}
+        )
         txid_of: dict[int, str] = {}
         if pids:
             # the producer ids of open transactions first: those are the ones find-hanging must name
-            first = sorted({p["producer_id"] for pr in parts.values() for p in (pr.producers or []) if p["current_txn_start_offset"] is not None})
+            first = sorted(
+                {
+                    p["producer_id"]
+                    for pr in parts.values()
+                    for p in (pr.producers or [])
+                    if p["current_txn_start_offset"] is not None
+                }
+            )
             pids = (first + [p for p in pids if p not in set(first)])[:MAX_PRODUCER_IDS]
             for t in w.list_transactions(producer_ids=pids):
                 txid_of.setdefault(t["producer_id"], t["transactional_id"])
         for txid, d in described.items():
             if d.get("producer_id") is not None:
                 txid_of.setdefault(d["producer_id"], txid)
-        open_ids = sorted({txid_of[p["producer_id"]] for pr in parts.values() for p in (pr.producers or [])
-                           if p["current_txn_start_offset"] is not None and p["producer_id"] in txid_of})
+        open_ids = sorted(
+            {
+                txid_of[p["producer_id"]]
+                for pr in parts.values()
+                for p in (pr.producers or [])
+                if p["current_txn_start_offset"] is not None and p["producer_id"] in txid_of
+            }
+        )
         for txid in open_ids:
             if txid not in described and n_txn:
                 described[txid] = w.describe_transaction(txid, n_txn)
 
         # ---- hanging (find-hanging on the partitions read, from the producer states already at hand)
-        cands = hanging.candidates({tp: pr.producers for tp, pr in parts.items() if pr.producers is not None}, now,
-                                   s.max_transaction_timeout_ms)
+        cands = hanging.candidates(
+            {tp: pr.producers for tp, pr in parts.items() if pr.producers is not None},
+            now,
+            s.max_transaction_timeout_ms,
+        )
         found = [self._with_commands(h) for h in hanging.classify(cands, txid_of, described)]
 
         # ---- findings
         inits_by_id = {t: inits(tl) for t, tl in timelines.items()}
         show = s.transactional_id_allowed
         findings = detectors.hanging_findings(found, show)
-        findings += detectors.shared_id_findings(timelines, inits_by_id, parts,
-                                                 None if s.live_gap_s is None else s.live_gap_s * 1000)
+        findings += detectors.shared_id_findings(
+            timelines, inits_by_id, parts, None if s.live_gap_s is None else s.live_gap_s * 1000
+        )
         findings += detectors.frequent_reinit_findings(inits_by_id, s.reinit_max_per_hour)
         findings += detectors.interleaved_findings(parts, txid_of, show)
         if since_s is not None:
             horizon = now - since_s * 1000
-            findings = [f for f in findings if f.kind in detectors.CURRENT_KINDS or f.time_ms is None or f.time_ms >= horizon]
+            findings = [
+                f for f in findings if f.kind in detectors.CURRENT_KINDS or f.time_ms is None or f.time_ms >= horizon
+            ]
 
         sent = {k: v - sent0.get(k, 0) for k, v in w.sent.items() if v - sent0.get(k, 0)}
         return {
@@ -325,16 +403,24 @@ class ClusterInspector:
             "elapsed_ms": round((time.monotonic() - t0) * 1000),
             "started_from": started_from,
             "transactions": listing,
-            "partitions": [self._partition_dict(pr, now, txid_of, described, from_offsets.get(tp)) for tp, pr in parts.items()],
-            "transactional_ids": [self._txid_dict(t, described[t], timelines[t], inits_by_id[t], parts, n_txn, since_s, now)
-                                  for t in txids],
+            "partitions": [
+                self._partition_dict(pr, now, txid_of, described, from_offsets.get(tp)) for tp, pr in parts.items()
+            ],
+            "transactional_ids": [
+                self._txid_dict(t, described[t], timelines[t], inits_by_id[t], parts, n_txn, since_s, now)
+                for t in txids
+            ],
             "hanging": found,
             "findings": [f.to_dict() for f in findings],
             "notes": notes,
             "requests": sent,
-            "settings": {"max_transaction_timeout_ms": s.max_transaction_timeout_ms, "live_gap_s": s.live_gap_s,
-                         "reinit_max_per_hour": s.reinit_max_per_hour, "window_records": s.window_records,
-                         "poll_interval_s": s.poll_interval_s},
+            "settings": {
+                "max_transaction_timeout_ms": s.max_transaction_timeout_ms,
+                "live_gap_s": s.live_gap_s,
+                "reinit_max_per_hour": s.reinit_max_per_hour,
+                "window_records": s.window_records,
+                "poll_interval_s": s.poll_interval_s,
+            },
         }
 
     # ------------------------------------------------------------------------------------------ shaping
@@ -342,7 +428,9 @@ class ClusterInspector:
     def _shown(self, txid: str | None) -> str | None:
         return txid if txid and self.settings.transactional_id_allowed(txid) else None
 
-    def _partition_dict(self, pr: logview.PartitionRead, now: int, txid_of: dict[int, str], described, from_offset) -> dict[str, Any]:
+    def _partition_dict(
+        self, pr: logview.PartitionRead, now: int, txid_of: dict[int, str], described, from_offset
+    ) -> dict[str, Any]:
         render = self.settings.render
         fate = logview.fates(pr.entries, pr.spans)
         producers = []
@@ -359,26 +447,34 @@ class ClusterInspector:
             if started is None:
                 first = next((e for e in pr.entries if e.offset == start), None)
                 started = first.timestamp_ms if first else None
-            open_txns.append({
-                "producer_id": p["producer_id"],
-                "producer_epoch": p["producer_epoch"],
-                "coordinator_epoch": p["coordinator_epoch"],
-                "start_offset": start,
-                "holds_lso": start == pr.last_stable_offset,
-                "transactional_id": self._shown(txid),
-                "coordinator_state": d.get("state") if same else None,
-                "coordinator_lists_partition": ([pr.topic, pr.partition] in [list(x) for x in d.get("partitions", [])]) if same else None,
-                "transaction_timeout_ms": d.get("transaction_timeout_ms") if same else None,
-                "started_ms": started,
-                "age_ms": now - started if started else None,
-                "last_timestamp_ms": p["last_timestamp"],
-                "last_write_age_ms": now - p["last_timestamp"] if p["last_timestamp"] >= 0 else None,
-            })
+            open_txns.append(
+                {
+                    "producer_id": p["producer_id"],
+                    "producer_epoch": p["producer_epoch"],
+                    "coordinator_epoch": p["coordinator_epoch"],
+                    "start_offset": start,
+                    "holds_lso": start == pr.last_stable_offset,
+                    "transactional_id": self._shown(txid),
+                    "coordinator_state": d.get("state") if same else None,
+                    "coordinator_lists_partition": (
+                        [pr.topic, pr.partition] in [list(x) for x in d.get("partitions", [])]
+                    )
+                    if same
+                    else None,
+                    "transaction_timeout_ms": d.get("transaction_timeout_ms") if same else None,
+                    "started_ms": started,
+                    "age_ms": now - started if started else None,
+                    "last_timestamp_ms": p["last_timestamp"],
+                    "last_write_age_ms": now - p["last_timestamp"] if p["last_timestamp"] >= 0 else None,
+                }
+            )
         open_txns.sort(key=lambda o: o["start_offset"])
         spans = []
         for sp in pr.spans:
             spans.append({**sp.to_dict(), "transactional_id": self._shown(txid_of.get(sp.producer_id))})
-        consumer_from = from_offset if from_offset is not None else (pr.windows[0].start if pr.windows else pr.high_watermark)
+        consumer_from = (
+            from_offset if from_offset is not None else (pr.windows[0].start if pr.windows else pr.high_watermark)
+        )
         return {
             "topic": pr.topic,
             "partition": pr.partition,
@@ -394,8 +490,15 @@ class ClusterInspector:
             "transactions": spans,
             "producers": producers,
             "open_transactions": open_txns,
-            "consumers": logview.consume(pr.entries, pr.spans, from_offset=consumer_from, lso=pr.last_stable_offset,
-                                         hw=pr.high_watermark, windows=pr.windows, render=render),
+            "consumers": logview.consume(
+                pr.entries,
+                pr.spans,
+                from_offset=consumer_from,
+                lso=pr.last_stable_offset,
+                hw=pr.high_watermark,
+                windows=pr.windows,
+                render=render,
+            ),
         }
 
     def _txid_dict(self, txid, desc, timeline, init_list, parts, n_txn, since_s, now) -> dict[str, Any]:
@@ -423,8 +526,13 @@ class ClusterInspector:
 
     # ------------------------------------------------------------------------------------------ live updates
 
-    def subscribe(self, callback: Callable[[dict[str, Any]], None], topics: Iterable[str] = (),
-                  transactional_ids: Iterable[str] = (), **kwargs: Any) -> "Subscription":
+    def subscribe(
+        self,
+        callback: Callable[[dict[str, Any]], None],
+        topics: Iterable[str] = (),
+        transactional_ids: Iterable[str] = (),
+        **kwargs: Any,
+    ) -> Subscription:
         """Call `callback(report)` (the dict `inspect` returns, or {"error": message}) now and every
         INSPECTOR_POLL_INTERVAL_S, from the inspector's one polling thread, until `Subscription.close()`.
         Targets are checked against the allow-lists here, so a refused subscription raises at once."""
@@ -439,7 +547,7 @@ class ClusterInspector:
             self._wake.set()
         return sub
 
-    def _unsubscribe(self, sub: "Subscription") -> None:
+    def _unsubscribe(self, sub: Subscription) -> None:
         with self._lock:
             if sub in self._subs:
                 self._subs.remove(sub)
@@ -461,14 +569,16 @@ class ClusterInspector:
                     report = {"error": str(e)}
                 try:
                     sub.callback(report)
-                except Exception:  # noqa: BLE001 - one viewer's bug must not stop the others' updates
+                except Exception:
                     log.exception("inspector subscriber failed")
             self._wake.wait(self.settings.poll_interval_s)
             self._wake.clear()
 
 
 class Subscription:
-    def __init__(self, inspector: ClusterInspector, callback: Callable[[dict[str, Any]], None], kwargs: dict[str, Any]) -> None:
+    def __init__(
+        self, inspector: ClusterInspector, callback: Callable[[dict[str, Any]], None], kwargs: dict[str, Any]
+    ) -> None:
         self.inspector = inspector
         self.callback = callback
         self.kwargs = kwargs

@@ -21,13 +21,15 @@ replayed from the window's start; a marker whose transaction lies wholly before 
 from __future__ import annotations
 
 import heapq
+import itertools
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
-from typing import Any, Iterable, Mapping
+from datetime import UTC, datetime
+from typing import Any
 
+from playground.engine.spec import CONSUMER, PRODUCER, ActorSpec, ClusterSpec, TopicSpec
 from playground.scenario import writer
 from playground.scenario.model import MAX_ACTORS
-from playground.spec import CONSUMER, PRODUCER, ActorSpec, ClusterSpec, TopicSpec
 
 MAX_RECORDS = 300  # produce steps in one file: the newest stretch is kept (the loader takes 2,000 steps, 64 KB)
 MARKER_GROUP_MS = 500  # one EndTxn's markers on several partitions are written within this of each other
@@ -61,7 +63,7 @@ class Instance:
     init_ts: int | None = None
     timeout_ms: int | None = None
     fence_epoch: int | None = None  # the epoch its InitProducerId used to abort the previous instance's transaction
-    units: list["Unit"] = field(default_factory=list)
+    units: list[Unit] = field(default_factory=list)
     name: str = ""
 
 
@@ -109,8 +111,22 @@ def txid_names(report: Mapping[str, Any]) -> dict[int, str]:
 
 def _entries(part: Mapping[str, Any]) -> list[Entry]:
     tp = f"{part['topic']}-{part['partition']}"
-    return [Entry(tp, part["topic"], part["partition"], e["offset"], e["timestamp_ms"] or 0, e["producer_id"], e["producer_epoch"],
-                  e.get("control"), e["transactional"], e.get("key"), e.get("value")) for e in part["entries"]]
+    return [
+        Entry(
+            tp,
+            part["topic"],
+            part["partition"],
+            e["offset"],
+            e["timestamp_ms"] or 0,
+            e["producer_id"],
+            e["producer_epoch"],
+            e.get("control"),
+            e["transactional"],
+            e.get("key"),
+            e.get("value"),
+        )
+        for e in part["entries"]
+    ]
 
 
 class _Builder:
@@ -133,7 +149,9 @@ class _Builder:
             for r in t["timeline"]:
                 key = (r.get("producer_id"), r.get("epoch"))
                 if r["event"] == "init":
-                    self.inst[key] = Instance(key[0], key[1], t["transactional_id"], r.get("last_update_ms"), r.get("timeout_ms"))
+                    self.inst[key] = Instance(
+                        key[0], key[1], t["transactional_id"], r.get("last_update_ms"), r.get("timeout_ms")
+                    )
                 elif r["event"] == "timed_out":
                     self.timed_out[key] = r
                 what = {"commit_requested": "COMMIT", "abort_requested": "ABORT"}.get(r["event"])
@@ -163,7 +181,9 @@ class _Builder:
         if (pid, marker_epoch) in self.timed_out:
             return "timed_out", (pid, marker_epoch)
         # no timeline to say which: a later instance of this producer id fenced it, else the coordinator timed it out
-        later = sorted((i for i in self.inst.values() if i.pid == pid and i.epoch > (marker_epoch or 0)), key=lambda i: i.epoch)
+        later = sorted(
+            (i for i in self.inst.values() if i.pid == pid and i.epoch > (marker_epoch or 0)), key=lambda i: i.epoch
+        )
         if later:
             later[0].fence_epoch = marker_epoch
             return "fenced", later[0]
@@ -195,7 +215,9 @@ class _Builder:
             if end in ("COMMIT", "ABORT"):
                 own.append((inst, end, marker, records))
                 continue
-            key = (id(inst), end, id(cause) if end == "fenced" else cause) if end != "unknown" else (id(inst), end, id(s))
+            key = (
+                (id(inst), end, id(cause) if end == "fenced" else cause) if end != "unknown" else (id(inst), end, id(s))
+            )
             unit = groups.setdefault(key, Unit(inst, end=end, cause=cause))
             unit.records += records
             if marker is not None:
@@ -206,7 +228,12 @@ class _Builder:
         current: dict[int, Unit] = {}
         for inst, end, marker, records in own:
             u = current.get(id(inst))
-            if u is None or u.end != end or marker.ts - u.markers[0].ts > MARKER_GROUP_MS or marker.tp in {m.tp for m in u.markers}:
+            if (
+                u is None
+                or u.end != end
+                or marker.ts - u.markers[0].ts > MARKER_GROUP_MS
+                or marker.tp in {m.tp for m in u.markers}
+            ):
                 u = current[id(inst)] = Unit(inst, end=end)
                 inst.units.append(u)
             u.records += records
@@ -236,13 +263,20 @@ class _Builder:
                 i.units = [u for u in i.units if u.first_ts >= cut]
             plain = [e for e in plain if e.ts >= cut]
             dropped = f"records before {_utc(cut)} are left out (at most {MAX_RECORDS} records)"
-        room = MAX_ACTORS - CONSUMERS - (1 if any(e.pid < 0 for e in plain) else 0) - (1 if any(e.pid >= 0 for e in plain) else 0)
+        room = (
+            MAX_ACTORS
+            - CONSUMERS
+            - (1 if any(e.pid < 0 for e in plain) else 0)
+            - (1 if any(e.pid >= 0 for e in plain) else 0)
+        )
         insts = sorted((i for i in insts if i.units), key=lambda i: (i.init_ts or i.units[0].first_ts, i.pid, i.epoch))
         if len(insts) > room:
             first = insts[-room].init_ts or insts[-room].units[0].first_ts
             insts = insts[-room:]
             plain = [e for e in plain if e.ts >= first]
-            dropped = (dropped + "; " if dropped else "") + f"only the newest {room} producer instances are kept (at most {MAX_ACTORS} actors)"
+            dropped = (
+                dropped + "; " if dropped else ""
+            ) + f"only the newest {room} producer instances are kept (at most {MAX_ACTORS} actors)"
         # an init that fenced a transaction kept is kept with it, even when it wrote nothing itself (if there is
         # room; if not, that transaction's end is left out)
         for i in list(insts):
@@ -258,7 +292,7 @@ class _Builder:
 def _utc(ms: int | float | None) -> str:
     if ms is None:
         return "?"
-    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + " UTC"
+    return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + " UTC"
 
 
 def _order(nodes: list[Node], edges: Iterable[tuple[Node, Node]]) -> list[Node]:
@@ -316,7 +350,7 @@ def _steps(insts: list[Instance], plain: list[Entry], b: _Builder) -> list[Node]
             if u.end in ("COMMIT", "ABORT"):
                 action = "commit_transaction" if u.end == "COMMIT" else "abort_transaction"
                 first_marker = min(m.ts for m in u.markers)
-                when = max(b.moment(inst, u.end, first_marker, first_marker), max(e.ts for e in u.records))
+                when = max(b.moment(inst, u.end, first_marker, first_marker), *(e.ts for e in u.records))
                 chain.append(node(when, inst, action, writes=list(u.markers)))
             elif u.end == "fenced" and u.cause is not None:
                 init_of[id(u.cause)].writes += u.markers
@@ -325,23 +359,27 @@ def _steps(insts: list[Instance], plain: list[Entry], b: _Builder) -> list[Node]
                 if adv is None:
                     timeout = (b.timed_out.get(u.cause) or {}).get("timeout_ms") or inst.timeout_ms or 60_000
                     inst.timeout_ms = timeout
-                    adv = advance_of[u.cause] = node(min((m.ts for m in u.markers), default=u.first_ts), None, "advance",
-                                                     args={"ms": timeout + ABORT_SCAN_MS})
+                    adv = advance_of[u.cause] = node(
+                        min((m.ts for m in u.markers), default=u.first_ts),
+                        None,
+                        "advance",
+                        args={"ms": timeout + ABORT_SCAN_MS},
+                    )
                 adv.writes += u.markers
                 edges.append((chain[-1], adv))
-        edges += list(zip(chain, chain[1:]))
+        edges += list(itertools.pairwise(chain))
     # instances of one transactional id follow each other: an instance writes nothing once the next one has started
     by_txid: dict[Any, list[Instance]] = {}
     for inst in insts:
         by_txid.setdefault(inst.txid or inst.pid, []).append(inst)
     for group in by_txid.values():
         group.sort(key=lambda i: (i.init_ts or 0, i.pid, i.epoch))
-        for a, b in zip(group, group[1:]):
+        for a, b in itertools.pairwise(group):
             last = [n for n in nodes if n.actor is a][-1]
             edges.append((last, init_of[id(b)]))
     for name in ("plain", "idem"):
         mine = [produce(name, e) for e in plain if (e.pid < 0) == (name == "plain")]
-        edges += list(zip(mine, mine[1:]))
+        edges += list(itertools.pairwise(mine))
     # every partition's log in offset order: the step that wrote each entry, one after the other
     by_tp: dict[str, list[tuple[int, Node]]] = {}
     for n in nodes:
@@ -349,7 +387,7 @@ def _steps(insts: list[Instance], plain: list[Entry], b: _Builder) -> list[Node]
             by_tp.setdefault(e.tp, []).append((e.offset, n))
     for writes in by_tp.values():
         writes.sort(key=lambda x: x[0])
-        edges += [(a, b) for (_o1, a), (_o2, b) in zip(writes, writes[1:])]
+        edges += [(a, b) for (_o1, a), (_o2, b) in itertools.pairwise(writes)]
     return _order(nodes, edges)
 
 
@@ -361,19 +399,25 @@ def _notes(order: list[Node], insts: list[Instance]) -> None:
         if n.action == "init_transactions" and n.writes:
             fenced = sorted({u.inst.name for i in insts for u in i.units if u.end == "fenced" and u.cause is n.actor})
             tps = ", ".join(sorted({e.tp for e in n.writes}))
-            n.note = (f"{n.actor.name} starts with the same transactional.id {n.actor.txid}: its InitProducerId aborts "
-                      f"{' and '.join(fenced)}'s open transaction (ABORT at epoch {n.actor.fence_epoch} on {tps}) and gets "
-                      f"epoch {n.actor.epoch}. {' and '.join(fenced)} is fenced.")
+            n.note = (
+                f"{n.actor.name} starts with the same transactional.id {n.actor.txid}: its InitProducerId aborts "
+                f"{' and '.join(fenced)}'s open transaction (ABORT at epoch {n.actor.fence_epoch} on {tps}) and gets "
+                f"epoch {n.actor.epoch}. {' and '.join(fenced)} is fenced."
+            )
         elif n.action == "advance":
-            n.note = (f"The coordinator aborts the transaction that outlived its transaction.timeout.ms (ABORT at a bumped "
-                      f"epoch on {', '.join(sorted({e.tp for e in n.writes}))}): the clock jumps past it.")
+            n.note = (
+                f"The coordinator aborts the transaction that outlived its transaction.timeout.ms (ABORT at a bumped "
+                f"epoch on {', '.join(sorted({e.tp for e in n.writes}))}): the clock jumps past it."
+            )
         elif n.action == "produce" and isinstance(n.actor, str):
             tp = n.writes[0].tp
             holder = open_on.get(tp)
             if holder is not None and tp not in warned:
                 warned.add(tp)
-                n.note = (f"A record without a transaction lands on {tp} inside {holder.name}'s open transaction: "
-                          "read_committed consumers get it only once that transaction ends.")
+                n.note = (
+                    f"A record without a transaction lands on {tp} inside {holder.name}'s open transaction: "
+                    "read_committed consumers get it only once that transaction ends."
+                )
         for e in n.writes:
             if isinstance(n.actor, Instance) and e.control is None:
                 open_on[e.tp] = n.actor
@@ -405,38 +449,68 @@ def scenario_text(report: Mapping[str, Any]) -> str:
     for part in report.get("partitions", []):
         topics[part["topic"]] = min(64, max(topics.get(part["topic"], 1), part["partition"] + 1))
 
-    actors = [ActorSpec(i.name, PRODUCER, {"transactional.id": i.txid or f"producer-id-{i.pid}",
-                                           **({"transaction.timeout.ms": i.timeout_ms} if i.timeout_ms not in (None, CLIENT_TIMEOUT_MS) else {})})
-              for i in sorted(insts, key=lambda i: i.name)]
+    actors = [
+        ActorSpec(
+            i.name,
+            PRODUCER,
+            {
+                "transactional.id": i.txid or f"producer-id-{i.pid}",
+                **({"transaction.timeout.ms": i.timeout_ms} if i.timeout_ms not in (None, CLIENT_TIMEOUT_MS) else {}),
+            },
+        )
+        for i in sorted(insts, key=lambda i: i.name)
+    ]
     if any(e.pid < 0 for e in plain):
         actors.append(ActorSpec("plain", PRODUCER, {"enable.idempotence": False}))
     if any(e.pid >= 0 for e in plain):
         actors.append(ActorSpec("idem", PRODUCER, {}))
     if topics:
-        actors += [ActorSpec("rc", CONSUMER, {"isolation.level": "read_committed"}, tuple(topics)),
-                   ActorSpec("ru", CONSUMER, {"isolation.level": "read_uncommitted"}, tuple(topics))]
+        actors += [
+            ActorSpec("rc", CONSUMER, {"isolation.level": "read_committed"}, tuple(topics)),
+            ActorSpec("ru", CONSUMER, {"isolation.level": "read_uncommitted"}, tuple(topics)),
+        ]
 
     commands: list[dict[str, Any]] = []
     for n in order:
         if n.note:
             commands.append({"step": {"note": {"en": n.note}}})
-        label = f"clock.{n.action}" if n.actor is None else f"{n.actor.name if isinstance(n.actor, Instance) else n.actor}.{n.action}"
+        label = (
+            f"clock.{n.action}"
+            if n.actor is None
+            else f"{n.actor.name if isinstance(n.actor, Instance) else n.actor}.{n.action}"
+        )
         commands.append({"step": {label: n.args} if n.args else label, "outcome": "ok"})
     still_open = [(i.name, sorted({e.tp for e in u.records})) for i in insts for u in i.units if u.end == "open"]
     for name, tps in still_open:
-        commands.append({"step": {"note": {"en": f"{name}'s transaction was still open when the inspector looked: it "
-                                                 f"holds the LSO of {', '.join(tps)}."}}})
+        commands.append(
+            {
+                "step": {
+                    "note": {
+                        "en": f"{name}'s transaction was still open when the inspector looked: it "
+                        f"holds the LSO of {', '.join(tps)}."
+                    }
+                }
+            }
+        )
     if topics:
         commands += [{"step": "rc.poll", "outcome": "ok"}, {"step": "ru.poll", "outcome": "ok"}]
 
     return writer.write(
-        scenario_id="observed-" + datetime.fromtimestamp(report.get("fetched_at_ms", 0) / 1000, tz=timezone.utc).strftime("%Y%m%d-%H%M%S"),
-        title={"en": "Observed on the cluster: " + ", ".join([t["transactional_id"] for t in report.get("transactional_ids", [])] or list(topics) or ["nothing"])},
+        scenario_id="observed-"
+        + datetime.fromtimestamp(report.get("fetched_at_ms", 0) / 1000, tz=UTC).strftime("%Y%m%d-%H%M%S"),
+        title={
+            "en": "Observed on the cluster: "
+            + ", ".join(
+                [t["transactional_id"] for t in report.get("transactional_ids", [])] or list(topics) or ["nothing"]
+            )
+        },
         summary={"en": _summary(report)},
         tags=["observed", *sorted({f["kind"].replace("_", "-") for f in report.get("findings", [])})],
         seed=0,
-        cluster=ClusterSpec(brokers=min(9, max(1, len(report.get("cluster", {}).get("brokers", [])) or 3)),
-                            topics=tuple(TopicSpec(t, n) for t, n in topics.items())),
+        cluster=ClusterSpec(
+            brokers=min(9, max(1, len(report.get("cluster", {}).get("brokers", [])) or 3)),
+            topics=tuple(TopicSpec(t, n) for t, n in topics.items()),
+        ),
         actors=actors,
         commands=commands,
         observation={"partitions": parts},
@@ -451,23 +525,33 @@ def _summary(report: Mapping[str, Any]) -> str:
 
 
 def _comment(report: Mapping[str, Any], insts: list[Instance], plain: list[Entry], dropped: str) -> str:
-    lines = [f"Made by the inspector (/inspect/) from the Kafka cluster at {report.get('cluster', {}).get('bootstrap', '?')}, "
-             f"read at {_utc(report.get('fetched_at_ms'))}."]
+    lines = [
+        f"Made by the inspector (/inspect/) from the Kafka cluster at {report.get('cluster', {}).get('bootstrap', '?')}, "
+        f"read at {_utc(report.get('fetched_at_ms'))}."
+    ]
     for part in report.get("partitions", []):
         if part["windows"]:
             read = ", ".join(f"[{w['start']}, {w['end']})" for w in part["windows"])
-            lines.append(f"{part['topic']}-{part['partition']}: offsets {read} read; LSO {part['last_stable_offset']}, "
-                         f"HW {part['high_watermark']} (the replay starts its own log at offset 0).")
+            lines.append(
+                f"{part['topic']}-{part['partition']}: offsets {read} read; LSO {part['last_stable_offset']}, "
+                f"HW {part['high_watermark']} (the replay starts its own log at offset 0)."
+            )
     for i in sorted(insts, key=lambda i: i.name):
         lines.append(f"{i.name}: transactional.id {i.txid or '(not shown)'}, producer id {i.pid}, epoch {i.epoch}.")
     pids = sorted({e.pid for e in plain})
     if any(p < 0 for p in pids):
         lines.append("plain: records with producer id -1 (enable.idempotence=false).")
     if any(p >= 0 for p in pids):
-        lines.append(f"idem: records of idempotent producers without a transaction (producer ids {', '.join(str(p) for p in pids if p >= 0)}).")
+        lines.append(
+            f"idem: records of idempotent producers without a transaction (producer ids {', '.join(str(p) for p in pids if p >= 0)})."
+        )
     if dropped:
         lines.append(f"Left out: {dropped}.")
-    lines.append("Not observable, so not here: calls that wrote nothing (a fenced commit, a flush, a send that failed),")
-    lines.append("the applications' own timing, and records outside the windows read. Values are shown as the inspector")
+    lines.append(
+        "Not observable, so not here: calls that wrote nothing (a fenced commit, a flush, a send that failed),"
+    )
+    lines.append(
+        "the applications' own timing, and records outside the windows read. Values are shown as the inspector"
+    )
     lines.append("shows them (INSPECTOR_VALUE_MAX_CHARS, INSPECTOR_HASH_VALUES).")
     return "\n".join(lines)

@@ -26,7 +26,8 @@ timestamp), and one poll reads at most INSPECTOR_TXN_LOG_MAX_RECORDS records of 
 from __future__ import annotations
 
 from collections import OrderedDict, deque
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from playground.inspector.client import TXN_TOPIC, ReadOnlyWire
 from playground.kafka.wire import decode_txn_key, decode_txn_value
@@ -75,17 +76,24 @@ class TxnStateLog:
                     continue
                 try:
                     txid = decode_txn_key(e.key)
-                except Exception:  # noqa: BLE001 - a key of another version/type: not ours to read
+                except Exception:
                     continue
                 if txid is None or not allowed(txid):
                     continue  # other ids are neither kept nor shown
                 try:
                     value = decode_txn_value(e.value)
-                except Exception:  # noqa: BLE001 - a value version this decoder does not know
+                except Exception:
                     value = {"state": "Undecodable", "producer_id": -1, "epoch": -1, "partitions": []}
                 rec: dict[str, Any] = {"offset": e.offset, "txn_partition": p, "timestamp_ms": e.timestamp_ms}
                 if value is None:
-                    rec.update(state="Dead", producer_id=-1, epoch=-1, partitions=[], tombstone=True, last_update_ms=e.timestamp_ms)
+                    rec.update(
+                        state="Dead",
+                        producer_id=-1,
+                        epoch=-1,
+                        partitions=[],
+                        tombstone=True,
+                        last_update_ms=e.timestamp_ms,
+                    )
                 else:
                     rec.update(value)
                 rec["partitions"] = [list(tp) for tp in rec.get("partitions", [])]
@@ -114,9 +122,17 @@ def annotate(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if r.get("tombstone") or state == "Dead":
             event = "expired"
         elif state == "Empty":
-            event = "init" if prev is None or (prev.get("producer_id"), prev.get("epoch")) != key or prev.get("state") != "Empty" else "unchanged"
+            event = (
+                "init"
+                if prev is None or (prev.get("producer_id"), prev.get("epoch")) != key or prev.get("state") != "Empty"
+                else "unchanged"
+            )
         elif state == "Ongoing":
-            same = prev is not None and prev.get("state") == "Ongoing" and (prev.get("producer_id"), prev.get("epoch")) == key
+            same = (
+                prev is not None
+                and prev.get("state") == "Ongoing"
+                and (prev.get("producer_id"), prev.get("epoch")) == key
+            )
             event = "add_partitions" if same else "begin"
         elif state == "PrepareCommit":
             event = "commit_requested"
@@ -152,31 +168,55 @@ def inits(timeline: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for r in timeline:
         ev = r["event"]
         if ev in ("fenced_by_init", "timed_out"):
-            fence = {"event": ev, "offset": r["offset"], "time_ms": r.get("last_update_ms"), "producer_epoch": r.get("epoch"),
-                     "partitions": r.get("partitions", [])}
-        if ev == "init":
-            out.append({
+            fence = {
+                "event": ev,
                 "offset": r["offset"],
                 "time_ms": r.get("last_update_ms"),
+                "producer_epoch": r.get("epoch"),
+                "partitions": r.get("partitions", []),
+            }
+        if ev == "init":
+            out.append(
+                {
+                    "offset": r["offset"],
+                    "time_ms": r.get("last_update_ms"),
+                    "producer_id": r.get("producer_id"),
+                    "producer_epoch": r.get("epoch"),
+                    "previous": dict(prev_instance) if prev_instance else None,
+                    "fence": fence if prev_instance else None,
+                }
+            )
+            prev_instance = {
                 "producer_id": r.get("producer_id"),
                 "producer_epoch": r.get("epoch"),
-                "previous": dict(prev_instance) if prev_instance else None,
-                "fence": fence if prev_instance else None,
-            })
-            prev_instance = {"producer_id": r.get("producer_id"), "producer_epoch": r.get("epoch"),
-                             "last_activity_ms": r.get("last_update_ms"), "last_event": "init", "open": False,
-                             "open_partitions": [], "open_since_ms": None, "last_outcome": None}
+                "last_activity_ms": r.get("last_update_ms"),
+                "last_event": "init",
+                "open": False,
+                "open_partitions": [],
+                "open_since_ms": None,
+                "last_outcome": None,
+            }
             fence = None
             continue
         if prev_instance is None:
             # the timeline began mid-life (lookback): the first client-driven record names the instance
             if ev in ("begin", "add_partitions", "commit_requested", "abort_requested"):
-                prev_instance = {"producer_id": r.get("producer_id"), "producer_epoch": r.get("epoch"), "last_activity_ms": None,
-                                 "last_event": None, "open": False, "open_partitions": [], "open_since_ms": None, "last_outcome": None}
+                prev_instance = {
+                    "producer_id": r.get("producer_id"),
+                    "producer_epoch": r.get("epoch"),
+                    "last_activity_ms": None,
+                    "last_event": None,
+                    "open": False,
+                    "open_partitions": [],
+                    "open_since_ms": None,
+                    "last_outcome": None,
+                }
             else:
                 continue
         if ev in ("begin", "add_partitions"):
-            prev_instance.update(open=True, open_partitions=r.get("partitions", []), open_since_ms=r.get("txn_start_time_ms"))
+            prev_instance.update(
+                open=True, open_partitions=r.get("partitions", []), open_since_ms=r.get("txn_start_time_ms")
+            )
         if ev in ("begin", "add_partitions", "commit_requested", "abort_requested"):
             prev_instance.update(last_activity_ms=r.get("last_update_ms"), last_event=ev)
         if ev in ("committed", "aborted"):

@@ -1,7 +1,7 @@
 """The real-cluster backend: the same scenario steps and live actions against an Apache Kafka cluster named in the
 server's settings, through confluent-kafka.
 
-Design (see playground/backend.py for the contract and shared/docs/design.md, "Notes for the real backend"):
+Design (see playground/engine/backend.py for the contract and shared/docs/design.md, "Notes for the real backend"):
 
 * Only the cluster in settings: `settings.KAFKA_BOOTSTRAP_SERVERS` (or the environment variable of that name) for
   a profile of Kafka 3.9, `KAFKA4_BOOTSTRAP_SERVERS` for Kafka 4.x (`clusters.py`, which also checks that the
@@ -35,19 +35,20 @@ import subprocess
 import threading
 import time
 from collections import deque
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
-from playground.backend import OK, Backend, BackendError, ProfileError
+from playground.engine import events as ev
+from playground.engine.backend import OK, Backend, BackendError, ProfileError
+from playground.engine.spec import CONSUMER, DEFAULT_PROFILE, PRODUCER, ActorSpec, ClusterSpec, Profile, Step, TopicSpec
 from playground.kafka import clusters, owners
-from playground.kafka.observer import Observer, ObserverError
-from playground.kafka.wire import WireError
 from playground.kafka.java_worker import JavaActorProcess
 from playground.kafka.latewrite import apply_late_write
+from playground.kafka.observer import Observer, ObserverError
+from playground.kafka.wire import WireError
 from playground.kafka.worker import ActorProcess, WorkerError
-from playground.sim import events as ev
-from playground.spec import CONSUMER, DEFAULT_PROFILE, PRODUCER, ActorSpec, ClusterSpec, Profile, Step, TopicSpec
 
 log = logging.getLogger(__name__)
 
@@ -162,7 +163,9 @@ def kafka_settings(kafka: str = DEFAULT_PROFILE.kafka) -> dict[str, Any]:
     client = dict(client)
     for forbidden in ("bootstrap.servers", "metadata.broker.list", "debug", "logger"):
         client.pop(forbidden, None)  # the cluster comes from KAFKA_BOOTSTRAP_SERVERS only
-    base_dir = Path(conf.BASE_DIR) if conf is not None and hasattr(conf, "BASE_DIR") else Path(__file__).resolve().parents[2]
+    base_dir = (
+        Path(conf.BASE_DIR) if conf is not None and hasattr(conf, "BASE_DIR") else Path(__file__).resolve().parents[2]
+    )
     # the registry of which process owns which prefixes (owners.py): KAFKA_OWNERS_DIR, else VAR_DIR/kafka-owners
     var_dir = conf.VAR_DIR if conf is not None and hasattr(conf, "VAR_DIR") else os.environ.get("PLAYGROUND_VAR_DIR")
     owners_dir = str(get("KAFKA_OWNERS_DIR", "") or "")
@@ -291,7 +294,9 @@ class KafkaBackend(Backend):
 
     def _real_topic(self, name: str) -> str:
         if name not in self.topics:
-            raise BackendError(f"topic {name!r} is not part of this session (topics: {', '.join(self.topics) or 'none'})")
+            raise BackendError(
+                f"topic {name!r} is not part of this session (topics: {', '.join(self.topics) or 'none'})"
+            )
         return self.prefix + name
 
     def _scenario_topic(self, real: str) -> str:
@@ -351,7 +356,11 @@ class KafkaBackend(Backend):
         event = cls(seq=self._seq, time_ms=self._now_ms(t), **values)
         if cls is ev.Rpc:
             self.timeline.append(
-                {k: v for k, v in event.to_dict().items() if k in ("seq", "time_ms", "rpc", "src", "dst", "direction", "error", "detail")}
+                {
+                    k: v
+                    for k, v in event.to_dict().items()
+                    if k in ("seq", "time_ms", "rpc", "src", "dst", "direction", "error", "detail")
+                }
             )
         if self.on_event is not None:
             try:
@@ -379,11 +388,20 @@ class KafkaBackend(Backend):
                 src, dst = (actor.spec.name, peer) if item["direction"] == "request" else (peer, actor.spec.name)
                 detail = f"v{item['version']}" + (f", {item['detail']}" if item.get("detail") else "")
                 self._emit(
-                    ev.Rpc, item["t"], rpc=item["rpc"], src=src, dst=dst, direction=item["direction"],
-                    error=item.get("error"), detail=detail, correlation=item["corr"],
+                    ev.Rpc,
+                    item["t"],
+                    rpc=item["rpc"],
+                    src=src,
+                    dst=dst,
+                    direction=item["direction"],
+                    error=item.get("error"),
+                    detail=detail,
+                    correlation=item["corr"],
                 )
             elif item["type"] == "state" and actor.spec.transactional_id:
-                self._emit(ev.ClientState, item["t"], actor=actor.spec.name, from_state=item["from"], to_state=item["to"])
+                self._emit(
+                    ev.ClientState, item["t"], actor=actor.spec.name, from_state=item["from"], to_state=item["to"]
+                )
         if actor.spec.kind == PRODUCER:
             if msg.get("txn_state") and actor.spec.transactional_id:
                 actor.state = msg["txn_state"]
@@ -403,9 +421,15 @@ class KafkaBackend(Backend):
                 actor.last_error = {"op": op, "error": raised["outcome"], "detail": raised.get("detail", "")}
                 if raised["outcome"] in FENCED_OUTCOMES:
                     actor.fenced = True
-                self._emit(ev.ClientError, actor=actor.spec.name, op=op, error=raised["outcome"],
-                           fatal=bool(raised.get("fatal")), txn_requires_abort=bool(raised.get("txn_requires_abort")),
-                           detail=raised.get("detail", ""))
+                self._emit(
+                    ev.ClientError,
+                    actor=actor.spec.name,
+                    op=op,
+                    error=raised["outcome"],
+                    fatal=bool(raised.get("fatal")),
+                    txn_requires_abort=bool(raised.get("txn_requires_abort")),
+                    detail=raised.get("detail", ""),
+                )
         else:
             for t, p, o in result.get("state", {}).get("positions", []):
                 if o >= 0:
@@ -420,9 +444,7 @@ class KafkaBackend(Backend):
         for k, v in spec.config.items():
             if k == "topics":
                 continue
-            if k == "transactional.id":
-                v = self.prefix + str(v)
-            elif k == "group.id":
+            if k == "transactional.id" or k == "group.id":
                 v = self.prefix + str(v)
             conf[k] = v
         java = self.profile.client == "java"
@@ -476,7 +498,9 @@ class KafkaBackend(Backend):
 
     def _spawn(self, actor: _Actor) -> None:
         try:
-            actor.proc = ACTOR_PROCESSES[self.profile.client](actor.spec.name, actor.spec.kind, actor.real_config, self.profile)
+            actor.proc = ACTOR_PROCESSES[self.profile.client](
+                actor.spec.name, actor.spec.kind, actor.real_config, self.profile
+            )
         except WorkerError as e:  # e.g. the Java worker could not be built
             raise BackendError(f"actor {actor.spec.name}: the client did not start: {e}") from None
         actor.incarnation += 1
@@ -534,8 +558,15 @@ class KafkaBackend(Backend):
                     # the client did not answer in time (a stuck or unreachable cluster): the worker is gone
                     actor.state = "CRASHED"
                     actor.last_error = {"op": step.action, "error": "_TIMED_OUT", "detail": str(e)}
-                    self._emit(ev.ClientError, actor=actor.spec.name, op=step.action, error="_TIMED_OUT", fatal=True,
-                               txn_requires_abort=False, detail=str(e))
+                    self._emit(
+                        ev.ClientError,
+                        actor=actor.spec.name,
+                        op=step.action,
+                        error="_TIMED_OUT",
+                        fatal=True,
+                        txn_requires_abort=False,
+                        detail=str(e),
+                    )
                     outcome = "_TIMED_OUT"
             if self.on_event is not None:
                 try:
@@ -551,7 +582,9 @@ class KafkaBackend(Backend):
         cap = self.settings["max_sleep_s"]
         seconds = min(ms / 1000.0, cap)
         if ms / 1000.0 > cap:
-            self._clock_capped.append(f"clock.advance of {ms / 1000:.0f} s slept only {cap:.0f} s: a real cluster's time cannot be advanced.")
+            self._clock_capped.append(
+                f"clock.advance of {ms / 1000:.0f} s slept only {cap:.0f} s: a real cluster's time cannot be advanced."
+            )
         start = self._now_ms()
         deadline = time.monotonic() + seconds
         while True:
@@ -606,12 +639,18 @@ class KafkaBackend(Backend):
         argv = [part.format(action=action, broker=int(broker)) for part in shlex.split(template)]
         try:
             proc = subprocess.run(
-                argv, cwd=str(self.settings["base_dir"]), capture_output=True, text=True, timeout=BROKER_CONTROL_TIMEOUT_S
+                argv,
+                cwd=str(self.settings["base_dir"]),
+                capture_output=True,
+                text=True,
+                timeout=BROKER_CONTROL_TIMEOUT_S,
             )
         except (OSError, subprocess.TimeoutExpired) as e:
             raise BackendError(f"{label}: the broker control command failed: {e}") from None
         if proc.returncode != 0:
-            raise BackendError(f"{label}: the broker control command exited {proc.returncode}: {proc.stderr.strip()[-300:]}")
+            raise BackendError(
+                f"{label}: the broker control command exited {proc.returncode}: {proc.stderr.strip()[-300:]}"
+            )
 
     def _partition_for(self, actor: _Actor, topic: str, key: str | None) -> int | None:
         """No partition given: a keyed record goes where the client's default partitioner puts it (librdkafka:
@@ -661,8 +700,13 @@ class KafkaBackend(Backend):
             if outcome in FENCED_OUTCOMES or "fenced" in result.get("detail", "").lower():
                 actor.fenced = True
             self._emit(
-                ev.ClientError, actor=name, op=action, error=outcome, fatal=bool(result.get("fatal")),
-                txn_requires_abort=bool(result.get("txn_requires_abort")), detail=result.get("detail", ""),
+                ev.ClientError,
+                actor=name,
+                op=action,
+                error=outcome,
+                fatal=bool(result.get("fatal")),
+                txn_requires_abort=bool(result.get("txn_requires_abort")),
+                detail=result.get("detail", ""),
             )
         return outcome
 
@@ -711,7 +755,9 @@ class KafkaBackend(Backend):
                 return {"outcome": "_STATE", "detail": f"consumer {consumer.spec.name} is not running"}
             meta = self._call(consumer, "group_metadata")
             offsets = [[t, p, o] for t, p, o in meta["positions"] if o >= 0]
-            return self._call(actor, "send_offsets_to_transaction", offsets=offsets, group_metadata=meta["group_metadata"])
+            return self._call(
+                actor, "send_offsets_to_transaction", offsets=offsets, group_metadata=meta["group_metadata"]
+            )
         if a == "close":
             res = self._call(actor, "close")
             before = actor.state
@@ -724,8 +770,12 @@ class KafkaBackend(Backend):
 
     def _delivery_event(self, actor: _Actor, d: dict[str, Any]) -> None:
         self._emit(
-            ev.Delivery, actor=actor.spec.name, partition=self._scenario_tp(d["topic"], d["partition"]),
-            offset=d.get("offset"), value=d.get("value"), error=d.get("error"),
+            ev.Delivery,
+            actor=actor.spec.name,
+            partition=self._scenario_tp(d["topic"], d["partition"]),
+            offset=d.get("offset"),
+            value=d.get("value"),
+            error=d.get("error"),
         )
 
     def _consumer_step(self, actor: _Actor, step: Step) -> dict[str, Any]:
@@ -744,8 +794,12 @@ class KafkaBackend(Backend):
                 by_tp.setdefault(tp, []).append(r)
             for tp, rs in by_tp.items():
                 self._emit(
-                    ev.Consume, actor=actor.spec.name, partition=tp, offsets=tuple(r["offset"] for r in rs),
-                    values=tuple(r["value"] for r in rs), position=actor.positions.get(tp, rs[-1]["offset"] + 1),
+                    ev.Consume,
+                    actor=actor.spec.name,
+                    partition=tp,
+                    offsets=tuple(r["offset"] for r in rs),
+                    values=tuple(r["value"] for r in rs),
+                    position=actor.positions.get(tp, rs[-1]["offset"] + 1),
                 )
             return res
         if a == "commit":
@@ -827,7 +881,12 @@ class KafkaBackend(Backend):
             if d.get("state") is None:
                 continue
             transactions[txid] = {"state": d["state"], "producer_id": d["producer_id"], "epoch": d["epoch"]}
-        return {"partitions": partitions, "consumers": consumers, "transactions": transactions, "groups": snap["groups"]}
+        return {
+            "partitions": partitions,
+            "consumers": consumers,
+            "transactions": transactions,
+            "groups": snap["groups"],
+        }
 
     def _sync_cluster(self) -> None:
         """Read what changed on the cluster (new records and markers, watermarks, coordinator transitions, group
@@ -850,53 +909,98 @@ class KafkaBackend(Backend):
             while i < len(entries):
                 e = entries[i]
                 if e.control:
-                    self._emit(ev.Marker, partition=tp, offset=e.offset, control=e.control, producer_id=e.producer_id,
-                               epoch=e.epoch, coordinator_epoch=e.coordinator_epoch or 0)
+                    self._emit(
+                        ev.Marker,
+                        partition=tp,
+                        offset=e.offset,
+                        control=e.control,
+                        producer_id=e.producer_id,
+                        epoch=e.epoch,
+                        coordinator_epoch=e.coordinator_epoch or 0,
+                    )
                     i += 1
                     continue
                 j = i
-                while (j + 1 < len(entries) and not entries[j + 1].control and entries[j + 1].producer_id == e.producer_id
-                       and entries[j + 1].epoch == e.epoch and entries[j + 1].offset == entries[j].offset + 1):
+                while (
+                    j + 1 < len(entries)
+                    and not entries[j + 1].control
+                    and entries[j + 1].producer_id == e.producer_id
+                    and entries[j + 1].epoch == e.epoch
+                    and entries[j + 1].offset == entries[j].offset + 1
+                ):
                     j += 1
                 batch = entries[i : j + 1]
-                self._emit(ev.Append, partition=tp, base_offset=e.offset, count=len(batch), producer_id=e.producer_id,
-                           epoch=e.epoch, sequence=e.sequence, transactional=e.transactional,
-                           values=tuple(x.to_dict().get("value") for x in batch),
-                           client_id=self._owner_of(e.producer_id, e.epoch))
+                self._emit(
+                    ev.Append,
+                    partition=tp,
+                    base_offset=e.offset,
+                    count=len(batch),
+                    producer_id=e.producer_id,
+                    epoch=e.epoch,
+                    sequence=e.sequence,
+                    transactional=e.transactional,
+                    values=tuple(x.to_dict().get("value") for x in batch),
+                    client_id=self._owner_of(e.producer_id, e.epoch),
+                )
                 i = j + 1
             if entries:
                 self._log_seen[tp] = entries[-1].offset + 1
             marks = (part["high_watermark"], part["last_stable_offset"])
             if self._watermarks.get(tp) != marks:
                 self._watermarks[tp] = marks
-                self._emit(ev.Watermarks, partition=tp, high_watermark=marks[0], last_stable_offset=marks[1], log_end_offset=marks[0])
+                self._emit(
+                    ev.Watermarks,
+                    partition=tp,
+                    high_watermark=marks[0],
+                    last_stable_offset=marks[1],
+                    log_end_offset=marks[0],
+                )
             if self._leaders.get(tp, -2) != part.get("leader"):
                 self._leaders[tp] = part.get("leader")
-                self._emit(ev.Leader, partition=tp, leader=part.get("leader"), leader_epoch=part.get("leader_epoch", -1))
+                self._emit(
+                    ev.Leader, partition=tp, leader=part.get("leader"), leader_epoch=part.get("leader_epoch", -1)
+                )
         for txid, records in snap["txn_log"].items():
             for rec in records:
                 frm = self._txn_state_seen.get(txid, "Empty")
                 self._txn_state_seen[txid] = rec["state"]
                 self._emit(
-                    ev.TxnState, transactional_id=txid, from_state=frm, to_state=rec["state"],
-                    producer_id=rec["producer_id"], epoch=rec["epoch"],
-                    partitions=tuple(self._scenario_tp(t, p) for t, p in rec["partitions"] if t.startswith(self.prefix)),
+                    ev.TxnState,
+                    transactional_id=txid,
+                    from_state=frm,
+                    to_state=rec["state"],
+                    producer_id=rec["producer_id"],
+                    epoch=rec["epoch"],
+                    partitions=tuple(
+                        self._scenario_tp(t, p) for t, p in rec["partitions"] if t.startswith(self.prefix)
+                    ),
                     coordinator_broker=snap["transactions"].get(txid, {}).get("coordinator_broker"),
-                    persisted=True, record_bytes=rec["record_bytes"],
+                    persisted=True,
+                    record_bytes=rec["record_bytes"],
                 )
         for txid, d in snap["transactions"].items():
             broker = d.get("coordinator_broker")
             if txid in self._coordinators and broker is not None and self._coordinators[txid] != broker:
                 # another broker leads this __transaction_state partition now: it loaded it (and resends the
                 # markers of any transaction it found in Prepare*). Its coordinator epoch is not visible here.
-                self._emit(ev.CoordinatorLoad, txn_partition=d.get("coordinator_partition", -1), broker=broker,
-                           coordinator_epoch=-1, resumed=(txid,) if d.get("state") in ("PrepareCommit", "PrepareAbort") else ())
+                self._emit(
+                    ev.CoordinatorLoad,
+                    txn_partition=d.get("coordinator_partition", -1),
+                    broker=broker,
+                    coordinator_epoch=-1,
+                    resumed=(txid,) if d.get("state") in ("PrepareCommit", "PrepareAbort") else (),
+                )
             self._coordinators[txid] = broker
         for group, offsets in snap["groups"].items():
             if self._groups_seen.get(group) != offsets:
                 self._groups_seen[group] = dict(offsets)
-                self._emit(ev.GroupOffsets, group=group, state="committed",
-                           offsets=tuple((tp, o) for tp, o in offsets.items() if o is not None), producer_id=-1)
+                self._emit(
+                    ev.GroupOffsets,
+                    group=group,
+                    state="committed",
+                    offsets=tuple((tp, o) for tp, o in offsets.items() if o is not None),
+                    producer_id=-1,
+                )
 
     def polled(self, actor: str) -> list[tuple[str, int]]:
         a = self.actors.get(actor)
@@ -907,7 +1011,9 @@ class KafkaBackend(Backend):
         read_committed consumer a record at or past the LSO of that moment, and the LSO only grows."""
         with self._lock:
             try:
-                got = self.observer.stable_offsets([(self._real_topic(t.name), p) for t in self.topics.values() for p in range(t.partitions)])
+                got = self.observer.stable_offsets(
+                    [(self._real_topic(t.name), p) for t in self.topics.values() for p in range(t.partitions)]
+                )
             except ObserverError:
                 return {}  # the check of those reads is left out, not guessed
         return {self._scenario_tp(t, p): o for (t, p), o in got.items() if o is not None}
@@ -976,7 +1082,11 @@ class KafkaBackend(Backend):
                     "state": a.state,
                     "last_error": a.last_error,
                     "fenced": a.fenced,
-                    "counters": {"app_sent_ok": a.sent_ok_before + a.sent_ok, "landed": landed, "read_committed_received": rc},
+                    "counters": {
+                        "app_sent_ok": a.sent_ok_before + a.sent_ok,
+                        "landed": landed,
+                        "read_committed_received": rc,
+                    },
                 }
             consumers = {}
             for name, a in self.actors.items():
@@ -999,14 +1109,19 @@ class KafkaBackend(Backend):
                     "state": d["state"],
                     "producer_id": d["producer_id"],
                     "epoch": d["epoch"],
-                    "partitions": sorted(self._scenario_tp(t, p) for t, p in d.get("partitions", []) if t.startswith(self.prefix)),
+                    "partitions": sorted(
+                        self._scenario_tp(t, p) for t, p in d.get("partitions", []) if t.startswith(self.prefix)
+                    ),
                     "timeout_ms": d.get("timeout_ms"),
                     "coordinator_partition": d.get("coordinator_partition"),
                     "coordinator_broker": d.get("coordinator_broker"),
                     "txn_start_time_ms": self._session_ms(d.get("txn_start_time_ms")),
                     "pending_state": None,
                 }
-            brokers = {str(b): {"up": b not in self.stopped_brokers and b in snap["brokers"]} for b in sorted(set(self.brokers) | self.stopped_brokers | set(snap["brokers"]))}
+            brokers = {
+                str(b): {"up": b not in self.stopped_brokers and b in snap["brokers"]}
+                for b in sorted(set(self.brokers) | self.stopped_brokers | set(snap["brokers"]))
+            }
             return {
                 **base,
                 "partitions": partitions,
@@ -1025,7 +1140,9 @@ class KafkaBackend(Backend):
         if self.profile.client == "java":  # the timeline comes from kafka-clients' log, not librdkafka's
             out = [UNOBSERVABLE_JAVA_TIMELINE if line.startswith("The RPC timeline is") else line for line in out]
         for k, v in sorted(self._ignored_cluster.items()):
-            out.append(f"cluster.config {k}={v} is a broker setting: a shared real cluster runs with its own, so it is not applied.")
+            out.append(
+                f"cluster.config {k}={v} is a broker setting: a shared real cluster runs with its own, so it is not applied."
+            )
         for k, v in sorted(self.cluster.config.items()):
             if k.startswith("sim."):
                 out.append(f"cluster.config {k}={v} only shapes the simulator (a real cluster has its own latencies).")
@@ -1034,8 +1151,10 @@ class KafkaBackend(Backend):
             out.append("Brokers cannot be stopped or started from here (KAFKA_BROKER_CONTROL is not configured).")
         for a in self.actors.values():
             for k in a.ignored_settings:
-                out.append(f"{a.spec.name}: setting {k} is not a {'kafka-clients' if self.profile.client == 'java' else 'librdkafka'} "
-                           "client setting and was not applied.")
+                out.append(
+                    f"{a.spec.name}: setting {k} is not a {'kafka-clients' if self.profile.client == 'java' else 'librdkafka'} "
+                    "client setting and was not applied."
+                )
         return out
 
     # ----------------------------------------------------------------------------------------- closing
@@ -1063,7 +1182,12 @@ class KafkaBackend(Backend):
             try:
                 self.observer.delete_session(
                     [self.prefix + t for t in self.topics],
-                    [self.prefix + g for g in self._groups()] + [f"{self.prefix}_solo-{n}" for n, a in self.actors.items() if a.spec.kind == CONSUMER and not a.spec.group_id],
+                    [self.prefix + g for g in self._groups()]
+                    + [
+                        f"{self.prefix}_solo-{n}"
+                        for n, a in self.actors.items()
+                        if a.spec.kind == CONSUMER and not a.spec.group_id
+                    ],
                 )
                 owners.unregister(self.settings["owners_dir"], self.prefix)
             except ObserverError as e:
@@ -1097,5 +1221,3 @@ def log_fates(entries: list[Any]) -> dict[int, str]:
         else:
             fates[e.offset] = "plain"
     return fates
-
-

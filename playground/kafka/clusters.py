@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from playground.spec import Profile
+from playground.engine.spec import Profile
 
 # Settings by a profile's Kafka version: (bootstrap servers, broker control).
 SETTINGS = {
@@ -40,7 +40,7 @@ def release_line(level: int) -> str:
 
 
 def line_of(release: str) -> str:
-    """"4.4.0" -> "4.4"."""
+    """ "4.4.0" -> "4.4"."""
     return ".".join(release.split(".")[:2])
 
 
@@ -51,8 +51,11 @@ class ClusterVersion:
     transaction_version: int  # finalized; 0 when the cluster has not finalized the feature
 
     def to_dict(self) -> dict[str, Any]:
-        return {"release_line": self.release_line, "metadata_version": self.metadata_version,
-                "transaction_version": self.transaction_version}
+        return {
+            "release_line": self.release_line,
+            "metadata_version": self.metadata_version,
+            "transaction_version": self.transaction_version,
+        }
 
 
 class ClusterMismatch(Exception):
@@ -70,10 +73,13 @@ def read(wire: Any) -> ClusterVersion:
         lines[node] = release_line(supported[1]) if supported else "older than 3.3 (no metadata.version)"
         finalized = versions.finalized
     if len(set(lines.values())) != 1:
-        raise ClusterMismatch("the brokers run different Kafka releases: "
-                              + ", ".join(f"broker {n} {line}" for n, line in sorted(lines.items())))
-    return ClusterVersion(next(iter(lines.values())), finalized.get(METADATA_VERSION, 0),
-                          finalized.get(TRANSACTION_VERSION, 0))
+        raise ClusterMismatch(
+            "the brokers run different Kafka releases: "
+            + ", ".join(f"broker {n} {line}" for n, line in sorted(lines.items()))
+        )
+    return ClusterVersion(
+        next(iter(lines.values())), finalized.get(METADATA_VERSION, 0), finalized.get(TRANSACTION_VERSION, 0)
+    )
 
 
 def check(wire: Any, profile: Profile, setting: str) -> ClusterVersion:
@@ -87,12 +93,14 @@ def check(wire: Any, profile: Profile, setting: str) -> ClusterVersion:
         raise ClusterMismatch(
             f"the cluster in {setting} runs Kafka {found.release_line}, not Kafka {profile.release} as this session's "
             f"profile ({profile.label}) needs: point {setting} at a Kafka {wanted} cluster"
-            f" (locally: bash tools/kafka/kafka.sh start --version {profile.kafka})")
+            f" (locally: bash tools/kafka/kafka.sh start --version {profile.kafka})"
+        )
     # transaction.version 0 and 1 both run the classic protocol (1 only changes __transaction_state's record
     # format, TransactionVersion.java); only a profile whose client runs KIP-890's needs the cluster at 2
     if profile.transaction_version >= 2 and found.transaction_version < 2:
         raise ClusterMismatch(
             f"the cluster in {setting} has finalized transaction.version {found.transaction_version}; this "
             f"session's profile ({profile.label}) runs transaction.version {profile.transaction_version} "
-            f"transactions (kafka-features.sh upgrade --feature transaction.version=2)")
+            f"transactions (kafka-features.sh upgrade --feature transaction.version=2)"
+        )
     return found

@@ -15,7 +15,7 @@ and `WorkerError` raised. `kill()` is SIGKILL: a crash, no close, no abort, buff
 
 The worker is compiled by tools/java/build.sh into tools/java/.build/<release>/ (git-ignored): `ensure_built()`
 runs that script when the build is missing or older than the sources, so nothing is installed by hand.
-`python -m playground.kafka.java_worker build` builds it for every release of playground/spec.py KAFKA_RELEASES.
+`python -m playground.kafka.java_worker build` builds it for every release of playground/engine/spec.py KAFKA_RELEASES.
 """
 
 from __future__ import annotations
@@ -41,8 +41,16 @@ SRC_DIR = Path(__file__).resolve().parent / "java"
 BUILD_SH = ROOT / "tools" / "java" / "build.sh"
 BUILD_TIMEOUT_S = 600.0  # a first build downloads kafka-clients with Maven
 # A small JVM per actor: C1 only and the serial GC start fastest, and an actor's heap stays small.
-JVM_OPTS = ["-Xms16m", "-Xmx128m", "-Xss512k", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:-UsePerfData",
-            "-Xshare:auto", "-Djava.awt.headless=true"]
+JVM_OPTS = [
+    "-Xms16m",
+    "-Xmx128m",
+    "-Xss512k",
+    "-XX:+UseSerialGC",
+    "-XX:TieredStopAtLevel=1",
+    "-XX:-UsePerfData",
+    "-Xshare:auto",
+    "-Djava.awt.headless=true",
+]
 
 _built: dict[str, str] = {}
 _build_lock = threading.Lock()
@@ -55,7 +63,7 @@ def build_dir() -> Path:
 def stamp_for(release: str) -> str:
     """What tools/java/build.sh writes into `stamp` after a build: the release and a checksum of the sources."""
     h = hashlib.sha256()
-    for p in sorted(SRC_DIR.glob("*.java"), key=lambda p: str(p)):
+    for p in sorted(SRC_DIR.glob("*.java"), key=str):
         h.update(p.read_bytes())
     return f"{release} {h.hexdigest()}"
 
@@ -83,16 +91,23 @@ def ensure_built(release: str) -> str:
             return _built[release]
         d = build_dir() / release
         stamp = d / "stamp"
-        if not (stamp.is_file() and stamp.read_text().strip() == stamp_for(release) and (d / "lib" / ".complete").is_file()
-                and (d / "worker.jar").is_file()):
+        if not (
+            stamp.is_file()
+            and stamp.read_text().strip() == stamp_for(release)
+            and (d / "lib" / ".complete").is_file()
+            and (d / "worker.jar").is_file()
+        ):
             try:
-                proc = subprocess.run(["bash", str(BUILD_SH), release], cwd=ROOT, capture_output=True, text=True,
-                                      timeout=BUILD_TIMEOUT_S)
+                proc = subprocess.run(
+                    ["bash", str(BUILD_SH), release], cwd=ROOT, capture_output=True, text=True, timeout=BUILD_TIMEOUT_S
+                )
             except (OSError, subprocess.TimeoutExpired) as e:
                 raise WorkerError(f"could not build the Java worker for kafka-clients {release}: {e}") from None
             if proc.returncode != 0:
-                raise WorkerError(f"could not build the Java worker for kafka-clients {release} (tools/java/build.sh): "
-                                  f"{proc.stderr.strip()[-1500:]}")
+                raise WorkerError(
+                    f"could not build the Java worker for kafka-clients {release} (tools/java/build.sh): "
+                    f"{proc.stderr.strip()[-1500:]}"
+                )
         _built[release] = classpath(release)
         return _built[release]
 
@@ -112,7 +127,9 @@ class JavaActorProcess:
 
     client = "java"
 
-    def __init__(self, name: str, kind: str, config: dict[str, Any], *, release: str, start_timeout_s: float = 40.0) -> None:
+    def __init__(
+        self, name: str, kind: str, config: dict[str, Any], *, release: str, start_timeout_s: float = 40.0
+    ) -> None:
         self.name = name
         self.kind = kind
         self.config = dict(config)
@@ -126,7 +143,10 @@ class JavaActorProcess:
         cp = ensure_built(release)
         self.proc = subprocess.Popen(
             [java_binary(), *jvm_opts(release), "-cp", cp, "Worker"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=ROOT,
             # own session and process group: signals aimed at the server's group do not reach the JVM
             start_new_session=True,
         )
@@ -207,7 +227,9 @@ class JavaActorProcess:
             if msg is None:
                 self._answers.put(None)  # every later wait sees the end too
                 self.proc.wait(5)
-                raise WorkerError(f"actor {self.name}: Java worker exited (code {self.proc.returncode}): {self.stderr_tail()}")
+                raise WorkerError(
+                    f"actor {self.name}: Java worker exited (code {self.proc.returncode}): {self.stderr_tail()}"
+                )
             if rid is not None and msg.get("id") != rid:
                 continue  # a late answer to a call that already timed out
             if not msg.get("ok"):
@@ -261,11 +283,13 @@ def main(argv: list[str]) -> int:
     if argv[:1] != ["build"]:
         print("usage: python -m playground.kafka.java_worker build [--if-possible]", file=sys.stderr)
         return 2
-    from playground.spec import KAFKA_RELEASES
+    from playground.engine.spec import KAFKA_RELEASES
 
     if "--if-possible" in argv and not (shutil.which("javac") and shutil.which("mvn")):
-        print("java worker: javac or mvn missing, not built (needed only for Java-client sessions on a real cluster)",
-              file=sys.stderr)
+        print(
+            "java worker: javac or mvn missing, not built (needed only for Java-client sessions on a real cluster)",
+            file=sys.stderr,
+        )
         return 0
     for release in sorted(set(KAFKA_RELEASES.values())):
         try:

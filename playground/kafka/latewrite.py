@@ -56,12 +56,24 @@ _PARTITION_RESPONSE = (
     ("base_offset", Int64),
     ("log_append_time_ms", Int64),
     ("log_start_offset", Int64),
-    ("record_errors", CompactArray(("batch_index", Int32), ("batch_index_error_message", CompactString("utf-8")), ("tags", TaggedFields))),
+    (
+        "record_errors",
+        CompactArray(
+            ("batch_index", Int32), ("batch_index_error_message", CompactString("utf-8")), ("tags", TaggedFields)
+        ),
+    ),
     ("error_message", CompactString("utf-8")),
     ("tags", TaggedFields),
 )
 _RESPONSE_SCHEMA = Schema(
-    ("responses", CompactArray(("name", CompactString("utf-8")), ("partition_responses", CompactArray(*_PARTITION_RESPONSE)), ("tags", TaggedFields))),
+    (
+        "responses",
+        CompactArray(
+            ("name", CompactString("utf-8")),
+            ("partition_responses", CompactArray(*_PARTITION_RESPONSE)),
+            ("tags", TaggedFields),
+        ),
+    ),
     ("throttle_time_ms", Int32),
     ("tags", TaggedFields),
 )
@@ -82,23 +94,39 @@ _REQUEST_SCHEMA = Schema(
 
 
 def _produce_classes(version: int) -> type[Request]:
-    resp = type(f"ProduceResponse_v{version}", (Response,), {"API_KEY": 0, "API_VERSION": version, "FLEXIBLE_VERSION": True, "SCHEMA": _RESPONSE_SCHEMA})
+    resp = type(
+        f"ProduceResponse_v{version}",
+        (Response,),
+        {"API_KEY": 0, "API_VERSION": version, "FLEXIBLE_VERSION": True, "SCHEMA": _RESPONSE_SCHEMA},
+    )
     return type(
         f"ProduceRequest_v{version}",
         (Request,),
-        {"API_KEY": 0, "API_VERSION": version, "FLEXIBLE_VERSION": True, "RESPONSE_TYPE": resp, "SCHEMA": _REQUEST_SCHEMA},
+        {
+            "API_KEY": 0,
+            "API_VERSION": version,
+            "FLEXIBLE_VERSION": True,
+            "RESPONSE_TYPE": resp,
+            "SCHEMA": _REQUEST_SCHEMA,
+        },
     )
 
 
 PRODUCE_REQUESTS = {v: _produce_classes(v) for v in (9, 10, 11, 12)}
 
 
-def transactional_batch(producer_id: int, epoch: int, sequence: int, value: bytes, key: bytes | None = None,
-                        timestamp_ms: int | None = None) -> bytes:
+def transactional_batch(
+    producer_id: int, epoch: int, sequence: int, value: bytes, key: bytes | None = None, timestamp_ms: int | None = None
+) -> bytes:
     """One RecordBatch v2 holding one record, with the transactional bit, as a transactional producer writes it."""
     b = DefaultRecordBatchBuilder(
-        magic=2, compression_type=0, is_transactional=True, producer_id=producer_id, producer_epoch=epoch,
-        base_sequence=sequence, batch_size=1 << 20,
+        magic=2,
+        compression_type=0,
+        is_transactional=True,
+        producer_id=producer_id,
+        producer_epoch=epoch,
+        base_sequence=sequence,
+        batch_size=1 << 20,
     )
     b.append(0, timestamp=timestamp_ms, key=key, value=value, headers=[])
     return bytes(b.build())
@@ -114,15 +142,29 @@ class LateWriteResult:
     leader: int
 
 
-def send_late_write(wire: WireClient, *, topic: str, partition: int, transactional_id: str, producer_id: int,
-                    epoch: int, sequence: int, value: bytes, key: bytes | None = None, version: int = 10,
-                    timeout_ms: int = 10_000) -> LateWriteResult:
+def send_late_write(
+    wire: WireClient,
+    *,
+    topic: str,
+    partition: int,
+    transactional_id: str,
+    producer_id: int,
+    epoch: int,
+    sequence: int,
+    value: bytes,
+    key: bytes | None = None,
+    version: int = 10,
+    timeout_ms: int = 10_000,
+) -> LateWriteResult:
     """Send the batch to the partition's leader and return its answer (one attempt: a late write is not retried)."""
     req_cls = PRODUCE_REQUESTS[version]
     records = transactional_batch(producer_id, epoch, sequence, value, key)
     req = req_cls(
-        transactional_id=transactional_id, acks=-1, timeout_ms=timeout_ms,
-        topic_data=[(topic, [(partition, records, {})], {})], tags={},
+        transactional_id=transactional_id,
+        acks=-1,
+        timeout_ms=timeout_ms,
+        topic_data=[(topic, [(partition, records, {})], {})],
+        tags={},
     )
     leader = wire.leader(topic, partition, refresh=True)
     resp: Any = wire.send_to(leader, req, timeout_s=timeout_ms / 1000 + 5)
@@ -166,8 +208,8 @@ def apply_late_write(backend: Any, step: Any) -> str:
     batch, and return the leader's answer as the step's outcome."""
     import time
 
-    from playground.backend import OK, BackendError
-    from playground.sim import events as ev
+    from playground.engine import events as ev
+    from playground.engine.backend import OK, BackendError
 
     args = step.args
     actor = backend.actors.get(str(args.get("actor")))
@@ -192,7 +234,9 @@ def apply_late_write(backend: Any, step: Any) -> str:
         if found:
             break
     if found is None:
-        raise BackendError(f"net.late_write: no record {args['of']!r} in the log (of: names a record the producer wrote)")
+        raise BackendError(
+            f"net.late_write: no record {args['of']!r} in the log (of: names a record the producer wrote)"
+        )
     topic, partition, rec = found
     real_topic = backend.prefix + topic
     deadline = time.monotonic() + SETTLE_WAIT_S
@@ -209,19 +253,41 @@ def apply_late_write(backend: Any, step: Any) -> str:
         leader_state = leader_producer_state(wire, real_topic, partition, rec.producer_id)
         seq = late_sequence(leader_state, rec.epoch, rec.sequence)
         src = f"network (late write of {actor.spec.name})"
-        detail = (f"v{version}, {topic}-{partition} 1 record(s), producer {rec.producer_id} epoch {rec.epoch} seq {seq} "
-                  f"(held back since {args['of']!r})")
-        backend._emit(ev.Rpc, rpc="Produce", src=src, dst=f"leader {topic}-{partition}", direction="request",
-                      error=None, detail=detail)
+        detail = (
+            f"v{version}, {topic}-{partition} 1 record(s), producer {rec.producer_id} epoch {rec.epoch} seq {seq} "
+            f"(held back since {args['of']!r})"
+        )
+        backend._emit(
+            ev.Rpc,
+            rpc="Produce",
+            src=src,
+            dst=f"leader {topic}-{partition}",
+            direction="request",
+            error=None,
+            detail=detail,
+        )
         key = args.get("key")
         result = send_late_write(
-            wire, topic=real_topic, partition=partition, transactional_id=txid, producer_id=rec.producer_id,
-            epoch=rec.epoch, sequence=seq, value=str(args["value"]).encode(), key=None if key is None else str(key).encode(),
+            wire,
+            topic=real_topic,
+            partition=partition,
+            transactional_id=txid,
+            producer_id=rec.producer_id,
+            epoch=rec.epoch,
+            sequence=seq,
+            value=str(args["value"]).encode(),
+            key=None if key is None else str(key).encode(),
             version=version,
         )
     except WireError as e:
         raise BackendError(f"{step.label}: {e}") from None
-    backend._emit(ev.Rpc, rpc="Produce", src=f"leader {topic}-{partition}", dst=src, direction="response",
-                  error=result.error, detail=f"v{version}, base_offset {result.base_offset}"
-                  + (f" ({result.message})" if result.message else ""))
+    backend._emit(
+        ev.Rpc,
+        rpc="Produce",
+        src=f"leader {topic}-{partition}",
+        dst=src,
+        direction="response",
+        error=result.error,
+        detail=f"v{version}, base_offset {result.base_offset}" + (f" ({result.message})" if result.message else ""),
+    )
     return result.error or OK

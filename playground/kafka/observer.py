@@ -109,9 +109,9 @@ class Observer:
         new = [NewTopic(self._own(name), partitions, replication) for name, partitions in topics.items()]
         try:
             futures = self.admin.create_topics(new, operation_timeout=10, request_timeout=15)
-            for name, fut in futures.items():
+            for _name, fut in futures.items():
                 fut.result(timeout=20)
-        except (KafkaException, TimeoutError, Exception) as e:  # noqa: BLE001 - any failure here is the same story
+        except (KafkaException, TimeoutError, Exception) as e:
             raise ObserverError(f"cannot create the session's topics: {_kafka_msg(e)}") from None
         deadline = time.monotonic() + 15
         while True:
@@ -138,15 +138,17 @@ class Observer:
         errors = []
         if topics:
             try:
-                futures = self.admin.delete_topics([self._own(t) for t in topics], operation_timeout=10, request_timeout=10)
+                futures = self.admin.delete_topics(
+                    [self._own(t) for t in topics], operation_timeout=10, request_timeout=10
+                )
                 for fut in futures.values():
                     try:
                         fut.result(timeout=max(0.1, deadline - time.monotonic()))
-                    except Exception as e:  # noqa: BLE001
+                    except Exception as e:
                         errors.append(_kafka_msg(e))
             except ObserverError:
                 raise
-            except Exception as e:  # noqa: BLE001
+            except Exception as e:
                 errors.append(_kafka_msg(e))
         if groups and time.monotonic() < deadline:
             try:
@@ -154,11 +156,11 @@ class Observer:
                 for fut in futures.values():
                     try:
                         fut.result(timeout=max(0.1, deadline - time.monotonic()))
-                    except Exception:  # noqa: BLE001 - a group that never committed does not exist
+                    except Exception:
                         pass
             except ObserverError:
                 raise
-            except Exception:  # noqa: BLE001
+            except Exception:
                 pass
         if errors:
             raise ObserverError("deleting the session's topics: " + "; ".join(errors[:3]))
@@ -221,7 +223,7 @@ class Observer:
         for tp, fut in futures.items():
             try:
                 out[(tp.topic, tp.partition)] = fut.result(timeout=REQUEST_TIMEOUT_S + 1).offset
-            except Exception:  # noqa: BLE001 - e.g. no leader while a broker is down: fall back to the Fetch's answer
+            except Exception:
                 out[(tp.topic, tp.partition)] = None
         return out
 
@@ -241,7 +243,9 @@ class Observer:
         if fp.log_start_offset > start and cached:
             cached[:] = [e for e in cached if e.offset >= fp.log_start_offset]
         cached.extend(e for e in new if not cached or e.offset >= cached[-1].next_offset)
-        leader = self.wire.meta.partitions.get(key).leader if self.wire.meta and key in self.wire.meta.partitions else None
+        leader = (
+            self.wire.meta.partitions.get(key).leader if self.wire.meta and key in self.wire.meta.partitions else None
+        )
         return list(cached), {
             "high_watermark": fp.high_watermark,
             "last_stable_offset": fp.last_stable_offset,
@@ -291,7 +295,7 @@ class Observer:
         for part in sorted({transaction_state_partition(t, n) for t in wanted}):
             start = self._txn_log_next.get(part, 0)
             try:
-                fp, entries = self.wire.read_log("__transaction_state", part, start=start)
+                _fp, entries = self.wire.read_log("__transaction_state", part, start=start)
             except WireError as e:
                 raise ObserverError(f"reading __transaction_state-{part}: {e}") from None
             for e in entries:
@@ -299,7 +303,7 @@ class Observer:
                     continue
                 try:
                     tid = decode_txn_key(e.key)
-                except Exception:  # noqa: BLE001 - not a transaction record key
+                except Exception:
                     continue
                 if tid not in wanted:
                     continue
@@ -318,9 +322,11 @@ class Observer:
     def group_offsets(self, group: str, tps: list[tuple[str, int]], stable: bool) -> dict[tuple[str, int], int | None]:
         req = [ConsumerGroupTopicPartitions(self._own(group), [TopicPartition(t, p) for t, p in tps])]
         try:
-            futures = self.admin.list_consumer_group_offsets(req, require_stable=stable, request_timeout=REQUEST_TIMEOUT_S)
+            futures = self.admin.list_consumer_group_offsets(
+                req, require_stable=stable, request_timeout=REQUEST_TIMEOUT_S
+            )
             res = futures[group].result(timeout=REQUEST_TIMEOUT_S + 1)
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:
             raise ObserverError(f"OffsetFetch for group {group}: {_kafka_msg(e)}") from None
         out: dict[tuple[str, int], int | None] = {}
         for tp in res.topic_partitions:
@@ -329,9 +335,7 @@ class Observer:
 
     # ------------------------------------------------------------------------------------- together
 
-    def wait_quiescent(
-        self, txids: list[str], tps: list[tuple[str, int]], groups: list[str], deadline: float
-    ) -> bool:
+    def wait_quiescent(self, txids: list[str], tps: list[tuple[str, int]], groups: list[str], deadline: float) -> bool:
         """Until no transaction is in Prepare* (its markers are written), every partition's LSO equals its high
         watermark unless an Ongoing transaction holds it, and (no transaction open) committed offsets answer with
         require_stable. Bounded by `deadline` (time.monotonic()); False if it passed first."""
@@ -407,4 +411,10 @@ class Observer:
             brokers = sorted(self.wire.metadata([]).brokers)
         except WireError as e:
             raise ObserverError(f"cluster metadata: {e}") from None
-        return {"partitions": partitions, "transactions": transactions, "txn_log": txn_log, "groups": group_out, "brokers": brokers}
+        return {
+            "partitions": partitions,
+            "transactions": transactions,
+            "txn_log": txn_log,
+            "groups": group_out,
+            "brokers": brokers,
+        }

@@ -41,9 +41,10 @@ import re
 import socket
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
@@ -61,6 +62,7 @@ _quiet = logging.getLogger("playground.kafka.librdkafka")  # observer.py keeps i
 
 
 # ------------------------------------------------------------------------------------------- processes
+
 
 @dataclass(frozen=True)
 class ProcessIdentity:
@@ -153,7 +155,10 @@ def owner_state(entry: dict[str, Any]) -> tuple[str, str]:
     if now.state in ("Z", "X"):
         return "dead", f"pid {pid} has exited (a zombie not reaped yet)"
     if entry.get("start_time") is not None and now.start_time is not None and now.start_time != entry["start_time"]:
-        return "dead", f"pid {pid} now belongs to another process (started at tick {now.start_time}, not {entry['start_time']})"
+        return (
+            "dead",
+            f"pid {pid} now belongs to another process (started at tick {now.start_time}, not {entry['start_time']})",
+        )
     return "alive", f"pid {pid} is running"
 
 
@@ -224,8 +229,12 @@ def _save(owners_dir: Path) -> None:
     except OSError as e:
         if owners_dir not in _write_failed:
             _write_failed.add(owners_dir)
-            log.warning("cannot record the owned Kafka prefixes in %s (%s): if this process is killed, its sessions' "
-                        "topics will not be swept", owners_dir, e)
+            log.warning(
+                "cannot record the owned Kafka prefixes in %s (%s): if this process is killed, its sessions' "
+                "topics will not be swept",
+                owners_dir,
+                e,
+            )
 
 
 def register(owners_dir: Path | str, prefix: str, bootstrap: str) -> None:
@@ -251,6 +260,7 @@ def owned(owners_dir: Path | str) -> dict[str, str]:
 
 
 # ------------------------------------------------------------------------------------------- sweeping
+
 
 @contextlib.contextmanager
 def _sweep_lock(owners_dir: Path, timeout_s: float) -> Iterator[bool]:
@@ -337,8 +347,11 @@ def _sweep_locked(d: Path, bootstrap: str, client: dict[str, Any], deadline: flo
         for prefix, info in list(entry["prefixes"].items()):
             if not PREFIX_RE.match(str(prefix)):
                 # a name this code never records: sweeping it could match other sessions' topics (or all of them)
-                log.warning("kafka owners registry: %s records %r, not a session prefix; dropped without deleting "
-                            "anything", path.name, prefix)
+                log.warning(
+                    "kafka owners registry: %s records %r, not a session prefix; dropped without deleting anything",
+                    path.name,
+                    prefix,
+                )
                 entry["prefixes"].pop(prefix)
                 continue
             if isinstance(info, dict) and same_cluster(str(info.get("bootstrap", "")), bootstrap):
@@ -351,7 +364,7 @@ def _sweep_locked(d: Path, bootstrap: str, client: dict[str, Any], deadline: flo
     reports: list[dict[str, Any]] = []
     if wanted:
         found = _delete_prefixes(wanted, bootstrap, client, deadline)
-        for path, entry, why, mine in dead:
+        for _path, entry, why, mine in dead:
             owner = f"{entry.get('hostname')}/{entry.get('pid')}"
             for prefix in mine:
                 r = found[prefix]
@@ -359,14 +372,27 @@ def _sweep_locked(d: Path, bootstrap: str, client: dict[str, Any], deadline: flo
                 if r["errors"]:
                     log.warning(
                         "kafka: sweeping prefix %s of dead server process %s (%s) on %s failed, kept for the next "
-                        "sweep: %s (deleted topics: %s; consumer groups: %s)", prefix, owner, why, bootstrap,
-                        "; ".join(r["errors"][:3]), ", ".join(r["topics"]) or "none", ", ".join(r["groups"]) or "none")
+                        "sweep: %s (deleted topics: %s; consumer groups: %s)",
+                        prefix,
+                        owner,
+                        why,
+                        bootstrap,
+                        "; ".join(r["errors"][:3]),
+                        ", ".join(r["topics"]) or "none",
+                        ", ".join(r["groups"]) or "none",
+                    )
                 else:
                     done.add(prefix)
                     log.warning(
                         "kafka: swept prefix %s of dead server process %s (%s) on %s: deleted topics: %s; "
-                        "consumer groups: %s", prefix, owner, why, bootstrap,
-                        ", ".join(r["topics"]) or "none", ", ".join(r["groups"]) or "none")
+                        "consumer groups: %s",
+                        prefix,
+                        owner,
+                        why,
+                        bootstrap,
+                        ", ".join(r["topics"]) or "none",
+                        ", ".join(r["groups"]) or "none",
+                    )
     for path, entry, _why, mine in dead:
         for prefix in mine:
             if prefix in done:
@@ -382,7 +408,9 @@ def _sweep_locked(d: Path, bootstrap: str, client: dict[str, Any], deadline: flo
     return reports
 
 
-def _delete_prefixes(prefixes: list[str], bootstrap: str, client: dict[str, Any], deadline: float) -> dict[str, dict[str, Any]]:
+def _delete_prefixes(
+    prefixes: list[str], bootstrap: str, client: dict[str, Any], deadline: float
+) -> dict[str, dict[str, Any]]:
     """{prefix: {"topics": deleted, "groups": deleted, "errors": [...]}}: what KafkaBackend.close() deletes for a
     prefix (every topic and consumer group under it), found by listing the cluster, since the dead process cannot
     say which names it used."""
@@ -399,7 +427,9 @@ def _delete_prefixes(prefixes: list[str], bootstrap: str, client: dict[str, Any]
 
     conf = {
         "bootstrap.servers": bootstrap,
-        **{k: v for k, v in client.items() if k not in ("bootstrap.servers", "metadata.broker.list", "debug", "logger")},
+        **{
+            k: v for k, v in client.items() if k not in ("bootstrap.servers", "metadata.broker.list", "debug", "logger")
+        },
         "logger": _quiet,
         "socket.connection.setup.timeout.ms": 3000,
         "reconnect.backoff.max.ms": 1000,
@@ -409,14 +439,14 @@ def _delete_prefixes(prefixes: list[str], bootstrap: str, client: dict[str, Any]
         topics = sorted(t for t in admin.list_topics(timeout=left()).topics if owner_of(t))
         listing = admin.list_consumer_groups(request_timeout=left()).result(timeout=left() + 1)
         groups = sorted(g.group_id for g in listing.valid if owner_of(g.group_id))
-    except Exception as e:  # noqa: BLE001 - an unreachable cluster: every prefix stays for the next sweep
+    except Exception as e:
         for r in out.values():
             r["errors"].append(f"listing the cluster: {_kafka_msg(e)}")
         return out
     if topics:
         try:
             futures = admin.delete_topics(topics, operation_timeout=left(), request_timeout=left())
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:
             futures = {}
             for t in topics:
                 out[owner_of(t)]["errors"].append(f"deleting {t}: {_kafka_msg(e)}")
@@ -424,14 +454,14 @@ def _delete_prefixes(prefixes: list[str], bootstrap: str, client: dict[str, Any]
             try:
                 fut.result(timeout=left() + 1)
                 out[owner_of(t)]["topics"].append(t)
-            except Exception as e:  # noqa: BLE001
+            except Exception as e:
                 if _error_code(e) == KafkaError.UNKNOWN_TOPIC_OR_PART:
                     continue  # deleted meanwhile (by whom does not matter)
                 out[owner_of(t)]["errors"].append(f"deleting topic {t}: {_kafka_msg(e)}")
     if groups:
         try:
             futures = admin.delete_consumer_groups(groups, request_timeout=left())
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:
             futures = {}
             for g in groups:
                 out[owner_of(g)]["errors"].append(f"deleting group {g}: {_kafka_msg(e)}")
@@ -439,7 +469,7 @@ def _delete_prefixes(prefixes: list[str], bootstrap: str, client: dict[str, Any]
             try:
                 fut.result(timeout=left() + 1)
                 out[owner_of(g)]["groups"].append(g)
-            except Exception as e:  # noqa: BLE001
+            except Exception as e:
                 if _error_code(e) == KafkaError.GROUP_ID_NOT_FOUND:
                     continue
                 out[owner_of(g)]["errors"].append(f"deleting group {g}: {_kafka_msg(e)}")
@@ -459,7 +489,7 @@ def sweep_once(bootstrap: str, client_config: dict[str, Any] | None, owners_dir:
             _swept.add(key)
         try:
             return sweep_dead_owners(bootstrap, client_config, owners_dir)
-        except Exception:  # noqa: BLE001 - a bug here must not stop a session from starting
+        except Exception:
             log.exception("kafka owners registry: the sweep failed")
             return []
 

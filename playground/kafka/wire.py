@@ -18,8 +18,9 @@ import io
 import socket
 import struct
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 from kafka.protocol.api import Request, Response
 from kafka.protocol.api_versions import ApiVersionsRequest_v3
@@ -238,7 +239,7 @@ class _Connection:
             self.sock.settimeout(left)
             try:
                 chunk = self.sock.recv(min(n, 1 << 20))
-            except (socket.timeout, TimeoutError):
+            except TimeoutError:
                 raise WireError(f"timed out reading from {self.addr[0]}:{self.addr[1]}") from None
             except OSError as e:
                 raise WireError(f"connection to {self.addr[0]}:{self.addr[1]} failed: {e}") from None
@@ -378,7 +379,9 @@ class WireClient:
             if err:
                 meta.topic_errors[topic] = error_name(err) or ""
             for perr, pidx, leader, replicas, isr, _offline in parts:
-                meta.partitions[(topic, pidx)] = PartitionMeta(topic, pidx, leader, list(replicas), list(isr), error_name(perr))
+                meta.partitions[(topic, pidx)] = PartitionMeta(
+                    topic, pidx, leader, list(replicas), list(isr), error_name(perr)
+                )
         if self.meta is not None and topics is not None:
             # keep what we knew about other topics
             merged = dict(self.meta.partitions)
@@ -435,7 +438,9 @@ class WireClient:
             time.sleep(0.2)
         raise WireError(f"Fetch {topic}-{partition}: no usable answer")
 
-    def read_log(self, topic: str, partition: int, *, start: int = 0, limit: int = 100_000) -> tuple[FetchedPartition, list["LogEntry"]]:
+    def read_log(
+        self, topic: str, partition: int, *, start: int = 0, limit: int = 100_000
+    ) -> tuple[FetchedPartition, list[LogEntry]]:
         """Every batch of a partition from `start` up to its high watermark, control batches included."""
         entries: list[LogEntry] = []
         offset = start
@@ -446,7 +451,9 @@ class WireClient:
                 offset = fp.log_start_offset
                 continue
             if fp.error:
-                raise BrokerError(next((c for c, n in ERROR_NAMES.items() if n == fp.error), -1), f"Fetch {topic}-{partition}")
+                raise BrokerError(
+                    next((c for c, n in ERROR_NAMES.items() if n == fp.error), -1), f"Fetch {topic}-{partition}"
+                )
             first = first or fp
             new = [e for e in decode_batches(fp.records) if e.offset >= offset]
             if not new:
@@ -480,7 +487,7 @@ class WireClient:
             for attempt in range(6):
                 coord = self.find_coordinator(txid, 1)
                 resp = self.send_to(coord, DescribeTransactionsRequest_v0(transactional_ids=[txid], tags={}))
-                (err, tid, state, timeout_ms, start_ms, pid, epoch, topics, _t) = resp.transaction_states[0]
+                (err, _tid, state, timeout_ms, start_ms, pid, epoch, topics, _t) = resp.transaction_states[0]
                 if err in RETRIABLE and attempt < 5:
                     time.sleep(0.2)
                     continue
@@ -534,14 +541,17 @@ class WireClient:
                     )
         return out
 
-
     # -- ApiVersions (KIP-584's feature levels ride in its tagged fields)
 
-    def api_versions(self, node_id: int) -> "BrokerVersions":
+    def api_versions(self, node_id: int) -> BrokerVersions:
         """One broker's ApiVersions v3: the API versions it serves, the feature levels its software supports
         (tag 0) and the cluster-wide finalized levels (tag 2; a feature not listed is at level 0)."""
-        resp = self.send_to(node_id, ApiVersionsRequest_v3(client_software_name="txn-playground",
-                                                           client_software_version="1", _tagged_fields={}))
+        resp = self.send_to(
+            node_id,
+            ApiVersionsRequest_v3(
+                client_software_name="txn-playground", client_software_version="1", _tagged_fields={}
+            ),
+        )
         if resp.error_code:
             raise BrokerError(resp.error_code, f"ApiVersions (broker {node_id})")
         tags = resp._tagged_fields or {}
@@ -617,7 +627,12 @@ class LogEntry:
 
     def to_dict(self) -> dict[str, Any]:
         if self.control:
-            return {"offset": self.offset, "control": self.control, "producer_id": self.producer_id, "epoch": self.epoch}
+            return {
+                "offset": self.offset,
+                "control": self.control,
+                "producer_id": self.producer_id,
+                "epoch": self.epoch,
+            }
         return {
             "offset": self.offset,
             "key": _text(self.key),
@@ -680,20 +695,38 @@ def decode_batches(data: bytes) -> list[LogEntry]:
         next_offset = batch.next_offset
         size = batch.size_in_bytes
         first = len(out)
-        for i, rec in enumerate(batch):
+        for _i, rec in enumerate(batch):
             if ctrl:
                 # kafka-python yields ControlRecord objects: raw key/value still available
                 key = rec.key
                 out.append(
                     LogEntry(
-                        rec.offset, rec.offset + 1, pid, epoch, -1, txn,
-                        control=decode_control_key(key), coordinator_epoch=decode_control_value(rec.value),
+                        rec.offset,
+                        rec.offset + 1,
+                        pid,
+                        epoch,
+                        -1,
+                        txn,
+                        control=decode_control_key(key),
+                        coordinator_epoch=decode_control_value(rec.value),
                         timestamp_ms=rec.timestamp,
                     )
                 )
             else:
                 seq = base_seq + (rec.offset - batch.base_offset) if base_seq >= 0 else -1
-                out.append(LogEntry(rec.offset, rec.offset + 1, pid, epoch, seq, txn, key=rec.key, value=rec.value, timestamp_ms=rec.timestamp))
+                out.append(
+                    LogEntry(
+                        rec.offset,
+                        rec.offset + 1,
+                        pid,
+                        epoch,
+                        seq,
+                        txn,
+                        key=rec.key,
+                        value=rec.value,
+                        timestamp_ms=rec.timestamp,
+                    )
+                )
         for e in out[first:]:
             e.batch_bytes = size
         if out:

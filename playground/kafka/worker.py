@@ -305,7 +305,13 @@ def _outcome(exc: BaseException) -> dict[str, Any]:
             "txn_requires_abort": bool(err.txn_requires_abort()),
         }
     if isinstance(exc, BufferError):
-        return {"outcome": "_QUEUE_FULL", "detail": str(exc), "fatal": False, "retriable": True, "txn_requires_abort": False}
+        return {
+            "outcome": "_QUEUE_FULL",
+            "detail": str(exc),
+            "fatal": False,
+            "retriable": True,
+            "txn_requires_abort": False,
+        }
     raise exc
 
 
@@ -329,10 +335,10 @@ class _ProducerActor:
         comes, with the broker's error for that record."""
         try:
             self.p.poll(timeout)
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:
             try:
                 self.raised.append(_outcome(e))
-            except Exception:  # noqa: BLE001
+            except Exception:
                 self.raised.append({"outcome": "_FAIL", "detail": str(e)})
 
     def idle(self) -> None:
@@ -369,13 +375,16 @@ class _ProducerActor:
         self.p.begin_transaction()
         return {"outcome": "ok"}
 
-    def op_produce(self, timeout_s: float, topic: str, partition: int | None, key: str | None, value: str | None,
-                   wait: bool = True) -> dict[str, Any]:
+    def op_produce(
+        self, timeout_s: float, topic: str, partition: int | None, key: str | None, value: str | None, wait: bool = True
+    ) -> dict[str, Any]:
         ctx: dict[str, Any] = {"done": False, "await": wait}
         kwargs: dict[str, Any] = {"on_delivery": self._dr(ctx)}
         if partition is not None:
             kwargs["partition"] = partition
-        self.p.produce(topic, value=None if value is None else value.encode(), key=None if key is None else key.encode(), **kwargs)
+        self.p.produce(
+            topic, value=None if value is None else value.encode(), key=None if key is None else key.encode(), **kwargs
+        )
         if not wait:
             # fire and forget: the application believes it sent the record once produce() returned
             self.app_sent_ok += 1
@@ -398,7 +407,9 @@ class _ProducerActor:
             if r.get("partition") is not None:
                 kwargs["partition"] = r["partition"]
             v, k = r.get("value"), r.get("key")
-            self.p.produce(r["topic"], value=None if v is None else v.encode(), key=None if k is None else k.encode(), **kwargs)
+            self.p.produce(
+                r["topic"], value=None if v is None else v.encode(), key=None if k is None else k.encode(), **kwargs
+            )
             ctxs.append(ctx)
             if not wait:
                 self.app_sent_ok += 1
@@ -417,7 +428,9 @@ class _ProducerActor:
         left = self.p.flush(timeout_s)
         return {"outcome": "ok" if left == 0 else "_TIMED_OUT", "left": left}
 
-    def op_send_offsets_to_transaction(self, timeout_s: float, offsets: list[list[Any]], group_metadata: bytes) -> dict[str, Any]:
+    def op_send_offsets_to_transaction(
+        self, timeout_s: float, offsets: list[list[Any]], group_metadata: bytes
+    ) -> dict[str, Any]:
         from confluent_kafka import TopicPartition
 
         tps = [TopicPartition(t, p, o) for t, p, o in offsets]
@@ -567,7 +580,13 @@ class _ConsumerActor:
                     continue
                 key = (m.topic(), m.partition())
                 got.append(
-                    {"topic": m.topic(), "partition": m.partition(), "offset": m.offset(), "key": _text(m.key()), "value": _text(m.value())}
+                    {
+                        "topic": m.topic(),
+                        "partition": m.partition(),
+                        "offset": m.offset(),
+                        "key": _text(m.key()),
+                        "value": _text(m.value()),
+                    }
                 )
                 self.pos[key] = max_(self.pos.get(key, 0), m.offset() + 1)
         self._sync_positions()
@@ -607,7 +626,6 @@ class _ConsumerActor:
         return {"outcome": errs[0] if errs else "ok", "committed": [[tp.topic, tp.partition, tp.offset] for tp in tps]}
 
     def op_seek_to_committed(self, timeout_s: float) -> dict[str, Any]:
-        from confluent_kafka import TopicPartition
 
         # re-assigning (rather than seek) also drops what was pre-fetched for the old positions
         self.c.unassign()

@@ -27,7 +27,25 @@ from playground.scenario.model import (
 from playground.scenario.run import build_observation, check_expectations, run_scenario
 
 __all__ = [
-    "CLUSTER_CONFIG", "CONSUMER_CONFIG", "DEFAULT_LANG", "FORMAT", "MARKERS", "MAX_ACTORS", "MAX_SOURCE_BYTES",
-    "MAX_STEPS", "OUTCOMES", "PRODUCER_CONFIG", "TXN_STATES", "Scenario", "ScenarioError", "build_observation",
-    "check_expectations", "check_text", "load_library", "load_scenario", "parse_scenario", "pick", "run_scenario",
+    "CLUSTER_CONFIG",
+    "CONSUMER_CONFIG",
+    "DEFAULT_LANG",
+    "FORMAT",
+    "MARKERS",
+    "MAX_ACTORS",
+    "MAX_SOURCE_BYTES",
+    "MAX_STEPS",
+    "OUTCOMES",
+    "PRODUCER_CONFIG",
+    "TXN_STATES",
+    "Scenario",
+    "ScenarioError",
+    "build_observation",
+    "check_expectations",
+    "check_text",
+    "load_library",
+    "load_scenario",
+    "parse_scenario",
+    "pick",
+    "run_scenario",
 ]

@@ -11,6 +11,24 @@ from typing import Any
 
 import yaml
 
+from playground.engine.spec import (
+    APP,
+    APP_ACTIONS,
+    CLIENTS,
+    CLUSTER_ACTORS,
+    CONSUMER,
+    CONSUMER_ACTIONS,
+    DEFAULT_PROFILE,
+    KAFKA_RELEASES,
+    NOTE,
+    PRODUCER,
+    PRODUCER_ACTIONS,
+    ActorSpec,
+    ClusterSpec,
+    Profile,
+    Step,
+    TopicSpec,
+)
 from playground.scenario.model import (
     BY_PROFILE,
     CLUSTER_CONFIG,
@@ -39,24 +57,6 @@ from playground.scenario.model import (
     selectors_of,
 )
 from playground.scenario.reader import INT, Reader, compose, did_you_mean, join_field, unknown_name
-from playground.spec import (
-    APP,
-    APP_ACTIONS,
-    CLIENTS,
-    CLUSTER_ACTORS,
-    CONSUMER,
-    CONSUMER_ACTIONS,
-    DEFAULT_PROFILE,
-    KAFKA_RELEASES,
-    NOTE,
-    PRODUCER,
-    PRODUCER_ACTIONS,
-    ActorSpec,
-    ClusterSpec,
-    Profile,
-    Step,
-    TopicSpec,
-)
 
 _SLUG = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 _ACTOR_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*$")
@@ -85,7 +85,12 @@ def load_library(directory: str | Path) -> list[Scenario]:
     seen: dict[str, str] = {}
     for scenario in scenarios:
         if scenario.id in seen:
-            raise ScenarioError(scenario.path, _line_of(scenario.source, "id"), "id", f"{scenario.id!r} is also the id of {seen[scenario.id]}")
+            raise ScenarioError(
+                scenario.path,
+                _line_of(scenario.source, "id"),
+                "id",
+                f"{scenario.id!r} is also the id of {seen[scenario.id]}",
+            )
         seen[scenario.id] = scenario.path
     return scenarios
 
@@ -125,7 +130,11 @@ def parse_scenario(text: str, path: str = "<scenario>") -> Scenario:
     summary = reader.attempt(reader.texts, node("summary"), "summary", default={}) if "summary" in top else {}
     tags = reader.attempt(_tags, reader, node("tags"), default=()) if "tags" in top else ()
     seed = reader.attempt(reader.integer, node("seed"), "seed", 0, default=0) if "seed" in top else 0
-    profile = reader.attempt(_profile, reader, node("profile"), default=DEFAULT_PROFILE) if "profile" in top else DEFAULT_PROFILE
+    profile = (
+        reader.attempt(_profile, reader, node("profile"), default=DEFAULT_PROFILE)
+        if "profile" in top
+        else DEFAULT_PROFILE
+    )
     cluster = reader.attempt(_parse_cluster, reader, node("cluster"))
     if cluster is None:  # the rest refers to its topics and brokers: an error there ends the check
         reader.raise_errors()
@@ -139,13 +148,19 @@ def parse_scenario(text: str, path: str = "<scenario>") -> Scenario:
         steps = reader.attempt(_parse_steps, reader, node("steps"), cluster, actors, default=())
     expect, expect_lines, expect_profiles = (None, {}, {})
     if "expect" in top:
-        expect, expect_lines = reader.attempt(_parse_expect, reader, node("expect"), cluster, actors, default=(None, {}))
+        expect, expect_lines = reader.attempt(
+            _parse_expect, reader, node("expect"), cluster, actors, default=(None, {})
+        )
         expect_profiles = (expect or {}).pop(BY_PROFILE, {})
     goal, goal_lines = (None, {})
     if "goal" in top:
-        goal, goal_lines = reader.attempt(_parse_expect, reader, node("goal"), cluster, actors, "goal", default=(None, {}))
+        goal, goal_lines = reader.attempt(
+            _parse_expect, reader, node("goal"), cluster, actors, "goal", default=(None, {})
+        )
         if goal == {}:
-            reader.errors.append(reader.fail(node("goal"), "goal", "name at least one check (the same keys as expect:)"))
+            reader.errors.append(
+                reader.fail(node("goal"), "goal", "name at least one check (the same keys as expect:)")
+            )
     hints = reader.attempt(_hints, reader, node("hints"), default=()) if "hints" in top else ()
     reader.raise_errors()
     scenario = Scenario(
@@ -203,7 +218,9 @@ def _profile(r: Reader, node: yaml.Node) -> Profile:
         kafka = r.string(value_node, "profile.kafka")
         if kafka not in KAFKA_RELEASES:
             versions = " or ".join(f"{v} (Kafka {release})" for v, release in KAFKA_RELEASES.items())
-            raise r.fail(value_node, "profile.kafka", f"{kafka!r} is not a Kafka version of this playground: {versions}")
+            raise r.fail(
+                value_node, "profile.kafka", f"{kafka!r} is not a Kafka version of this playground: {versions}"
+            )
     if "client" in pairs:
         value_node = pairs["client"][1]
         client = r.string(value_node, "profile.client")
@@ -236,16 +253,33 @@ def _predict(r: Reader, pair: tuple[yaml.Node, yaml.Node] | None, where: str) ->
     question = r.texts(pairs["question"][1], join_field(at, "question"))
     items = r.sequence(pairs["choices"][1], join_field(at, "choices"))
     if not 2 <= len(items) <= MAX_CHOICES:
-        raise r.fail(pairs["choices"][1], join_field(at, "choices"), f"give 2 to {MAX_CHOICES} choices, found {len(items)}")
+        raise r.fail(
+            pairs["choices"][1], join_field(at, "choices"), f"give 2 to {MAX_CHOICES} choices, found {len(items)}"
+        )
     choices = [r.texts(item, join_field(join_field(at, "choices"), i)) for i, item in enumerate(items)]
     answer_node = pairs["answer"][1]
     if not isinstance(answer_node, yaml.MappingNode):
-        return {"question": question, "choices": choices, "answer": r.integer(answer_node, join_field(at, "answer"), 0, len(choices) - 1)}
+        return {
+            "question": question,
+            "choices": choices,
+            "answer": r.integer(answer_node, join_field(at, "answer"), 0, len(choices) - 1),
+        }
     # the right choice per profile (`answer: {librdkafka: 1, java: 2}`), as a step's outcomes per profile are given;
     # Scenario.resolved() sets "answer" for the profile a session runs
-    answers = _per_profile(r, answer_node, join_field(at, "answer"),
-                          lambda n, where, _selector: r.integer(n, where, 0, len(choices) - 1), "answer", "{librdkafka: 1, java: 2}")
-    return {"question": question, "choices": choices, "answer": for_profile(answers, DEFAULT_PROFILE), "answers": answers}
+    answers = _per_profile(
+        r,
+        answer_node,
+        join_field(at, "answer"),
+        lambda n, where, _selector: r.integer(n, where, 0, len(choices) - 1),
+        "answer",
+        "{librdkafka: 1, java: 2}",
+    )
+    return {
+        "question": question,
+        "choices": choices,
+        "answer": for_profile(answers, DEFAULT_PROFILE),
+        "answers": answers,
+    }
 
 
 def _per_profile(r: Reader, node: yaml.Node, at: str, read: Any, what: str, example: str) -> dict[str, Any]:
@@ -259,13 +293,21 @@ def _per_profile(r: Reader, node: yaml.Node, at: str, read: Any, what: str, exam
     for selector, (key_node, value_node) in pairs.items():
         key_at = join_field(at, selector)
         if selector not in allowed:
-            raise r.fail(key_node, key_at, unknown_name("profile key", selector, allowed, "keys: a profile, a client, a Kafka version or default"))
+            raise r.fail(
+                key_node,
+                key_at,
+                unknown_name("profile key", selector, allowed, "keys: a profile, a client, a Kafka version or default"),
+            )
         by_selector[selector] = read(value_node, key_at, selector)
     if DEFAULT_SELECTOR not in by_selector:
         for profile in PROFILES:
             names = selectors_of(profile)
             if not any(s in by_selector for s in names):
-                raise r.fail(node, at, f"no {what} for profile {names[0]}: add {', '.join(reversed(names))} or {DEFAULT_SELECTOR} ({what}s per profile name every profile)")
+                raise r.fail(
+                    node,
+                    at,
+                    f"no {what} for profile {names[0]}: add {', '.join(reversed(names))} or {DEFAULT_SELECTOR} ({what}s per profile name every profile)",
+                )
     return by_selector
 
 
@@ -273,7 +315,7 @@ def _parse_database(r: Reader, node: yaml.Node) -> Any:
     """`database: {tables: {NAME: {columns: "id integer primary key, ...", rows: [[1, new], ...]}}, reconcile: {...}}`:
     the application's tables, built once here in a scratch database so that a wrong column or row is this file's
     error (with its line), not a step's surprise."""
-    from playground.database import Database, DatabaseSpec, SqlError, Table
+    from playground.scenario.database import Database, DatabaseSpec, SqlError, Table
 
     pairs = r.mapping(node, "database")
     for key, (key_node, _v) in pairs.items():
@@ -285,13 +327,21 @@ def _parse_database(r: Reader, node: yaml.Node) -> Any:
     for name, (name_node, table_node) in r.mapping(pairs["tables"][1], "database.tables").items():
         where = join_field("database.tables", name)
         if not _SQL_NAME.match(name) or name.lower().startswith(("sqlite_", "kafka_", "playground_")):
-            raise r.fail(name_node, where, f"{name!r} is not a table name this database allows (letters, digits, '_'; not sqlite_*, kafka_*, playground_*)")
+            raise r.fail(
+                name_node,
+                where,
+                f"{name!r} is not a table name this database allows (letters, digits, '_'; not sqlite_*, kafka_*, playground_*)",
+            )
         spec = r.mapping(table_node, where)
         for key, (key_node, _v) in spec.items():
             if key not in ("columns", "rows"):
                 raise r.fail(key_node, join_field(where, key), unknown_name("key", key, ("columns", "rows")))
         if "columns" not in spec:
-            raise r.fail(table_node, join_field(where, "columns"), 'missing: the column definitions as SQL, e.g. "id integer primary key, status text"')
+            raise r.fail(
+                table_node,
+                join_field(where, "columns"),
+                'missing: the column definitions as SQL, e.g. "id integer primary key, status text"',
+            )
         columns = r.string(spec["columns"][1], join_field(where, "columns"))
         rows = []
         for i, row_node in enumerate(r.sequence(spec["rows"][1], join_field(where, "rows")) if "rows" in spec else []):
@@ -300,25 +350,40 @@ def _parse_database(r: Reader, node: yaml.Node) -> Any:
         tables.append(Table(name, columns, tuple(rows)))
         try:
             Database(DatabaseSpec(tuple(tables)))
-        except (SqlError, Exception) as exc:  # noqa: BLE001 - sqlite's own message names what is wrong
+        except (SqlError, Exception) as exc:
             raise r.fail(table_node, where, f"the database refuses this table: {exc}") from None
     reconcile, title = None, {}
     if "reconcile" in pairs:
         rec = r.mapping(pairs["reconcile"][1], "database.reconcile")
         for key, (key_node, _v) in rec.items():
             if key not in ("title", "sql", "checks"):
-                raise r.fail(key_node, join_field("database.reconcile", key), unknown_name("key", key, ("title", "sql", "checks")))
+                raise r.fail(
+                    key_node,
+                    join_field("database.reconcile", key),
+                    unknown_name("key", key, ("title", "sql", "checks")),
+                )
         if "sql" not in rec:
             raise r.fail(pairs["reconcile"][1], "database.reconcile.sql", "missing: the reconciliation query")
         reconcile = r.string(rec["sql"][1], "database.reconcile.sql")
         title = r.texts(rec["title"][1], "database.reconcile.title") if "title" in rec else {}
-        checks = tuple(r.string(n, join_field("database.reconcile.checks", i)) for i, n in enumerate(r.sequence(rec["checks"][1], "database.reconcile.checks"))) if "checks" in rec else ()
+        checks = (
+            tuple(
+                r.string(n, join_field("database.reconcile.checks", i))
+                for i, n in enumerate(r.sequence(rec["checks"][1], "database.reconcile.checks"))
+            )
+            if "checks" in rec
+            else ()
+        )
         probe = Database(DatabaseSpec(tuple(tables), reconcile, title, checks)).reconcile({})
         if probe and probe["error"]:
             raise r.fail(rec["sql"][1], "database.reconcile.sql", probe["error"])
         missing = [c for c in checks if c not in probe["columns"]]
         if missing:
-            raise r.fail(rec["checks"][1], "database.reconcile.checks", f"no column {', '.join(missing)} in the query's result ({', '.join(probe['columns'])})")
+            raise r.fail(
+                rec["checks"][1],
+                "database.reconcile.checks",
+                f"no column {', '.join(missing)} in the query's result ({', '.join(probe['columns'])})",
+            )
     return DatabaseSpec(tuple(tables), reconcile, title, checks if "reconcile" in pairs else ())
 
 
@@ -330,11 +395,17 @@ def _sql_value(r: Reader, node: yaml.Node) -> Any:
     return int(text) if INT.match(text) and not node.style else text
 
 
-def _app_args(r: Reader, action: str, node: yaml.Node | None, label_node: yaml.Node, where: str) -> tuple[dict[str, Any], tuple[str, ...] | None]:
+def _app_args(
+    r: Reader, action: str, node: yaml.Node | None, label_node: yaml.Node, where: str
+) -> tuple[dict[str, Any], tuple[str, ...] | None]:
     """`app.sql: "UPDATE ..."` (or `{sql: ..., expect: ...}`); the other app actions take only `expect`."""
     if node is None or r.is_null(node):
         if action == "sql":
-            raise r.fail(label_node, where, 'missing: app.sql needs its statement, e.g. app.sql: "UPDATE orders SET status = \'paid\' WHERE id = 1"')
+            raise r.fail(
+                label_node,
+                where,
+                "missing: app.sql needs its statement, e.g. app.sql: \"UPDATE orders SET status = 'paid' WHERE id = 1\"",
+            )
         return {}, None
     if isinstance(node, yaml.ScalarNode):
         if action != "sql":
@@ -345,7 +416,11 @@ def _app_args(r: Reader, action: str, node: yaml.Node | None, label_node: yaml.N
     args: dict[str, Any] = {}
     for key, (key_node, value_node) in raw.items():
         if key != "sql" or action != "sql":
-            raise r.fail(key_node, join_field(where, key), f"unknown argument {key!r}; app.{action} takes {'sql and ' if action == 'sql' else ''}expect")
+            raise r.fail(
+                key_node,
+                join_field(where, key),
+                f"unknown argument {key!r}; app.{action} takes {'sql and ' if action == 'sql' else ''}expect",
+            )
         args["sql"] = r.string(value_node, join_field(where, key))
     if action == "sql" and "sql" not in args:
         raise r.fail(node, where, "missing: sql")
@@ -362,7 +437,9 @@ def _parse_cluster(r: Reader, node: yaml.Node | None) -> ClusterSpec:
     pairs = r.mapping(node, "cluster", allow_null=True)
     for key, (key_node, _) in pairs.items():
         if key not in ("brokers", "config", "topics"):
-            raise r.fail(key_node, join_field("cluster", key), unknown_name("key", key, ("brokers", "config", "topics")))
+            raise r.fail(
+                key_node, join_field("cluster", key), unknown_name("key", key, ("brokers", "config", "topics"))
+            )
     brokers = r.integer(pairs["brokers"][1], "cluster.brokers", 1, MAX_BROKERS) if "brokers" in pairs else 3
     config: dict[str, Any] = {}
     if "config" in pairs:
@@ -370,19 +447,31 @@ def _parse_cluster(r: Reader, node: yaml.Node | None) -> ClusterSpec:
             where = join_field("cluster.config", key)
             # `sim.*` are the simulator's knobs (latencies, a slow broker); Kafka and the real backend ignore them.
             if key not in CLUSTER_CONFIG and not _SIM_KEY.match(key):
-                raise r.fail(key_node, where, unknown_name("setting", key, CLUSTER_CONFIG, "settings") + " (or a simulator knob sim.*)")
+                raise r.fail(
+                    key_node,
+                    where,
+                    unknown_name("setting", key, CLUSTER_CONFIG, "settings") + " (or a simulator knob sim.*)",
+                )
             config[key] = r.integer(value_node, where, 0 if key.startswith("sim.") else 1)
     topics = []
     if "topics" in pairs:
         for name, (key_node, value_node) in r.mapping(pairs["topics"][1], "cluster.topics").items():
             where = join_field("cluster.topics", name)
             if not _TOPIC_NAME.match(name) or name.startswith("__"):
-                raise r.fail(key_node, where, f"{name!r} is not a valid topic name (letters, digits, '.', '_', '-'; not internal)")
+                raise r.fail(
+                    key_node,
+                    where,
+                    f"{name!r} is not a valid topic name (letters, digits, '.', '_', '-'; not internal)",
+                )
             spec = r.mapping(value_node, where, allow_null=True)
             for key, (k_node, _) in spec.items():
                 if key != "partitions":
                     raise r.fail(k_node, join_field(where, key), unknown_name("key", key, ("partitions",)))
-            partitions = r.integer(spec["partitions"][1], join_field(where, "partitions"), 1, MAX_PARTITIONS) if "partitions" in spec else 1
+            partitions = (
+                r.integer(spec["partitions"][1], join_field(where, "partitions"), 1, MAX_PARTITIONS)
+                if "partitions" in spec
+                else 1
+            )
             topics.append(TopicSpec(name, partitions))
     return ClusterSpec(brokers=brokers, config=config, topics=tuple(topics))
 
@@ -410,13 +499,15 @@ def _parse_actors(r: Reader, node: yaml.Node, cluster: ClusterSpec) -> dict[str,
 def _parse_actor(r: Reader, name: str, name_node: yaml.Node, spec_node: yaml.Node, cluster: ClusterSpec) -> ActorSpec:
     where = join_field("actors", name)
     if not _ACTOR_NAME.match(name):
-        raise r.fail(name_node, where, f"{name!r} is not a valid actor name (a letter, then letters, digits, '_' or '-')")
+        raise r.fail(
+            name_node, where, f"{name!r} is not a valid actor name (a letter, then letters, digits, '_' or '-')"
+        )
     if name in CLUSTER_ACTORS or name in (NOTE, APP):
         raise r.fail(name_node, where, f"{name!r} is reserved for cluster steps and notes")
     kind_pairs = r.mapping(spec_node, where)
     if len(kind_pairs) != 1 or next(iter(kind_pairs)) not in (PRODUCER, CONSUMER):
         raise r.fail(spec_node, where, "expected exactly one of producer: {...} or consumer: {...}")
-    kind, (kind_node, config_node) = next(iter(kind_pairs.items()))
+    kind, (_kind_node, config_node) = next(iter(kind_pairs.items()))
     where = join_field(where, kind)
     schema = PRODUCER_CONFIG if kind == PRODUCER else CONSUMER_CONFIG
     config: dict[str, Any] = {}
@@ -440,7 +531,9 @@ def _parse_actor(r: Reader, name: str, name_node: yaml.Node, spec_node: yaml.Nod
             for i, item in enumerate(items):
                 topic = r.string(item, join_field(at, i))
                 if cluster.topic(topic) is None:
-                    raise r.fail(item, join_field(at, i), unknown_name("topic", topic, (t.name for t in cluster.topics)))
+                    raise r.fail(
+                        item, join_field(at, i), unknown_name("topic", topic, (t.name for t in cluster.topics))
+                    )
                 names.append(topic)
             topics = tuple(names)
         else:
@@ -450,10 +543,18 @@ def _parse_actor(r: Reader, name: str, name_node: yaml.Node, spec_node: yaml.Nod
         # (librdkafka's own default is enable.idempotence=false; Kafka's Java client defaults to true).
         config.setdefault("enable.idempotence", True)
         if "transactional.id" in config and not config["enable.idempotence"]:
-            raise r.fail(config_node, join_field(where, "enable.idempotence"), "a transactional producer is always idempotent: remove enable.idempotence: false")
+            raise r.fail(
+                config_node,
+                join_field(where, "enable.idempotence"),
+                "a transactional producer is always idempotent: remove enable.idempotence: false",
+            )
     else:
         if not topics:
-            raise r.fail(config_node, join_field(where, "topics"), "missing: a consumer names the topics it reads, e.g. topics: [orders]")
+            raise r.fail(
+                config_node,
+                join_field(where, "topics"),
+                "missing: a consumer names the topics it reads, e.g. topics: [orders]",
+            )
         # confluent-kafka (librdkafka) defaults to read_committed; Kafka's Java consumer to read_uncommitted.
         config.setdefault("isolation.level", "read_committed")
     return ActorSpec(name=name, kind=kind, config=config, topics=topics)
@@ -476,7 +577,9 @@ def _parse_steps(r: Reader, node: yaml.Node, cluster: ClusterSpec, actors: dict[
     return tuple(steps)
 
 
-def _parse_step(r: Reader, item: yaml.Node, index: int, cluster: ClusterSpec, actors: dict[str, ActorSpec]) -> Step | None:
+def _parse_step(
+    r: Reader, item: yaml.Node, index: int, cluster: ClusterSpec, actors: dict[str, ActorSpec]
+) -> Step | None:
     where = join_field("steps", index)
     line = item.start_mark.line + 1
     if isinstance(item, yaml.ScalarNode):
@@ -484,7 +587,9 @@ def _parse_step(r: Reader, item: yaml.Node, index: int, cluster: ClusterSpec, ac
     else:
         pairs = r.mapping(item, where)
         if len(pairs) != 1:
-            raise r.fail(item, where, f"a step is one ACTOR.ACTION (with its arguments) or one note; found {', '.join(pairs)}")
+            raise r.fail(
+                item, where, f"a step is one ACTOR.ACTION (with its arguments) or one note; found {', '.join(pairs)}"
+            )
         label, (label_node, args_node) = next(iter(pairs.items()))
 
     if label == NOTE:
@@ -493,7 +598,9 @@ def _parse_step(r: Reader, item: yaml.Node, index: int, cluster: ClusterSpec, ac
         if isinstance(args_node, yaml.ScalarNode) and args_node.style and args_node.value == "":
             # `note: ""`: a place for the author to write one (a session saved as a scenario has them); shows nothing
             return Step(actor=NOTE, action=NOTE, args={"text": {DEFAULT_LANG: ""}}, index=index, line=line)
-        return Step(actor=NOTE, action=NOTE, args={"text": r.texts(args_node, join_field(where, NOTE))}, index=index, line=line)
+        return Step(
+            actor=NOTE, action=NOTE, args={"text": r.texts(args_node, join_field(where, NOTE))}, index=index, line=line
+        )
 
     actor, dot, action = label.partition(".")
     if not dot or not actor or not action:
@@ -508,7 +615,11 @@ def _parse_step(r: Reader, item: yaml.Node, index: int, cluster: ClusterSpec, ac
         return Step(actor=actor, action=action, args=args, expect=expect, index=index, line=line)
     if actor in CLUSTER_ACTORS:
         if action not in CLUSTER_ACTORS[actor]:
-            raise r.fail(label_node, where, unknown_name("action", action, CLUSTER_ACTORS[actor], f"{actor} actions", f" for {actor}"))
+            raise r.fail(
+                label_node,
+                where,
+                unknown_name("action", action, CLUSTER_ACTORS[actor], f"{actor} actions", f" for {actor}"),
+            )
         args, expect, predict = _cluster_args(r, actor, action, args_node, label_node, where, cluster, actors)
         return Step(actor=actor, action=action, args=args, expect=expect, index=index, line=line, predict=predict)
     spec = actors.get(actor)
@@ -518,7 +629,11 @@ def _parse_step(r: Reader, item: yaml.Node, index: int, cluster: ClusterSpec, ac
         return None
     known = PRODUCER_ACTIONS if spec.kind == PRODUCER else CONSUMER_ACTIONS
     if action not in known:
-        raise r.fail(label_node, where, unknown_name("action", action, known, f"{spec.kind} actions", f" for {spec.kind} {actor!r}"))
+        raise r.fail(
+            label_node,
+            where,
+            unknown_name("action", action, known, f"{spec.kind} actions", f" for {spec.kind} {actor!r}"),
+        )
     if actor in r.broken:
         return None
     raw = r.mapping(args_node, where, allow_null=True) if args_node is not None else {}
@@ -528,7 +643,9 @@ def _parse_step(r: Reader, item: yaml.Node, index: int, cluster: ClusterSpec, ac
     return Step(actor=actor, action=action, args=args, expect=expect, index=index, line=line, predict=predict)
 
 
-def _step_expect(r: Reader, pair: tuple[yaml.Node, yaml.Node] | None, where: str) -> tuple[str, ...] | dict[str, tuple[str, ...]] | None:
+def _step_expect(
+    r: Reader, pair: tuple[yaml.Node, yaml.Node] | None, where: str
+) -> tuple[str, ...] | dict[str, tuple[str, ...]] | None:
     """A step's `expect:`: one outcome or a list of them (every profile), or a mapping from profile selectors to
     those (`{librdkafka: _FENCED, java: ProducerFencedException}`), which must name an outcome for every profile
     (`default:` for those no other key names)."""
@@ -544,9 +661,17 @@ def _step_expect(r: Reader, pair: tuple[yaml.Node, yaml.Node] | None, where: str
         client = selector.rpartition("-")[2]
         for n, name in zip(_outcome_nodes(r, value_node, key_at), outcomes):
             if client == "java" and name.startswith("_"):
-                raise r.fail(n, key_at, f"{name!r} is a librdkafka outcome: the Java client's outcomes are ok, an exception's simple class name such as ProducerFencedException, or a broker error")
+                raise r.fail(
+                    n,
+                    key_at,
+                    f"{name!r} is a librdkafka outcome: the Java client's outcomes are ok, an exception's simple class name such as ProducerFencedException, or a broker error",
+                )
             if client == "librdkafka" and name.endswith("Exception"):
-                raise r.fail(n, key_at, f"{name!r} is a Java exception: librdkafka's outcomes are ok, a local error such as _FENCED, or a broker error")
+                raise r.fail(
+                    n,
+                    key_at,
+                    f"{name!r} is a Java exception: librdkafka's outcomes are ok, a local error such as _FENCED, or a broker error",
+                )
         return outcomes
 
     return _per_profile(r, node, at, read, "outcome", "{librdkafka: _FENCED, java: ProducerFencedException}")
@@ -570,13 +695,22 @@ def _outcomes(r: Reader, node: yaml.Node, at: str) -> tuple[str, ...]:
 
 
 def _outcome_message(name: str) -> str:
-    return (f"unknown outcome {name!r}{did_you_mean(name, OUTCOMES)}: use ok, a librdkafka error such as _FENCED, _STATE, "
-            "_FATAL, a broker error such as INVALID_PRODUCER_EPOCH, or a Java exception such as ProducerFencedException")
+    return (
+        f"unknown outcome {name!r}{did_you_mean(name, OUTCOMES)}: use ok, a librdkafka error such as _FENCED, _STATE, "
+        "_FATAL, a broker error such as INVALID_PRODUCER_EPOCH, or a Java exception such as ProducerFencedException"
+    )
 
 
 # Arguments per action: name -> kind. Kinds: "topic", "partition", "text", "bool", "consumer", "count".
 _ACTOR_ARGS: dict[tuple[str, str], dict[str, str]] = {
-    (PRODUCER, "produce"): {"topic": "topic", "partition": "partition", "key": "text", "value": "text", "await": "bool", "from": "consumer"},
+    (PRODUCER, "produce"): {
+        "topic": "topic",
+        "partition": "partition",
+        "key": "text",
+        "value": "text",
+        "await": "bool",
+        "from": "consumer",
+    },
     (PRODUCER, "send_offsets_to_transaction"): {"consumer": "consumer"},
     (CONSUMER, "poll"): {"max": "count"},
 }
@@ -598,7 +732,9 @@ def _actor_args(
         at = join_field(where, name)
         kind = schema.get(name)
         if kind is None:
-            takes = f"{action} takes {', '.join(schema)} and expect" if schema else f"{action} takes no argument but expect"
+            takes = (
+                f"{action} takes {', '.join(schema)} and expect" if schema else f"{action} takes no argument but expect"
+            )
             raise r.fail(key_node, at, f"unknown argument {name!r}{did_you_mean(name, schema)}; {takes}")
         if kind == "text":
             args[name] = r.string(value_node, at, non_empty=False)
@@ -609,7 +745,12 @@ def _actor_args(
         elif kind == "topic":
             topic = r.string(value_node, at)
             if cluster.topic(topic) is None:
-                raise r.fail(value_node, at, unknown_name("topic", topic, (t.name for t in cluster.topics)) + "; declare it under cluster.topics")
+                raise r.fail(
+                    value_node,
+                    at,
+                    unknown_name("topic", topic, (t.name for t in cluster.topics))
+                    + "; declare it under cluster.topics",
+                )
             args[name] = topic
         elif kind == "consumer":
             other = r.string(value_node, at)
@@ -618,7 +759,11 @@ def _actor_args(
             if target is None or target.kind != CONSUMER:
                 raise r.fail(value_node, at, unknown_name("consumer", other, consumers))
             if name == "consumer" and not target.group_id:
-                raise r.fail(value_node, at, f"consumer {other!r} has no group.id: send_offsets_to_transaction needs the consumer's group")
+                raise r.fail(
+                    value_node,
+                    at,
+                    f"consumer {other!r} has no group.id: send_offsets_to_transaction needs the consumer's group",
+                )
             args[name] = other
         elif kind == "partition":
             args[name] = r.integer(value_node, at, 0)
@@ -627,11 +772,19 @@ def _actor_args(
             raise r.fail(node, join_field(where, "topic"), "missing: produce needs a topic")
         topic = cluster.topic(args["topic"])
         if "partition" in args and args["partition"] >= topic.partitions:
-            raise r.fail(raw["partition"][1], join_field(where, "partition"), f"partition {args['partition']} is out of range: {topic.name} has {topic.partitions} partition(s), 0..{topic.partitions - 1}")
+            raise r.fail(
+                raw["partition"][1],
+                join_field(where, "partition"),
+                f"partition {args['partition']} is out of range: {topic.name} has {topic.partitions} partition(s), 0..{topic.partitions - 1}",
+            )
         if "from" in args:
             clash = [k for k in ("key", "value", "partition") if k in args]
             if clash:
-                raise r.fail(raw[clash[0]][0], join_field(where, clash[0]), "with from: the records keep the consumed key, value and partition number; remove it")
+                raise r.fail(
+                    raw[clash[0]][0],
+                    join_field(where, clash[0]),
+                    "with from: the records keep the consumed key, value and partition number; remove it",
+                )
         elif "value" not in args:
             raise r.fail(node, join_field(where, "value"), "missing: produce needs a value (or from: CONSUMER)")
     if spec.kind == PRODUCER and action == "send_offsets_to_transaction" and "consumer" not in args:
@@ -666,18 +819,28 @@ def _cluster_args(
         raw = r.mapping(node, where)
         expect = _step_expect(r, raw.pop("expect", None), where)
         predict = _predict(r, raw.pop("predict", None), where)
-    allowed = ("ms",) if actor == "clock" else ("broker", "coordinator_of", "leader_of") if action == "stop" else ("broker",)
+    allowed = (
+        ("ms",) if actor == "clock" else ("broker", "coordinator_of", "leader_of") if action == "stop" else ("broker",)
+    )
     args: dict[str, Any] = {}
     for name, (key_node, value_node) in raw.items():
         at = where if scalar_form else join_field(where, name)
         if name not in allowed:
-            raise r.fail(key_node, at, f"unknown argument {name!r}{did_you_mean(name, allowed)}; {label} takes {' or '.join(allowed)} and expect")
+            raise r.fail(
+                key_node,
+                at,
+                f"unknown argument {name!r}{did_you_mean(name, allowed)}; {label} takes {' or '.join(allowed)} and expect",
+            )
         if name == "ms":
             args["ms"] = _duration(r, value_node, at, bare_number_ok=not scalar_form)
         elif name == "broker":
             args["broker"] = r.integer(value_node, at, 1)
             if args["broker"] > cluster.brokers:
-                raise r.fail(value_node, at, f"broker {args['broker']} is out of range: the cluster has brokers 1..{cluster.brokers}")
+                raise r.fail(
+                    value_node,
+                    at,
+                    f"broker {args['broker']} is out of range: the cluster has brokers 1..{cluster.brokers}",
+                )
         elif name == "coordinator_of":
             txid = r.string(value_node, at)
             declared = sorted({a.transactional_id for a in actors.values() if a.transactional_id})
@@ -708,7 +871,11 @@ def _late_write_args(
     for name, (key_node, value_node) in raw.items():
         at = join_field(where, name)
         if name not in allowed:
-            raise r.fail(key_node, at, f"unknown argument {name!r}{did_you_mean(name, allowed)}; net.late_write takes {', '.join(allowed)} and expect")
+            raise r.fail(
+                key_node,
+                at,
+                f"unknown argument {name!r}{did_you_mean(name, allowed)}; net.late_write takes {', '.join(allowed)} and expect",
+            )
         if name == "actor":
             who = r.string(value_node, at)
             producers = [a.name for a in actors.values() if a.kind == PRODUCER and a.transactional_id]
@@ -735,7 +902,9 @@ def _duration(r: Reader, node: yaml.Node, where: str, bare_number_ok: bool) -> i
     return int(match.group(1)) * _DURATION_MS[match.group(2)]
 
 
-def _parse_tp(r: Reader, key_node: yaml.Node, where: str, cluster: ClusterSpec, topics: tuple[str, ...] | None = None) -> str:
+def _parse_tp(
+    r: Reader, key_node: yaml.Node, where: str, cluster: ClusterSpec, topics: tuple[str, ...] | None = None
+) -> str:
     """`orders-0`: a declared topic and a partition in range (topic names may contain dashes: split at the last)."""
     name = r.string(key_node, where)
     topic, dash, number = name.rpartition("-")
@@ -745,14 +914,19 @@ def _parse_tp(r: Reader, key_node: yaml.Node, where: str, cluster: ClusterSpec, 
     if spec is None:
         raise r.fail(key_node, where, unknown_name("topic", topic, (t.name for t in cluster.topics)))
     if int(number) >= spec.partitions:
-        raise r.fail(key_node, where, f"partition {int(number)} is out of range: {topic} has {spec.partitions} partition(s), 0..{spec.partitions - 1}")
+        raise r.fail(
+            key_node,
+            where,
+            f"partition {int(number)} is out of range: {topic} has {spec.partitions} partition(s), 0..{spec.partitions - 1}",
+        )
     if topics is not None and topic not in topics:
         raise r.fail(key_node, where, f"this consumer reads {', '.join(topics)}, not {topic}")
     return f"{topic}-{int(number)}"
 
 
-def _parse_expect(r: Reader, node: yaml.Node, cluster: ClusterSpec, actors: dict[str, ActorSpec],
-                  section: str = "expect") -> tuple[dict[str, Any], dict[str, int]]:
+def _parse_expect(
+    r: Reader, node: yaml.Node, cluster: ClusterSpec, actors: dict[str, ActorSpec], section: str = "expect"
+) -> tuple[dict[str, Any], dict[str, int]]:
     """An `expect:` block (or a `goal:`, which has the same keys): what must be observed, and the line of each check."""
     expect: dict[str, Any] = {}
     lines: dict[str, int] = {}
@@ -775,12 +949,17 @@ def _parse_expect(r: Reader, node: yaml.Node, cluster: ClusterSpec, actors: dict
             if name in r.broken:
                 continue
             if spec is None or spec.kind != CONSUMER:
-                raise r.fail(name_node, at, unknown_name("consumer", name, [a.name for a in actors.values() if a.kind == CONSUMER]))
+                raise r.fail(
+                    name_node,
+                    at,
+                    unknown_name("consumer", name, [a.name for a in actors.values() if a.kind == CONSUMER]),
+                )
             per = expect["consumers"][name] = {}
             for tp_name, (tp_node, vals_node) in r.mapping(tps_node, at).items():
                 tp = _parse_tp(r, tp_node, join_field(at, tp_name), cluster, spec.topics)
                 per[tp] = values(vals_node, join_field(at, tp_name))
                 lines[f"consumers.{name}.{tp}"] = tp_node.start_mark.line + 1
+
     def logs_block() -> None:
         expect["logs"] = {}
         for tp_name, (tp_node, vals_node) in r.mapping(blocks["logs"][1], f"{section}.logs").items():
@@ -788,6 +967,7 @@ def _parse_expect(r: Reader, node: yaml.Node, cluster: ClusterSpec, actors: dict
             tp = _parse_tp(r, tp_node, at, cluster)
             expect["logs"][tp] = values(vals_node, at)
             lines[f"logs.{tp}"] = tp_node.start_mark.line + 1
+
     def watermarks_block() -> None:
         expect["watermarks"] = {}
         for tp_name, (tp_node, marks_node) in r.mapping(blocks["watermarks"][1], f"{section}.watermarks").items():
@@ -796,12 +976,17 @@ def _parse_expect(r: Reader, node: yaml.Node, cluster: ClusterSpec, actors: dict
             marks = {}
             for mark, (mark_node, value_node) in r.mapping(marks_node, at).items():
                 if mark not in ("high_watermark", "last_stable_offset"):
-                    raise r.fail(mark_node, join_field(at, mark), unknown_name("key", mark, ("high_watermark", "last_stable_offset")))
+                    raise r.fail(
+                        mark_node,
+                        join_field(at, mark),
+                        unknown_name("key", mark, ("high_watermark", "last_stable_offset")),
+                    )
                 marks[mark] = r.integer(value_node, join_field(at, mark), 0)
             if not marks:
                 raise r.fail(marks_node, at, "name high_watermark and/or last_stable_offset")
             expect["watermarks"][tp] = marks
             lines[f"watermarks.{tp}"] = tp_node.start_mark.line + 1
+
     def transactions_block() -> None:
         expect["transactions"] = {}
         declared = sorted({a.transactional_id for a in actors.values() if a.transactional_id})
@@ -818,14 +1003,20 @@ def _parse_expect(r: Reader, node: yaml.Node, cluster: ClusterSpec, actors: dict
                 if key == "state":
                     state = r.string(v_node, join_field(at, key))
                     if state not in TXN_STATES:
-                        raise r.fail(v_node, join_field(at, key), unknown_name("transaction state", state, TXN_STATES, "states"))
+                        raise r.fail(
+                            v_node, join_field(at, key), unknown_name("transaction state", state, TXN_STATES, "states")
+                        )
                     want["state"] = state
                 elif key == "epoch":
                     want["epoch"] = r.integer(v_node, join_field(at, key), 0, 32767)
                 elif key == "producer":  # extension: the normalised producer id, P1, P2, ...
                     producer = r.string(v_node, join_field(at, key))
                     if not re.match(r"^P[1-9][0-9]*$", producer):
-                        raise r.fail(v_node, join_field(at, key), f"expected a normalised producer id such as P1, got {producer!r}")
+                        raise r.fail(
+                            v_node,
+                            join_field(at, key),
+                            f"expected a normalised producer id such as P1, got {producer!r}",
+                        )
                     want["producer"] = producer
                 else:
                     raise r.fail(k_node, join_field(at, key), unknown_name("key", key, ("state", "epoch", "producer")))
@@ -833,6 +1024,7 @@ def _parse_expect(r: Reader, node: yaml.Node, cluster: ClusterSpec, actors: dict
                 raise r.fail(state_node, at, "name state, epoch and/or producer")
             expect["transactions"][txid] = want
             lines[f"transactions.{txid}"] = txid_node.start_mark.line + 1
+
     def groups_block() -> None:
         expect["groups"] = {}
         groups = sorted({a.group_id for a in actors.values() if a.group_id})
@@ -845,8 +1037,9 @@ def _parse_expect(r: Reader, node: yaml.Node, cluster: ClusterSpec, actors: dict
                 tp = _parse_tp(r, tp_node, join_field(at, tp_name), cluster)
                 per[tp] = None if r.is_null(offset_node) else r.integer(offset_node, join_field(at, tp_name), 0)
                 lines[f"groups.{group}.{tp}"] = tp_node.start_mark.line + 1
+
     def anomalies_block() -> None:
-        from playground.anomalies import RULES
+        from playground.scenario.anomalies import RULES
 
         at = f"{section}.anomalies"
         names = []
@@ -858,14 +1051,22 @@ def _parse_expect(r: Reader, node: yaml.Node, cluster: ClusterSpec, actors: dict
         expect["anomalies"] = sorted(set(names))
         lines["anomalies"] = blocks["anomalies"][0].start_mark.line + 1
 
-    for key, block in (("consumers", consumers_block), ("logs", logs_block), ("watermarks", watermarks_block),
-                       ("transactions", transactions_block), ("groups", groups_block), ("anomalies", anomalies_block)):
+    for key, block in (
+        ("consumers", consumers_block),
+        ("logs", logs_block),
+        ("watermarks", watermarks_block),
+        ("transactions", transactions_block),
+        ("groups", groups_block),
+        ("anomalies", anomalies_block),
+    ):
         if key in blocks:
             r.attempt(block)  # one block's error does not hide another's
     return expect, lines
 
 
-def _by_profile(r: Reader, node: yaml.Node, cluster: ClusterSpec, actors: dict[str, ActorSpec], expect: dict[str, Any]) -> None:
+def _by_profile(
+    r: Reader, node: yaml.Node, cluster: ClusterSpec, actors: dict[str, ActorSpec], expect: dict[str, Any]
+) -> None:
     """`expect.by_profile: {SELECTOR: {checks}}`: checks that replace the plain block's same check in the profiles
     the selector names (a whole profile "4-java", a client "java" or a Kafka version "4"). Stored in
     expect["by_profile"] as {selector: (block, lines)}; parse_scenario takes it out."""
@@ -874,7 +1075,15 @@ def _by_profile(r: Reader, node: yaml.Node, cluster: ClusterSpec, actors: dict[s
     for selector, (key_node, block_node) in r.mapping(node, at).items():
         where = join_field(at, selector)
         if selector not in PROFILE_SELECTORS:
-            r.errors.append(r.fail(key_node, where, unknown_name("profile key", selector, PROFILE_SELECTORS, "keys: a profile, a client or a Kafka version")))
+            r.errors.append(
+                r.fail(
+                    key_node,
+                    where,
+                    unknown_name(
+                        "profile key", selector, PROFILE_SELECTORS, "keys: a profile, a client or a Kafka version"
+                    ),
+                )
+            )
             continue
         block, lines = _parse_expect(r, block_node, cluster, actors, where)
         if not block:
@@ -885,5 +1094,3 @@ def _by_profile(r: Reader, node: yaml.Node, cluster: ClusterSpec, actors: dict[s
     if not out and not r.mapping(node, at):
         raise r.fail(node, at, "name at least one profile, e.g. by_profile: {java: {transactions: {...}}}")
     expect[BY_PROFILE] = out
-
-

@@ -4,11 +4,12 @@ the web layer read them."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Mapping
+from typing import Any
 
-from playground.backend import OK
-from playground.spec import CLIENTS, DEFAULT_PROFILE, KAFKA_RELEASES, ActorSpec, ClusterSpec, Profile, Step
+from playground.engine.backend import OK
+from playground.engine.spec import CLIENTS, DEFAULT_PROFILE, KAFKA_RELEASES, ActorSpec, ClusterSpec, Profile, Step
 
 FORMAT = 1
 DEFAULT_LANG = "en"
@@ -34,59 +35,142 @@ OUTCOMES = frozenset(
     {
         OK,
         # librdkafka local errors (rdkafka.h)
-        "_BAD_MSG", "_DESTROY", "_FAIL", "_TRANSPORT", "_MSG_TIMED_OUT", "_PARTITION_EOF", "_UNKNOWN_PARTITION",
-        "_UNKNOWN_TOPIC", "_ALL_BROKERS_DOWN", "_INVALID_ARG", "_TIMED_OUT", "_QUEUE_FULL", "_WAIT_COORD",
-        "_UNKNOWN_GROUP", "_PREV_IN_PROGRESS", "_CONFLICT", "_STATE", "_NOT_IMPLEMENTED", "_NO_OFFSET",
-        "_OUTDATED", "_TIMED_OUT_QUEUE", "_RETRY", "_PURGE_QUEUE", "_PURGE_INFLIGHT", "_FATAL", "_INCONSISTENT",
-        "_NOT_CONFIGURED", "_FENCED", "_ASSIGNMENT_LOST",
+        "_BAD_MSG",
+        "_DESTROY",
+        "_FAIL",
+        "_TRANSPORT",
+        "_MSG_TIMED_OUT",
+        "_PARTITION_EOF",
+        "_UNKNOWN_PARTITION",
+        "_UNKNOWN_TOPIC",
+        "_ALL_BROKERS_DOWN",
+        "_INVALID_ARG",
+        "_TIMED_OUT",
+        "_QUEUE_FULL",
+        "_WAIT_COORD",
+        "_UNKNOWN_GROUP",
+        "_PREV_IN_PROGRESS",
+        "_CONFLICT",
+        "_STATE",
+        "_NOT_IMPLEMENTED",
+        "_NO_OFFSET",
+        "_OUTDATED",
+        "_TIMED_OUT_QUEUE",
+        "_RETRY",
+        "_PURGE_QUEUE",
+        "_PURGE_INFLIGHT",
+        "_FATAL",
+        "_INCONSISTENT",
+        "_NOT_CONFIGURED",
+        "_FENCED",
+        "_ASSIGNMENT_LOST",
         # broker errors (Errors.java)
-        "UNKNOWN_SERVER_ERROR", "OFFSET_OUT_OF_RANGE", "UNKNOWN_TOPIC_OR_PARTITION", "LEADER_NOT_AVAILABLE",
-        "NOT_LEADER_OR_FOLLOWER", "REQUEST_TIMED_OUT", "NETWORK_EXCEPTION", "COORDINATOR_LOAD_IN_PROGRESS",
-        "COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR", "NOT_ENOUGH_REPLICAS", "ILLEGAL_GENERATION",
-        "UNKNOWN_MEMBER_ID", "REBALANCE_IN_PROGRESS", "INVALID_REQUEST", "OUT_OF_ORDER_SEQUENCE_NUMBER",
-        "DUPLICATE_SEQUENCE_NUMBER", "INVALID_PRODUCER_EPOCH", "INVALID_TXN_STATE", "INVALID_PRODUCER_ID_MAPPING",
-        "INVALID_TRANSACTION_TIMEOUT", "CONCURRENT_TRANSACTIONS", "TRANSACTION_COORDINATOR_FENCED",
-        "UNKNOWN_PRODUCER_ID", "FENCED_INSTANCE_ID", "UNSTABLE_OFFSET_COMMIT", "PRODUCER_FENCED",
-        "TRANSACTIONAL_ID_NOT_FOUND", "TRANSACTION_ABORTABLE",
-        # the application's database (playground/database.py): what its driver raises
-        "SQL_ERROR", "SQL_DENIED", "SQL_TIMEOUT", "SQL_CONSTRAINT",
-        # kafka-clients (Java): the simple class name of the exception the application catches
-        # (org.apache.kafka.common.errors.*, KafkaException, java.lang's IllegalStateException/IllegalArgumentException)
-        "ProducerFencedException", "InvalidProducerEpochException", "TransactionAbortableException",
-        "IllegalStateException", "IllegalArgumentException", "KafkaException", "TimeoutException",
-        "InvalidTxnStateException", "InvalidPidMappingException", "UnknownProducerIdException",
-        "OutOfOrderSequenceException", "TransactionAbortedException", "InvalidTxnTimeoutException",
-        "TransactionalIdAuthorizationException", "CommitFailedException", "FencedInstanceIdException",
-        "InvalidRequestException", "IllegalGenerationException", "UnknownMemberIdException",
-        "RebalanceInProgressException", "TransactionCoordinatorFencedException", "NotEnoughReplicasException",
-        "NotLeaderOrFollowerException", "LeaderNotAvailableException", "UnknownTopicOrPartitionException",
-        "NetworkException", "ConcurrentTransactionsException", "CoordinatorLoadInProgressException",
-        "CoordinatorNotAvailableException", "NotCoordinatorException", "UnstableOffsetCommitException",
-        "InvalidGroupIdException",
+        "UNKNOWN_SERVER_ERROR",
+        "OFFSET_OUT_OF_RANGE",
+        "UNKNOWN_TOPIC_OR_PARTITION",
+        "LEADER_NOT_AVAILABLE",
+        "NOT_LEADER_OR_FOLLOWER",
+        "REQUEST_TIMED_OUT",
+        "NETWORK_EXCEPTION",
+        "COORDINATOR_LOAD_IN_PROGRESS",
+        "COORDINATOR_NOT_AVAILABLE",
+        "NOT_COORDINATOR",
+        "NOT_ENOUGH_REPLICAS",
+        "ILLEGAL_GENERATION",
+        "UNKNOWN_MEMBER_ID",
+        "REBALANCE_IN_PROGRESS",
+        "INVALID_REQUEST",
+        "OUT_OF_ORDER_SEQUENCE_NUMBER",
+        "DUPLICATE_SEQUENCE_NUMBER",
+        "INVALID_PRODUCER_EPOCH",
+        "INVALID_TXN_STATE",
+        "INVALID_PRODUCER_ID_MAPPING",
+        "INVALID_TRANSACTION_TIMEOUT",
+        "CONCURRENT_TRANSACTIONS",
+        "TRANSACTION_COORDINATOR_FENCED",
+        "UNKNOWN_PRODUCER_ID",
+        "FENCED_INSTANCE_ID",
+        "UNSTABLE_OFFSET_COMMIT",
+        "PRODUCER_FENCED",
+        "TRANSACTIONAL_ID_NOT_FOUND",
+        "TRANSACTION_ABORTABLE",
+        # the application's database (playground/scenario/database.py): what its driver raises
+        "SQL_ERROR",
+        "SQL_DENIED",
+        "SQL_TIMEOUT",
+        "SQL_CONSTRAINT",
         # the Java client (kafka-clients 3.9 and 4.x; playground/kafka/java/Worker.java): the simple class name of
         # the exception a call throws or a send's future fails with. Kafka's own (KafkaException, and what
         # Errors.java maps each broker error to) and the JDK's that kafka-clients throws (IllegalStateException:
         # a call in the wrong TransactionManager state; TimeoutException is both Kafka's and Future.get()'s).
-        "KafkaException", "IllegalStateException", "IllegalArgumentException", "TimeoutException",
-        "InterruptException", "TransactionAbortedException", "CommitFailedException", "BufferExhaustedException",
-        "SerializationException", "RecordTooLargeException", "RecordBatchTooLargeException", "InvalidTopicException",
-        "NoOffsetForPartitionException", "UnknownServerException", "OffsetOutOfRangeException",
-        "UnknownTopicOrPartitionException", "LeaderNotAvailableException", "NotLeaderOrFollowerException",
-        "NetworkException", "CoordinatorLoadInProgressException", "CoordinatorNotAvailableException",
-        "NotCoordinatorException", "NotEnoughReplicasException", "NotEnoughReplicasAfterAppendException",
-        "IllegalGenerationException", "UnknownMemberIdException", "RebalanceInProgressException",
-        "InvalidRequestException", "InvalidRecordException", "OutOfOrderSequenceException",
-        "DuplicateSequenceException", "InvalidProducerEpochException", "InvalidTxnStateException",
-        "InvalidPidMappingException", "InvalidTxnTimeoutException", "ConcurrentTransactionsException",
-        "TransactionCoordinatorFencedException", "UnknownProducerIdException", "FencedInstanceIdException",
-        "UnstableOffsetCommitException", "ProducerFencedException", "TransactionalIdNotFoundException",
-        "TransactionAbortableException", "TransactionalIdAuthorizationException", "ClusterAuthorizationException",
-        "TopicAuthorizationException", "GroupAuthorizationException", "UnsupportedVersionException",
+        "KafkaException",
+        "IllegalStateException",
+        "IllegalArgumentException",
+        "TimeoutException",
+        "InterruptException",
+        "TransactionAbortedException",
+        "CommitFailedException",
+        "BufferExhaustedException",
+        "SerializationException",
+        "RecordTooLargeException",
+        "RecordBatchTooLargeException",
+        "InvalidTopicException",
+        "NoOffsetForPartitionException",
+        "UnknownServerException",
+        "OffsetOutOfRangeException",
+        "UnknownTopicOrPartitionException",
+        "LeaderNotAvailableException",
+        "NotLeaderOrFollowerException",
+        "NetworkException",
+        "CoordinatorLoadInProgressException",
+        "CoordinatorNotAvailableException",
+        "NotCoordinatorException",
+        "NotEnoughReplicasException",
+        "NotEnoughReplicasAfterAppendException",
+        "IllegalGenerationException",
+        "UnknownMemberIdException",
+        "RebalanceInProgressException",
+        "InvalidRequestException",
+        "InvalidRecordException",
+        "OutOfOrderSequenceException",
+        "DuplicateSequenceException",
+        "InvalidProducerEpochException",
+        "InvalidTxnStateException",
+        "InvalidPidMappingException",
+        "InvalidTxnTimeoutException",
+        "ConcurrentTransactionsException",
+        "TransactionCoordinatorFencedException",
+        "UnknownProducerIdException",
+        "FencedInstanceIdException",
+        "UnstableOffsetCommitException",
+        "ProducerFencedException",
+        "TransactionalIdNotFoundException",
+        "TransactionAbortableException",
+        "TransactionalIdAuthorizationException",
+        "ClusterAuthorizationException",
+        "TopicAuthorizationException",
+        "GroupAuthorizationException",
+        "UnsupportedVersionException",
+        "InvalidGroupIdException",
     }
 )
 
-TOP_LEVEL_KEYS = ("format", "id", "title", "summary", "tags", "seed", "profile", "cluster", "database", "actors", "steps",
-                  "expect", "goal", "hints")
+TOP_LEVEL_KEYS = (
+    "format",
+    "id",
+    "title",
+    "summary",
+    "tags",
+    "seed",
+    "profile",
+    "cluster",
+    "database",
+    "actors",
+    "steps",
+    "expect",
+    "goal",
+    "hints",
+)
 PROFILE_KEYS = ("kafka", "client")
 REQUIRED_TOP_LEVEL = ("format", "id", "title", "actors", "steps")
 EXPECT_KEYS = ("consumers", "logs", "watermarks", "transactions", "groups", "anomalies")
@@ -180,7 +264,7 @@ class Scenario:
     goal: Mapping[str, Any] | None = None
     goal_lines: Mapping[str, int] = field(default_factory=dict)
     hints: tuple[Mapping[str, str], ...] = ()
-    # The application's database beside Kafka (playground.database.DatabaseSpec), or None.
+    # The application's database beside Kafka (playground.scenario.database.DatabaseSpec), or None.
     database: Any = None
     # Which Kafka and which client the scenario is told in (`profile:`); a file without it: Kafka 3.9, librdkafka.
     # `steps`, `expect` and `expect_lines` are resolved for this profile (for_profile resolves them for another).
@@ -199,16 +283,18 @@ class Scenario:
     @property
     def per_profile(self) -> bool:
         """Whether any outcome (or a prediction's answer) of this scenario is stated per profile."""
-        return bool(self.step_expects or self.expect_profiles or any(s.predict and "answers" in s.predict for s in self.steps))
+        return bool(
+            self.step_expects or self.expect_profiles or any(s.predict and "answers" in s.predict for s in self.steps)
+        )
 
-    def for_profile(self, profile: Profile) -> "Scenario":
+    def for_profile(self, profile: Profile) -> Scenario:
         """The scenario as run in `profile`: `profile` set, each step's `expect` and the `expect:` block (with its
         lines) resolved for it. Cheap, and `self` when nothing changes."""
         if profile == self.profile:
             return self
         return self.resolved(profile)
 
-    def resolved(self, profile: Profile) -> "Scenario":
+    def resolved(self, profile: Profile) -> Scenario:
         steps = tuple(_step_for(s, self.step_expects.get(s.index), profile) for s in self.steps)
         expect, lines = self.expect_base, self.expect_base_lines
         if self.expect_profiles:
@@ -249,9 +335,12 @@ def outcomes_for(by_selector: Mapping[str, tuple[str, ...]], profile: Profile) -
 _CHECK_DEPTH = {"consumers": 2, "groups": 2, "logs": 1, "watermarks": 1, "transactions": 1, "anomalies": 0}
 
 
-def block_for(base: Mapping[str, Any] | None, base_lines: Mapping[str, int],
-              by_profile: Mapping[str, tuple[Mapping[str, Any], Mapping[str, int]]],
-              profile: Profile) -> tuple[dict[str, Any] | None, dict[str, int]]:
+def block_for(
+    base: Mapping[str, Any] | None,
+    base_lines: Mapping[str, int],
+    by_profile: Mapping[str, tuple[Mapping[str, Any], Mapping[str, int]]],
+    profile: Profile,
+) -> tuple[dict[str, Any] | None, dict[str, int]]:
     """The `expect:` block in `profile`: the plain block, then each check named under a selector naming `profile`
     replacing the same check (Kafka version, then client, then whole profile: the most specific is applied last)."""
     expect: dict[str, Any] = {k: _copy(v) for k, v in (base or {}).items()}
@@ -294,4 +383,3 @@ def pick(texts: Mapping[str, str] | str | None, lang: str = DEFAULT_LANG) -> str
     if isinstance(texts, str):
         return texts
     return texts.get(lang) or texts.get(DEFAULT_LANG) or next(iter(texts.values()))
-

@@ -36,12 +36,17 @@ def refuse_aliases_and_depth(text: str) -> None:
     for event in yaml.parse(text, Loader=Loader):
         if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
             raise yaml.composer.ComposerError(
-                None, None, "anchors and aliases (&name, *name) are not allowed in a scenario: write each value out",
-                event.start_mark)
+                None,
+                None,
+                "anchors and aliases (&name, *name) are not allowed in a scenario: write each value out",
+                event.start_mark,
+            )
         if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
             depth += 1
             if depth > MAX_DEPTH:
-                raise yaml.composer.ComposerError(None, None, f"nested more than {MAX_DEPTH} levels deep", event.start_mark)
+                raise yaml.composer.ComposerError(
+                    None, None, f"nested more than {MAX_DEPTH} levels deep", event.start_mark
+                )
         elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
             depth -= 1
 
@@ -75,7 +80,9 @@ class Reader:
         line = node if isinstance(node, int) else node.start_mark.line + 1
         return ScenarioError(self.path, line, field, message)
 
-    def mapping(self, node: yaml.Node, field: str, *, allow_null: bool = False) -> dict[str, tuple[yaml.Node, yaml.Node]]:
+    def mapping(
+        self, node: yaml.Node, field: str, *, allow_null: bool = False
+    ) -> dict[str, tuple[yaml.Node, yaml.Node]]:
         """The mapping's pairs by key text, in file order; duplicate keys are an error (YAML would keep the last)."""
         if allow_null and self.is_null(node):
             return {}
@@ -87,7 +94,11 @@ class Reader:
                 raise self.fail(key_node, field, "keys must be plain text")
             key = key_node.value
             if key in pairs:
-                raise self.fail(key_node, join_field(field, key), f"duplicate key {key!r} (first on line {pairs[key][0].start_mark.line + 1})")
+                raise self.fail(
+                    key_node,
+                    join_field(field, key),
+                    f"duplicate key {key!r} (first on line {pairs[key][0].start_mark.line + 1})",
+                )
             pairs[key] = (key_node, value_node)
         return pairs
 
@@ -107,7 +118,7 @@ class Reader:
         if not isinstance(node, yaml.ScalarNode) or not INT.match(node.value.replace("_", "")):
             raise self.fail(node, field, f"expected a whole number, got {self.describe(node)}")
         value = int(node.value.replace("_", ""), 10)  # decimal always: `010` is ten, not YAML 1.1's octal eight
-        if lo is not None and value < lo or hi is not None and value > hi:
+        if (lo is not None and value < lo) or (hi is not None and value > hi):
             bounds = f"between {lo} and {hi}" if hi is not None else f"at least {lo}"
             raise self.fail(node, field, f"must be {bounds}, got {value}")
         return value
@@ -177,7 +188,12 @@ def compose(text: str, path: str) -> yaml.Node:
     size = len(text.encode("utf-8"))
     if size > MAX_SOURCE_BYTES:  # files also come from share links and an editor: bound the work
         line = text.encode("utf-8")[:MAX_SOURCE_BYTES].count(b"\n") + 1
-        raise ScenarioError(path, line, "file", f"too large: {size:,} bytes, at most {MAX_SOURCE_BYTES:,} (line {line} crosses the limit)")
+        raise ScenarioError(
+            path,
+            line,
+            "file",
+            f"too large: {size:,} bytes, at most {MAX_SOURCE_BYTES:,} (line {line} crosses the limit)",
+        )
     try:
         refuse_aliases_and_depth(text)
         documents = list(yaml.compose_all(text, Loader=Loader))
@@ -190,5 +206,7 @@ def compose(text: str, path: str) -> yaml.Node:
     if not documents or documents[0] is None:
         raise ScenarioError(path, 1, "format", "the file is empty")
     if len(documents) > 1:
-        raise ScenarioError(path, documents[1].start_mark.line + 1, "yaml", "one scenario per file (found a second YAML document)")
+        raise ScenarioError(
+            path, documents[1].start_mark.line + 1, "yaml", "one scenario per file (found a second YAML document)"
+        )
     return documents[0]

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any
 
-from playground.backend import Backend, make_backend
+from playground.engine.backend import Backend
+from playground.engine.spec import DEFAULT_PROFILE, Profile, Step
+from playground.scenario.engines import make_backend
 from playground.scenario.model import FORMAT, Scenario
-from playground.spec import DEFAULT_PROFILE, Profile, Step
 
 # --------------------------------------------------------------------------------------------------------------
 # Running
@@ -36,10 +38,11 @@ def run_scenario(
     if record is None and scenario.expect and "anomalies" in scenario.expect:
         record = []  # the anomalies it expects are checked over this run's history
     if isinstance(backend, str):
-        backend = make_backend(backend, scenario.cluster, scenario.actors, seed=seed, on_event=on_event,
-                               profile=scenario.profile)
+        backend = make_backend(
+            backend, scenario.cluster, scenario.actors, seed=seed, on_event=on_event, profile=scenario.profile
+        )
     if scenario.database is not None and not hasattr(backend, "db"):
-        from playground.database import with_database
+        from playground.scenario.database import with_database
 
         backend = with_database(backend, scenario.database)
     steps, failures = [], []
@@ -49,29 +52,44 @@ def run_scenario(
             if on_step is not None:
                 on_step(step, outcome)
             if record is not None and not step.is_note:
-                from playground.anomalies import reads
+                from playground.scenario.anomalies import reads
 
-                record.append({"n": step.index, "actor": step.actor, "action": step.action, "args": dict(step.args),
-                               "outcome": outcome, **reads(backend, step)})
+                record.append(
+                    {
+                        "n": step.index,
+                        "actor": step.actor,
+                        "action": step.action,
+                        "args": dict(step.args),
+                        "outcome": outcome,
+                        **reads(backend, step),
+                    }
+                )
             if step.is_note:
                 continue
             steps.append({"index": step.index, "step": step.label, "outcome": outcome})
             if step.expect is not None and outcome not in step.expect:
-                failures.append(f"steps[{step.index}] {step.label} (line {step.line}): expected {' or '.join(step.expect)}, observed {outcome}")
+                failures.append(
+                    f"steps[{step.index}] {step.label} (line {step.line}): expected {' or '.join(step.expect)}, observed {outcome}"
+                )
         raw = backend.observe()
     finally:
         backend.close()
-    observation = build_observation(scenario.id, getattr(backend, "name", str(backend)), seed, steps, raw,
-                                    profile=observed_profile(backend))
+    observation = build_observation(
+        scenario.id, getattr(backend, "name", str(backend)), seed, steps, raw, profile=observed_profile(backend)
+    )
     if "database" in raw:  # an addition to the contract's observation, only for scenarios with a database
         observation["database"] = {"tables": raw["database"]["tables"], "reconcile": raw["database"]["reconcile"]}
     if scenario.expect and "anomalies" in scenario.expect:
-        from playground.anomalies import check, history_of_run
+        from playground.scenario.anomalies import check, history_of_run
 
         # which rules the history breaks (not how often: timing may change a count, never the story)
         observation["anomalies"] = sorted({f.rule for f in check(history_of_run(scenario, record or [], observation))})
     passed, block_failures = check_expectations(scenario, observation)
-    observation["expect"] = {"passed": passed, "failed": len(failures) + len(block_failures), "failures": failures + block_failures}
+    observation["expect"] = {
+        "passed": passed,
+        "failed": len(failures) + len(block_failures),
+        "failures": failures + block_failures,
+    }
     return observation
 
 
@@ -81,12 +99,22 @@ def observed_profile(backend: Any) -> dict[str, Any]:
     or as the simulator models it (spec.Profile.finalized_transaction_version)."""
     profile = getattr(backend, "profile", None) or DEFAULT_PROFILE
     reported = getattr(backend, "transaction_version", None)
-    return {"kafka": profile.kafka, "release": profile.release, "client": profile.client,
-            "transaction_version": profile.finalized_transaction_version if reported is None else reported}
+    return {
+        "kafka": profile.kafka,
+        "release": profile.release,
+        "client": profile.client,
+        "transaction_version": profile.finalized_transaction_version if reported is None else reported,
+    }
 
 
-def build_observation(scenario_id: str, backend: str, seed: int, steps: list[dict], raw: Mapping[str, Any],
-                      profile: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def build_observation(
+    scenario_id: str,
+    backend: str,
+    seed: int,
+    steps: list[dict],
+    raw: Mapping[str, Any],
+    profile: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
     """The contract's observation from a backend's raw `observe()` (everything but `expect`), with the backend's
     profile (observed_profile) when given.
 
@@ -110,20 +138,46 @@ def build_observation(scenario_id: str, backend: str, seed: int, steps: list[dic
         log = []
         for entry in part.get("log", []):
             if entry.get("control"):
-                log.append({"offset": entry["offset"], "control": entry["control"], "producer": producer(entry.get("producer_id")), "epoch": entry.get("epoch")})
+                log.append(
+                    {
+                        "offset": entry["offset"],
+                        "control": entry["control"],
+                        "producer": producer(entry.get("producer_id")),
+                        "epoch": entry.get("epoch"),
+                    }
+                )
             else:
                 out = {"offset": entry["offset"]}
                 if entry.get("key") is not None:
                     out["key"] = entry["key"]
-                out.update(value=entry.get("value"), producer=producer(entry.get("producer_id")), epoch=entry.get("epoch"), transactional=bool(entry.get("transactional")))
+                out.update(
+                    value=entry.get("value"),
+                    producer=producer(entry.get("producer_id")),
+                    epoch=entry.get("epoch"),
+                    transactional=bool(entry.get("transactional")),
+                )
                 log.append(out)
-        partitions[tp] = {"log": log, "high_watermark": part.get("high_watermark"), "last_stable_offset": part.get("last_stable_offset")}
+        partitions[tp] = {
+            "log": log,
+            "high_watermark": part.get("high_watermark"),
+            "last_stable_offset": part.get("last_stable_offset"),
+        }
     transactions = {}
     for txid in sorted(raw.get("transactions", {})):
         txn = raw["transactions"][txid]
-        transactions[txid] = {"state": txn.get("state"), "producer": producer(txn.get("producer_id")), "epoch": txn.get("epoch")}
-    consumers = {name: {tp: list(values) for tp, values in sorted(per.items(), key=lambda kv: _tp_order(kv[0]))} for name, per in sorted(raw.get("consumers", {}).items())}
-    groups = {group: {tp: offset for tp, offset in sorted(per.items(), key=lambda kv: _tp_order(kv[0]))} for group, per in sorted(raw.get("groups", {}).items())}
+        transactions[txid] = {
+            "state": txn.get("state"),
+            "producer": producer(txn.get("producer_id")),
+            "epoch": txn.get("epoch"),
+        }
+    consumers = {
+        name: {tp: list(values) for tp, values in sorted(per.items(), key=lambda kv: _tp_order(kv[0]))}
+        for name, per in sorted(raw.get("consumers", {}).items())
+    }
+    groups = {
+        group: dict(sorted(per.items(), key=lambda kv: _tp_order(kv[0])))
+        for group, per in sorted(raw.get("groups", {}).items())
+    }
     out = {
         "format": FORMAT,
         "scenario": scenario_id,
@@ -173,7 +227,14 @@ def checks(expect: Mapping[str, Any] | None, lines: Mapping[str, int], observati
             out.append(Check(key, values, observation["consumers"].get(name, {}).get(tp, []), lines.get(key, 0)))
     for tp, entries in expect.get("logs", {}).items():
         log = observation["partitions"].get(tp, {}).get("log", [])
-        out.append(Check(f"logs.{tp}", entries, [e["control"] if "control" in e else e["value"] for e in log], lines.get(f"logs.{tp}", 0)))
+        out.append(
+            Check(
+                f"logs.{tp}",
+                entries,
+                [e["control"] if "control" in e else e["value"] for e in log],
+                lines.get(f"logs.{tp}", 0),
+            )
+        )
     for tp, marks in expect.get("watermarks", {}).items():
         part = observation["partitions"].get(tp, {})
         out.append(Check(f"watermarks.{tp}", marks, {k: part.get(k) for k in marks}, lines.get(f"watermarks.{tp}", 0)))
@@ -209,4 +270,3 @@ def _show(value: Any) -> str:
     if isinstance(value, dict):
         return "{" + ", ".join(f"{k}: {_show(v)}" for k, v in value.items()) + "}"
     return str(value)
-

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
+from playground.engine.spec import CONSUMER, DEFAULT_PROFILE, NOTE, ActorSpec, ClusterSpec, Profile
 from playground.scenario.model import DEFAULT_LANG
-from playground.spec import CONSUMER, DEFAULT_PROFILE, NOTE, ActorSpec, ClusterSpec, Profile
 
 _PLAIN = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]*$")
 # Words a YAML 1.1 reader (not ours: we read every plain scalar as text) would turn into something else.
@@ -101,7 +102,11 @@ def _cell(value: Any) -> str:
         return str(value)
     text = str(value)
     plain = scalar(text)
-    return json.dumps(text, ensure_ascii=False) if plain == text and (text.lstrip("-").isdigit() or text.lower() == "null") else plain
+    return (
+        json.dumps(text, ensure_ascii=False)
+        if plain == text and (text.lstrip("-").isdigit() or text.lower() == "null")
+        else plain
+    )
 
 
 def _database_lines(spec: Any) -> list[str]:
@@ -131,26 +136,44 @@ def _expect_lines(observation: Mapping[str, Any] | None) -> list[str]:
     if logs:
         out.append("  logs:")
         for tp, log in logs.items():
-            out.append(f"    {tp}: [" + ", ".join(e["control"] if "control" in e else scalar(e["value"]) for e in log) + "]")
-    consumers = {n: {tp: v for tp, v in per.items() if 0 < len(v) <= LOG_EXPECT_MAX} for n, per in observation.get("consumers", {}).items()}
+            out.append(
+                f"    {tp}: [" + ", ".join(e["control"] if "control" in e else scalar(e["value"]) for e in log) + "]"
+            )
+    consumers = {
+        n: {tp: v for tp, v in per.items() if 0 < len(v) <= LOG_EXPECT_MAX}
+        for n, per in observation.get("consumers", {}).items()
+    }
     consumers = {n: per for n, per in consumers.items() if per}
     if consumers:
         out.append("  consumers:")
         for name, per in consumers.items():
             out.append(f"    {scalar(name)}:")
             out += [f"      {tp}: [" + ", ".join(scalar(v) for v in values) + "]" for tp, values in per.items()]
-    txns = {t: {k: v for k, v in s.items() if k in ("state", "epoch", "producer") and v is not None}
-            for t, s in observation.get("transactions", {}).items()}
+    txns = {
+        t: {k: v for k, v in s.items() if k in ("state", "epoch", "producer") and v is not None}
+        for t, s in observation.get("transactions", {}).items()
+    }
     if txns:
         out.append("  transactions:")
         out += [f"    {scalar(t)}: {flow(s)}" for t, s in txns.items() if s]
-    return ["expect:"] + out if out else []
+    return ["expect:", *out] if out else []
 
 
-def write(*, scenario_id: str, title: Mapping[str, str], summary: Mapping[str, str] | None, tags: Iterable[str],
-          seed: int, cluster: ClusterSpec, actors: Iterable[ActorSpec], commands: Iterable[Mapping[str, Any]],
-          observation: Mapping[str, Any] | None = None, comment: str = "", database: Any = None,
-          profile: Profile = DEFAULT_PROFILE) -> str:
+def write(
+    *,
+    scenario_id: str,
+    title: Mapping[str, str],
+    summary: Mapping[str, str] | None,
+    tags: Iterable[str],
+    seed: int,
+    cluster: ClusterSpec,
+    actors: Iterable[ActorSpec],
+    commands: Iterable[Mapping[str, Any]],
+    observation: Mapping[str, Any] | None = None,
+    comment: str = "",
+    database: Any = None,
+    profile: Profile = DEFAULT_PROFILE,
+) -> str:
     """The scenario file's text. `commands` are a session's log entries (with outcomes); entries that add an actor
     are left out (the actors are declared up front). A profile other than the default is written as `profile:`
     (the default is what a file without it means)."""

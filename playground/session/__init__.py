@@ -52,15 +52,52 @@ from playground.session.live import (
 )
 from playground.session.realcluster import close_all_at_exit, end, rerun
 from playground.session.replay import exists, load, moment
-from playground.session.store import drive_key
 from playground.session.runner import ensure_runner, ensure_watchdog, run_loop
+from playground.session.store import drive_key
 
 atexit.register(close_all_at_exit)
 
 __all__ = [
-    "BACKEND_FACTORIES", "CACHE", "CHECKPOINT_EVERY", "LIVE_ONLY_BACKENDS", "NAME_RE", "CommandError", "DetachedBackend",
-    "Live", "actor_from_entry", "actor_to_entry", "add_consumer", "add_producer", "apply_step", "back", "client_key",
-    "cluster_problem", "create", "detached_message", "drive_key", "end", "ensure_runner", "ensure_watchdog", "exists", "fork", "free_play_actors",
-    "free_play_cluster", "group_name", "hint", "kafka_configured", "kept_on_reset", "live_only", "load", "moment", "predict", "rerun",
-    "reset", "run_loop", "run_one", "set_running", "step", "step_from_entry", "validate_step",
+    "BACKEND_FACTORIES",
+    "CACHE",
+    "CHECKPOINT_EVERY",
+    "LIVE_ONLY_BACKENDS",
+    "NAME_RE",
+    "CommandError",
+    "DetachedBackend",
+    "Live",
+    "actor_from_entry",
+    "actor_to_entry",
+    "add_consumer",
+    "add_producer",
+    "apply_step",
+    "back",
+    "client_key",
+    "cluster_problem",
+    "create",
+    "detached_message",
+    "drive_key",
+    "end",
+    "ensure_runner",
+    "ensure_watchdog",
+    "exists",
+    "fork",
+    "free_play_actors",
+    "free_play_cluster",
+    "group_name",
+    "hint",
+    "kafka_configured",
+    "kept_on_reset",
+    "live_only",
+    "load",
+    "moment",
+    "predict",
+    "rerun",
+    "reset",
+    "run_loop",
+    "run_one",
+    "set_running",
+    "step",
+    "step_from_entry",
+    "validate_step",
 ]

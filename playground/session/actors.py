@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Iterator
+from collections.abc import Iterable, Iterator
+from typing import Any
 
 from django.utils.translation import gettext as _
 
-from playground import limits
-from playground.session.commands import Change, commit, run_entry
-from playground.session.live import NAME_RE, CommandError, Live, actor_to_entry
-from playground.spec import CONSUMER, PRODUCER, ActorSpec
+from playground.engine.spec import CONSUMER, PRODUCER, ActorSpec
+from playground.session import limits
+from playground.session.commands import Change, commit
+from playground.session.live import NAME_RE, CommandError, Live, actor_to_entry, run_entry
 
 
 def _free_name(live: Live, candidates: Iterable[str]) -> str:
@@ -37,7 +38,7 @@ def _added(live: Live, spec: ActorSpec) -> Change:
 
 
 def add_producer(session_id: str, mode: str, transactional_id: str | None = None) -> tuple[Live, str]:
-    """"share" an existing transactional id, take a "new" one, or a "plain" (idempotent, not transactional) one."""
+    """ "share" an existing transactional id, take a "new" one, or a "plain" (idempotent, not transactional) one."""
 
     def mutate(live: Live) -> Change:
         limits.check_producers(len(live.producers()) + 1)
@@ -49,7 +50,9 @@ def add_producer(session_id: str, mode: str, transactional_id: str | None = None
             config = {"transactional.id": transactional_id}
         elif mode == "new":
             if transactional_id:
-                _check_name(transactional_id, _("A transactional id is letters, digits, '.', '_' or '-' (at most %(n)d)."))
+                _check_name(
+                    transactional_id, _("A transactional id is letters, digits, '.', '_' or '-' (at most %(n)d).")
+                )
                 if transactional_id in live.transactional_ids():
                     raise CommandError(_("Transactional id %(t)s is taken: use share.") % {"t": transactional_id})
                 txid = transactional_id

@@ -9,14 +9,25 @@ it *detached*: its actors and stored log, nothing of the cluster, every command 
 from __future__ import annotations
 
 import importlib
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from django.conf import settings
 from django.utils.translation import gettext as _
 
-from playground.backend import Backend, BackendError, make_backend
+from playground.engine.backend import Backend, BackendError
+from playground.engine.spec import (
+    CONSUMER,
+    DEFAULT_PROFILE,
+    KAFKA_RELEASES,
+    PRODUCER,
+    ActorSpec,
+    ClusterSpec,
+    Profile,
+    Step,
+)
+from playground.scenario.engines import make_backend
 from playground.session.live import CommandError
-from playground.spec import CONSUMER, DEFAULT_PROFILE, KAFKA_RELEASES, PRODUCER, ActorSpec, ClusterSpec, Profile, Step
 
 # Backends by name. Tests add fakes here; "sim" and "kafka" go through `make_backend`.
 BACKEND_FACTORIES: dict[str, Callable[..., Backend]] = {}
@@ -42,7 +53,9 @@ def not_configured(profile: Profile) -> str:
     from playground.kafka.clusters import SETTINGS
 
     return _("This server has no Kafka %(release)s cluster configured (%(setting)s).") % {
-        "release": profile.release, "setting": SETTINGS[profile.kafka][0]}
+        "release": profile.release,
+        "setting": SETTINGS[profile.kafka][0],
+    }
 
 
 def cluster_problem(exc: BaseException, *, created: bool = False) -> str:
@@ -66,11 +79,17 @@ def _extra_backend(name: str) -> Callable[..., Backend] | None:
     return getattr(importlib.import_module(module), attr)
 
 
-def build(name: str, cluster: ClusterSpec, actors: Mapping[str, ActorSpec], seed: int, database: Any = None,
-          profile: Profile = DEFAULT_PROFILE) -> Backend:
+def build(
+    name: str,
+    cluster: ClusterSpec,
+    actors: Mapping[str, ActorSpec],
+    seed: int,
+    database: Any = None,
+    profile: Profile = DEFAULT_PROFILE,
+) -> Backend:
     """The backend for the session's profile, with the scenario's database beside it when it declares one
-    (playground/database.py)."""
-    from playground.database import with_database
+    (playground/scenario/database.py)."""
+    from playground.scenario.database import with_database
 
     factory = BACKEND_FACTORIES.get(name) or _extra_backend(name)
     if factory is not None:
@@ -79,8 +98,9 @@ def build(name: str, cluster: ClusterSpec, actors: Mapping[str, ActorSpec], seed
         raise CommandError(not_configured(profile))
     if name not in ("sim", "kafka"):
         raise CommandError(_("Unknown backend %(b)s.") % {"b": name})
-    backend = make_backend(name, cluster, actors, seed=seed, profile=profile,
-                           **({"keep_events": False} if name == "sim" else {}))
+    backend = make_backend(
+        name, cluster, actors, seed=seed, profile=profile, **({"keep_events": False} if name == "sim" else {})
+    )
     return with_database(backend, database)
 
 
@@ -90,8 +110,17 @@ class DetachedBackend(Backend):
 
     name = "detached"
 
-    def __init__(self, cluster: ClusterSpec, actors: Mapping[str, ActorSpec], *, seed: int = 0, on_event: Any = None,
-                 backend_name: str = "kafka", problem: str = "", profile: Profile = DEFAULT_PROFILE) -> None:
+    def __init__(
+        self,
+        cluster: ClusterSpec,
+        actors: Mapping[str, ActorSpec],
+        *,
+        seed: int = 0,
+        on_event: Any = None,
+        backend_name: str = "kafka",
+        problem: str = "",
+        profile: Profile = DEFAULT_PROFILE,
+    ) -> None:
         self.cluster, self.actors, self.backend_name, self.problem = cluster, dict(actors), backend_name, problem
         self.profile = profile
 
@@ -106,17 +135,42 @@ class DetachedBackend(Backend):
 
     def view(self, log_limit: int = 200) -> dict[str, Any]:
         producers = {
-            n: {"transactional_id": a.transactional_id, "producer_id": None, "epoch": None, "state": "UNKNOWN",
-                "last_error": None, "fenced": False, "counters": {"app_sent_ok": 0, "landed": 0, "read_committed_received": 0}}
-            for n, a in self.actors.items() if a.kind == PRODUCER
+            n: {
+                "transactional_id": a.transactional_id,
+                "producer_id": None,
+                "epoch": None,
+                "state": "UNKNOWN",
+                "last_error": None,
+                "fenced": False,
+                "counters": {"app_sent_ok": 0, "landed": 0, "read_committed_received": 0},
+            }
+            for n, a in self.actors.items()
+            if a.kind == PRODUCER
         }
         consumers = {
-            n: {"isolation_level": a.config.get("isolation.level", "read_committed"), "group_id": a.config.get("group.id"),
-                "topics": list(a.topics), "state": "UNKNOWN", "positions": {}, "received": {}}
-            for n, a in self.actors.items() if a.kind == CONSUMER
+            n: {
+                "isolation_level": a.config.get("isolation.level", "read_committed"),
+                "group_id": a.config.get("group.id"),
+                "topics": list(a.topics),
+                "state": "UNKNOWN",
+                "positions": {},
+                "received": {},
+            }
+            for n, a in self.actors.items()
+            if a.kind == CONSUMER
         }
-        out = {"partitions": {}, "consumers": consumers, "transactions": {}, "groups": {}, "backend": self.backend_name,
-               "time_ms": 0, "brokers": {}, "producers": producers, "timeline": [], "unobservable": []}
+        out = {
+            "partitions": {},
+            "consumers": consumers,
+            "transactions": {},
+            "groups": {},
+            "backend": self.backend_name,
+            "time_ms": 0,
+            "brokers": {},
+            "producers": producers,
+            "timeline": [],
+            "unobservable": [],
+        }
         if self.problem:
             out["observe_error"] = self.problem
         return out
@@ -124,7 +178,13 @@ class DetachedBackend(Backend):
 
 def detached_message(reason: str) -> str:
     if reason == "ended":
-        return _("This real-cluster session has ended and its topics were deleted. Re-run its log on fresh topics, or reset it, to continue.")
+        return _(
+            "This real-cluster session has ended and its topics were deleted. Re-run its log on fresh topics, or reset it, to continue."
+        )
     if reason == "moved":
-        return _("This real-cluster session was re-run or reset in another server process, which now holds it; open its link again, or re-run it here on fresh topics.")
-    return _("This real-cluster session is not live in this server process (another process holds it, or the server restarted): its stored log is shown, not re-run against the cluster. Re-run it on fresh topics to continue.")
+        return _(
+            "This real-cluster session was re-run or reset in another server process, which now holds it; open its link again, or re-run it here on fresh topics."
+        )
+    return _(
+        "This real-cluster session is not live in this server process (another process holds it, or the server restarted): its stored log is shown, not re-run against the cluster. Re-run it on fresh topics to continue."
+    )

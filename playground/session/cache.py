@@ -154,8 +154,10 @@ class Cache:
             return
         try:
             live.checkpoints[length] = live.checkpoint(freeze(live.backend))
-        except Exception:  # noqa: BLE001 - a backend that cannot be frozen replays from the start instead
-            log.warning("session %s: no checkpoint at %d (the backend cannot be frozen)", live.session_id, length, exc_info=True)
+        except Exception:
+            log.warning(
+                "session %s: no checkpoint at %d (the backend cannot be frozen)", live.session_id, length, exc_info=True
+            )
             return
         self._trim_checkpoints(keep=live.session_id)
 

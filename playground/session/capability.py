@@ -13,8 +13,8 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
+from collections.abc import Mapping
 from http.cookies import SimpleCookie
-from typing import Mapping
 
 COOKIE_PREFIX = "drive_"
 COOKIE_MAX_AGE_S = 365 * 24 * 3600
@@ -53,7 +53,7 @@ def cookie_in(header: str, name: str) -> str | None:
     jar = SimpleCookie()
     try:
         jar.load(header)
-    except Exception:  # noqa: BLE001 - a mangled cookie header carries no capability
+    except Exception:
         return None
     morsel = jar.get(name)
     return morsel.value if morsel is not None else None

@@ -2,28 +2,37 @@
 back, reset, run/pause).
 
 Applying a command: catch up -> validate -> `backend.apply(step)` -> append the row in the same database transaction
-that checks the session's version -> publish the changed panels (broadcast.py). Who may do this is checked before,
-by the one place every route goes through (playground/commands.py).
+that checks the session's version -> announce the change (`signals.changed`; the web layer publishes the changed
+panels). Who may do this is checked before, by the one place every route goes through (playground/web/commands.py).
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from django.utils.translation import gettext as _
 
-from playground import limits
-from playground.backend import BackendError
-from playground.anomalies import reads
-from playground.exercise import SKIP, pending_question
-from playground.session import store
+from playground.engine.backend import BackendError
+from playground.engine.spec import (
+    APP,
+    APP_ACTIONS,
+    CLUSTER_ACTORS,
+    CONSUMER,
+    CONSUMER_ACTIONS,
+    PRODUCER,
+    PRODUCER_ACTIONS,
+    ActorSpec,
+    Step,
+)
+from playground.scenario.exercise import SKIP, pending_question
+from playground.session import limits, realcluster, signals, store
 from playground.session.backends import cluster_problem, detached_message, live_only
 from playground.session.cache import CACHE
-from playground.session.live import CommandError, Live, actor_from_entry, is_command, step_from_entry
+from playground.session.live import CommandError, Live, run_entry
 from playground.session.replay import catch_up, fresh, replay, restore
-from playground.spec import APP, APP_ACTIONS, CLUSTER_ACTORS, CONSUMER, CONSUMER_ACTIONS, PRODUCER, PRODUCER_ACTIONS, ActorSpec, Step
 
 log = logging.getLogger(__name__)
 
@@ -42,30 +51,6 @@ class Change:
     @property
     def empty(self) -> bool:
         return not self.append and self.truncate is None and self.replace is None and self.running is None
-
-
-def run_entry(live: Live, entry: Mapping[str, Any]) -> dict[str, Any]:
-    """Carry out a logged entry (a step, or an actor added) on the live backend; the entry as it should be logged
-    now: with the outcome it gave, and the producers it left fenced that were not before."""
-    if not is_command(entry):
-        return {**entry, "outcome": "ok"}
-    if "add" in entry:
-        spec = actor_from_entry(entry["add"])
-        live.backend.add_actor(spec)
-        live.actors[spec.name] = spec
-        return {"add": entry["add"], "outcome": "ok"}
-    step = step_from_entry(entry["step"], int(entry.get("n", 0)))
-    before = live.backend.fenced_actors()
-    outcome = live.backend.apply(step)
-    out: dict[str, Any] = {"step": entry["step"]}
-    if "n" in entry:
-        out["n"] = entry["n"]
-    out["outcome"] = outcome
-    newly = sorted(live.backend.fenced_actors() - before)
-    if newly:
-        out["fenced"] = newly
-    out.update(reads(live.backend, step))
-    return out
 
 
 def _stored(live: Live, row: Any, change: Change) -> Live | None:
@@ -96,8 +81,9 @@ def _stored(live: Live, row: Any, change: Change) -> Live | None:
     return live
 
 
-def commit(session_id: str, mutate: Callable[[Live], Change], *, publish: bool = True,
-           allow_detached: bool = False) -> tuple[Live, Change]:
+def commit(
+    session_id: str, mutate: Callable[[Live], Change], *, publish: bool = True, allow_detached: bool = False
+) -> tuple[Live, Change]:
     """Catch up, let `mutate` validate and apply to the live backend, then store the result in the log.
 
     `mutate` raises CommandError before touching the backend when the input is bad. When the database row moved
@@ -137,9 +123,7 @@ def commit(session_id: str, mutate: Callable[[Live], Change], *, publish: bool =
         else:
             raise CommandError(_("The session is busy; try again."), status=409)
     if publish:
-        from playground.broadcast import publish as _publish
-
-        _publish(live, store.parse_langs(row.viewer_langs))
+        signals.changed.send(sender=Live, live=live, langs=store.parse_langs(row.viewer_langs))
     return live, change
 
 
@@ -167,7 +151,9 @@ def validate_step(live: Live, step: Step) -> None:
         if step.actor == "broker":
             broker = step.args.get("broker")
             if not isinstance(broker, int) or isinstance(broker, bool) or not 1 <= broker <= live.cluster.brokers:
-                raise CommandError(_("No broker %(b)s: brokers are 1 to %(n)d.") % {"b": broker, "n": live.cluster.brokers})
+                raise CommandError(
+                    _("No broker %(b)s: brokers are 1 to %(n)d.") % {"b": broker, "n": live.cluster.brokers}
+                )
         if step.actor == "clock":
             ms = step.args.get("ms")
             if not isinstance(ms, int) or isinstance(ms, bool) or not 1 <= ms <= limits.limit("clock_advance_s") * 1000:
@@ -194,7 +180,9 @@ def validate_step(live: Live, step: Step) -> None:
     if step.action == "send_offsets_to_transaction":
         consumer = check_actor(live, step.args.get("consumer", ""), CONSUMER)
         if not consumer.group_id:
-            raise CommandError(_("%(c)s has no group.id: send_offsets_to_transaction needs a group consumer.") % {"c": consumer.name})
+            raise CommandError(
+                _("%(c)s has no group.id: send_offsets_to_transaction needs a group consumer.") % {"c": consumer.name}
+            )
 
 
 # --------------------------------------------------------------------------------------------------- commands
@@ -332,9 +320,7 @@ def reset(session_id: str) -> Live:
     """Start again: a new, empty log (free play keeps the actors that were added). On a real cluster: a fresh
     backend (new topics under a new prefix) and the old one closed, its topics deleted."""
     if live_only(store.read(session_id).backend):
-        from playground.session.realcluster import restart
-
-        return restart(session_id, kept_on_reset)
+        return realcluster.restart(session_id, kept_on_reset)
 
     def mutate(live: Live) -> Change:
         keep = kept_on_reset(live)

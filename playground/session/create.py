@@ -10,23 +10,23 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+from collections.abc import Callable
 from datetime import timedelta
-from typing import Any, Callable
+from typing import Any
 
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from playground import limits
+from playground.engine.spec import DEFAULT_PROFILE, Profile
 from playground.models import ScenarioText, Session
-from playground.session import capability, store
+from playground.session import capability, limits, store
 from playground.session.backends import kafka_configured, live_only, not_configured
 from playground.session.cache import CACHE
 from playground.session.live import CommandError, Live
 from playground.session.realcluster import run_again
 from playground.session.replay import _close, catch_up, fresh, restore
-from playground.spec import DEFAULT_PROFILE, Profile
 
 BACKENDS = ("sim", "kafka")
 
@@ -51,14 +51,24 @@ def _with_key(row: Session, key_of: Callable[[str], str] | None = None) -> Sessi
     return row
 
 
-def create(scenario: Any | None, *, source: str = "", backend: str = "sim", seed: int | None = None,
-           client: str = "", key: Callable[[str], str] | None = None, profile: Profile | None = None) -> Session:
+def create(
+    scenario: Any | None,
+    *,
+    source: str = "",
+    backend: str = "sim",
+    seed: int | None = None,
+    client: str = "",
+    key: Callable[[str], str] | None = None,
+    profile: Profile | None = None,
+) -> Session:
     """A new session for a scenario (with the exact text it was loaded from) or free play (scenario None), in
     `profile` (default: the scenario's own, else Kafka 3.9 with librdkafka). `client` is the creator's key."""
     _check_rate(client)
     profile = profile or (scenario.profile if scenario is not None else DEFAULT_PROFILE)
     if scenario is not None:
-        row = Session(scenario_id=scenario.id, backend=backend, seed=scenario.seed if seed is None else seed, client_key=client)
+        row = Session(
+            scenario_id=scenario.id, backend=backend, seed=scenario.seed if seed is None else seed, client_key=client
+        )
         row.source = ScenarioText.store(source or scenario.source, scenario.id)
     else:
         row = Session(backend=backend, seed=seed or 0, client_key=client)
@@ -83,7 +93,9 @@ def fork(session_id: str, at: int, *, backend: str | None = None, client: str = 
         origin = store.read(session_id)
         head = catch_up(origin)
     if not 0 <= at <= head.length:
-        raise CommandError(_("Step %(k)s is not in this session: it has steps 0 to %(n)d.") % {"k": at, "n": head.length}, status=404)
+        raise CommandError(
+            _("Step %(k)s is not in this session: it has steps 0 to %(n)d.") % {"k": at, "n": head.length}, status=404
+        )
     target = backend or ("sim" if live_only(origin.backend) else origin.backend)
     if target not in BACKENDS and target != origin.backend:
         raise CommandError(_("Unknown backend %(b)s.") % {"b": target})
@@ -91,8 +103,19 @@ def fork(session_id: str, at: int, *, backend: str | None = None, client: str = 
         raise CommandError(not_configured(origin.profile))
     _check_rate(client)
     # a fork keeps the profile: the same Kafka and client, whichever backend it runs on
-    row = _with_key(Session(scenario_id=origin.scenario_id, source_id=origin.source_id, backend=target, seed=origin.seed,
-                            kafka=origin.kafka, client=origin.client, forked_from=origin, forked_at=at, client_key=client))
+    row = _with_key(
+        Session(
+            scenario_id=origin.scenario_id,
+            source_id=origin.source_id,
+            backend=target,
+            seed=origin.seed,
+            kafka=origin.kafka,
+            client=origin.client,
+            forked_from=origin,
+            forked_at=at,
+            client_key=client,
+        )
+    )
     if target == origin.backend and not live_only(target):
         live = _copied(head, row, at)
     else:
@@ -117,7 +140,9 @@ def _copied(head: Live, row: Session, at: int) -> Live:
 def _run_again(head: Live, row: Session, at: int) -> Live:
     """Another backend (a real cluster's log onto the simulator, or onto fresh topics): run the commands there."""
     live = fresh(row)
-    entries = run_again(live, [{k: v for k, v in e.items() if k not in ("outcome", "fenced")} for e in head.commands[:at]])
+    entries = run_again(
+        live, [{k: v for k, v in e.items() if k not in ("outcome", "fenced")} for e in head.commands[:at]]
+    )
     with transaction.atomic():
         row.save(force_insert=True)
         ids = store.append(row, entries)

@@ -27,8 +27,10 @@ def as_scenario(session_id: str) -> str:
     live = load(session_id)
     scenario = live.scenario
     base = scenario.id if scenario is not None else "free-play"
-    comment = (f"Written from session {session_id} ({live.length} commands on the {live.backend_name} backend).\n"
-               "Each step expects the outcome the session saw; fill in the empty notes.")
+    comment = (
+        f"Written from session {session_id} ({live.length} commands on the {live.backend_name} backend).\n"
+        "Each step expects the outcome the session saw; fill in the empty notes."
+    )
     return write(
         scenario_id=f"{base}-session" if not base.endswith("-session") else base,
         title=title_from(dict(scenario.title) if scenario is not None else None),

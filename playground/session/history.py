@@ -1,11 +1,11 @@
-"""A session's history for the anomaly checker (playground/anomalies.py): its log's steps with their outcomes and
+"""A session's history for the anomaly checker (playground/scenario/anomalies.py): its log's steps with their outcomes and
 what each poll returned, the partitions' whole logs as the backend holds them now, and the database."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from playground.anomalies import History, check
+from playground.scenario.anomalies import History, check
 from playground.session.live import Live, step_from_entry
 
 HISTORY_LOG_LIMIT = 100_000  # entries per partition: the whole log of any session a server keeps
@@ -19,8 +19,17 @@ def history_of(live: Live) -> History:
         step = step_from_entry(entry["step"])
         if step.is_note:
             continue
-        steps.append({"n": n, "actor": step.actor, "action": step.action, "args": dict(step.args),
-                      "outcome": entry.get("outcome", "ok"), "read": entry.get("read"), "lso": entry.get("lso")})
+        steps.append(
+            {
+                "n": n,
+                "actor": step.actor,
+                "action": step.action,
+                "args": dict(step.args),
+                "outcome": entry.get("outcome", "ok"),
+                "read": entry.get("read"),
+                "lso": entry.get("lso"),
+            }
+        )
     view = live.backend.view(HISTORY_LOG_LIMIT)
     logs = {tp: p.get("log", []) for tp, p in view.get("partitions", {}).items()}
     isolation = {n: a.isolation_level for n, a in live.actors.items() if a.kind == "consumer"}

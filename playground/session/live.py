@@ -13,11 +13,23 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
-from playground.backend import OK, Backend
-from playground.spec import CONSUMER, DEFAULT_PROFILE, NOTE, PRODUCER, ActorSpec, ClusterSpec, Profile, Step, TopicSpec
+from playground.engine.backend import OK, Backend
+from playground.engine.spec import (
+    CONSUMER,
+    DEFAULT_PROFILE,
+    NOTE,
+    PRODUCER,
+    ActorSpec,
+    ClusterSpec,
+    Profile,
+    Step,
+    TopicSpec,
+)
+from playground.scenario.anomalies import reads
 
 GROUP_PREFIX = "session-"
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -148,7 +160,7 @@ class Live:
     moment: int | None = None
     head_length: int | None = None
     replica: bool = False  # a moment of a real-cluster session: the simulator's replay of its log
-    seat: dict[str, Any] | None = None  # a workshop's session: rooms.seat_of() (room, code, attendee, name, item)
+    seat: dict[str, Any] | None = None  # a workshop's session: store.seat_of() (room, code, attendee, name, item)
     profile: Profile = DEFAULT_PROFILE  # which Kafka and which client (the session's row says)
     # The simulator's state after every CHECKPOINT_EVERY commands (see cache.py); never on a moment.
     checkpoints: dict[int, Checkpoint] = field(default_factory=dict)
@@ -192,15 +204,24 @@ class Live:
                 self.produced[actor] = self.produced.get(actor, 0) + 1
 
     def checkpoint(self, state: bytes) -> Checkpoint:
-        return Checkpoint(state, dict(self.actors), self.cursor, dict(self.step_outcomes), self.own_count,
-                          len(self.marks), dict(self.produced), dict(self.predictions), self.hints_shown)
+        return Checkpoint(
+            state,
+            dict(self.actors),
+            self.cursor,
+            dict(self.step_outcomes),
+            self.own_count,
+            len(self.marks),
+            dict(self.produced),
+            dict(self.predictions),
+            self.hints_shown,
+        )
 
-    def resume(self, head: "Live", length: int, cp: Checkpoint) -> None:
+    def resume(self, head: Live, length: int, cp: Checkpoint) -> None:
         """Take the first `length` commands of `head` and what `cp` (the checkpoint at `length`) derived from them."""
         self.commands, self.row_ids = head.commands[:length], head.row_ids[:length]
         self.actors = dict(cp.actors)
         self.cursor, self.step_outcomes, self.own_count = cp.cursor, dict(cp.step_outcomes), cp.own_count
-        self.marks, self.produced = head.marks[:cp.marks], dict(cp.produced)
+        self.marks, self.produced = head.marks[: cp.marks], dict(cp.produced)
         self.predictions, self.hints_shown = dict(cp.predictions), cp.hints_shown
 
     @property
@@ -230,3 +251,27 @@ class Live:
     def next_value(self, actor: str) -> str:
         """A default record value for one-click produce: the actor's name and a counter, e.g. A-3."""
         return f"{actor}-{self.produced.get(actor, 0) + 1}"
+
+
+def run_entry(live: Live, entry: Mapping[str, Any]) -> dict[str, Any]:
+    """Carry out a logged entry (a step, or an actor added) on the live backend; the entry as it should be logged
+    now: with the outcome it gave, and the producers it left fenced that were not before."""
+    if not is_command(entry):
+        return {**entry, "outcome": "ok"}
+    if "add" in entry:
+        spec = actor_from_entry(entry["add"])
+        live.backend.add_actor(spec)
+        live.actors[spec.name] = spec
+        return {"add": entry["add"], "outcome": "ok"}
+    step = step_from_entry(entry["step"], int(entry.get("n", 0)))
+    before = live.backend.fenced_actors()
+    outcome = live.backend.apply(step)
+    out: dict[str, Any] = {"step": entry["step"]}
+    if "n" in entry:
+        out["n"] = entry["n"]
+    out["outcome"] = outcome
+    newly = sorted(live.backend.fenced_actors() - before)
+    if newly:
+        out["fenced"] = newly
+    out.update(reads(live.backend, step))
+    return out

@@ -9,25 +9,23 @@ and the user can try again.
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from django.utils.translation import gettext as _
 
-from playground.backend import BackendError
-from playground.session import store
+from playground.engine.backend import BackendError
+from playground.session import signals, store
 from playground.session.backends import cluster_problem, detached_message, live_only
 from playground.session.cache import CACHE
-from playground.session.commands import run_entry
-from playground.session.live import CommandError, Live
+from playground.session.live import CommandError, Live, run_entry
 from playground.session.replay import _close, catch_up, detached, fresh
 
 log = logging.getLogger(__name__)
 
 
 def _publish(live: Live) -> None:
-    from playground.broadcast import publish
-
-    publish(live)
+    signals.changed.send(sender=Live, live=live, langs=None)
 
 
 def run_again(live: Live, entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -45,7 +43,9 @@ def run_again(live: Live, entries: list[dict[str, Any]]) -> list[dict[str, Any]]
         raise CommandError(_("The backend failed on this command: %(e)s") % {"e": exc}, status=422) from exc
 
 
-def restart(session_id: str, entries_of: Callable[[Live], list[dict[str, Any]]], *, need_detached: bool = False) -> Live:
+def restart(
+    session_id: str, entries_of: Callable[[Live], list[dict[str, Any]]], *, need_detached: bool = False
+) -> Live:
     with CACHE.lock(session_id):
         row = store.read(session_id)
         old = catch_up(row)

@@ -13,11 +13,13 @@ moments are the simulator's replay of its log (the page says so).
 from __future__ import annotations
 
 import logging
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from django.utils.translation import gettext as _
 
-from playground.backend import BackendError, ProfileError
+from playground.engine.backend import BackendError, ProfileError
+from playground.engine.spec import ActorSpec, ClusterSpec
 from playground.models import Command, Session
 from playground.session import store
 from playground.session.backends import DetachedBackend, build, cluster_problem, live_only
@@ -31,7 +33,6 @@ from playground.session.live import (
     is_command,
     step_from_entry,
 )
-from playground.spec import ActorSpec, ClusterSpec
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +40,7 @@ log = logging.getLogger(__name__)
 def _close(live: Live) -> None:
     try:
         live.backend.close()
-    except Exception:  # noqa: BLE001 - closing must never take a request down
+    except Exception:
         log.exception("closing the backend of session %s", live.session_id)
 
 
@@ -64,9 +65,7 @@ def _origin(row: Session) -> dict[str, Any] | None:
 
 
 def _seat(row: Session) -> dict[str, Any] | None:
-    from playground.rooms import seat_of
-
-    return seat_of(row.id) if row.pk and not row._state.adding else None
+    return store.seat_of(row.id) if row.pk and not row._state.adding else None
 
 
 def fresh(row: Session, *, creating: bool = True, backend_name: str | None = None) -> Live:
@@ -77,12 +76,24 @@ def fresh(row: Session, *, creating: bool = True, backend_name: str | None = Non
     try:
         backend = build(name, cluster, actors, row.seed, scenario.database if scenario is not None else None, profile)
     except ProfileError as exc:  # what is missing for this profile, said as it is: trying again will not help
-        raise CommandError(_("%(profile)s cannot run here: %(e)s.") % {"profile": profile.label, "e": exc}, status=422) from exc
+        raise CommandError(
+            _("%(profile)s cannot run here: %(e)s.") % {"profile": profile.label, "e": exc}, status=422
+        ) from exc
     except BackendError as exc:
         log.warning("session %s: the %s backend did not start: %s", row.id, name, exc)
         raise CommandError(cluster_problem(exc, created=creating), status=503) from exc
-    return Live(row.id, name, row.seed, scenario, cluster, actors, backend, origin=_origin(row), seat=_seat(row),
-                profile=profile)
+    return Live(
+        row.id,
+        name,
+        row.seed,
+        scenario,
+        cluster,
+        actors,
+        backend,
+        origin=_origin(row),
+        seat=_seat(row),
+        profile=profile,
+    )
 
 
 def apply_entry(live: Live, entry: Mapping[str, Any]) -> str:
@@ -104,7 +115,9 @@ def replay(live: Live, entries: Iterable[tuple[dict[str, Any], int]]) -> None:
         outcome = apply_entry(live, entry)
         if entry.get("outcome") not in (None, outcome):
             label = next(iter(entry["step"])) if isinstance(entry.get("step"), dict) else entry.get("step", "add")
-            log.warning("session %s replay: %s gave %s, the log says %s", live.session_id, label, outcome, entry["outcome"])
+            log.warning(
+                "session %s replay: %s gave %s, the log says %s", live.session_id, label, outcome, entry["outcome"]
+            )
         live.record(entry, row_id)
         CACHE.keep_checkpoint(live, live.length)
 
@@ -124,11 +137,25 @@ def restore(head: Live, k: int, *, as_moment: bool = False) -> Live:
     c = _nearest_checkpoint(head, k)
     cp = head.checkpoints.get(c)
     database = head.scenario.database if head.scenario is not None else None
-    backend = thaw(cp.state) if cp else build(head.backend_name, head.cluster, _declared_actors(head), head.seed, database,
-                                             head.profile)
-    live = Live(head.session_id, head.backend_name, head.seed, head.scenario, head.cluster, _declared_actors(head), backend,
-                version=head.version, origin=head.origin, moment=k if as_moment else None, seat=head.seat,
-                profile=head.profile)
+    backend = (
+        thaw(cp.state)
+        if cp
+        else build(head.backend_name, head.cluster, _declared_actors(head), head.seed, database, head.profile)
+    )
+    live = Live(
+        head.session_id,
+        head.backend_name,
+        head.seed,
+        head.scenario,
+        head.cluster,
+        _declared_actors(head),
+        backend,
+        version=head.version,
+        origin=head.origin,
+        moment=k if as_moment else None,
+        seat=head.seat,
+        profile=head.profile,
+    )
     if cp:
         live.resume(head, c, cp)
     if not as_moment:
@@ -175,10 +202,20 @@ def detached(row: Session, reason: str) -> Live:
         if "add" in entry:
             spec = actor_from_entry(entry["add"])
             actors[spec.name] = spec
-    live = Live(row.id, row.backend, row.seed, scenario, cluster, actors,
-                DetachedBackend(cluster, actors, backend_name=row.backend, profile=row.profile),
-                version=row.version, running=row.running, detached=reason or "not_here", origin=_origin(row),
-                profile=row.profile)
+    live = Live(
+        row.id,
+        row.backend,
+        row.seed,
+        scenario,
+        cluster,
+        actors,
+        DetachedBackend(cluster, actors, backend_name=row.backend, profile=row.profile),
+        version=row.version,
+        running=row.running,
+        detached=reason or "not_here",
+        origin=_origin(row),
+        profile=row.profile,
+    )
     for entry, row_id in entries:
         live.record(entry, row_id)
     return live
@@ -270,15 +307,23 @@ def moment(session_id: str, k: int) -> Live:
         row = store.read(session_id)
         head = catch_up(row)
         if not 0 <= k <= head.length:
-            raise CommandError(_("Step %(k)s is not in this session: it has steps 0 to %(n)d.") % {"k": k, "n": head.length}, status=404)
+            raise CommandError(
+                _("Step %(k)s is not in this session: it has steps 0 to %(n)d.") % {"k": k, "n": head.length},
+                status=404,
+            )
         if k == head.length and not live_only(head.backend_name):
             return head
         source = _replica(head, row)
         last = CACHE.moment(session_id)
-        if (last is not None and last.moment is not None and last.moment <= k <= source.length
-                and k - last.moment < k - _nearest_checkpoint(source, k) and _same_prefix(last, source)):
+        if (
+            last is not None
+            and last.moment is not None
+            and last.moment <= k <= source.length
+            and k - last.moment < k - _nearest_checkpoint(source, k)
+            and _same_prefix(last, source)
+        ):
             at = last
-            replay(at, zip(source.commands[at.moment:k], source.row_ids[at.moment:k]))
+            replay(at, zip(source.commands[at.moment : k], source.row_ids[at.moment : k]))
         else:
             at = restore(source, k, as_moment=True)
         at.moment, at.head_length, at.version = k, head.length, head.version
@@ -292,5 +337,16 @@ def step_count(session_id: str) -> int:
     return store.read(session_id).length
 
 
-__all__ = ["CHECKPOINT_EVERY", "apply_entry", "catch_up", "detached", "exists", "fresh", "load", "moment", "replay",
-           "restore", "spec_of"]
+__all__ = [
+    "CHECKPOINT_EVERY",
+    "apply_entry",
+    "catch_up",
+    "detached",
+    "exists",
+    "fresh",
+    "load",
+    "moment",
+    "replay",
+    "restore",
+    "spec_of",
+]

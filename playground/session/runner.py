@@ -61,7 +61,7 @@ async def run_loop(session_id: str) -> None:
 def _stop_quietly(session_id: str) -> None:
     try:
         set_running(session_id, False)
-    except Exception:  # noqa: BLE001
+    except Exception:
         log.exception("session %s: could not clear running", session_id)
 
 
@@ -94,7 +94,7 @@ async def _watch() -> None:
         try:
             for sid in await database_sync_to_async(orphaned_runs)():
                 ensure_runner(sid)
-        except Exception:  # noqa: BLE001 - the watchdog must outlive a database hiccup
+        except Exception:
             log.exception("the runner watchdog failed a round")
         await asyncio.sleep(WATCHDOG_EVERY_S)
 

@@ -8,14 +8,15 @@ truncation mark rows `dropped` (one UPDATE) instead of rewriting the log.
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from playground.models import Command, Session
+from playground.models import Command, Seat, Session
 from playground.session.live import CommandError
 
 
@@ -29,6 +30,25 @@ def read(session_id: str) -> Session:
 def drive_key(session_id: str) -> str:
     """The digest of the session's drive capability ("" when nobody holds one or there is no such session)."""
     return Session.objects.filter(pk=session_id).values_list("drive_key", flat=True).first() or ""
+
+
+def seat_of(session_id: str) -> dict[str, Any] | None:
+    """Where a session sits in a workshop: {"room", "code", "attendee", "name", "item"} (None: not a room's session).
+    A session only reads its seat; the rooms (playground.rooms) give seats out."""
+    row = (
+        Seat.objects.filter(session_id=session_id)
+        .values("workshop_id", "workshop__code", "attendee_id", "attendee__name", "item")
+        .first()
+    )
+    if row is None:
+        return None
+    return {
+        "room": row["workshop_id"],
+        "code": row["workshop__code"],
+        "attendee": row["attendee_id"],
+        "name": row["attendee__name"],
+        "item": row["item"],
+    }
 
 
 def parse_langs(value: str) -> tuple[str, ...]:
@@ -138,7 +158,7 @@ def copy_prefix(source_id: str, target_id: str, length: int) -> None:
     table = Command._meta.db_table
     with connection.cursor() as cursor:
         cursor.execute(
-            f"INSERT INTO {table} (session_id, seq, entry, outcome, created_at, dropped) "  # noqa: S608 - no user input
+            f"INSERT INTO {table} (session_id, seq, entry, outcome, created_at, dropped) "
             f"SELECT %s, seq, entry, outcome, created_at, %s FROM {table} "
             "WHERE session_id = %s AND dropped = %s AND seq < %s",
             [target_id, False, source_id, False, length],
@@ -146,4 +166,6 @@ def copy_prefix(source_id: str, target_id: str, length: int) -> None:
 
 
 def row_ids(session_id: str) -> list[int]:
-    return list(Command.objects.filter(session_id=session_id, dropped=False).order_by("seq").values_list("id", flat=True))
+    return list(
+        Command.objects.filter(session_id=session_id, dropped=False).order_by("seq").values_list("id", flat=True)
+    )

@@ -42,9 +42,10 @@ from __future__ import annotations
 
 import zlib
 from collections import deque
-from typing import TYPE_CHECKING, Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
 
-from playground.sim import events as ev
+from playground.engine import events as ev
 from playground.sim.errors import KafkaError, KafkaException
 from playground.sim.log import READ_COMMITTED
 
@@ -69,14 +70,21 @@ CRASHED = "CRASHED"
 CLOSED = "CLOSED"
 
 FENCING = ("INVALID_PRODUCER_EPOCH", "PRODUCER_FENCED")
-RETRIABLE_PRODUCE = frozenset({"NOT_LEADER_OR_FOLLOWER", "LEADER_NOT_AVAILABLE", "NOT_ENOUGH_REPLICAS",
-                               "REQUEST_TIMED_OUT", "UNKNOWN_TOPIC_OR_PARTITION", "_TRANSPORT",
-                               "NETWORK_EXCEPTION"})
+RETRIABLE_PRODUCE = frozenset(
+    {
+        "NOT_LEADER_OR_FOLLOWER",
+        "LEADER_NOT_AVAILABLE",
+        "NOT_ENOUGH_REPLICAS",
+        "REQUEST_TIMED_OUT",
+        "UNKNOWN_TOPIC_OR_PARTITION",
+        "_TRANSPORT",
+        "NETWORK_EXCEPTION",
+    }
+)
 COORDINATOR_ERRORS = frozenset({"NOT_COORDINATOR", "COORDINATOR_NOT_AVAILABLE", "_TRANSPORT"})
 INFINITE = -1
 # librdkafka's request ApiVersions against Kafka 3.9 (src/rdkafka_request.c, rdkafka_txnmgr.c)
-API_VERSIONS = {"InitProducerId": 4, "AddPartitionsToTxn": 0, "AddOffsetsToTxn": 0, "EndTxn": 1,
-                "TxnOffsetCommit": 3}
+API_VERSIONS = {"InitProducerId": 4, "AddPartitionsToTxn": 0, "AddOffsetsToTxn": 0, "EndTxn": 1, "TxnOffsetCommit": 3}
 
 
 def normalize(error: str) -> str:
@@ -91,7 +99,7 @@ def normalize(error: str) -> str:
 class TopicPartition:
     """confluent_kafka.TopicPartition."""
 
-    __slots__ = ("topic", "partition", "offset", "error")
+    __slots__ = ("error", "offset", "partition", "topic")
 
     def __init__(self, topic: str, partition: int = -1, offset: int = -1001) -> None:
         self.topic = topic
@@ -107,8 +115,7 @@ class TopicPartition:
         return f"TopicPartition{{topic={self.topic},partition={self.partition},offset={self.offset}}}"
 
     def __eq__(self, other: object) -> bool:
-        return (isinstance(other, TopicPartition) and self.topic == other.topic
-                and self.partition == other.partition)
+        return isinstance(other, TopicPartition) and self.topic == other.topic and self.partition == other.partition
 
     def __hash__(self) -> int:
         return hash((self.topic, self.partition))
@@ -117,18 +124,35 @@ class TopicPartition:
 class Message:
     """confluent_kafka.Message (values are returned as produced: str stays str)."""
 
-    __slots__ = ("_topic", "_partition", "_offset", "_key", "_value", "_error", "_on_delivery", "producer_id",
-                 "epoch", "enqueued_ms")
+    __slots__ = (
+        "_error",
+        "_key",
+        "_offset",
+        "_on_delivery",
+        "_partition",
+        "_topic",
+        "_value",
+        "enqueued_ms",
+        "epoch",
+        "producer_id",
+    )
 
-    def __init__(self, topic: str, partition: int, value: Any, key: Any = None, offset: int = -1001,
-                 error: KafkaError | None = None) -> None:
+    def __init__(
+        self,
+        topic: str,
+        partition: int,
+        value: Any,
+        key: Any = None,
+        offset: int = -1001,
+        error: KafkaError | None = None,
+    ) -> None:
         self._topic = topic
         self._partition = partition
         self._offset = offset
         self._key = key
         self._value = value
         self._error = error
-        self._on_delivery: Callable[[KafkaError | None, "Message"], None] | None = None
+        self._on_delivery: Callable[[KafkaError | None, Message], None] | None = None
         self.producer_id = -1
         self.epoch = -1
         self.enqueued_ms = 0
@@ -169,7 +193,7 @@ def _bool(value: Any) -> bool:
 class _Api:
     """The one transactional API call in progress (librdkafka's txn_curr_api)."""
 
-    __slots__ = ("name", "done", "error")
+    __slots__ = ("done", "error", "name")
 
     def __init__(self, name: str) -> None:
         self.name = name
@@ -178,7 +202,7 @@ class _Api:
 
 
 class _Client:
-    def __init__(self, conf: dict[str, Any], cluster: "Cluster", name: str | None) -> None:
+    def __init__(self, conf: dict[str, Any], cluster: Cluster, name: str | None) -> None:
         self.conf = dict(conf)
         self.cluster = cluster
         self.name = name or str(self.conf.get("client.id", "rdkafka"))
@@ -202,19 +226,33 @@ class _Client:
     def _deadline(self, timeout: float | None, cap_ms: int | None = None) -> int:
         if timeout is None or timeout < 0:
             return self.now_ms + (cap_ms if cap_ms is not None else self.api_cap_ms)
-        return self.now_ms + int(round(timeout * 1000))
+        return self.now_ms + round(timeout * 1000)
 
     def _wait(self, done: Callable[[], bool], deadline_ms: int) -> bool:
         return self.cluster.scheduler.run_until(done, deadline_ms)
 
-    def _rpc(self, name: str, broker: int | None, dst_label: str, detail: str,
-             handler: Callable[[Callable[..., None]], None],
-             on_response: Callable[[str | None, dict[str, Any]], None]) -> None:
-        self.cluster.rpc(name, self.name, broker, dst_label, detail, handler, on_response, src_alive=self._is_alive,
-                         version=API_VERSIONS.get(name))
+    def _rpc(
+        self,
+        name: str,
+        broker: int | None,
+        dst_label: str,
+        detail: str,
+        handler: Callable[[Callable[..., None]], None],
+        on_response: Callable[[str | None, dict[str, Any]], None],
+    ) -> None:
+        self.cluster.rpc(
+            name,
+            self.name,
+            broker,
+            dst_label,
+            detail,
+            handler,
+            on_response,
+            src_alive=self._is_alive,
+            version=API_VERSIONS.get(name),
+        )
 
-    def _find_coordinator(self, key: str, kind: str, on_found: Callable[[int], None],
-                          retry_ms: int = 100) -> None:
+    def _find_coordinator(self, key: str, kind: str, on_found: Callable[[int], None], retry_ms: int = 100) -> None:
         """FindCoordinator through any reachable broker, retried until it answers with a live coordinator."""
         c = self.cluster
         boot = c.any_up_broker()
@@ -224,23 +262,32 @@ class _Client:
 
         def on_response(error: str | None, result: dict[str, Any]) -> None:
             if error:
-                self._after(retry_ms, lambda: self._find_coordinator(key, kind, on_found, retry_ms),
-                            f"{self.name} FindCoordinator retry")
+                self._after(
+                    retry_ms,
+                    lambda: self._find_coordinator(key, kind, on_found, retry_ms),
+                    f"{self.name} FindCoordinator retry",
+                )
             else:
                 on_found(result["coordinator"])
 
-        self._rpc("FindCoordinator", boot, f"b{boot}" if boot else "bootstrap", f"{kind} {key}", handler,
-                  on_response)
+        self._rpc("FindCoordinator", boot, f"b{boot}" if boot else "bootstrap", f"{kind} {key}", handler, on_response)
 
     def _emit_error(self, op: str, error: KafkaError, detail: str = "") -> None:
-        self.cluster.emit(ev.ClientError, actor=self.name, op=op, error=error.name(), fatal=error.fatal(),
-                          txn_requires_abort=error.txn_requires_abort(), detail=detail or error.str())
+        self.cluster.emit(
+            ev.ClientError,
+            actor=self.name,
+            op=op,
+            error=error.name(),
+            fatal=error.fatal(),
+            txn_requires_abort=error.txn_requires_abort(),
+            detail=detail or error.str(),
+        )
 
 
 class Producer(_Client):
     """confluent_kafka.Producer on the simulated cluster: Producer(conf, cluster=cluster, name="A")."""
 
-    def __init__(self, conf: dict[str, Any], *, cluster: "Cluster", name: str | None = None) -> None:
+    def __init__(self, conf: dict[str, Any], *, cluster: Cluster, name: str | None = None) -> None:
         super().__init__(conf, cluster, name)
         c = self.conf
         self.transactional_id: str | None = c.get("transactional.id") or None
@@ -336,12 +383,14 @@ class Producer(_Client):
         """rd_kafka_txn_curr_api_begin: a transactional producer (rd_kafka_ensure_transactional), then no other
         API call in progress (_CONFLICT); the same call again resumes it."""
         if not self.transactional_id:
-            raise KafkaException(KafkaError("_NOT_CONFIGURED", "The Transactional API requires transactional.id to "
-                                                               "be configured"))
+            raise KafkaException(
+                KafkaError("_NOT_CONFIGURED", "The Transactional API requires transactional.id to be configured")
+            )
         api = self._api
         if api is not None and api.name != name:
-            raise KafkaException(KafkaError("_CONFLICT", f"Conflicting {api.name} API call is already in progress",
-                                            retriable=True))
+            raise KafkaException(
+                KafkaError("_CONFLICT", f"Conflicting {api.name} API call is already in progress", retriable=True)
+            )
         if api is None or api.done:
             api = self._api = _Api(name)
         return api
@@ -353,9 +402,8 @@ class Producer(_Client):
             api.error = error
 
     def _api_return(self, api: _Api, error: KafkaError | None, resumable: bool = False) -> None:
-        if not resumable or error is None:
-            if self._api is api:
-                self._api = None
+        if (not resumable or error is None) and self._api is api:
+            self._api = None
         if error is not None:
             self._emit_error(api.name, error)
             raise KafkaException(error)
@@ -370,13 +418,19 @@ class Producer(_Client):
         expected = (self.producer_id, self.epoch) if bump and self.producer_id >= 0 else None
 
         def send(broker: int | None) -> None:
-            detail = (f"{self.transactional_id or '(idempotent)'} timeout {self.transaction_timeout_ms} ms"
-                      + (f", bump {expected[0]}/{expected[1]}" if expected else ""))
+            detail = f"{self.transactional_id or '(idempotent)'} timeout {self.transaction_timeout_ms} ms" + (
+                f", bump {expected[0]}/{expected[1]}" if expected else ""
+            )
 
             def handler(reply: Callable[..., None]) -> None:
-                c.txn_coordinator.handle_init_producer_id(broker, self.transactional_id,
-                                                          self.transaction_timeout_ms, expected, reply,
-                                                          version=API_VERSIONS["InitProducerId"])
+                c.txn_coordinator.handle_init_producer_id(
+                    broker,
+                    self.transactional_id,
+                    self.transaction_timeout_ms,
+                    expected,
+                    reply,
+                    version=API_VERSIONS["InitProducerId"],
+                )
 
             label = f"coordinator(b{broker})" if self.transactional_id else f"b{broker}"
             self._rpc("InitProducerId", broker, label, detail, handler, on_response)
@@ -391,11 +445,16 @@ class Producer(_Client):
                 self._pid_assigned()
                 return
             if error in ("PRODUCER_FENCED", "INVALID_PRODUCER_EPOCH"):
-                self._set_fatal("_FENCED", f"Producer fenced by newer instance: Failed to acquire transactional "
-                                           f"PID from broker: {error}")
+                self._set_fatal(
+                    "_FENCED",
+                    f"Producer fenced by newer instance: Failed to acquire transactional PID from broker: {error}",
+                )
                 return
-            if error in ("INVALID_TRANSACTION_TIMEOUT", "TRANSACTIONAL_ID_AUTHORIZATION_FAILED",
-                         "CLUSTER_AUTHORIZATION_FAILED"):
+            if error in (
+                "INVALID_TRANSACTION_TIMEOUT",
+                "TRANSACTIONAL_ID_AUTHORIZATION_FAILED",
+                "CLUSTER_AUTHORIZATION_FAILED",
+            ):
                 self._set_fatal(error, f"Failed to acquire transactional PID: {error}")
                 return
             if error in COORDINATOR_ERRORS:
@@ -432,16 +491,26 @@ class Producer(_Client):
             self._kick(tp, self._linger_left(tp))
 
     # -- produce ----------------------------------------------------------------------------------------------
-    def produce(self, topic: str, value: Any = None, key: Any = None, partition: int = -1,
-                on_delivery: Callable[[KafkaError | None, Message], None] | None = None,
-                callback: Callable[[KafkaError | None, Message], None] | None = None, timestamp: int = 0,
-                headers: Any = None) -> None:
+    def produce(
+        self,
+        topic: str,
+        value: Any = None,
+        key: Any = None,
+        partition: int = -1,
+        on_delivery: Callable[[KafkaError | None, Message], None] | None = None,
+        callback: Callable[[KafkaError | None, Message], None] | None = None,
+        timestamp: int = 0,
+        headers: Any = None,
+    ) -> None:
         self.stats["produce_calls"] += 1
         if not self.alive:
             raise RuntimeError("Producer has been closed")
         if self.fatal_error is not None:
-            raise KafkaException(KafkaError("_FATAL", f"Producing not allowed since a previous fatal error was "
-                                                      f"raised: {self.fatal_errstr}"))
+            raise KafkaException(
+                KafkaError(
+                    "_FATAL", f"Producing not allowed since a previous fatal error was raised: {self.fatal_errstr}"
+                )
+            )
         if self.transactional_id and self.state != IN_TRANSACTION:
             raise KafkaException(KafkaError("_STATE", f"Producing not allowed in transactional state {self.state}"))
         count = self.cluster.partition_count(topic)
@@ -460,8 +529,12 @@ class Producer(_Client):
             queue = self._queues[tp] = deque()
         queue.append(msg)
         self.in_flight_count += 1
-        if self.transactional_id and tp not in self._registered and tp not in self._pending_parts \
-                and tp not in self._waitresp_parts:
+        if (
+            self.transactional_id
+            and tp not in self._registered
+            and tp not in self._pending_parts
+            and tp not in self._waitresp_parts
+        ):
             self._pending_parts.add(tp)
             self._schedule_register(0)
         delay = 0 if self._flushing else self.linger_ms
@@ -477,9 +550,8 @@ class Producer(_Client):
         return (zlib.crc32(data) & 0xFFFFFFFF) % count  # consistent_random: CRC32 of the key
 
     def _kick(self, tp: str, delay_ms: int) -> None:
-        if tp in self._send_scheduled:
-            if delay_ms > 0:
-                return
+        if tp in self._send_scheduled and delay_ms > 0:
+            return
         self._send_scheduled.add(tp)
 
         def go() -> None:
@@ -520,8 +592,9 @@ class Producer(_Client):
         acks = self.acks
 
         def handler(reply: Callable[..., None]) -> None:
-            c.handle_produce(leader, tp, txid, pid, epoch, seq, transactional, values, keys, acks, reply,
-                             client_id=self.name)
+            c.handle_produce(
+                leader, tp, txid, pid, epoch, seq, transactional, values, keys, acks, reply, client_id=self.name
+            )
 
         def on_response(error: str | None, result: dict[str, Any]) -> None:
             self._on_produce_response(tp, batch, seq, pid, epoch, expires_ms, error, result)
@@ -531,18 +604,30 @@ class Producer(_Client):
             m.producer_id, m.epoch = pid, epoch
         if acks == 0:
             self._rpc("Produce", leader, f"leader {tp}(b{leader})", detail, handler, lambda e, r: None)
-            self._after(0, lambda: self._on_produce_response(tp, batch, seq, pid, epoch, expires_ms, None,
-                                                              {"base_offset": -1}))
+            self._after(
+                0, lambda: self._on_produce_response(tp, batch, seq, pid, epoch, expires_ms, None, {"base_offset": -1})
+            )
             return
         self._rpc("Produce", leader, f"leader {tp}(b{leader})", detail, handler, on_response)
 
-    def _on_produce_response(self, tp: str, batch: list[Message], seq: int, pid: int, epoch: int,
-                             expires_ms: int, error: str | None, result: dict[str, Any]) -> None:
+    def _on_produce_response(
+        self,
+        tp: str,
+        batch: list[Message],
+        seq: int,
+        pid: int,
+        epoch: int,
+        expires_ms: int,
+        error: str | None,
+        result: dict[str, Any],
+    ) -> None:
         if error in RETRIABLE_PRODUCE and self.fatal_error is None:
             if self.now_ms + self.retry_backoff_ms < expires_ms:
-                self._after(self.retry_backoff_ms,
-                            lambda: self._send_batch(tp, batch, seq, pid, epoch, expires_ms),
-                            f"{self.name} produce retry {tp}")
+                self._after(
+                    self.retry_backoff_ms,
+                    lambda: self._send_batch(tp, batch, seq, pid, epoch, expires_ms),
+                    f"{self.name} produce retry {tp}",
+                )
                 return
             error = "_MSG_TIMED_OUT"
         self._inflight.pop(tp, None)
@@ -560,11 +645,17 @@ class Producer(_Client):
                 # the idempotence layer renumbers after an epoch bump; the effect on the broker is the same)
                 self._next_seq[tp] = seq
             if self.transactional_id and error == "INVALID_PRODUCER_EPOCH":
-                self._set_fatal("_FENCED", f"ProduceRequest for {tp} with {len(batch)} message(s) failed: "
-                                           f"{error}: transactional producer fenced by newer producer instance")
+                self._set_fatal(
+                    "_FENCED",
+                    f"ProduceRequest for {tp} with {len(batch)} message(s) failed: "
+                    f"{error}: transactional producer fenced by newer producer instance",
+                )
             elif self.transactional_id:
-                self._set_abortable(error, f"ProduceRequest for {tp} with {len(batch)} message(s) failed: {error}: "
-                                           "current transaction must be aborted")
+                self._set_abortable(
+                    error,
+                    f"ProduceRequest for {tp} with {len(batch)} message(s) failed: {error}: "
+                    "current transaction must be aborted",
+                )
         self._kick(tp, 0)
 
     def _report(self, msg: Message, error: KafkaError | None) -> None:
@@ -592,9 +683,14 @@ class Producer(_Client):
             else:
                 self.stats["failed"] += 1
             if cluster.observed:  # one report per record: skip assembling events nobody sees
-                cluster.emit(ev.Delivery, actor=self.name, partition=f"{msg._topic}-{msg._partition}",
-                             offset=msg._offset if error is None else None, value=msg._value,
-                             error=None if error is None else error.name())
+                cluster.emit(
+                    ev.Delivery,
+                    actor=self.name,
+                    partition=f"{msg._topic}-{msg._partition}",
+                    offset=msg._offset if error is None else None,
+                    value=msg._value,
+                    error=None if error is None else error.name(),
+                )
             else:
                 cluster.skip_event()
             if msg._on_delivery is not None:
@@ -627,11 +723,18 @@ class Producer(_Client):
 
         def send(broker: int) -> None:
             def handler(reply: Callable[..., None]) -> None:
-                c.txn_coordinator.handle_add_partitions(broker, txid, pid, epoch, parts, reply,
-                                                        version=API_VERSIONS["AddPartitionsToTxn"])
+                c.txn_coordinator.handle_add_partitions(
+                    broker, txid, pid, epoch, parts, reply, version=API_VERSIONS["AddPartitionsToTxn"]
+                )
 
-            self._rpc("AddPartitionsToTxn", broker, f"coordinator(b{broker})",
-                      f"{', '.join(sorted(parts))}, producer {pid} epoch {epoch}", handler, on_response)
+            self._rpc(
+                "AddPartitionsToTxn",
+                broker,
+                f"coordinator(b{broker})",
+                f"{', '.join(sorted(parts))}, producer {pid} epoch {epoch}",
+                handler,
+                on_response,
+            )
 
         def on_response(error: str | None, result: dict[str, Any]) -> None:
             self._waitresp_parts -= parts
@@ -656,12 +759,14 @@ class Producer(_Client):
                 self._schedule_register(500)  # librdkafka's AddPartitionsToTxn retry backoff
             elif error in ("CONCURRENT_TRANSACTIONS", "COORDINATOR_LOAD_IN_PROGRESS", "UNKNOWN_TOPIC_OR_PARTITION"):
                 self._schedule_register(20 if error == "CONCURRENT_TRANSACTIONS" else 500)
-            elif error in FENCING or error in ("INVALID_TXN_STATE", "TRANSACTIONAL_ID_AUTHORIZATION_FAILED",
-                                               "CLUSTER_AUTHORIZATION_FAILED"):
+            elif error in FENCING or error in (
+                "INVALID_TXN_STATE",
+                "TRANSACTIONAL_ID_AUTHORIZATION_FAILED",
+                "CLUSTER_AUTHORIZATION_FAILED",
+            ):
                 self._set_fatal(normalize(error), f"Failed to add partitions to transaction: {normalize(error)}")
             elif error in ("INVALID_PRODUCER_ID_MAPPING", "UNKNOWN_PRODUCER_ID"):
-                self._set_abortable(error, f"Failed to add partition(s) to transaction: {error}",
-                                    requires_bump=True)
+                self._set_abortable(error, f"Failed to add partition(s) to transaction: {error}", requires_bump=True)
             else:
                 self._set_abortable(error, f"Failed to add partition(s) to transaction: {error}")
 
@@ -713,8 +818,9 @@ class Producer(_Client):
             err = normalize(self.txn_init_err) if self.txn_init_err else "_TIMED_OUT"
             if err in ("_TRANSPORT", "NOT_COORDINATOR", "COORDINATOR_NOT_AVAILABLE"):
                 err = "_TIMED_OUT"
-            self._api_return(api, KafkaError(err, f"Failed to initialize Producer ID: {err}", retriable=True),
-                             resumable=True)
+            self._api_return(
+                api, KafkaError(err, f"Failed to initialize Producer ID: {err}", retriable=True), resumable=True
+            )
         if api.error is not None:
             self._api_return(api, api.error)
         self._set_state(READY)
@@ -731,8 +837,9 @@ class Producer(_Client):
         self.txn_errstr = ""
         self._api_return(api, None)
 
-    def send_offsets_to_transaction(self, positions: Iterable[TopicPartition], group_metadata: "GroupMetadata",
-                                    timeout: float | None = None) -> None:
+    def send_offsets_to_transaction(
+        self, positions: Iterable[TopicPartition], group_metadata: GroupMetadata, timeout: float | None = None
+    ) -> None:
         """rd_kafka_send_offsets_to_transaction: the arguments, then rd_kafka_txn_curr_api_begin (transactional,
         no conflicting call; the timeout capped to transaction.timeout.ms), then offsets holding nothing valid
         return success *before* the transaction state is looked at (rd_kafka_topic_partition_list_match with
@@ -757,17 +864,24 @@ class Producer(_Client):
             self._api_return(api, KafkaError("_TIMED_OUT", "send_offsets_to_transaction timed out", retriable=True))
         self._api_return(api, api.error)
 
-    def _add_offsets(self, api: _Api, offsets: dict[str, int], gm: "GroupMetadata", deadline: int) -> None:
+    def _add_offsets(self, api: _Api, offsets: dict[str, int], gm: GroupMetadata, deadline: int) -> None:
         c = self.cluster
         pid, epoch, txid = self.producer_id, self.epoch, self.transactional_id
 
         def send(broker: int) -> None:
             def handler(reply: Callable[..., None]) -> None:
-                c.txn_coordinator.handle_add_offsets(broker, txid, pid, epoch, gm.group_id, reply,
-                                                     version=API_VERSIONS["AddOffsetsToTxn"])
+                c.txn_coordinator.handle_add_offsets(
+                    broker, txid, pid, epoch, gm.group_id, reply, version=API_VERSIONS["AddOffsetsToTxn"]
+                )
 
-            self._rpc("AddOffsetsToTxn", broker, f"coordinator(b{broker})",
-                      f"group {gm.group_id}, producer {pid} epoch {epoch}", handler, on_response)
+            self._rpc(
+                "AddOffsetsToTxn",
+                broker,
+                f"coordinator(b{broker})",
+                f"group {gm.group_id}, producer {pid} epoch {epoch}",
+                handler,
+                on_response,
+            )
 
         def on_response(error: str | None, result: dict[str, Any]) -> None:
             if api.done:
@@ -777,18 +891,28 @@ class Producer(_Client):
                 return
             if error in COORDINATOR_ERRORS:
                 self._coord = None
-            if error in COORDINATOR_ERRORS or error in ("CONCURRENT_TRANSACTIONS", "COORDINATOR_LOAD_IN_PROGRESS",
-                                                        "UNKNOWN_TOPIC_OR_PARTITION"):
+            if error in COORDINATOR_ERRORS or error in (
+                "CONCURRENT_TRANSACTIONS",
+                "COORDINATOR_LOAD_IN_PROGRESS",
+                "UNKNOWN_TOPIC_OR_PARTITION",
+            ):
                 if self.now_ms < deadline:
-                    self._after(self.retry_backoff_ms, lambda: self._with_coordinator(send),
-                                f"{self.name} AddOffsetsToTxn retry")
+                    self._after(
+                        self.retry_backoff_ms,
+                        lambda: self._with_coordinator(send),
+                        f"{self.name} AddOffsetsToTxn retry",
+                    )
                     return
                 self._api_result(KafkaError(error, retriable=True))
                 return
             self.txn_req_cnt -= 1
             code = normalize(error)
-            if error in ("INVALID_PRODUCER_EPOCH", "INVALID_TXN_STATE", "TRANSACTIONAL_ID_AUTHORIZATION_FAILED",
-                         "CLUSTER_AUTHORIZATION_FAILED"):
+            if error in (
+                "INVALID_PRODUCER_EPOCH",
+                "INVALID_TXN_STATE",
+                "TRANSACTIONAL_ID_AUTHORIZATION_FAILED",
+                "CLUSTER_AUTHORIZATION_FAILED",
+            ):
                 self._set_fatal(code, f"Failed to add offsets to transaction: {error}")
                 return
             # everything else, PRODUCER_FENCED included, is "permanent": an abortable error
@@ -798,18 +922,25 @@ class Producer(_Client):
 
         self._with_coordinator(send)
 
-    def _txn_offset_commit(self, api: _Api, offsets: dict[str, int], gm: "GroupMetadata", deadline: int) -> None:
+    def _txn_offset_commit(self, api: _Api, offsets: dict[str, int], gm: GroupMetadata, deadline: int) -> None:
         c = self.cluster
-        pid, epoch, txid = self.producer_id, self.epoch, self.transactional_id
+        pid, epoch, _txid = self.producer_id, self.epoch, self.transactional_id
 
         def send(broker: int) -> None:
             def handler(reply: Callable[..., None]) -> None:
-                c.groups.txn_commit_offsets(broker, gm.group_id, pid, epoch, gm.generation_id, gm.member_id,
-                                            offsets, reply)
+                c.groups.txn_commit_offsets(
+                    broker, gm.group_id, pid, epoch, gm.generation_id, gm.member_id, offsets, reply
+                )
 
-            self._rpc("TxnOffsetCommit", broker, f"group coordinator(b{broker})",
-                      f"group {gm.group_id} {', '.join(f'{k}={v}' for k, v in sorted(offsets.items()))}, "
-                      f"producer {pid} epoch {epoch}", handler, on_response)
+            self._rpc(
+                "TxnOffsetCommit",
+                broker,
+                f"group coordinator(b{broker})",
+                f"group {gm.group_id} {', '.join(f'{k}={v}' for k, v in sorted(offsets.items()))}, "
+                f"producer {pid} epoch {epoch}",
+                handler,
+                on_response,
+            )
 
         def on_response(error: str | None, result: dict[str, Any]) -> None:
             if api.done:
@@ -817,16 +948,28 @@ class Producer(_Client):
             if error is None:
                 self._api_result(None)
                 return
-            if error in COORDINATOR_ERRORS or error in ("CONCURRENT_TRANSACTIONS", "COORDINATOR_LOAD_IN_PROGRESS",
-                                                        "UNKNOWN_TOPIC_OR_PARTITION", "REQUEST_TIMED_OUT"):
+            if error in COORDINATOR_ERRORS or error in (
+                "CONCURRENT_TRANSACTIONS",
+                "COORDINATOR_LOAD_IN_PROGRESS",
+                "UNKNOWN_TOPIC_OR_PARTITION",
+                "REQUEST_TIMED_OUT",
+            ):
                 if self.now_ms < deadline:
-                    self._after(500, lambda: self._find_coordinator(gm.group_id, "group", send),
-                                f"{self.name} TxnOffsetCommit retry")
+                    self._after(
+                        500,
+                        lambda: self._find_coordinator(gm.group_id, "group", send),
+                        f"{self.name} TxnOffsetCommit retry",
+                    )
                     return
                 error = "_TIMED_OUT"
             code = normalize(error)
-            if error in ("INVALID_PRODUCER_EPOCH", "INVALID_TXN_STATE", "INVALID_PRODUCER_ID_MAPPING",
-                         "TRANSACTIONAL_ID_AUTHORIZATION_FAILED", "CLUSTER_AUTHORIZATION_FAILED"):
+            if error in (
+                "INVALID_PRODUCER_EPOCH",
+                "INVALID_TXN_STATE",
+                "INVALID_PRODUCER_ID_MAPPING",
+                "TRANSACTIONAL_ID_AUTHORIZATION_FAILED",
+                "CLUSTER_AUTHORIZATION_FAILED",
+            ):
                 self._set_fatal(code, f"Failed to commit offsets to transaction: {error}")
                 return
             reason = f"Failed to commit offsets to transaction: {error}"
@@ -845,8 +988,13 @@ class Producer(_Client):
             self._set_state(BEGIN_COMMIT)
             self._schedule_register(0)  # anything still pending goes out with the flush
         if self.flush(max(0.0, (deadline - self.now_ms) / 1000)) > 0:
-            self._api_return(api, KafkaError("_TIMED_OUT", "Failed to flush all outstanding messages within the "
-                                                           "API timeout", retriable=True), resumable=True)
+            self._api_return(
+                api,
+                KafkaError(
+                    "_TIMED_OUT", "Failed to flush all outstanding messages within the API timeout", retriable=True
+                ),
+                resumable=True,
+            )
         if self.state == COMMIT_NOT_ACKED:
             self._finish_txn()
             self._api_return(api, None)
@@ -868,8 +1016,9 @@ class Producer(_Client):
             api.done = False
             self._end_txn(commit=True)
         if not self._wait(lambda: api.done, deadline):
-            self._api_return(api, KafkaError("_TIMED_OUT", "commit_transaction timed out", retriable=True),
-                             resumable=True)
+            self._api_return(
+                api, KafkaError("_TIMED_OUT", "commit_transaction timed out", retriable=True), resumable=True
+            )
         if api.error is not None:
             self._api_return(api, api.error)
         self._finish_txn()
@@ -888,8 +1037,13 @@ class Producer(_Client):
         self._wait(lambda: self.outstanding() == 0, deadline)
         self._serve_drs()
         if self.outstanding() > 0:
-            self._api_return(api, KafkaError("_TIMED_OUT", "Failed to flush all outstanding messages within the "
-                                                           "API timeout", retriable=True), resumable=True)
+            self._api_return(
+                api,
+                KafkaError(
+                    "_TIMED_OUT", "Failed to flush all outstanding messages within the API timeout", retriable=True
+                ),
+                resumable=True,
+            )
         if self.state == ABORT_NOT_ACKED:
             self._finish_txn()
             self._api_return(api, None)
@@ -905,8 +1059,9 @@ class Producer(_Client):
             else:
                 self._end_txn(commit=False)
         if not self._wait(lambda: api.done, deadline):
-            self._api_return(api, KafkaError("_TIMED_OUT", "abort_transaction timed out", retriable=True),
-                             resumable=True)
+            self._api_return(
+                api, KafkaError("_TIMED_OUT", "abort_transaction timed out", retriable=True), resumable=True
+            )
         if api.error is not None:
             self._api_return(api, api.error)
         self._finish_txn()
@@ -918,11 +1073,18 @@ class Producer(_Client):
 
         def send(broker: int) -> None:
             def handler(reply: Callable[..., None]) -> None:
-                c.txn_coordinator.handle_end_txn(broker, txid, pid, epoch, commit, reply,
-                                                 version=API_VERSIONS["EndTxn"])
+                c.txn_coordinator.handle_end_txn(
+                    broker, txid, pid, epoch, commit, reply, version=API_VERSIONS["EndTxn"]
+                )
 
-            self._rpc("EndTxn", broker, f"coordinator(b{broker})",
-                      f"{'commit' if commit else 'abort'}, producer {pid} epoch {epoch}", handler, on_response)
+            self._rpc(
+                "EndTxn",
+                broker,
+                f"coordinator(b{broker})",
+                f"{'commit' if commit else 'abort'}, producer {pid} epoch {epoch}",
+                handler,
+                on_response,
+            )
 
         def on_response(error: str | None, result: dict[str, Any]) -> None:
             if self._api is None or self._api.done:
@@ -939,8 +1101,11 @@ class Producer(_Client):
                 return
             code = normalize(error)
             reason = f"EndTxn {'commit' if commit else 'abort'} failed: {error}"
-            if error in FENCING or error in ("INVALID_TXN_STATE", "TRANSACTIONAL_ID_AUTHORIZATION_FAILED",
-                                             "CLUSTER_AUTHORIZATION_FAILED"):
+            if error in FENCING or error in (
+                "INVALID_TXN_STATE",
+                "TRANSACTIONAL_ID_AUTHORIZATION_FAILED",
+                "CLUSTER_AUTHORIZATION_FAILED",
+            ):
                 self._set_fatal(code, f"Failed to end transaction: {error}")
                 return
             requires_bump = error in ("INVALID_PRODUCER_ID_MAPPING", "UNKNOWN_PRODUCER_ID")
@@ -959,6 +1124,7 @@ class Producer(_Client):
     def _endtxn_complete(self, commit: bool) -> None:
         """rd_kafka_txn_endtxn_complete: an epoch bump first if one is needed (after an abort)."""
         if self.txn_requires_epoch_bump and not commit:
+
             def bumped() -> None:
                 self._set_state(ABORT_NOT_ACKED)
                 self._api_result(None)
@@ -986,8 +1152,13 @@ class Producer(_Client):
         if not self.alive:
             return
         try:
-            if self.transactional_id and self.state in (IN_TRANSACTION, ABORTABLE_ERROR, BEGIN_ABORT,
-                                                        ABORTING_TRANSACTION, BEGIN_COMMIT):
+            if self.transactional_id and self.state in (
+                IN_TRANSACTION,
+                ABORTABLE_ERROR,
+                BEGIN_ABORT,
+                ABORTING_TRANSACTION,
+                BEGIN_COMMIT,
+            ):
                 self.abort_transaction(timeout)
             elif self.fatal_error is None:
                 self.flush(timeout)
@@ -1010,7 +1181,7 @@ class Producer(_Client):
 class GroupMetadata:
     """What consumer_group_metadata() returns (KIP-447): group id, generation and member id."""
 
-    __slots__ = ("group_id", "generation_id", "member_id")
+    __slots__ = ("generation_id", "group_id", "member_id")
 
     def __init__(self, group_id: str, generation_id: int = -1, member_id: str = "") -> None:
         self.group_id = group_id
@@ -1027,7 +1198,7 @@ class Consumer(_Client):
     poll/consume fetch from the partition leaders (one Fetch round trip per leader), capped at the LSO for
     read_committed (the default isolation level, as in librdkafka) and at the high watermark otherwise."""
 
-    def __init__(self, conf: dict[str, Any], *, cluster: "Cluster", name: str | None = None) -> None:
+    def __init__(self, conf: dict[str, Any], *, cluster: Cluster, name: str | None = None) -> None:
         super().__init__(conf, cluster, name)
         c = self.conf
         self.group_id: str | None = c.get("group.id") or None
@@ -1095,8 +1266,14 @@ class Consumer(_Client):
                     self._joining = False
                     self.member_id = result["member_id"]
 
-                self._rpc("JoinGroup", broker, f"group coordinator(b{broker})",
-                          f"group {self.group_id}, topics {', '.join(self.topics)}", handler, on_response)
+                self._rpc(
+                    "JoinGroup",
+                    broker,
+                    f"group coordinator(b{broker})",
+                    f"group {self.group_id}, topics {', '.join(self.topics)}",
+                    handler,
+                    on_response,
+                )
 
             self._find_coordinator(self.group_id, "group", send)
             self._wait(lambda: self.member_id is not None, deadline)
@@ -1113,8 +1290,12 @@ class Consumer(_Client):
             self.positions.clear()
             self._served.clear()
             self._buffer.clear()
-            c.emit(ev.ClientState, actor=self.name, from_state="REBALANCING",
-                   to_state=f"ASSIGNED {','.join(parts) or '-'} (generation {generation})")
+            c.emit(
+                ev.ClientState,
+                actor=self.name,
+                from_state="REBALANCING",
+                to_state=f"ASSIGNED {','.join(parts) or '-'} (generation {generation})",
+            )
         return True
 
     api_retry_ms = 100
@@ -1125,8 +1306,9 @@ class Consumer(_Client):
             return
         committed: dict[str, int | None] = {}
         if self.group_id:
-            got = self._fetch_committed(tuple(missing), require_stable=self.isolation_level == READ_COMMITTED,
-                                        deadline=deadline)
+            got = self._fetch_committed(
+                tuple(missing), require_stable=self.isolation_level == READ_COMMITTED, deadline=deadline
+            )
             if got is None:
                 return  # UNSTABLE_OFFSET_COMMIT or coordinator trouble: try again on the next poll
             committed = got
@@ -1135,13 +1317,15 @@ class Consumer(_Client):
             if off is not None:
                 self.positions[tp] = off
             else:
-                reset = self._list_offset(tp, latest=self.auto_offset_reset in ("latest", "end", "largest"),
-                                          deadline=deadline)
+                reset = self._list_offset(
+                    tp, latest=self.auto_offset_reset in ("latest", "end", "largest"), deadline=deadline
+                )
                 if reset is not None:
                     self.positions[tp] = reset
 
-    def _fetch_committed(self, partitions: tuple[str, ...], require_stable: bool,
-                         deadline: int) -> dict[str, int | None] | None:
+    def _fetch_committed(
+        self, partitions: tuple[str, ...], require_stable: bool, deadline: int
+    ) -> dict[str, int | None] | None:
         c = self.cluster
         box: dict[str, Any] = {}
 
@@ -1153,9 +1337,14 @@ class Consumer(_Client):
                 box["error"] = error
                 box["offsets"] = result.get("offsets")
 
-            self._rpc("OffsetFetch", broker, f"group coordinator(b{broker})",
-                      f"group {self.group_id} {', '.join(partitions)}{' (require stable)' if require_stable else ''}",
-                      handler, on_response)
+            self._rpc(
+                "OffsetFetch",
+                broker,
+                f"group coordinator(b{broker})",
+                f"group {self.group_id} {', '.join(partitions)}{' (require stable)' if require_stable else ''}",
+                handler,
+                on_response,
+            )
 
         self._find_coordinator(self.group_id, "group", send)
         self._wait(lambda: "error" in box, deadline)
@@ -1175,8 +1364,14 @@ class Consumer(_Client):
             box["error"] = error
             box["offset"] = result.get("offset")
 
-        self._rpc("ListOffsets", leader, f"leader {tp}(b{leader})", f"{tp} {'LATEST' if latest else 'EARLIEST'} "
-                  f"{self.isolation_level}", handler, on_response)
+        self._rpc(
+            "ListOffsets",
+            leader,
+            f"leader {tp}(b{leader})",
+            f"{tp} {'LATEST' if latest else 'EARLIEST'} {self.isolation_level}",
+            handler,
+            on_response,
+        )
         self._wait(lambda: "error" in box, deadline)
         return box.get("offset") if box.get("error") is None else None
 
@@ -1193,10 +1388,12 @@ class Consumer(_Client):
             position = self.positions[tp]
             pending["n"] += 1
 
-            def handler(reply: Callable[..., None], tp: str = tp, leader: int | None = leader,
-                        position: int = position) -> None:
-                c.handle_fetch(leader, tp, position, self.isolation_level, max_records, reply,
-                               max_wait_ms=self.fetch_wait_max_ms)
+            def handler(
+                reply: Callable[..., None], tp: str = tp, leader: int | None = leader, position: int = position
+            ) -> None:
+                c.handle_fetch(
+                    leader, tp, position, self.isolation_level, max_records, reply, max_wait_ms=self.fetch_wait_max_ms
+                )
 
             def on_response(error: str | None, result: dict[str, Any], tp: str = tp, position: int = position) -> None:
                 pending["n"] -= 1
@@ -1210,8 +1407,14 @@ class Consumer(_Client):
                     self._served.add(tp)
                 self.positions[tp] = result["position"]
 
-            self._rpc("Fetch", leader, f"leader {tp}(b{leader})", f"{tp} from {position} ({self.isolation_level})",
-                      handler, on_response)
+            self._rpc(
+                "Fetch",
+                leader,
+                f"leader {tp}(b{leader})",
+                f"{tp} from {position} ({self.isolation_level})",
+                handler,
+                on_response,
+            )
         self._wait(lambda: pending["n"] == 0, deadline)
 
     @staticmethod
@@ -1247,16 +1450,22 @@ class Consumer(_Client):
             by_tp.setdefault(tp, []).append(m)
             self.received.setdefault(tp, []).append((m._offset, m._value))
         for tp, msgs in by_tp.items():
-            self.cluster.emit(ev.Consume, actor=self.name, partition=tp, offsets=tuple(m._offset for m in msgs),
-                              values=tuple(m._value for m in msgs),
-                              position=self.positions.get(tp, msgs[-1]._offset + 1))
+            self.cluster.emit(
+                ev.Consume,
+                actor=self.name,
+                partition=tp,
+                offsets=tuple(m._offset for m in msgs),
+                values=tuple(m._value for m in msgs),
+                position=self.positions.get(tp, msgs[-1]._offset + 1),
+            )
 
     def position(self, partitions: list[TopicPartition]) -> list[TopicPartition]:
         out = []
         for tp in partitions:
             # the application's position: what was returned to it (records still buffered do not count)
-            buffered = next((m._offset for m in self._buffer if m._topic == tp.topic
-                             and m._partition == tp.partition), None)
+            buffered = next(
+                (m._offset for m in self._buffer if m._topic == tp.topic and m._partition == tp.partition), None
+            )
             pos = buffered if buffered is not None else self.positions.get(tp.name, -1001)
             if tp.name not in self._served:
                 pos = -1001
@@ -1266,8 +1475,9 @@ class Consumer(_Client):
     def seek(self, partition: TopicPartition) -> None:
         self.positions[partition.name] = partition.offset
         self._served.add(partition.name)
-        self._buffer = deque(m for m in self._buffer
-                             if not (m._topic == partition.topic and m._partition == partition.partition))
+        self._buffer = deque(
+            m for m in self._buffer if not (m._topic == partition.topic and m._partition == partition.partition)
+        )
 
     def committed(self, partitions: list[TopicPartition], timeout: float | None = None) -> list[TopicPartition]:
         if not self.group_id:
@@ -1277,11 +1487,14 @@ class Consumer(_Client):
         got = self._fetch_committed(names, require_stable=self.isolation_level == READ_COMMITTED, deadline=deadline)
         if got is None:
             raise KafkaException(KafkaError("_TIMED_OUT", "committed() did not get stable offsets"))
-        return [TopicPartition(tp.topic, tp.partition, got.get(tp.name) if got.get(tp.name) is not None else -1001)
-                for tp in partitions]
+        return [
+            TopicPartition(tp.topic, tp.partition, got.get(tp.name) if got.get(tp.name) is not None else -1001)
+            for tp in partitions
+        ]
 
-    def commit(self, message: Message | None = None, offsets: list[TopicPartition] | None = None,
-               asynchronous: bool = True) -> list[TopicPartition] | None:
+    def commit(
+        self, message: Message | None = None, offsets: list[TopicPartition] | None = None, asynchronous: bool = True
+    ) -> list[TopicPartition] | None:
         if not self.group_id:
             raise KafkaException(KafkaError("_INVALID_ARG", "commit() requires group.id"))
         if offsets is not None:
@@ -1298,15 +1511,26 @@ class Consumer(_Client):
 
         def send(broker: int) -> None:
             def handler(reply: Callable[..., None]) -> None:
-                c.groups.commit_offsets(broker, self.group_id, self.generation if not self.manual else -1,
-                                        self.member_id or "", to_commit, reply)
+                c.groups.commit_offsets(
+                    broker,
+                    self.group_id,
+                    self.generation if not self.manual else -1,
+                    self.member_id or "",
+                    to_commit,
+                    reply,
+                )
 
             def on_response(error: str | None, result: dict[str, Any]) -> None:
                 box["error"] = error
 
-            self._rpc("OffsetCommit", broker, f"group coordinator(b{broker})",
-                      f"group {self.group_id} {', '.join(f'{k}={v}' for k, v in sorted(to_commit.items()))}",
-                      handler, on_response)
+            self._rpc(
+                "OffsetCommit",
+                broker,
+                f"group coordinator(b{broker})",
+                f"group {self.group_id} {', '.join(f'{k}={v}' for k, v in sorted(to_commit.items()))}",
+                handler,
+                on_response,
+            )
 
         self._find_coordinator(self.group_id, "group", send)
         if asynchronous:
@@ -1331,11 +1555,13 @@ class Consumer(_Client):
                     self.commit(asynchronous=True)
             except KafkaException:
                 pass
-            self.cluster.scheduler.after(self.auto_commit_interval_ms, tick, category="timer",
-                                         label=f"{self.name} auto commit")
+            self.cluster.scheduler.after(
+                self.auto_commit_interval_ms, tick, category="timer", label=f"{self.name} auto commit"
+            )
 
-        self.cluster.scheduler.after(self.auto_commit_interval_ms, tick, category="timer",
-                                     label=f"{self.name} auto commit")
+        self.cluster.scheduler.after(
+            self.auto_commit_interval_ms, tick, category="timer", label=f"{self.name} auto commit"
+        )
 
     def consumer_group_metadata(self) -> GroupMetadata:
         if not self.group_id:

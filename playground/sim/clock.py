@@ -12,7 +12,7 @@ a timer that would act; that is what an observation waits for.
 from __future__ import annotations
 
 import heapq
-from typing import Callable
+from collections.abc import Callable
 
 WORK = "work"
 TIMER = "timer"
@@ -47,17 +47,18 @@ class SplitMix64:
     def choice(self, seq):  # type: ignore[no-untyped-def]
         return seq[self.randrange(len(seq))]
 
-    def fork(self) -> "SplitMix64":
+    def fork(self) -> SplitMix64:
         """An independent stream derived from this one (so adding a consumer of randomness in one component
         does not shift every other component's numbers)."""
         return SplitMix64(self.next_u64())
 
 
 class Entry:
-    __slots__ = ("time_ms", "fn", "category", "label", "inert", "cancelled")
+    __slots__ = ("cancelled", "category", "fn", "inert", "label", "time_ms")
 
-    def __init__(self, time_ms: int, fn: Callable[[], None], category: str, label: str,
-                 inert: Callable[[int], bool] | None) -> None:
+    def __init__(
+        self, time_ms: int, fn: Callable[[], None], category: str, label: str, inert: Callable[[int], bool] | None
+    ) -> None:
         self.time_ms = time_ms
         self.fn = fn
         self.category = category
@@ -74,8 +75,15 @@ class Scheduler:
         self._work_pending = 0
 
     # -- scheduling -------------------------------------------------------------------------------------------
-    def at(self, time_ms: int, fn: Callable[[], None], *, category: str = WORK, label: str = "",
-           inert: Callable[[int], bool] | None = None) -> Entry:
+    def at(
+        self,
+        time_ms: int,
+        fn: Callable[[], None],
+        *,
+        category: str = WORK,
+        label: str = "",
+        inert: Callable[[int], bool] | None = None,
+    ) -> Entry:
         if time_ms < self.now_ms:
             time_ms = self.now_ms
         entry = Entry(time_ms, fn, category, label, inert)
@@ -85,8 +93,15 @@ class Scheduler:
             self._work_pending += 1
         return entry
 
-    def after(self, delay_ms: int, fn: Callable[[], None], *, category: str = WORK, label: str = "",
-              inert: Callable[[int], bool] | None = None) -> Entry:
+    def after(
+        self,
+        delay_ms: int,
+        fn: Callable[[], None],
+        *,
+        category: str = WORK,
+        label: str = "",
+        inert: Callable[[int], bool] | None = None,
+    ) -> Entry:
         # the hot path (every RPC hop, linger and replication step): the same as at(now + max(0, delay)), without
         # the second call
         time_ms = self.now_ms + max(0, int(delay_ms))

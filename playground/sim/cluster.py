@@ -23,10 +23,12 @@ Timing knobs (cluster config, all optional; Kafka itself ignores keys starting w
 
 from __future__ import annotations
 
+import functools
 from collections import deque
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
-from playground.sim import events as ev
+from playground.engine import events as ev
 from playground.sim.clock import TIMER, Scheduler, SplitMix64
 from playground.sim.coordinator import TransactionCoordinator
 from playground.sim.groups import GroupCoordinator
@@ -39,7 +41,7 @@ PRODUCER_ID_BLOCK_SIZE = 1000  # ProducerIdsBlock.PRODUCER_ID_BLOCK_SIZE
 
 
 class BrokerState:
-    __slots__ = ("broker_id", "up", "incarnation", "pid_next", "pid_end")
+    __slots__ = ("broker_id", "incarnation", "pid_end", "pid_next", "up")
 
     def __init__(self, broker_id: int) -> None:
         self.broker_id = broker_id
@@ -50,7 +52,7 @@ class BrokerState:
 
 
 class PartitionMeta:
-    __slots__ = ("name", "topic", "partition", "replicas", "leader", "leader_epoch", "log")
+    __slots__ = ("leader", "leader_epoch", "log", "name", "partition", "replicas", "topic")
 
     def __init__(self, topic: str, partition: int, replicas: tuple[int, ...]) -> None:
         self.name = f"{topic}-{partition}"
@@ -63,10 +65,17 @@ class PartitionMeta:
 
 
 class Cluster:
-    def __init__(self, brokers: int = 3, config: Mapping[str, Any] | None = None,
-                 topics: Mapping[str, int] | None = None, seed: int = 0, *,
-                 on_event: Callable[[ev.Event], None] | None = None, keep_events: bool = True,
-                 kafka: str = "3.9") -> None:
+    def __init__(
+        self,
+        brokers: int = 3,
+        config: Mapping[str, Any] | None = None,
+        topics: Mapping[str, int] | None = None,
+        seed: int = 0,
+        *,
+        on_event: Callable[[ev.Event], None] | None = None,
+        keep_events: bool = True,
+        kafka: str = "3.9",
+    ) -> None:
         if brokers < 1:
             raise ValueError("a cluster needs at least one broker")
         if kafka not in ("3.9", "4"):
@@ -92,8 +101,10 @@ class Cluster:
         self.coordinator_load_ms = int(self.config.get("sim.coordinator.load.ms", 5))
         self.marker_retry_backoff_ms = int(self.config.get("sim.marker.retry.backoff.ms", 100))
         self._extra_latency = {b: int(self.config.get(f"sim.broker.{b}.latency.ms", 0)) for b in self.broker_ids}
-        self._replication = {b: int(self.config.get(f"sim.broker.{b}.replication.latency.ms",
-                                                    self.default_replication_ms)) for b in self.broker_ids}
+        self._replication = {
+            b: int(self.config.get(f"sim.broker.{b}.replication.latency.ms", self.default_replication_ms))
+            for b in self.broker_ids
+        }
         self._next_pid_block = 0
         self.markers_written = 0
         self.partitions: dict[str, PartitionMeta] = {}
@@ -270,13 +281,23 @@ class Cluster:
     def _start_broker_tasks(self, broker: int) -> None:
         tc = self.txn_coordinator
         self._scans[(broker, "abort")] = _PeriodicScan(
-            self, broker, tc.abort_interval_ms, f"transaction-abort b{broker}",
-            lambda: tc.abort_timed_out_transactions(broker), lambda t: bool(tc.timed_out(broker, t)),
-            lambda: tc.next_timeout_ms(broker))
+            self,
+            broker,
+            tc.abort_interval_ms,
+            f"transaction-abort b{broker}",
+            lambda: tc.abort_timed_out_transactions(broker),
+            lambda t: bool(tc.timed_out(broker, t)),
+            lambda: tc.next_timeout_ms(broker),
+        )
         self._scans[(broker, "expire")] = _PeriodicScan(
-            self, broker, tc.expire_interval_ms, f"transactionalId-expiration b{broker}",
-            lambda: tc.remove_expired_transactional_ids(broker), lambda t: bool(tc.expirable(broker, t)),
-            lambda: tc.next_expiry_ms(broker))
+            self,
+            broker,
+            tc.expire_interval_ms,
+            f"transactionalId-expiration b{broker}",
+            lambda: tc.remove_expired_transactional_ids(broker),
+            lambda t: bool(tc.expirable(broker, t)),
+            lambda: tc.next_expiry_ms(broker),
+        )
 
     def wake_scans(self, broker: int | None, timeout_at_ms: int | None, expiry_at_ms: int | None) -> None:
         """A transactional id got a new deadline: make sure the scans of its coordinator look in time."""
@@ -288,11 +309,20 @@ class Cluster:
             self._scans[(broker, "expire")].wake(expiry_at_ms)
 
     # -- RPC --------------------------------------------------------------------------------------------------
-    def rpc(self, name: str, src: str, dst_broker: int | None, dst_label: str, detail: str,
-            handler: Callable[[Callable[..., None]], None],
-            on_response: Callable[[str | None, dict[str, Any]], None], *,
-            src_alive: Callable[[], bool] = lambda: True, src_broker: int | None = None,
-            version: int | None = None) -> int:
+    def rpc(
+        self,
+        name: str,
+        src: str,
+        dst_broker: int | None,
+        dst_label: str,
+        detail: str,
+        handler: Callable[[Callable[..., None]], None],
+        on_response: Callable[[str | None, dict[str, Any]], None],
+        *,
+        src_alive: Callable[[], bool] = lambda: True,
+        src_broker: int | None = None,
+        version: int | None = None,
+    ) -> int:
         """Send a request; `handler(reply)` runs at the destination when it arrives, `reply(error, **result)`
         sends the answer back; `on_response(error, result)` runs at the source when the answer arrives (unless
         the source died meanwhile). A broker that is down, or stops before answering, yields `_TRANSPORT`.
@@ -300,16 +330,32 @@ class Cluster:
         self._correlation += 1
         corr = self._correlation
         prefix = f"v{version}" if version is not None else ""
-        self.emit(ev.Rpc, rpc=name, src=src, dst=dst_label, direction="request", error=None,
-                  detail=_join_detail(prefix, detail), correlation=corr)
+        self.emit(
+            ev.Rpc,
+            rpc=name,
+            src=src,
+            dst=dst_label,
+            direction="request",
+            error=None,
+            detail=_join_detail(prefix, detail),
+            correlation=corr,
+        )
         hop = self.hop_ms(dst_broker, src_broker)
         done = [False]
 
         def deliver(error: str | None, result: dict[str, Any]) -> None:
             if not src_alive():
                 return
-            self.emit(ev.Rpc, rpc=name, src=dst_label, dst=src, direction="response", error=error,
-                      detail=_join_detail(prefix, _describe(result)), correlation=corr)
+            self.emit(
+                ev.Rpc,
+                rpc=name,
+                src=dst_label,
+                dst=src,
+                direction="response",
+                error=error,
+                detail=_join_detail(prefix, _describe(result)),
+                correlation=corr,
+            )
             on_response(error, result)
 
         def fail_transport() -> None:
@@ -343,15 +389,33 @@ class Cluster:
         return corr
 
     # -- partition leader: appends and replication ------------------------------------------------------------
-    def after_append(self, log: PartitionLog, result: Any, producer_id: int, epoch: int, transactional: bool,
-                     values: tuple, sequence: int = -1, then: Callable[[], None] | None = None,
-                     client_id: str | None = None) -> None:
+    def after_append(
+        self,
+        log: PartitionLog,
+        result: Any,
+        producer_id: int,
+        epoch: int,
+        transactional: bool,
+        values: tuple,
+        sequence: int = -1,
+        then: Callable[[], None] | None = None,
+        client_id: str | None = None,
+    ) -> None:
         """Announce an append and let followers catch up: the high watermark moves after the replication delay
         (acks=all answers then)."""
         if not result.duplicate:
-            self.emit(ev.Append, partition=log.name, base_offset=result.base_offset, count=len(values),
-                      producer_id=producer_id, epoch=epoch, sequence=sequence, transactional=transactional,
-                      values=values, client_id=client_id)
+            self.emit(
+                ev.Append,
+                partition=log.name,
+                base_offset=result.base_offset,
+                count=len(values),
+                producer_id=producer_id,
+                epoch=epoch,
+                sequence=sequence,
+                transactional=transactional,
+                values=values,
+                client_id=client_id,
+            )
             self.emit_watermarks(log)
         self.replicate(log, result.last_offset + 1, then)
 
@@ -374,8 +438,13 @@ class Cluster:
             if parked:
                 self._parked[log.name] = [check for check in parked if not check()]
             if not log.topic.startswith("__"):
-                self.emit(ev.Watermarks, partition=log.name, high_watermark=marks[0], last_stable_offset=marks[1],
-                          log_end_offset=marks[2])
+                self.emit(
+                    ev.Watermarks,
+                    partition=log.name,
+                    high_watermark=marks[0],
+                    last_stable_offset=marks[1],
+                    log_end_offset=marks[2],
+                )
 
     def _leader_log(self, broker: int, partition: str, reply: Callable[..., None]) -> PartitionLog | None:
         """The partition's log when `broker` leads it; otherwise answer the request as a broker would and None."""
@@ -388,47 +457,91 @@ class Cluster:
             return None
         return self.log(partition)
 
-    def handle_produce(self, broker: int, partition: str, transactional_id: str | None, producer_id: int,
-                       epoch: int, base_sequence: int, transactional: bool, values: tuple, keys: tuple | None,
-                       acks: int, reply: Callable[..., None], client_id: str | None = None,
-                       version: int | None = None) -> None:
+    def handle_produce(
+        self,
+        broker: int,
+        partition: str,
+        transactional_id: str | None,
+        producer_id: int,
+        epoch: int,
+        base_sequence: int,
+        transactional: bool,
+        values: tuple,
+        keys: tuple | None,
+        acks: int,
+        reply: Callable[..., None],
+        client_id: str | None = None,
+        version: int | None = None,
+    ) -> None:
         """`version`: the client's Produce version (librdkafka 10, kafka-clients 3.9 11, kafka-clients 4.x with
         TV2 12+). It decides how a failed verification reads, and on a 4.x cluster whether the leader adds the
         partition to the transaction itself."""
         log = self._leader_log(broker, partition, reply)
         if log is None:
             return
-        if (transactional and transactional_id and self.kafka == "4" and version is not None and version >= 12):
-            self._produce_tv2(broker, log, transactional_id, producer_id, epoch, base_sequence, values, keys,
-                              acks, reply, client_id)
+        if transactional and transactional_id and self.kafka == "4" and version is not None and version >= 12:
+            self._produce_tv2(
+                broker, log, transactional_id, producer_id, epoch, base_sequence, values, keys, acks, reply, client_id
+            )
             return
         verify = None
         if transactional and transactional_id:
             tc = self.txn_coordinator
-            verify = (lambda pid, e: tc.verify_partition(transactional_id, pid, e, partition,  # noqa: E731
-                                                          version))
-        result = log.append(producer_id, epoch, base_sequence, transactional, values, keys,
-                            timestamp_ms=self.now_ms, verify=verify)
-        self._answer_produce(log, result, producer_id, epoch, base_sequence, transactional, values, acks, reply,
-                             client_id)
+            verify = functools.partial(_verify_partition, tc, transactional_id, partition, version)
+        result = log.append(
+            producer_id, epoch, base_sequence, transactional, values, keys, timestamp_ms=self.now_ms, verify=verify
+        )
+        self._answer_produce(
+            log, result, producer_id, epoch, base_sequence, transactional, values, acks, reply, client_id
+        )
 
-    def _answer_produce(self, log: PartitionLog, result: Any, producer_id: int, epoch: int, base_sequence: int,
-                        transactional: bool, values: tuple, acks: int, reply: Callable[..., None],
-                        client_id: str | None) -> None:
+    def _answer_produce(
+        self,
+        log: PartitionLog,
+        result: Any,
+        producer_id: int,
+        epoch: int,
+        base_sequence: int,
+        transactional: bool,
+        values: tuple,
+        acks: int,
+        reply: Callable[..., None],
+        client_id: str | None,
+    ) -> None:
         if result.error:
             reply(result.error)
             return
         answer = lambda: reply(None, base_offset=result.base_offset, duplicate=result.duplicate)  # noqa: E731
         # acks=all is answered once the followers have the batch (the high watermark passed it); acks=1 by the
         # leader right away; acks=0 never.
-        self.after_append(log, result, producer_id, epoch, transactional, values, base_sequence,
-                          then=answer if acks not in (0, 1) else None, client_id=client_id)
+        self.after_append(
+            log,
+            result,
+            producer_id,
+            epoch,
+            transactional,
+            values,
+            base_sequence,
+            then=answer if acks not in (0, 1) else None,
+            client_id=client_id,
+        )
         if acks == 1:
             answer()
 
-    def _produce_tv2(self, broker: int, log: PartitionLog, transactional_id: str, producer_id: int, epoch: int,
-                     base_sequence: int, values: tuple, keys: tuple | None, acks: int, reply: Callable[..., None],
-                     client_id: str | None) -> None:
+    def _produce_tv2(
+        self,
+        broker: int,
+        log: PartitionLog,
+        transactional_id: str,
+        producer_id: int,
+        epoch: int,
+        base_sequence: int,
+        values: tuple,
+        keys: tuple | None,
+        acks: int,
+        reply: Callable[..., None],
+        client_id: str | None,
+    ) -> None:
         """A TV2 client's transactional batch: join the transaction through the coordinator unless this producer
         already has a transaction open here at this epoch (UnifiedLog.hasOngoingTransaction(producerId, epoch)),
         then append. A late batch of an earlier transaction carries the epoch before the bump, so either the
@@ -441,8 +554,7 @@ class Cluster:
             return
         if entry is not None and entry.epoch == epoch and entry.current_txn_first_offset is not None:
             result = log.append(producer_id, epoch, base_sequence, True, values, keys, timestamp_ms=self.now_ms)
-            self._answer_produce(log, result, producer_id, epoch, base_sequence, True, values, acks, reply,
-                                 client_id)
+            self._answer_produce(log, result, producer_id, epoch, base_sequence, True, values, acks, reply, client_id)
             return
         partition = log.name
         coordinator = tc.coordinator_of(transactional_id)
@@ -457,27 +569,42 @@ class Cluster:
                 reply(error)
                 return
             # the verification guard: the transaction that took the partition must still be the one appending
-            verify = (lambda pid, e: tc.in_transaction(transactional_id, pid, e, partition))  # noqa: E731
-            result = log.append(producer_id, epoch, base_sequence, True, values, keys, timestamp_ms=self.now_ms,
-                                verify=verify)
-            self._answer_produce(log, result, producer_id, epoch, base_sequence, True, values, acks, reply,
-                                 client_id)
+            verify = lambda pid, e: tc.in_transaction(transactional_id, pid, e, partition)  # noqa: E731
+            result = log.append(
+                producer_id, epoch, base_sequence, True, values, keys, timestamp_ms=self.now_ms, verify=verify
+            )
+            self._answer_produce(log, result, producer_id, epoch, base_sequence, True, values, acks, reply, client_id)
 
         def handler(answer: Callable[..., None]) -> None:
-            tc.add_partition_for_leader(coordinator, transactional_id, producer_id, epoch, partition,
-                                        lambda error: answer(error))
+            tc.add_partition_for_leader(coordinator, transactional_id, producer_id, epoch, partition, answer)
 
         if coordinator is None or not self.broker_up(coordinator):
             added("NOT_ENOUGH_REPLICAS")
             return
         # AddPartitionsToTxnManager: one inter-broker request; the answer comes back to this leader
-        self.rpc("AddPartitionsToTxn", f"leader {partition}(b{broker})", coordinator, f"coordinator(b{coordinator})",
-                 f"{partition}, producer {producer_id} epoch {epoch} (verifyOnly=false)", handler,
-                 lambda error, result: added(error), src_alive=lambda: self.broker_up(broker), src_broker=broker,
-                 version=5)
+        self.rpc(
+            "AddPartitionsToTxn",
+            f"leader {partition}(b{broker})",
+            coordinator,
+            f"coordinator(b{coordinator})",
+            f"{partition}, producer {producer_id} epoch {epoch} (verifyOnly=false)",
+            handler,
+            lambda error, result: added(error),
+            src_alive=lambda: self.broker_up(broker),
+            src_broker=broker,
+            version=5,
+        )
 
-    def handle_fetch(self, broker: int, partition: str, offset: int, isolation_level: str,
-                     max_records: int | None, reply: Callable[..., None], max_wait_ms: int = 0) -> None:
+    def handle_fetch(
+        self,
+        broker: int,
+        partition: str,
+        offset: int,
+        isolation_level: str,
+        max_records: int | None,
+        reply: Callable[..., None],
+        max_wait_ms: int = 0,
+    ) -> None:
         """A Fetch is a long poll (DelayedFetch): with nothing readable at `offset` (below the LSO for
         read_committed, the high watermark otherwise) the leader holds it until something is, or until
         `max_wait_ms` (librdkafka's fetch.wait.max.ms, 500) has passed."""
@@ -491,8 +618,13 @@ class Cluster:
 
         def answer() -> None:
             records, position = log.fetch(offset, isolation_level, max_records)
-            reply(None, records=records, position=position, high_watermark=log.high_watermark,
-                  last_stable_offset=log.last_stable_offset)
+            reply(
+                None,
+                records=records,
+                position=position,
+                high_watermark=log.high_watermark,
+                last_stable_offset=log.last_stable_offset,
+            )
 
         if max_wait_ms <= 0 or readable():
             answer()
@@ -513,8 +645,9 @@ class Cluster:
         parked.append(check)
         self.scheduler.after(max_wait_ms, lambda: check(expired=True), label=f"fetch wait {partition}")
 
-    def handle_list_offsets(self, broker: int, partition: str, latest: bool, isolation_level: str,
-                            reply: Callable[..., None]) -> None:
+    def handle_list_offsets(
+        self, broker: int, partition: str, latest: bool, isolation_level: str, reply: Callable[..., None]
+    ) -> None:
         meta = self.partitions.get(partition)
         if meta is None or meta.leader != broker:
             reply("NOT_LEADER_OR_FOLLOWER")
@@ -526,9 +659,17 @@ class Cluster:
             reply(None, offset=log.last_stable_offset if isolation_level == "read_committed" else log.high_watermark)
 
     # -- transaction markers ----------------------------------------------------------------------------------
-    def send_markers(self, coordinator: int | None, transactional_id: str, producer_id: int, epoch: int,
-                     control: str, coordinator_epoch: int, partitions: list[str],
-                     on_result: Callable[[str, str | None], None]) -> None:
+    def send_markers(
+        self,
+        coordinator: int | None,
+        transactional_id: str,
+        producer_id: int,
+        epoch: int,
+        control: str,
+        coordinator_epoch: int,
+        partitions: list[str],
+        on_result: Callable[[str, str | None], None],
+    ) -> None:
         """TransactionMarkerChannelManager: one WriteTxnMarkers request per partition leader."""
         if coordinator is None or not self.broker_up(coordinator):
             return
@@ -543,17 +684,38 @@ class Cluster:
         for leader, tps in by_leader.items():
             if leader is None:
                 for tp in tps:
-                    self.scheduler.after(self.marker_retry_backoff_ms,
-                                         lambda tp=tp: coordinator_alive() and on_result(tp, "NOT_LEADER_OR_FOLLOWER"),
-                                         label=f"marker {tp} has no leader")
+                    self.scheduler.after(
+                        self.marker_retry_backoff_ms,
+                        lambda tp=tp: coordinator_alive() and on_result(tp, "NOT_LEADER_OR_FOLLOWER"),
+                        label=f"marker {tp} has no leader",
+                    )
                 continue
-            self._send_marker_request(coordinator, leader, transactional_id, producer_id, epoch, control,
-                                      coordinator_epoch, tps, on_result, coordinator_alive)
+            self._send_marker_request(
+                coordinator,
+                leader,
+                transactional_id,
+                producer_id,
+                epoch,
+                control,
+                coordinator_epoch,
+                tps,
+                on_result,
+                coordinator_alive,
+            )
 
-    def _send_marker_request(self, coordinator: int, leader: int, transactional_id: str, producer_id: int,
-                             epoch: int, control: str, coordinator_epoch: int, tps: list[str],
-                             on_result: Callable[[str, str | None], None],
-                             coordinator_alive: Callable[[], bool]) -> None:
+    def _send_marker_request(
+        self,
+        coordinator: int,
+        leader: int,
+        transactional_id: str,
+        producer_id: int,
+        epoch: int,
+        control: str,
+        coordinator_epoch: int,
+        tps: list[str],
+        on_result: Callable[[str, str | None], None],
+        coordinator_alive: Callable[[], bool],
+    ) -> None:
         def handler(reply: Callable[..., None]) -> None:
             errors: dict[str, str | None] = {}
             written: list[tuple[PartitionLog, int]] = []
@@ -566,8 +728,15 @@ class Cluster:
                 errors[tp] = result.error
                 if result.error is None:
                     self.markers_written += 1
-                    self.emit(ev.Marker, partition=tp, offset=result.base_offset, control=control,
-                              producer_id=producer_id, epoch=epoch, coordinator_epoch=coordinator_epoch)
+                    self.emit(
+                        ev.Marker,
+                        partition=tp,
+                        offset=result.base_offset,
+                        control=control,
+                        producer_id=producer_id,
+                        epoch=epoch,
+                        coordinator_epoch=coordinator_epoch,
+                    )
                     self.emit_watermarks(log)
                     if log.topic == OFFSETS_TOPIC:
                         self.groups.on_marker(tp, producer_id, control)
@@ -586,14 +755,21 @@ class Cluster:
                 self.replicate(log, upto, one_caught_up)
 
         def on_response(error: str | None, result: dict[str, Any]) -> None:
-            errors = result.get("errors") if error is None else {tp: error for tp in tps}
+            errors = result.get("errors") if error is None else dict.fromkeys(tps, error)
             for tp in tps:
                 on_result(tp, errors.get(tp))
 
-        self.rpc("WriteTxnMarkers", f"coordinator(b{coordinator})", leader,
-                 f"leader {','.join(tps)}(b{leader})",
-                 f"{control} producer {producer_id} epoch {epoch} -> {', '.join(tps)}", handler, on_response,
-                 src_alive=coordinator_alive, src_broker=coordinator)
+        self.rpc(
+            "WriteTxnMarkers",
+            f"coordinator(b{coordinator})",
+            leader,
+            f"leader {','.join(tps)}(b{leader})",
+            f"{control} producer {producer_id} epoch {epoch} -> {', '.join(tps)}",
+            handler,
+            on_response,
+            src_alive=coordinator_alive,
+            src_broker=coordinator,
+        )
 
     # -- time -------------------------------------------------------------------------------------------------
     def advance(self, ms: int) -> None:
@@ -622,8 +798,16 @@ class _PeriodicScan:
     skipped: the next tick is the first one at or after the earliest deadline the coordinator knows of, and a new
     deadline wakes the scan up earlier. Long clock jumps (7 days for expiry) stay cheap; behaviour is the same."""
 
-    def __init__(self, cluster: "Cluster", broker: int, interval_ms: int, label: str, task: Callable[[], None],
-                 would_act: Callable[[int], bool], next_deadline: Callable[[], int | None]) -> None:
+    def __init__(
+        self,
+        cluster: Cluster,
+        broker: int,
+        interval_ms: int,
+        label: str,
+        task: Callable[[], None],
+        would_act: Callable[[int], bool],
+        next_deadline: Callable[[], int | None],
+    ) -> None:
         self.c = cluster
         self.broker = broker
         self.interval_ms = interval_ms
@@ -649,8 +833,13 @@ class _PeriodicScan:
     def _schedule(self, tick: int) -> None:
         self.c.scheduler.cancel(self.entry)
         self.scheduled_ms = tick
-        self.entry = self.c.scheduler.at(tick, self._run, category=TIMER, label=self.label,
-                                         inert=lambda t: not self._alive() or not self.would_act(t))
+        self.entry = self.c.scheduler.at(
+            tick,
+            self._run,
+            category=TIMER,
+            label=self.label,
+            inert=lambda t: not self._alive() or not self.would_act(t),
+        )
 
     def _reschedule(self) -> None:
         deadline = self.next_deadline()
@@ -678,7 +867,7 @@ class _PeriodicScan:
 
 
 def _join_detail(prefix: str, detail: str) -> str:
-    """", ".join of the non-empty parts (without a generator: two of these per RPC)."""
+    """ ", ".join of the non-empty parts (without a generator: two of these per RPC)."""
     if prefix and detail:
         return f"{prefix}, {detail}"
     return prefix or detail
@@ -692,3 +881,9 @@ def _describe(result: dict[str, Any]) -> str:
     if "records" in result:
         parts.append(f"{len(result['records'])} records")
     return ", ".join(parts)
+
+
+def _verify_partition(
+    tc: TransactionCoordinator, transactional_id: str, partition: str, version: int | None, producer_id: int, epoch: int
+) -> str | None:
+    return tc.verify_partition(transactional_id, producer_id, epoch, partition, version)

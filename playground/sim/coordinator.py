@@ -43,10 +43,11 @@ kept apart from the in-memory cache, so a new leader can load it and resume Prep
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable, Mapping
+from typing import TYPE_CHECKING
 
-from playground.sim import events as ev
+from playground.engine import events as ev
 
 if TYPE_CHECKING:  # pragma: no cover
     from playground.sim.cluster import Cluster
@@ -62,7 +63,13 @@ PREPARE_EPOCH_FENCE = "PrepareEpochFence"
 
 # TransactionState ids as persisted in __transaction_state (TransactionMetadata.scala, TransactionState.fromId).
 STATE_IDS: dict[str, int] = {
-    EMPTY: 0, ONGOING: 1, PREPARE_COMMIT: 2, PREPARE_ABORT: 3, COMPLETE_COMMIT: 4, COMPLETE_ABORT: 5, DEAD: 6,
+    EMPTY: 0,
+    ONGOING: 1,
+    PREPARE_COMMIT: 2,
+    PREPARE_ABORT: 3,
+    COMPLETE_COMMIT: 4,
+    COMPLETE_ABORT: 5,
+    DEAD: 6,
     PREPARE_EPOCH_FENCE: 7,
 }
 
@@ -220,19 +227,42 @@ class TransactionMetadata:
         return TRANSITIONS_BY_KAFKA[self.kafka]
 
     # -- prepare* (TransactionMetadata.scala / .java) -----------------------------------------------------------
-    def _prepare(self, state: str, producer_id: int, epoch: int, last_epoch: int, timeout_ms: int,
-                 partitions: frozenset[str], start_ms: int, update_ms: int, *,
-                 next_producer_id: int = NO_PRODUCER_ID, client_tv: int | None = None) -> Transit:
+    def _prepare(
+        self,
+        state: str,
+        producer_id: int,
+        epoch: int,
+        last_epoch: int,
+        timeout_ms: int,
+        partitions: frozenset[str],
+        start_ms: int,
+        update_ms: int,
+        *,
+        next_producer_id: int = NO_PRODUCER_ID,
+        client_tv: int | None = None,
+    ) -> Transit:
         if self.pending_state is not None:
             raise IllegalStateError(
-                f"{self.transactional_id}: transition to {state} while {self.pending_state} pending")
+                f"{self.transactional_id}: transition to {state} while {self.pending_state} pending"
+            )
         if self.state not in self.table[state]:
             raise IllegalStateError(f"{self.transactional_id}: {self.state} -> {state} is not a valid transition")
         if state != DEAD and epoch < 0:
             raise IllegalStateError(f"{self.transactional_id}: illegal new producer epoch {epoch}")
         self.pending_state = state
-        return Transit(producer_id, self.producer_id, epoch, last_epoch, timeout_ms, state, partitions, start_ms,
-                       update_ms, next_producer_id, self.client_tv if client_tv is None else client_tv)
+        return Transit(
+            producer_id,
+            self.producer_id,
+            epoch,
+            last_epoch,
+            timeout_ms,
+            state,
+            partitions,
+            start_ms,
+            update_ms,
+            next_producer_id,
+            self.client_tv if client_tv is None else client_tv,
+        )
 
     def prepare_fence_producer_epoch(self) -> Transit:
         if self.producer_epoch == SHORT_MAX and self.kafka == "3.9":
@@ -241,11 +271,20 @@ class TransactionMetadata:
         # (KAFKA-20090: "to avoid overflow")
         keep = self.has_failed_epoch_fence or self.producer_epoch == SHORT_MAX
         bumped = self.producer_epoch if keep else self.producer_epoch + 1
-        return self._prepare(PREPARE_EPOCH_FENCE, self.producer_id, bumped, NO_PRODUCER_EPOCH, self.txn_timeout_ms,
-                             frozenset(self.partitions), self.txn_start_ms, self.txn_last_update_ms)
+        return self._prepare(
+            PREPARE_EPOCH_FENCE,
+            self.producer_id,
+            bumped,
+            NO_PRODUCER_EPOCH,
+            self.txn_timeout_ms,
+            frozenset(self.partitions),
+            self.txn_start_ms,
+            self.txn_last_update_ms,
+        )
 
-    def prepare_increment_producer_epoch(self, timeout_ms: int, expected_epoch: int | None,
-                                         now_ms: int) -> Transit | str:
+    def prepare_increment_producer_epoch(
+        self, timeout_ms: int, expected_epoch: int | None, now_ms: int
+    ) -> Transit | str:
         if is_epoch_exhausted(self.producer_epoch):
             raise IllegalStateError(f"cannot allocate more producer epochs for producer id {self.producer_id}")
         bumped = self.producer_epoch + 1
@@ -259,20 +298,42 @@ class TransactionMetadata:
             return "PRODUCER_FENCED"
         return self._prepare(EMPTY, self.producer_id, epochs[0], epochs[1], timeout_ms, frozenset(), -1, now_ms)
 
-    def prepare_producer_id_rotation(self, new_producer_id: int, timeout_ms: int, now_ms: int,
-                                     record_last_epoch: bool) -> Transit:
-        return self._prepare(EMPTY, new_producer_id, 0,
-                             self.producer_epoch if record_last_epoch else NO_PRODUCER_EPOCH, timeout_ms,
-                             frozenset(), -1, now_ms)
+    def prepare_producer_id_rotation(
+        self, new_producer_id: int, timeout_ms: int, now_ms: int, record_last_epoch: bool
+    ) -> Transit:
+        return self._prepare(
+            EMPTY,
+            new_producer_id,
+            0,
+            self.producer_epoch if record_last_epoch else NO_PRODUCER_EPOCH,
+            timeout_ms,
+            frozenset(),
+            -1,
+            now_ms,
+        )
 
     def prepare_add_partitions(self, added: frozenset[str], now_ms: int, client_tv: int = TV_0) -> Transit:
         start = now_ms if self.state in (EMPTY, COMPLETE_COMMIT, COMPLETE_ABORT) else self.txn_start_ms
-        return self._prepare(ONGOING, self.producer_id, self.producer_epoch, self.last_producer_epoch,
-                             self.txn_timeout_ms, frozenset(self.partitions) | added, start, now_ms,
-                             client_tv=client_tv)
+        return self._prepare(
+            ONGOING,
+            self.producer_id,
+            self.producer_epoch,
+            self.last_producer_epoch,
+            self.txn_timeout_ms,
+            frozenset(self.partitions) | added,
+            start,
+            now_ms,
+            client_tv=client_tv,
+        )
 
-    def prepare_abort_or_commit(self, state: str, now_ms: int, client_tv: int = TV_0,
-                                next_producer_id: int = NO_PRODUCER_ID, no_partition_added: bool = False) -> Transit:
+    def prepare_abort_or_commit(
+        self,
+        state: str,
+        now_ms: int,
+        client_tv: int = TV_0,
+        next_producer_id: int = NO_PRODUCER_ID,
+        no_partition_added: bool = False,
+    ) -> Transit:
         if client_tv >= TV_2:
             # TV2: every EndTxn bumps the epoch; the markers and the next transaction use the bumped one. An abort
             # at Short.MaxValue goes through unbumped ("if we're already in a broken state")
@@ -283,9 +344,18 @@ class TransactionMetadata:
             epoch, last_epoch = self.producer_epoch, self.last_producer_epoch  # TV1: the epoch does not move
         # a TV2 empty abort (no partition ever added) has no start time of its own: the update time stands in
         start = now_ms if no_partition_added else self.txn_start_ms
-        return self._prepare(state, self.producer_id, epoch, last_epoch, self.txn_timeout_ms,
-                             frozenset(self.partitions), start, now_ms, next_producer_id=next_producer_id,
-                             client_tv=client_tv)
+        return self._prepare(
+            state,
+            self.producer_id,
+            epoch,
+            last_epoch,
+            self.txn_timeout_ms,
+            frozenset(self.partitions),
+            start,
+            now_ms,
+            next_producer_id=next_producer_id,
+            client_tv=client_tv,
+        )
 
     def prepare_complete(self, now_ms: int) -> Transit:
         state = COMPLETE_COMMIT if self.state == PREPARE_COMMIT else COMPLETE_ABORT
@@ -297,17 +367,27 @@ class TransactionMetadata:
             pid, epoch = self.next_producer_id, 0
         else:
             pid, epoch = self.producer_id, self.producer_epoch
-        return self._prepare(state, pid, epoch, self.last_producer_epoch, self.txn_timeout_ms, frozenset(),
-                             self.txn_start_ms, now_ms)
+        return self._prepare(
+            state, pid, epoch, self.last_producer_epoch, self.txn_timeout_ms, frozenset(), self.txn_start_ms, now_ms
+        )
 
     def prepare_dead(self) -> Transit:
-        return self._prepare(DEAD, self.producer_id, self.producer_epoch, self.last_producer_epoch,
-                             self.txn_timeout_ms, frozenset(), self.txn_start_ms, self.txn_last_update_ms)
+        return self._prepare(
+            DEAD,
+            self.producer_id,
+            self.producer_epoch,
+            self.last_producer_epoch,
+            self.txn_timeout_ms,
+            frozenset(),
+            self.txn_start_ms,
+            self.txn_last_update_ms,
+        )
 
     def complete_transition(self, t: Transit) -> None:
         if self.pending_state != t.state:
             raise IllegalStateError(
-                f"{self.transactional_id}: completing {t.state} but pending is {self.pending_state}")
+                f"{self.transactional_id}: completing {t.state} but pending is {self.pending_state}"
+            )
         self.producer_id = t.producer_id
         self.previous_producer_id = t.prev_producer_id
         self.producer_epoch = t.producer_epoch
@@ -342,22 +422,30 @@ Reply = Callable[..., None]
 
 
 class TransactionCoordinator:
-    def __init__(self, cluster: "Cluster") -> None:
+    def __init__(self, cluster: Cluster) -> None:
         self.c = cluster
         cfg = cluster.config
         # "3.9" or "4": the release decides the transition table and how the coordinator aborts on its own (a 4.x
         # cluster runs with transaction.version=2 finalized, so its timeout and fencing aborts take the TV2 path)
         self.kafka: str = getattr(cluster, "kafka", "3.9")
         self.server_tv = TV_2 if self.kafka == "4" else TV_0
-        self.num_partitions = int(cfg.get("transaction.state.log.num.partitions",
-                                          DEFAULTS["transaction.state.log.num.partitions"]))
+        self.num_partitions = int(
+            cfg.get("transaction.state.log.num.partitions", DEFAULTS["transaction.state.log.num.partitions"])
+        )
         self.max_timeout_ms = int(cfg.get("transaction.max.timeout.ms", DEFAULTS["transaction.max.timeout.ms"]))
-        self.expiration_ms = int(cfg.get("transactional.id.expiration.ms",
-                                         DEFAULTS["transactional.id.expiration.ms"]))
-        self.abort_interval_ms = int(cfg.get("transaction.abort.timed.out.transaction.cleanup.interval.ms",
-                                             DEFAULTS["transaction.abort.timed.out.transaction.cleanup.interval.ms"]))
-        self.expire_interval_ms = int(cfg.get("transaction.remove.expired.transaction.cleanup.interval.ms",
-                                              DEFAULTS["transaction.remove.expired.transaction.cleanup.interval.ms"]))
+        self.expiration_ms = int(cfg.get("transactional.id.expiration.ms", DEFAULTS["transactional.id.expiration.ms"]))
+        self.abort_interval_ms = int(
+            cfg.get(
+                "transaction.abort.timed.out.transaction.cleanup.interval.ms",
+                DEFAULTS["transaction.abort.timed.out.transaction.cleanup.interval.ms"],
+            )
+        )
+        self.expire_interval_ms = int(
+            cfg.get(
+                "transaction.remove.expired.transaction.cleanup.interval.ms",
+                DEFAULTS["transaction.remove.expired.transaction.cleanup.interval.ms"],
+            )
+        )
         self.partitions = [TxnPartitionState(p) for p in range(self.num_partitions)]
         self.cache: dict[str, TransactionMetadata] = {}
         # the cost scenario's figures
@@ -386,11 +474,24 @@ class TransactionCoordinator:
 
     # -- writing __transaction_state --------------------------------------------------------------------------
     def _emit_pending(self, md: TransactionMetadata, transit: Transit) -> None:
-        self.c.emit(ev.TxnPending, transactional_id=md.transactional_id, state=md.state,
-                    pending_state=transit.state, producer_id=transit.producer_id, epoch=transit.producer_epoch)
+        self.c.emit(
+            ev.TxnPending,
+            transactional_id=md.transactional_id,
+            state=md.state,
+            pending_state=transit.state,
+            producer_id=transit.producer_id,
+            epoch=transit.producer_epoch,
+        )
 
-    def _append(self, md: TransactionMetadata, transit: Transit, st: TxnPartitionState,
-                callback: Callable[[str | None], None], *, announce: bool = True) -> None:
+    def _append(
+        self,
+        md: TransactionMetadata,
+        transit: Transit,
+        st: TxnPartitionState,
+        callback: Callable[[str | None], None],
+        *,
+        announce: bool = True,
+    ) -> None:
         """appendTransactionToLog: write the value (durable at once in this model), complete the transition once
         followers have it, unless this broker lost the partition meanwhile (then NOT_COORDINATOR). `announce=False`:
         the pending state was announced when it was prepared (the completion, prepared before the markers)."""
@@ -420,27 +521,47 @@ class TransactionCoordinator:
             md.complete_transition(transit)
             if transit.state == DEAD:
                 del self.cache[txid]
-                self.c.emit(ev.TxnExpired, transactional_id=txid, producer_id=md.producer_id,
-                            epoch=md.producer_epoch, record_bytes=size)
+                self.c.emit(
+                    ev.TxnExpired,
+                    transactional_id=txid,
+                    producer_id=md.producer_id,
+                    epoch=md.producer_epoch,
+                    record_bytes=size,
+                )
             else:
-                self.c.emit(ev.TxnState, transactional_id=txid, from_state=from_state, to_state=md.state,
-                            producer_id=md.producer_id, epoch=md.producer_epoch,
-                            partitions=tuple(sorted(md.partitions)), coordinator_broker=broker, persisted=True,
-                            record_bytes=size)
+                self.c.emit(
+                    ev.TxnState,
+                    transactional_id=txid,
+                    from_state=from_state,
+                    to_state=md.state,
+                    producer_id=md.producer_id,
+                    epoch=md.producer_epoch,
+                    partitions=tuple(sorted(md.partitions)),
+                    coordinator_broker=broker,
+                    persisted=True,
+                    record_bytes=size,
+                )
                 self._wake_scans(md, broker)
             callback(None)
 
         self.c.scheduler.after(self.c.replication_ms(broker), complete, label=f"__transaction_state append {txid}")
 
-    def _new_metadata(self, transactional_id: str, producer_id: int, epoch: int, timeout_ms: int, state: str,
-                      **fields: object) -> TransactionMetadata:
-        return TransactionMetadata(transactional_id, producer_id, epoch, timeout_ms, state, kafka=self.kafka,
-                                   **fields)  # type: ignore[arg-type]
+    def _new_metadata(
+        self, transactional_id: str, producer_id: int, epoch: int, timeout_ms: int, state: str, **fields: object
+    ) -> TransactionMetadata:
+        return TransactionMetadata(transactional_id, producer_id, epoch, timeout_ms, state, kafka=self.kafka, **fields)  # type: ignore[arg-type]
 
     # -- InitProducerId ---------------------------------------------------------------------------------------
-    def handle_init_producer_id(self, broker: int, transactional_id: str | None, timeout_ms: int,
-                                expected: tuple[int, int] | None, reply: Reply, *,
-                                version: int | None = None) -> None:
+    def handle_init_producer_id(
+        self,
+        broker: int,
+        transactional_id: str | None,
+        timeout_ms: int,
+        expected: tuple[int, int] | None,
+        reply: Reply,
+        *,
+        version: int | None = None,
+    ) -> None:
         self.init_producer_id_calls += 1
         reply = self._versioned("InitProducerId", version, reply)
         if transactional_id is None:
@@ -459,8 +580,14 @@ class TransactionCoordinator:
             return
         md = self.cache.get(transactional_id)
         if md is None:
-            md = self._new_metadata(transactional_id, self.c.generate_producer_id(broker), NO_PRODUCER_EPOCH,
-                                    timeout_ms, EMPTY, txn_last_update_ms=self.c.now_ms)
+            md = self._new_metadata(
+                transactional_id,
+                self.c.generate_producer_id(broker),
+                NO_PRODUCER_EPOCH,
+                timeout_ms,
+                EMPTY,
+                txn_last_update_ms=self.c.now_ms,
+            )
             self.cache[transactional_id] = md
         result = self._prepare_init_transit(md, timeout_ms, expected, broker)
         if isinstance(result, str):
@@ -475,8 +602,16 @@ class TransactionCoordinator:
             def after_abort(err: str | None, **_: object) -> None:
                 reply(err if err else "CONCURRENT_TRANSACTIONS")
 
-            self._end_transaction(broker, transactional_id, transit.producer_id, transit.producer_epoch,
-                                  commit=False, from_client=False, client_tv=self.server_tv, callback=after_abort)
+            self._end_transaction(
+                broker,
+                transactional_id,
+                transit.producer_id,
+                transit.producer_epoch,
+                commit=False,
+                from_client=False,
+                client_tv=self.server_tv,
+                callback=after_abort,
+            )
             return
 
         def after_write(err: str | None) -> None:
@@ -487,11 +622,15 @@ class TransactionCoordinator:
 
         self._append(md, transit, st, after_write)
 
-    def _prepare_init_transit(self, md: TransactionMetadata, timeout_ms: int, expected: tuple[int, int] | None,
-                              broker: int) -> Transit | str:
+    def _prepare_init_transit(
+        self, md: TransactionMetadata, timeout_ms: int, expected: tuple[int, int] | None, broker: int
+    ) -> Transit | str:
         def valid_producer_id(pid: int, epoch: int) -> bool:
-            return (md.producer_epoch == NO_PRODUCER_EPOCH or pid == md.producer_id
-                    or (pid == md.previous_producer_id and is_epoch_exhausted(epoch)))
+            return (
+                md.producer_epoch == NO_PRODUCER_EPOCH
+                or pid == md.producer_id
+                or (pid == md.previous_producer_id and is_epoch_exhausted(epoch))
+            )
 
         if md.pending_state is not None:
             return "CONCURRENT_TRANSACTIONS"
@@ -501,25 +640,51 @@ class TransactionCoordinator:
             return "CONCURRENT_TRANSACTIONS"
         if md.state in (COMPLETE_ABORT, COMPLETE_COMMIT, EMPTY):
             if is_epoch_exhausted(md.producer_epoch) and (expected is None or expected[1] == md.producer_epoch):
-                return md.prepare_producer_id_rotation(self.c.generate_producer_id(broker), timeout_ms,
-                                                       self.c.now_ms, expected is not None)
-            return md.prepare_increment_producer_epoch(timeout_ms, None if expected is None else expected[1],
-                                                       self.c.now_ms)
+                return md.prepare_producer_id_rotation(
+                    self.c.generate_producer_id(broker), timeout_ms, self.c.now_ms, expected is not None
+                )
+            return md.prepare_increment_producer_epoch(
+                timeout_ms, None if expected is None else expected[1], self.c.now_ms
+            )
         if md.state == ONGOING:
             return md.prepare_fence_producer_epoch()
         raise IllegalStateError(f"found transactional id {md.transactional_id} in state {md.state}")
 
     # -- AddPartitionsToTxn / AddOffsetsToTxn -----------------------------------------------------------------
-    def handle_add_partitions(self, broker: int, transactional_id: str, producer_id: int, epoch: int,
-                              partitions: frozenset[str], reply: Reply, *, version: int | None = None,
-                              client_tv: int = TV_0) -> None:
+    def handle_add_partitions(
+        self,
+        broker: int,
+        transactional_id: str,
+        producer_id: int,
+        epoch: int,
+        partitions: frozenset[str],
+        reply: Reply,
+        *,
+        version: int | None = None,
+        client_tv: int = TV_0,
+    ) -> None:
         """A client's AddPartitionsToTxn (v0-3), or (client_tv=TV_2) a partition leader's AddPartitionsToTxn v5
         with verifyOnly=false, sent on a TV2 client's behalf for its Produce / TxnOffsetCommit."""
-        self._add_partitions(broker, transactional_id, producer_id, epoch, partitions,
-                             self._versioned("AddPartitionsToTxn", version, reply), client_tv)
+        self._add_partitions(
+            broker,
+            transactional_id,
+            producer_id,
+            epoch,
+            partitions,
+            self._versioned("AddPartitionsToTxn", version, reply),
+            client_tv,
+        )
 
-    def _add_partitions(self, broker: int, transactional_id: str, producer_id: int, epoch: int,
-                        partitions: frozenset[str], reply: Reply, client_tv: int = TV_0) -> None:
+    def _add_partitions(
+        self,
+        broker: int,
+        transactional_id: str,
+        producer_id: int,
+        epoch: int,
+        partitions: frozenset[str],
+        reply: Reply,
+        client_tv: int = TV_0,
+    ) -> None:
         """TransactionCoordinator.handleAddPartitionsToTransaction."""
         error, st = self._lookup(broker, transactional_id)
         if error:
@@ -542,18 +707,39 @@ class TransactionCoordinator:
         elif md.state == ONGOING and partitions <= md.partitions:
             reply(None)  # already in: nothing written
         else:
-            self._append(md, md.prepare_add_partitions(partitions, self.c.now_ms, client_tv), st,
-                         lambda err: reply(err))
+            self._append(md, md.prepare_add_partitions(partitions, self.c.now_ms, client_tv), st, reply)
 
-    def handle_add_offsets(self, broker: int, transactional_id: str, producer_id: int, epoch: int, group_id: str,
-                           reply: Reply, *, version: int | None = None) -> None:
+    def handle_add_offsets(
+        self,
+        broker: int,
+        transactional_id: str,
+        producer_id: int,
+        epoch: int,
+        group_id: str,
+        reply: Reply,
+        *,
+        version: int | None = None,
+    ) -> None:
         # KafkaApis.handleAddOffsetsToTxnRequest: the group's __consumer_offsets partition joins the transaction
         offsets_partition = f"__consumer_offsets-{self.c.groups.partition_for(group_id)}"
-        self._add_partitions(broker, transactional_id, producer_id, epoch, frozenset({offsets_partition}),
-                             self._versioned("AddOffsetsToTxn", version, reply))
+        self._add_partitions(
+            broker,
+            transactional_id,
+            producer_id,
+            epoch,
+            frozenset({offsets_partition}),
+            self._versioned("AddOffsetsToTxn", version, reply),
+        )
 
-    def add_partition_for_leader(self, broker: int, transactional_id: str, producer_id: int, epoch: int,
-                                 partition: str, reply: Callable[[str | None], None]) -> None:
+    def add_partition_for_leader(
+        self,
+        broker: int,
+        transactional_id: str,
+        producer_id: int,
+        epoch: int,
+        partition: str,
+        reply: Callable[[str | None], None],
+    ) -> None:
         """What a partition leader's AddPartitionsToTxnManager gets back for a TV2 Produce / TxnOffsetCommit
         (addPartition operation): the coordinator adds the partition (writing Ongoing), and the leader translates
         the answer as ReplicaManager / AddPartitionsToTxnManager do: PRODUCER_FENCED becomes INVALID_PRODUCER_EPOCH
@@ -564,8 +750,13 @@ class TransactionCoordinator:
         def answer(error: str | None = None, **_: object) -> None:
             if error == "PRODUCER_FENCED":
                 error = "INVALID_PRODUCER_EPOCH"
-            elif error in ("CONCURRENT_TRANSACTIONS", "COORDINATOR_LOAD_IN_PROGRESS", "COORDINATOR_NOT_AVAILABLE",
-                           "NOT_COORDINATOR", "NETWORK_EXCEPTION"):
+            elif error in (
+                "CONCURRENT_TRANSACTIONS",
+                "COORDINATOR_LOAD_IN_PROGRESS",
+                "COORDINATOR_NOT_AVAILABLE",
+                "NOT_COORDINATOR",
+                "NETWORK_EXCEPTION",
+            ):
                 error = "NOT_ENOUGH_REPLICAS"
             reply(error)
 
@@ -574,13 +765,15 @@ class TransactionCoordinator:
     @staticmethod
     def _versioned(api: str, version: int | None, reply: Reply) -> Reply:
         """KafkaApis' sendResponseCallback: PRODUCER_FENCED becomes INVALID_PRODUCER_EPOCH for old versions."""
+
         def answer(error: str | None = None, **result: object) -> None:
             reply(for_version(api, version, error), **result)
 
         return answer
 
-    def verify_partition(self, transactional_id: str, producer_id: int, epoch: int, partition: str,
-                         produce_version: int | None = None) -> str | None:
+    def verify_partition(
+        self, transactional_id: str, producer_id: int, epoch: int, partition: str, produce_version: int | None = None
+    ) -> str | None:
         """handleVerifyPartitionsInTransaction as a partition leader's Produce path uses it for a TV1 client
         (KIP-890 part 1, verifyOnly), with the leader's translation of the answer (ReplicaManager /
         AddPartitionsToTxnManager). `produce_version`: the client's Produce version; from v11 (kafka-clients 3.8+)
@@ -611,21 +804,39 @@ class TransactionCoordinator:
         return None
 
     # -- EndTxn -----------------------------------------------------------------------------------------------
-    def handle_end_txn(self, broker: int, transactional_id: str, producer_id: int, epoch: int, commit: bool,
-                       reply: Reply, *, version: int | None = None) -> None:
+    def handle_end_txn(
+        self,
+        broker: int,
+        transactional_id: str,
+        producer_id: int,
+        epoch: int,
+        commit: bool,
+        reply: Reply,
+        *,
+        version: int | None = None,
+    ) -> None:
         """KafkaApis.handleEndTxnRequest: EndTxn v5+ is a TV2 client's (isTransactionV2Enabled), answered with the
         producer id and epoch to continue with; a 3.9 cluster has no v5."""
         client_tv = TV_2 if self.kafka == "4" and version is not None and version >= 5 else TV_0
         answer = self._versioned("EndTxn", version, reply)
         if client_tv >= TV_2:
-            self._end_transaction(broker, transactional_id, producer_id, epoch, commit, True, client_tv,
-                                  lambda err, **res: answer(err, **res))
+            self._end_transaction(broker, transactional_id, producer_id, epoch, commit, True, client_tv, answer)
         else:
-            self._end_transaction(broker, transactional_id, producer_id, epoch, commit, True, client_tv,
-                                  lambda err, **res: answer(err))
+            self._end_transaction(
+                broker, transactional_id, producer_id, epoch, commit, True, client_tv, lambda err, **res: answer(err)
+            )
 
-    def _end_transaction(self, broker: int, transactional_id: str, producer_id: int, epoch: int, commit: bool,
-                         from_client: bool, client_tv: int, callback: Callable[..., None]) -> None:
+    def _end_transaction(
+        self,
+        broker: int,
+        transactional_id: str,
+        producer_id: int,
+        epoch: int,
+        commit: bool,
+        from_client: bool,
+        client_tv: int,
+        callback: Callable[..., None],
+    ) -> None:
         """TransactionCoordinator.endTransaction: the TV2 path for EndTxn v5+ and for the coordinator's own aborts
         on a 4.x cluster, endTransactionWithTV1 otherwise."""
         if client_tv >= TV_2:
@@ -633,8 +844,16 @@ class TransactionCoordinator:
         else:
             self._end_transaction_v1(broker, transactional_id, producer_id, epoch, commit, from_client, callback)
 
-    def _end_transaction_v1(self, broker: int, transactional_id: str, producer_id: int, epoch: int, commit: bool,
-                            from_client: bool, callback: Callable[..., None]) -> None:
+    def _end_transaction_v1(
+        self,
+        broker: int,
+        transactional_id: str,
+        producer_id: int,
+        epoch: int,
+        commit: bool,
+        from_client: bool,
+        callback: Callable[..., None],
+    ) -> None:
         error, st = self._lookup(broker, transactional_id)
         if error:
             callback(error)
@@ -694,8 +913,16 @@ class TransactionCoordinator:
 
         self._append(md, transit, st, after_prepare)
 
-    def _end_transaction_v2(self, broker: int, transactional_id: str, producer_id: int, epoch: int, commit: bool,
-                            from_client: bool, callback: Callable[..., None]) -> None:
+    def _end_transaction_v2(
+        self,
+        broker: int,
+        transactional_id: str,
+        producer_id: int,
+        epoch: int,
+        commit: bool,
+        from_client: bool,
+        callback: Callable[..., None],
+    ) -> None:
         """endTransaction for TV2. A retry is told apart from the next EndTxn by its epoch: one behind the bumped
         epoch (retryOnEpochBump) or the last epoch of a producer id rotated away (retryOnOverflow):
 
@@ -713,8 +940,9 @@ class TransactionCoordinator:
             callback("INVALID_PRODUCER_ID_MAPPING")
             return
         fencing = md.pending_state == PREPARE_EPOCH_FENCE
-        retry_on_overflow = (not fencing and md.previous_producer_id == producer_id and epoch == SHORT_MAX - 1
-                             and md.producer_epoch == 0)
+        retry_on_overflow = (
+            not fencing and md.previous_producer_id == producer_id and epoch == SHORT_MAX - 1 and md.producer_epoch == 0
+        )
         retry_on_bump = not fencing and md.producer_epoch == epoch + 1
         if fencing:
             valid_epoch = (not from_client or epoch == md.producer_epoch) and epoch >= md.producer_epoch
@@ -741,8 +969,7 @@ class TransactionCoordinator:
 
         def complete_with(target: str, no_partition_added: bool) -> Transit:
             # a new producer id when this bump uses up the epochs (since KAFKA-20090 for a fence too)
-            next_pid = (self.c.generate_producer_id(broker) if is_epoch_exhausted(md.producer_epoch)
-                        else NO_PRODUCER_ID)
+            next_pid = self.c.generate_producer_id(broker) if is_epoch_exhausted(md.producer_epoch) else NO_PRODUCER_ID
             if fencing:
                 # KAFKA-19367: the fence's bump is the abort's own; the epoch is not raised twice
                 md.pending_state = None
@@ -793,8 +1020,11 @@ class TransactionCoordinator:
             # the answer names what the client continues with: the completion's producer id and epoch (a new
             # producer id at epoch 0 after an overflow), TransactionCoordinator's newPreSendMetadata
             rotated = md.next_producer_id != NO_PRODUCER_ID
-            callback(None, producer_id=md.next_producer_id if rotated else md.producer_id,
-                     producer_epoch=0 if rotated else md.producer_epoch)
+            callback(
+                None,
+                producer_id=md.next_producer_id if rotated else md.producer_id,
+                producer_epoch=0 if rotated else md.producer_epoch,
+            )
             self._send_markers(md, st)
 
         self._append(md, transit, st, after_prepare)
@@ -813,8 +1043,11 @@ class TransactionCoordinator:
         self._emit_pending(md, completion)
 
         def still_current() -> bool:
-            return (self.cache.get(txid) is md and st.coordinator_epoch == coordinator_epoch
-                    and md.state in (PREPARE_COMMIT, PREPARE_ABORT))
+            return (
+                self.cache.get(txid) is md
+                and st.coordinator_epoch == coordinator_epoch
+                and md.state in (PREPARE_COMMIT, PREPARE_ABORT)
+            )
 
         def on_result(partition: str, error: str | None) -> None:
             if not still_current():
@@ -827,17 +1060,21 @@ class TransactionCoordinator:
             elif error in ("INVALID_PRODUCER_EPOCH", "TRANSACTION_COORDINATOR_FENCED"):
                 return  # TransactionMarkerRequestCompletionHandler: stop sending for this transaction
             else:
-                self.c.scheduler.after(self.c.marker_retry_backoff_ms,
-                                       lambda: still_current() and self.c.send_markers(
-                                           st.leader, txid, producer_id, epoch, control,
-                                           coordinator_epoch, [partition], on_result),
-                                       label=f"marker retry {txid} {partition}")
+                self.c.scheduler.after(
+                    self.c.marker_retry_backoff_ms,
+                    lambda: (
+                        still_current()
+                        and self.c.send_markers(
+                            st.leader, txid, producer_id, epoch, control, coordinator_epoch, [partition], on_result
+                        )
+                    ),
+                    label=f"marker retry {txid} {partition}",
+                )
 
         if not waiting:
             self._append(md, completion, st, lambda err: None, announce=False)
             return
-        self.c.send_markers(st.leader, txid, producer_id, epoch, control, coordinator_epoch, sorted(waiting),
-                            on_result)
+        self.c.send_markers(st.leader, txid, producer_id, epoch, control, coordinator_epoch, sorted(waiting), on_result)
 
     # -- periodic tasks ---------------------------------------------------------------------------------------
     def timed_out(self, broker: int, now_ms: int) -> list[TransactionMetadata]:
@@ -853,14 +1090,20 @@ class TransactionCoordinator:
 
     def next_timeout_ms(self, broker: int) -> int | None:
         """The earliest time at which the abort scan of `broker` would find a timed-out transaction."""
-        times = [md.txn_start_ms + md.txn_timeout_ms + 1 for md in self.cache.values()
-                 if md.state == ONGOING and self.partitions[self.partition_for(md.transactional_id)].leader == broker]
+        times = [
+            md.txn_start_ms + md.txn_timeout_ms + 1
+            for md in self.cache.values()
+            if md.state == ONGOING and self.partitions[self.partition_for(md.transactional_id)].leader == broker
+        ]
         return min(times) if times else None
 
     def next_expiry_ms(self, broker: int) -> int | None:
-        times = [md.txn_last_update_ms + self.expiration_ms for md in self.cache.values()
-                 if md.state in EXPIRATION_ALLOWED
-                 and self.partitions[self.partition_for(md.transactional_id)].leader == broker]
+        times = [
+            md.txn_last_update_ms + self.expiration_ms
+            for md in self.cache.values()
+            if md.state in EXPIRATION_ALLOWED
+            and self.partitions[self.partition_for(md.transactional_id)].leader == broker
+        ]
         return min(times) if times else None
 
     def _wake_scans(self, md: TransactionMetadata, broker: int | None) -> None:
@@ -874,9 +1117,16 @@ class TransactionCoordinator:
             transit = md.prepare_fence_producer_epoch()
             self._emit_pending(md, transit)
             # "since this is not from client, use server TV" (abortTimedOutTransactions)
-            self._end_transaction(broker, md.transactional_id, transit.producer_id, transit.producer_epoch,
-                                  commit=False, from_client=False, client_tv=self.server_tv,
-                                  callback=lambda err, **_: None)
+            self._end_transaction(
+                broker,
+                md.transactional_id,
+                transit.producer_id,
+                transit.producer_epoch,
+                commit=False,
+                from_client=False,
+                client_tv=self.server_tv,
+                callback=lambda err, **_: None,
+            )
 
     def expirable(self, broker: int, now_ms: int) -> list[TransactionMetadata]:
         out = []
@@ -884,8 +1134,11 @@ class TransactionCoordinator:
             st = self.partitions[self.partition_for(md.transactional_id)]
             if st.leader != broker or st.loading:
                 continue
-            if (md.pending_state is None and md.state in EXPIRATION_ALLOWED
-                    and md.txn_last_update_ms <= now_ms - self.expiration_ms):
+            if (
+                md.pending_state is None
+                and md.state in EXPIRATION_ALLOWED
+                and md.txn_last_update_ms <= now_ms - self.expiration_ms
+            ):
                 out.append(md)
         return out
 
@@ -914,18 +1167,32 @@ class TransactionCoordinator:
             st.loading = False
             resumed = []
             for txid, rec in sorted(st.records.items()):
-                md = self._new_metadata(txid, rec.producer_id, rec.producer_epoch, rec.txn_timeout_ms, rec.state,
-                                        last_producer_epoch=rec.last_producer_epoch,
-                                        previous_producer_id=rec.prev_producer_id, partitions=set(rec.partitions),
-                                        txn_start_ms=rec.txn_start_ms, txn_last_update_ms=rec.txn_last_update_ms,
-                                        next_producer_id=rec.next_producer_id, client_tv=rec.client_tv)
+                md = self._new_metadata(
+                    txid,
+                    rec.producer_id,
+                    rec.producer_epoch,
+                    rec.txn_timeout_ms,
+                    rec.state,
+                    last_producer_epoch=rec.last_producer_epoch,
+                    previous_producer_id=rec.prev_producer_id,
+                    partitions=set(rec.partitions),
+                    txn_start_ms=rec.txn_start_ms,
+                    txn_last_update_ms=rec.txn_last_update_ms,
+                    next_producer_id=rec.next_producer_id,
+                    client_tv=rec.client_tv,
+                )
                 self.cache[txid] = md
                 self._wake_scans(md, leader)
                 if md.state in (PREPARE_COMMIT, PREPARE_ABORT):
                     resumed.append(txid)
             if st.records and load_ms > 0:  # a failover of a partition that holds transactional ids
-                self.c.emit(ev.CoordinatorLoad, txn_partition=partition, broker=leader, coordinator_epoch=epoch,
-                            resumed=tuple(resumed))
+                self.c.emit(
+                    ev.CoordinatorLoad,
+                    txn_partition=partition,
+                    broker=leader,
+                    coordinator_epoch=epoch,
+                    resumed=tuple(resumed),
+                )
             for txid in resumed:
                 self._send_markers(self.cache[txid], st)
 
@@ -942,9 +1209,16 @@ class TransactionCoordinator:
             rec = st.records.get(transactional_id)
             if rec is None:
                 return None
-            md = self._new_metadata(transactional_id, rec.producer_id, rec.producer_epoch, rec.txn_timeout_ms,
-                                    rec.state, partitions=set(rec.partitions), txn_start_ms=rec.txn_start_ms,
-                                    txn_last_update_ms=rec.txn_last_update_ms)
+            md = self._new_metadata(
+                transactional_id,
+                rec.producer_id,
+                rec.producer_epoch,
+                rec.txn_timeout_ms,
+                rec.state,
+                partitions=set(rec.partitions),
+                txn_start_ms=rec.txn_start_ms,
+                txn_last_update_ms=rec.txn_last_update_ms,
+            )
         return {
             "state": md.state,
             "producer_id": md.producer_id,
@@ -963,4 +1237,3 @@ class TransactionCoordinator:
         for st in self.partitions:
             ids.update(st.records)
         return sorted(ids)
-

@@ -22,10 +22,12 @@ errors are named as KafkaConsumer raises them (JAVA_CONSUMER_EXCEPTIONS).
 from __future__ import annotations
 
 import bisect
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
-from playground.backend import OK, Backend, BackendError, ProfileError
-from playground.sim import events as ev
+from playground.engine import events as ev
+from playground.engine.backend import OK, Backend, BackendError, ProfileError
+from playground.engine.spec import CONSUMER, DEFAULT_PROFILE, PRODUCER, ActorSpec, ClusterSpec, Profile, Step
 from playground.sim import latewrite
 from playground.sim.client import CLOSED, CRASHED, Consumer, Message, Producer, TopicPartition
 from playground.sim.cluster import Cluster
@@ -34,20 +36,37 @@ from playground.sim.errors import KafkaException
 from playground.sim.javaclient import API_VERSIONS, JavaProducer
 from playground.sim.javaerrors import JavaException
 from playground.sim.log import READ_COMMITTED
-from playground.spec import CONSUMER, DEFAULT_PROFILE, PRODUCER, ActorSpec, ClusterSpec, Profile, Step
 
 # Client settings a cluster-level `config:` passes on to every client (the rest are broker settings).
-CLIENT_KEYS = frozenset({
-    "transaction.timeout.ms", "linger.ms", "queue.buffering.max.ms", "message.timeout.ms", "delivery.timeout.ms",
-    "retry.backoff.ms", "acks", "request.required.acks", "enable.idempotence", "batch.num.messages",
-    "isolation.level", "auto.offset.reset", "enable.auto.commit", "auto.commit.interval.ms", "sim.api.timeout.ms",
-})
+CLIENT_KEYS = frozenset(
+    {
+        "transaction.timeout.ms",
+        "linger.ms",
+        "queue.buffering.max.ms",
+        "message.timeout.ms",
+        "delivery.timeout.ms",
+        "retry.backoff.ms",
+        "acks",
+        "request.required.acks",
+        "enable.idempotence",
+        "batch.num.messages",
+        "isolation.level",
+        "auto.offset.reset",
+        "enable.auto.commit",
+        "auto.commit.interval.ms",
+        "sim.api.timeout.ms",
+    }
+)
 # What KafkaConsumer raises where the consumer model names a librdkafka error (commitSync, committed, poll).
 JAVA_CONSUMER_EXCEPTIONS = {
-    "ILLEGAL_GENERATION": "CommitFailedException", "UNKNOWN_MEMBER_ID": "CommitFailedException",
-    "REBALANCE_IN_PROGRESS": "RebalanceInProgressException", "_TIMED_OUT": "TimeoutException",
-    "_INVALID_ARG": "InvalidGroupIdException", "NOT_COORDINATOR": "TimeoutException",
-    "COORDINATOR_NOT_AVAILABLE": "TimeoutException", "_TRANSPORT": "TimeoutException",
+    "ILLEGAL_GENERATION": "CommitFailedException",
+    "UNKNOWN_MEMBER_ID": "CommitFailedException",
+    "REBALANCE_IN_PROGRESS": "RebalanceInProgressException",
+    "_TIMED_OUT": "TimeoutException",
+    "_INVALID_ARG": "InvalidGroupIdException",
+    "NOT_COORDINATOR": "TimeoutException",
+    "COORDINATOR_NOT_AVAILABLE": "TimeoutException",
+    "_TRANSPORT": "TimeoutException",
 }
 SETTLE_MAX_MS = 30_000
 POLL_ROUNDS_MAX = 1000
@@ -89,9 +108,16 @@ class _ConsumerActor:
 class SimBackend(Backend):
     name = "sim"
 
-    def __init__(self, cluster: ClusterSpec, actors: Mapping[str, ActorSpec], *, seed: int = 0,
-                 on_event: Callable[[Any], None] | None = None, keep_events: bool = True,
-                 profile: Profile = DEFAULT_PROFILE) -> None:
+    def __init__(
+        self,
+        cluster: ClusterSpec,
+        actors: Mapping[str, ActorSpec],
+        *,
+        seed: int = 0,
+        on_event: Callable[[Any], None] | None = None,
+        keep_events: bool = True,
+        profile: Profile = DEFAULT_PROFILE,
+    ) -> None:
         if profile.client not in ("librdkafka", "java"):
             raise ProfileError(f"the simulator has no model of the {profile.client} client")
         self.profile = profile
@@ -106,8 +132,15 @@ class SimBackend(Backend):
         # keep_events=False: a live session's simulator keeps no list of every event (the view reads the timeline's
         # last 200 RPCs); the list would grow without end and weigh down every checkpoint.
         self.java = profile.client == "java"
-        self.cluster = Cluster(cluster.brokers, self.config, {t.name: t.partitions for t in cluster.topics},
-                               seed=seed, on_event=self._on_event, keep_events=keep_events, kafka=profile.kafka)
+        self.cluster = Cluster(
+            cluster.brokers,
+            self.config,
+            {t.name: t.partitions for t in cluster.topics},
+            seed=seed,
+            on_event=self._on_event,
+            keep_events=keep_events,
+            kafka=profile.kafka,
+        )
         if "session.timeout.ms" in self.config:
             self.cluster.groups.session_timeout_ms = int(self.config["session.timeout.ms"])
         self.producers: dict[str, _ProducerActor] = {}
@@ -184,8 +217,9 @@ class SimBackend(Backend):
         if actor.group_id:
             consumer.subscribe(list(actor.topics))
         else:
-            consumer.assign([TopicPartition(t, p) for t in actor.topics
-                             for p in range(self.cluster.partition_count(t))])
+            consumer.assign(
+                [TopicPartition(t, p) for t in actor.topics for p in range(self.cluster.partition_count(t))]
+            )
         return consumer
 
     # -- steps ------------------------------------------------------------------------------------------------
@@ -230,9 +264,15 @@ class SimBackend(Backend):
         # the Produce version the actor's client sends (librdkafka 10; kafka-clients: javaclient.API_VERSIONS)
         version = API_VERSIONS[self.profile.kafka]["Produce"] if self.java else latewrite.LIBRDKAFKA_PRODUCE_VERSION
         try:
-            error, _info = latewrite.deliver(self.cluster, transactional_id=entry.spec.transactional_id,
-                                             of=str(args["of"]), value=str(args["value"]), key=args.get("key"),
-                                             version=version, actor=entry.spec.name)
+            error, _info = latewrite.deliver(
+                self.cluster,
+                transactional_id=entry.spec.transactional_id,
+                of=str(args["of"]),
+                value=str(args["value"]),
+                key=args.get("key"),
+                version=version,
+                actor=entry.spec.name,
+            )
         except latewrite.LateWriteError as e:
             raise BackendError(str(e)) from None
         return error or OK
@@ -254,9 +294,15 @@ class SimBackend(Backend):
             # the librdkafka model announces what an API call returns itself; an exception is the driver's to see
             client = getattr(entry, "client", None)
             state = getattr(client, "state", None)
-            self.cluster.emit(ev.ClientError, actor=entry.spec.name, op=op, error=exc.name,
-                              fatal=state == "FATAL_ERROR", txn_requires_abort=state == "ABORTABLE_ERROR",
-                              detail=exc.describe())
+            self.cluster.emit(
+                ev.ClientError,
+                actor=entry.spec.name,
+                op=op,
+                error=exc.name,
+                fatal=state == "FATAL_ERROR",
+                txn_requires_abort=state == "ABORTABLE_ERROR",
+                detail=exc.describe(),
+            )
             entry.last_error = {"op": op, "error": exc.name, "detail": exc.describe()}
             wire = exc.wire_label()
             if wire is not None:
@@ -365,8 +411,14 @@ class SimBackend(Backend):
             raise BackendError("produce needs a topic")
         partition = args.get("partition")
         key = args.get("key")
-        return [(str(topic), -1 if partition is None else int(partition), None if key is None else str(key),
-                 None if args.get("value") is None else str(args.get("value")))]
+        return [
+            (
+                str(topic),
+                -1 if partition is None else int(partition),
+                None if key is None else str(key),
+                None if args.get("value") is None else str(args.get("value")),
+            )
+        ]
 
     def _produce(self, entry: _ProducerActor, p: Producer, args: dict[str, Any]) -> str:
         wait = args.get("await", True)
@@ -377,8 +429,9 @@ class SimBackend(Backend):
             if source not in self.consumers:
                 raise BackendError(f"produce from unknown consumer {source!r}")
             topic = args.get("topic")
-            records = [(topic or m.topic(), m.partition(), m.key(), m.value())
-                       for m in self.consumers[source].last_poll]
+            records = [
+                (topic or m.topic(), m.partition(), m.key(), m.value()) for m in self.consumers[source].last_poll
+            ]
         else:
             topic = args.get("topic")
             if topic is None:
@@ -386,15 +439,25 @@ class SimBackend(Backend):
             # an undeclared topic or partition reaches librdkafka, which answers _UNKNOWN_TOPIC/_UNKNOWN_PARTITION
             partition = args.get("partition")
             key = args.get("key")
-            records = [(str(topic), -1 if partition is None else int(partition),
-                        None if key is None else str(key),
-                        None if args.get("value") is None else str(args.get("value")))]
+            records = [
+                (
+                    str(topic),
+                    -1 if partition is None else int(partition),
+                    None if key is None else str(key),
+                    None if args.get("value") is None else str(args.get("value")),
+                )
+            ]
         reports: list[tuple[Any, Message]] = []
         outcome = OK
         for topic, partition, key, value in records:
             try:
-                p.produce(topic, value=value, key=key, partition=partition,
-                          on_delivery=(lambda err, msg: reports.append((err, msg))) if wait else None)
+                p.produce(
+                    topic,
+                    value=value,
+                    key=key,
+                    partition=partition,
+                    on_delivery=(lambda err, msg: reports.append((err, msg))) if wait else None,
+                )
             except KafkaException as exc:
                 self._note_fenced(entry)
                 return self._fail(entry, "produce", exc)
@@ -471,8 +534,9 @@ class SimBackend(Backend):
 
     def _seek_to_committed(self, c: Consumer) -> None:
         parts = c.assignment()
-        committed = c.committed(parts) if c.group_id else [TopicPartition(tp.topic, tp.partition, -1001)
-                                                           for tp in parts]
+        committed = (
+            c.committed(parts) if c.group_id else [TopicPartition(tp.topic, tp.partition, -1001) for tp in parts]
+        )
         for tp in committed:
             offset = tp.offset if tp.offset >= 0 else self.cluster.log(tp.name).log_start_offset
             c.seek(TopicPartition(tp.topic, tp.partition, offset))
@@ -487,8 +551,10 @@ class SimBackend(Backend):
         return {
             "partitions": {name: self._partition(name) for name in self._user_partitions()},
             "consumers": self._consumers_received(),
-            "transactions": {txid: {k: snap[k] for k in ("state", "producer_id", "epoch")}
-                             for txid, snap in self._transactions().items()},
+            "transactions": {
+                txid: {k: snap[k] for k in ("state", "producer_id", "epoch")}
+                for txid, snap in self._transactions().items()
+            },
             "groups": self._groups(),
         }
 
@@ -504,12 +570,16 @@ class SimBackend(Backend):
 
     def _entry(self, offset: int, batch: Any, j: int) -> dict[str, Any]:
         if batch.control is not None:
-            return {"offset": offset, "control": batch.control, "producer_id": batch.producer_id,
-                    "epoch": batch.epoch}
-        return {"offset": offset, "key": batch.key_at(j), "value": batch.values[j],
-                "producer_id": batch.producer_id, "epoch": batch.epoch,
-                "sequence": batch.base_sequence + j if batch.base_sequence >= 0 else -1,
-                "transactional": batch.transactional}
+            return {"offset": offset, "control": batch.control, "producer_id": batch.producer_id, "epoch": batch.epoch}
+        return {
+            "offset": offset,
+            "key": batch.key_at(j),
+            "value": batch.values[j],
+            "producer_id": batch.producer_id,
+            "epoch": batch.epoch,
+            "sequence": batch.base_sequence + j if batch.base_sequence >= 0 else -1,
+            "transactional": batch.transactional,
+        }
 
     def _partition(self, name: str, start: int = 0, fate: bool = False) -> dict[str, Any]:
         log = self.cluster.log(name)
@@ -519,8 +589,12 @@ class SimBackend(Backend):
             if fate:
                 entry["fate"] = batch.fate()
             entries.append(entry)
-        return {"log": entries, "high_watermark": log.high_watermark, "last_stable_offset": log.last_stable_offset,
-                "log_end_offset": log.log_end_offset}
+        return {
+            "log": entries,
+            "high_watermark": log.high_watermark,
+            "last_stable_offset": log.last_stable_offset,
+            "log_end_offset": log.log_end_offset,
+        }
 
     def _consumers_received(self) -> dict[str, dict[str, list[Any]]]:
         out = {}
@@ -563,14 +637,20 @@ class SimBackend(Backend):
             start = max(log.log_start_offset, log.log_end_offset - max(0, log_limit))
             data = self._partition(name, start, fate=True)
             meta = c.partitions[name]
-            data.update({
-                "topic": meta.topic, "partition": meta.partition, "leader": meta.leader,
-                "log_start_offset": log.log_start_offset, "window_start": start,
-                # extensions
-                "replicas": list(meta.replicas), "leader_epoch": meta.leader_epoch,
-                "open_transactions": {str(pid): first for pid, first in log.open_transactions().items()},
-                "abort_index": [t._asdict() for t in log.aborted[-50:]],
-            })
+            data.update(
+                {
+                    "topic": meta.topic,
+                    "partition": meta.partition,
+                    "leader": meta.leader,
+                    "log_start_offset": log.log_start_offset,
+                    "window_start": start,
+                    # extensions
+                    "replicas": list(meta.replicas),
+                    "leader_epoch": meta.leader_epoch,
+                    "open_transactions": {str(pid): first for pid, first in log.open_transactions().items()},
+                    "abort_index": [t._asdict() for t in log.aborted[-50:]],
+                }
+            )
             partitions[name] = data
         producers = {}
         for name, entry in self.producers.items():
@@ -584,8 +664,11 @@ class SimBackend(Backend):
                 "state": p.state if p is not None else CRASHED,
                 "last_error": entry.last_error,
                 "fenced": entry.fenced,
-                "counters": {"app_sent_ok": entry.app_sent_ok, "landed": landed,
-                             "read_committed_received": rc_received},
+                "counters": {
+                    "app_sent_ok": entry.app_sent_ok,
+                    "landed": landed,
+                    "read_committed_received": rc_received,
+                },
                 # extensions
                 "queued": p.outstanding() if p is not None and p.alive else 0,
                 "fatal_error": p.fatal_error if p is not None else None,
@@ -598,21 +681,45 @@ class SimBackend(Backend):
                 "isolation_level": cons.isolation_level if cons else entry.spec.isolation_level,
                 "group_id": entry.spec.group_id,
                 "topics": list(entry.spec.topics),
-                "state": "CRASHED" if cons is None or cons.state == CRASHED else
-                         ("CLOSED" if cons.state == CLOSED else "RUNNING"),
+                "state": "CRASHED"
+                if cons is None or cons.state == CRASHED
+                else ("CLOSED" if cons.state == CLOSED else "RUNNING"),
                 "positions": dict(sorted(cons.positions.items())) if cons else {},
-                "received": {tp: [{"offset": o, "value": v} for o, v in recs[-log_limit:]]
-                             for tp, recs in entry.received.items()},
+                "received": {
+                    tp: [{"offset": o, "value": v} for o, v in recs[-log_limit:]] for tp, recs in entry.received.items()
+                },
                 "received_total": sum(len(recs) for recs in entry.received.values()),
                 "last_error": entry.last_error,
             }
         txns = {}
         for txid, snap in self._transactions().items():
-            txns[txid] = {k: snap[k] for k in ("state", "producer_id", "epoch", "partitions", "timeout_ms",
-                                               "coordinator_partition", "coordinator_broker", "txn_start_time_ms",
-                                               "pending_state")}
-        timeline = [{"seq": e.seq, "time_ms": e.time_ms, "rpc": e.rpc, "src": e.src, "dst": e.dst,
-                     "direction": e.direction, "error": e.error, "detail": e.detail} for e in c.timeline]
+            txns[txid] = {
+                k: snap[k]
+                for k in (
+                    "state",
+                    "producer_id",
+                    "epoch",
+                    "partitions",
+                    "timeout_ms",
+                    "coordinator_partition",
+                    "coordinator_broker",
+                    "txn_start_time_ms",
+                    "pending_state",
+                )
+            }
+        timeline = [
+            {
+                "seq": e.seq,
+                "time_ms": e.time_ms,
+                "rpc": e.rpc,
+                "src": e.src,
+                "dst": e.dst,
+                "direction": e.direction,
+                "error": e.error,
+                "detail": e.detail,
+            }
+            for e in c.timeline
+        ]
         return {
             "backend": self.name,
             "time_ms": c.now_ms,

@@ -108,7 +108,7 @@ def name_of(code: int) -> str:
 class KafkaError:
     """Mirrors confluent_kafka.KafkaError: an error code plus librdkafka's flags."""
 
-    __slots__ = ("_code", "_str", "_fatal", "_retriable", "_txn_requires_abort")
+    __slots__ = ("_code", "_fatal", "_retriable", "_str", "_txn_requires_abort")
 
     def __init__(
         self,
@@ -153,8 +153,15 @@ class KafkaError:
         return hash(self._code)
 
     def __repr__(self) -> str:
-        flags = [f for f, on in (("fatal", self._fatal), ("retriable", self._retriable),
-                                 ("txn_requires_abort", self._txn_requires_abort)) if on]
+        flags = [
+            f
+            for f, on in (
+                ("fatal", self._fatal),
+                ("retriable", self._retriable),
+                ("txn_requires_abort", self._txn_requires_abort),
+            )
+            if on
+        ]
         extra = "".join("," + f for f in flags)
         return f'KafkaError{{code={self.name()},val={self._code},str="{self._str}"{extra}}}'
 

@@ -15,10 +15,11 @@ it (eager protocol: nobody has an assignment while the group is PreparingRebalan
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
-from playground.sim import events as ev
+from playground.engine import events as ev
 from playground.sim.clock import TIMER
 from playground.sim.coordinator import partition_for
 
@@ -55,7 +56,7 @@ Reply = Callable[..., None]
 
 
 class GroupCoordinator:
-    def __init__(self, cluster: "Cluster") -> None:
+    def __init__(self, cluster: Cluster) -> None:
         self.c = cluster
         self.num_partitions = int(cluster.config.get("offsets.topic.num.partitions", 50))
         self.session_timeout_ms = 45_000
@@ -125,8 +126,7 @@ class GroupCoordinator:
         g.generation += 1
         g.state = STABLE if g.members else EMPTY
         self._assign_range(g)
-        self.c.emit(ev.GroupMembership, group=g.group_id, generation=g.generation,
-                    members=tuple(sorted(g.members)))
+        self.c.emit(ev.GroupMembership, group=g.group_id, generation=g.generation, members=tuple(sorted(g.members)))
 
     def _assign_range(self, g: Group) -> None:
         """The range assignor: per topic, contiguous partition ranges to members sorted by member id."""
@@ -154,8 +154,9 @@ class GroupCoordinator:
         return g.generation, g.members[member_id].assignment
 
     # -- offsets ----------------------------------------------------------------------------------------------
-    def commit_offsets(self, broker: int, group_id: str, generation: int, member_id: str,
-                       offsets: dict[str, int], reply: Reply) -> None:
+    def commit_offsets(
+        self, broker: int, group_id: str, generation: int, member_id: str, offsets: dict[str, int], reply: Reply
+    ) -> None:
         error = self._check(broker, group_id)
         if error:
             reply(error)
@@ -172,13 +173,25 @@ class GroupCoordinator:
                 reply("ILLEGAL_GENERATION")
                 return
         g.committed.update(offsets)
-        self.c.emit(ev.GroupOffsets, group=group_id, state="committed", offsets=tuple(sorted(offsets.items())),
-                    producer_id=-1)
+        self.c.emit(
+            ev.GroupOffsets, group=group_id, state="committed", offsets=tuple(sorted(offsets.items())), producer_id=-1
+        )
         reply(None)
 
-    def txn_commit_offsets(self, broker: int, group_id: str, producer_id: int, epoch: int, generation: int,
-                           member_id: str, offsets: dict[str, int], reply: Reply, *,
-                           transactional_id: str | None = None, version: int | None = None) -> None:
+    def txn_commit_offsets(
+        self,
+        broker: int,
+        group_id: str,
+        producer_id: int,
+        epoch: int,
+        generation: int,
+        member_id: str,
+        offsets: dict[str, int],
+        reply: Reply,
+        *,
+        transactional_id: str | None = None,
+        version: int | None = None,
+    ) -> None:
         """`version`: the TxnOffsetCommit version; v5+ on a 4.x cluster comes from a TV2 client whose
         transaction does not hold the offsets partition yet: the group coordinator has it added first."""
         error = self._check(broker, group_id)
@@ -198,8 +211,16 @@ class GroupCoordinator:
             return
         self._write_txn_offsets(g, producer_id, epoch, offsets, reply)
 
-    def _add_then_write(self, broker: int, g: Group, transactional_id: str, producer_id: int, epoch: int,
-                        offsets: dict[str, int], reply: Reply) -> None:
+    def _add_then_write(
+        self,
+        broker: int,
+        g: Group,
+        transactional_id: str,
+        producer_id: int,
+        epoch: int,
+        offsets: dict[str, int],
+        reply: Reply,
+    ) -> None:
         tc = self.c.txn_coordinator
         partition = self.offsets_partition(g.group_id)
         coordinator = tc.coordinator_of(transactional_id)
@@ -217,19 +238,25 @@ class GroupCoordinator:
             self._write_txn_offsets(g, producer_id, epoch, offsets, reply)
 
         def handler(answer: Callable[..., None]) -> None:
-            tc.add_partition_for_leader(coordinator, transactional_id, producer_id, epoch, partition,
-                                        lambda error: answer(error))
+            tc.add_partition_for_leader(coordinator, transactional_id, producer_id, epoch, partition, answer)
 
         if coordinator is None or not self.c.broker_up(coordinator):
             added("NOT_ENOUGH_REPLICAS")
             return
-        self.c.rpc("AddPartitionsToTxn", f"group coordinator(b{broker})", coordinator, f"coordinator(b{coordinator})",
-                   f"{partition}, producer {producer_id} epoch {epoch} (verifyOnly=false)", handler,
-                   lambda error, result: added(error), src_alive=lambda: self.c.broker_up(broker), src_broker=broker,
-                   version=5)
+        self.c.rpc(
+            "AddPartitionsToTxn",
+            f"group coordinator(b{broker})",
+            coordinator,
+            f"coordinator(b{coordinator})",
+            f"{partition}, producer {producer_id} epoch {epoch} (verifyOnly=false)",
+            handler,
+            lambda error, result: added(error),
+            src_alive=lambda: self.c.broker_up(broker),
+            src_broker=broker,
+            version=5,
+        )
 
-    def _write_txn_offsets(self, g: Group, producer_id: int, epoch: int, offsets: dict[str, int],
-                           reply: Reply) -> None:
+    def _write_txn_offsets(self, g: Group, producer_id: int, epoch: int, offsets: dict[str, int], reply: Reply) -> None:
         group_id = g.group_id
         log = self.c.log(self.offsets_partition(group_id))
         values = tuple(f"{group_id}:{tp}={off}" for tp, off in sorted(offsets.items()))
@@ -239,8 +266,13 @@ class GroupCoordinator:
             return
         self.c.after_append(log, result, producer_id, epoch, True, values)
         g.pending.setdefault(producer_id, {}).update(offsets)
-        self.c.emit(ev.GroupOffsets, group=group_id, state="pending", offsets=tuple(sorted(offsets.items())),
-                    producer_id=producer_id)
+        self.c.emit(
+            ev.GroupOffsets,
+            group=group_id,
+            state="pending",
+            offsets=tuple(sorted(offsets.items())),
+            producer_id=producer_id,
+        )
         reply(None)
 
     def on_marker(self, offsets_partition: str, producer_id: int, control: str) -> None:
@@ -257,11 +289,17 @@ class GroupCoordinator:
                 state = "committed"
             else:
                 state = "dropped"
-            self.c.emit(ev.GroupOffsets, group=g.group_id, state=state, offsets=tuple(sorted(pending.items())),
-                        producer_id=producer_id)
+            self.c.emit(
+                ev.GroupOffsets,
+                group=g.group_id,
+                state=state,
+                offsets=tuple(sorted(pending.items())),
+                producer_id=producer_id,
+            )
 
-    def fetch_offsets(self, broker: int, group_id: str, partitions: tuple[str, ...], require_stable: bool,
-                      reply: Reply) -> None:
+    def fetch_offsets(
+        self, broker: int, group_id: str, partitions: tuple[str, ...], require_stable: bool, reply: Reply
+    ) -> None:
         error = self._check(broker, group_id)
         if error:
             reply(error)

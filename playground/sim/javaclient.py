@@ -55,10 +55,11 @@ what is queued; retries back off exponentially (retry.backoff.ms doubling to ret
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable, Iterable
 from itertools import count
-from typing import TYPE_CHECKING, Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any
 
-from playground.sim import events as ev
+from playground.engine import events as ev
 from playground.sim.client import GroupMetadata, TopicPartition, _bool, _Client, _conf_ms
 from playground.sim.clock import TIMER
 from playground.sim.javaerrors import JavaException, exception_for, fenced
@@ -102,10 +103,22 @@ TM_TRANSITIONS_4: dict[str, frozenset[str]] = {
 
 # The request versions kafka-clients sends to a cluster of its own release (see the module docstring).
 API_VERSIONS = {
-    "3.9": {"InitProducerId": 5, "AddPartitionsToTxn": 3, "AddOffsetsToTxn": 4, "EndTxn": 4, "TxnOffsetCommit": 4,
-            "Produce": 11},
-    "4": {"InitProducerId": 6, "AddPartitionsToTxn": 3, "AddOffsetsToTxn": 4, "EndTxn": 5, "TxnOffsetCommit": 5,
-          "Produce": 12},
+    "3.9": {
+        "InitProducerId": 5,
+        "AddPartitionsToTxn": 3,
+        "AddOffsetsToTxn": 4,
+        "EndTxn": 4,
+        "TxnOffsetCommit": 4,
+        "Produce": 11,
+    },
+    "4": {
+        "InitProducerId": 6,
+        "AddPartitionsToTxn": 3,
+        "AddOffsetsToTxn": 4,
+        "EndTxn": 5,
+        "TxnOffsetCommit": 5,
+        "Produce": 12,
+    },
 }
 
 # TransactionManager.Priority: FindCoordinator first, the end of the transaction last (an epoch bump after it)
@@ -119,7 +132,7 @@ def murmur2(data: bytes) -> int:
     seed, m, r = 0x9747B28C, 0x5BD1E995, 24
     h = (seed ^ length) & 0xFFFFFFFF
     for i in range(length // 4):
-        k = int.from_bytes(data[4 * i:4 * i + 4], "little")
+        k = int.from_bytes(data[4 * i : 4 * i + 4], "little")
         k = (k * m) & 0xFFFFFFFF
         k ^= k >> r
         k = (k * m) & 0xFFFFFFFF
@@ -143,11 +156,29 @@ def murmur2(data: bytes) -> int:
 class RecordFuture:
     """FutureRecordMetadata / FutureFailure: done once the record is acknowledged or failed."""
 
-    __slots__ = ("topic", "partition", "value", "key", "created_ms", "done", "exception", "offset", "callback",
-                 "producer_id", "epoch")
+    __slots__ = (
+        "callback",
+        "created_ms",
+        "done",
+        "epoch",
+        "exception",
+        "key",
+        "offset",
+        "partition",
+        "producer_id",
+        "topic",
+        "value",
+    )
 
-    def __init__(self, topic: str, partition: int, value: Any, key: Any, created_ms: int,
-                 callback: Callable[[Any, JavaException | None], None] | None = None) -> None:
+    def __init__(
+        self,
+        topic: str,
+        partition: int,
+        value: Any,
+        key: Any,
+        created_ms: int,
+        callback: Callable[[Any, JavaException | None], None] | None = None,
+    ) -> None:
         self.topic = topic
         self.partition = partition
         self.value = value
@@ -168,7 +199,7 @@ class RecordFuture:
 class _Result:
     """TransactionalRequestResult: a latch, the error it failed with, and whether the application saw it."""
 
-    __slots__ = ("operation", "done", "error", "acked")
+    __slots__ = ("acked", "done", "error", "operation")
 
     def __init__(self, operation: str) -> None:
         self.operation = operation
@@ -188,12 +219,30 @@ class _Handler:
     """A TxnRequestHandler: one transactional request, its priority, the coordinator it needs, its result, and
     what its response does (`on_response(error, result)`)."""
 
-    __slots__ = ("name", "priority", "coordinator", "key", "result", "is_end_txn", "is_retry", "backoff_ms",
-                 "send", "on_response")
+    __slots__ = (
+        "backoff_ms",
+        "coordinator",
+        "is_end_txn",
+        "is_retry",
+        "key",
+        "name",
+        "on_response",
+        "priority",
+        "result",
+        "send",
+    )
 
-    def __init__(self, name: str, priority: int, result: _Result, send: Callable[[int], None],
-                 on_response: Callable[[str | None, dict[str, Any]], None], coordinator: str | None = "transaction",
-                 key: str | None = None, is_end_txn: bool = False) -> None:
+    def __init__(
+        self,
+        name: str,
+        priority: int,
+        result: _Result,
+        send: Callable[[int], None],
+        on_response: Callable[[str | None, dict[str, Any]], None],
+        coordinator: str | None = "transaction",
+        key: str | None = None,
+        is_end_txn: bool = False,
+    ) -> None:
         self.name = name
         self.priority = priority
         self.coordinator = coordinator  # "transaction", "group" or None (any broker)
@@ -211,8 +260,9 @@ class JavaProducer(_Client):
 
     `release` is kafka-clients' version line; with "4" on a 4.x cluster the transactions run TV2."""
 
-    def __init__(self, conf: dict[str, Any], *, cluster: "Cluster", name: str | None = None,
-                 release: str = "3.9") -> None:
+    def __init__(
+        self, conf: dict[str, Any], *, cluster: Cluster, name: str | None = None, release: str = "3.9"
+    ) -> None:
         super().__init__(conf, cluster, name)
         if release not in API_VERSIONS:
             raise ValueError(f"no model of kafka-clients {release!r}")
@@ -280,18 +330,36 @@ class JavaProducer(_Client):
         return self.fatal_error == "ProducerFencedException"
 
     def outstanding(self) -> int:
-        return (sum(len(q) for q in self._accumulator.values()) + sum(len(b) for b in self._inflight.values())
-                + sum(len(r[0]) for r in self._retry_batch.values()))
+        return (
+            sum(len(q) for q in self._accumulator.values())
+            + sum(len(b) for b in self._inflight.values())
+            + sum(len(r[0]) for r in self._retry_batch.values())
+        )
 
     def _incomplete(self) -> bool:
         return bool(self._inflight or self._retry_batch or any(self._accumulator.values()))
 
     # -- plumbing -----------------------------------------------------------------------------------------------
-    def _rpc(self, name: str, broker: int | None, dst_label: str, detail: str,
-             handler: Callable[[Callable[..., None]], None],
-             on_response: Callable[[str | None, dict[str, Any]], None]) -> None:
-        self.cluster.rpc(name, self.name, broker, dst_label, detail, handler, on_response, src_alive=self._is_alive,
-                         version=self.versions.get(name))
+    def _rpc(
+        self,
+        name: str,
+        broker: int | None,
+        dst_label: str,
+        detail: str,
+        handler: Callable[[Callable[..., None]], None],
+        on_response: Callable[[str | None, dict[str, Any]], None],
+    ) -> None:
+        self.cluster.rpc(
+            name,
+            self.name,
+            broker,
+            dst_label,
+            detail,
+            handler,
+            on_response,
+            src_alive=self._is_alive,
+            version=self.versions.get(name),
+        )
 
     def _wakeup(self, delay_ms: int = 0) -> None:
         """Sender.wakeup() (or its poll timeout: linger, backoff): run the Sender loop then, once however often
@@ -312,8 +380,10 @@ class JavaProducer(_Client):
         application thread (state unchanged) and poisons the manager on the Sender thread (FATAL_ERROR)."""
         if target != FATAL_ERROR and self.state not in self.tm_table.get(target, frozenset()):
             ident = f"TransactionalId {self.transactional_id}: " if self.transactional_id else ""
-            exc = JavaException("IllegalStateException",
-                                f"{ident}Invalid transition attempted from state {self.state} to state {target}")
+            exc = JavaException(
+                "IllegalStateException",
+                f"{ident}Invalid transition attempted from state {self.state} to state {target}",
+            )
             if sender_thread:
                 self._set_state(FATAL_ERROR)
                 self.last_error = exc
@@ -331,8 +401,15 @@ class JavaProducer(_Client):
         self.cluster.emit(ev.ClientState, actor=self.name, from_state=old, to_state=new)
 
     def _emit_error(self, op: str, error: JavaException, fatal: bool = False, abortable: bool = False) -> None:
-        self.cluster.emit(ev.ClientError, actor=self.name, op=op, error=error.name, fatal=fatal,
-                          txn_requires_abort=abortable, detail=error.describe())
+        self.cluster.emit(
+            ev.ClientError,
+            actor=self.name,
+            op=op,
+            error=error.name,
+            fatal=fatal,
+            txn_requires_abort=abortable,
+            detail=error.describe(),
+        )
 
     def _transition_to_fatal(self, error: JavaException, *, sender_thread: bool = True) -> None:
         self._transition(FATAL_ERROR, error, sender_thread=sender_thread)
@@ -364,8 +441,12 @@ class JavaProducer(_Client):
         return not self.tv2
 
     def maybe_transition_to_error_state(self, error: JavaException, *, sender_thread: bool = True) -> None:
-        fatal = {"ClusterAuthorizationException", "TransactionalIdAuthorizationException", "ProducerFencedException",
-                 "UnsupportedVersionException"}
+        fatal = {
+            "ClusterAuthorizationException",
+            "TransactionalIdAuthorizationException",
+            "ProducerFencedException",
+            "UnsupportedVersionException",
+        }
         if self.release == "4":
             fatal.add("InvalidPidMappingException")  # KAFKA-18019
         if error.name in fatal:
@@ -382,19 +463,31 @@ class JavaProducer(_Client):
         last = self.last_error
         pid = f"ProducerIdAndEpoch(producerId={self.producer_id}, epoch={self.epoch})"
         if last.name == "ProducerFencedException":
-            raise JavaException("ProducerFencedException", f"Producer with transactionalId "
-                                f"'{self.transactional_id}' and {pid} has been fenced by another producer with "
-                                "the same transactionalId", wire=last.wire)
+            raise JavaException(
+                "ProducerFencedException",
+                f"Producer with transactionalId "
+                f"'{self.transactional_id}' and {pid} has been fenced by another producer with "
+                "the same transactionalId",
+                wire=last.wire,
+            )
         if last.name == "InvalidProducerEpochException":
-            raise JavaException("InvalidProducerEpochException", f"Producer with transactionalId "
-                                f"'{self.transactional_id}' and {pid} attempted to produce with an old epoch",
-                                wire=last.wire)
+            raise JavaException(
+                "InvalidProducerEpochException",
+                f"Producer with transactionalId "
+                f"'{self.transactional_id}' and {pid} attempted to produce with an old epoch",
+                wire=last.wire,
+            )
         if last.name == "IllegalStateException":
-            raise JavaException("IllegalStateException", f"Producer with transactionalId '{self.transactional_id}' "
-                                f"and {pid} cannot execute transactional method because of previous invalid state "
-                                "transition attempt", cause=last)
-        raise JavaException("KafkaException", "Cannot execute transactional method because we are in an error state",
-                            cause=last)
+            raise JavaException(
+                "IllegalStateException",
+                f"Producer with transactionalId '{self.transactional_id}' "
+                f"and {pid} cannot execute transactional method because of previous invalid state "
+                "transition attempt",
+                cause=last,
+            )
+        raise JavaException(
+            "KafkaException", "Cannot execute transactional method because we are in an error state", cause=last
+        )
 
     def _throw_if_pending_state(self, operation: str) -> None:
         pending = self._pending_transition
@@ -402,8 +495,11 @@ class JavaProducer(_Client):
             if pending[0].acked:
                 self._pending_transition = None
             else:
-                raise JavaException("IllegalStateException", f"Cannot attempt operation `{operation}` because the "
-                                    f"previous call to `{pending[2]}` timed out and must be retried")
+                raise JavaException(
+                    "IllegalStateException",
+                    f"Cannot attempt operation `{operation}` because the "
+                    f"previous call to `{pending[2]}` timed out and must be retried",
+                )
 
     def _cached_result(self, supplier: Callable[[], _Result], next_state: str, operation: str) -> _Result:
         """handleCachedTransactionRequestResult: a call that timed out is resumed by calling it again."""
@@ -413,8 +509,11 @@ class JavaProducer(_Client):
             if pending[0].acked:
                 self._pending_transition = None
             elif next_state != pending[1]:
-                raise JavaException("IllegalStateException", f"Cannot attempt operation `{operation}` because the "
-                                    f"previous call to `{pending[2]}` timed out and must be retried")
+                raise JavaException(
+                    "IllegalStateException",
+                    f"Cannot attempt operation `{operation}` because the "
+                    f"previous call to `{pending[2]}` timed out and must be retried",
+                )
             else:
                 return pending[0]
         result = supplier()
@@ -423,13 +522,17 @@ class JavaProducer(_Client):
 
     def _ensure_transactional(self) -> None:
         if not self.transactional_id:
-            raise JavaException("IllegalStateException",
-                                "Transactional method invoked on a non-transactional producer.")
+            raise JavaException(
+                "IllegalStateException", "Transactional method invoked on a non-transactional producer."
+            )
 
     def _throw_if_no_transaction_manager(self) -> None:
         if not self.transactional_id:
-            raise JavaException("IllegalStateException", "Cannot use transactional methods without enabling "
-                                "transactions by setting the transactional.id configuration property")
+            raise JavaException(
+                "IllegalStateException",
+                "Cannot use transactional methods without enabling "
+                "transactions by setting the transactional.id configuration property",
+            )
 
     def _throw_if_closed(self) -> None:
         if not self.alive:
@@ -439,8 +542,9 @@ class JavaProducer(_Client):
         """TransactionalRequestResult.await(max.block.ms)."""
         self._wait(lambda: result.done, self.now_ms + timeout_ms)
         if not result.done:
-            raise JavaException("TimeoutException",
-                                f"Timeout expired after {timeout_ms}ms while awaiting {result.operation}")
+            raise JavaException(
+                "TimeoutException", f"Timeout expired after {timeout_ms}ms while awaiting {result.operation}"
+            )
         result.acked = True
         if result.error is not None:
             raise result.error
@@ -474,8 +578,11 @@ class JavaProducer(_Client):
         self._maybe_fail_with_error()
         self._transition(IN_TRANSACTION)
 
-    def send_offsets_to_transaction(self, offsets: Iterable[TopicPartition], group_metadata: GroupMetadata | None,
-                                    ) -> None:
+    def send_offsets_to_transaction(
+        self,
+        offsets: Iterable[TopicPartition],
+        group_metadata: GroupMetadata | None,
+    ) -> None:
         """KafkaProducer.sendOffsetsToTransaction: the group metadata, the transaction manager, the producer
         open, then nothing to do for an empty map (before the state check), then the state
         (TransactionManager.sendOffsetsToTransaction: pending call, earlier error, IN_TRANSACTION)."""
@@ -491,8 +598,10 @@ class JavaProducer(_Client):
         self._throw_if_pending_state("sendOffsetsToTransaction")
         self._maybe_fail_with_error()
         if self.state != IN_TRANSACTION:
-            raise JavaException("IllegalStateException", "Cannot send offsets if a transaction is not in progress "
-                                f"(currentState= {self.state})")
+            raise JavaException(
+                "IllegalStateException",
+                f"Cannot send offsets if a transaction is not in progress (currentState= {self.state})",
+            )
         result = _Result("AddOffsetsToTxn" if not self.tv2 else "TxnOffsetCommitHandler")
         if self.tv2:
             # no AddOffsetsToTxn: the group coordinator adds __consumer_offsets to the transaction itself
@@ -539,8 +648,11 @@ class JavaProducer(_Client):
         the EndTxn (the coordinator would refuse it) and goes straight to the bump."""
         if self.new_partitions:
             self._enqueue(self._add_partitions_handler())
-        skip_end_txn = self.release == "3.9" and self.last_error is not None \
+        skip_end_txn = (
+            self.release == "3.9"
+            and self.last_error is not None
             and self.last_error.name == "InvalidPidMappingException"
+        )
         end_result = _Result(f"EndTxn({str(commit).lower()})")
         if not skip_end_txn:
             self._enqueue(self._end_txn_handler(end_result, commit))
@@ -559,8 +671,14 @@ class JavaProducer(_Client):
         self.partitions_in_txn.clear()
 
     # -- send / flush -------------------------------------------------------------------------------------------
-    def send(self, topic: str, value: Any = None, key: Any = None, partition: int | None = None,
-             callback: Callable[[Any, JavaException | None], None] | None = None) -> RecordFuture:
+    def send(
+        self,
+        topic: str,
+        value: Any = None,
+        key: Any = None,
+        partition: int | None = None,
+        callback: Callable[[Any, JavaException | None], None] | None = None,
+    ) -> RecordFuture:
         """KafkaProducer.send / doSend. Returns the record's future; see the module docstring for what is thrown
         and what fails the future instead."""
         self.stats["produce_calls"] += 1
@@ -571,9 +689,12 @@ class JavaProducer(_Client):
             if count_ == 0 or (partition is not None and partition >= count_):
                 # waitOnMetadata: the metadata never shows the topic (or partition); blocks max.block.ms
                 self._wait(lambda: False, self.now_ms + self.max_block_ms)
-                what = (f"Topic {topic} not present in metadata" if count_ == 0 else
-                        f"Partition {partition} of topic {topic} with partition count {count_} is not present in "
-                        "metadata")
+                what = (
+                    f"Topic {topic} not present in metadata"
+                    if count_ == 0
+                    else f"Partition {partition} of topic {topic} with partition count {count_} is not present in "
+                    "metadata"
+                )
                 raise JavaException("TimeoutException", f"{what} after {self.max_block_ms} ms.")
             if partition is None or partition < 0:
                 partition = self._partition_for(key, count_)
@@ -614,11 +735,14 @@ class JavaProducer(_Client):
         if not self.transactional_id:
             return
         if self.producer_id < 0:
-            raise JavaException("IllegalStateException", f"Cannot add partition {tp} to transaction before "
-                                "completing a call to initTransactions")
+            raise JavaException(
+                "IllegalStateException",
+                f"Cannot add partition {tp} to transaction before completing a call to initTransactions",
+            )
         if self.state != IN_TRANSACTION:
-            raise JavaException("IllegalStateException",
-                                f"Cannot add partition {tp} to transaction while in state  {self.state}")
+            raise JavaException(
+                "IllegalStateException", f"Cannot add partition {tp} to transaction while in state  {self.state}"
+            )
         if self.tv2:
             self.partitions_in_txn.add(tp)  # the leader adds it when the batch arrives
             self.transaction_started = True
@@ -641,8 +765,11 @@ class JavaProducer(_Client):
     def flush(self) -> None:
         """KafkaProducer.flush(): linger is over, wait for every record sent so far (no timeout: a record that
         can never be sent ends when delivery.timeout.ms expires it)."""
-        waiting = [f for q in self._accumulator.values() for f in q] + \
-            [f for b in self._inflight.values() for f in b] + [f for r in self._retry_batch.values() for f in r[0]]
+        waiting = (
+            [f for q in self._accumulator.values() for f in q]
+            + [f for b in self._inflight.values() for f in b]
+            + [f for r in self._retry_batch.values() for f in r[0]]
+        )
         if not waiting:
             return
         self._flushing += 1
@@ -666,11 +793,16 @@ class JavaProducer(_Client):
             return not self._txn_inflight and not self._incomplete()
 
         self._wait(drained, deadline)
-        if self.transactional_id and self.state in (IN_TRANSACTION, COMMITTING_TRANSACTION, ABORTING_TRANSACTION,
-                                                    ABORTABLE_ERROR):
+        if self.transactional_id and self.state in (
+            IN_TRANSACTION,
+            COMMITTING_TRANSACTION,
+            ABORTING_TRANSACTION,
+            ABORTABLE_ERROR,
+        ):
             try:
-                result = self._begin_abort() if self.state not in (COMMITTING_TRANSACTION,
-                                                                   ABORTING_TRANSACTION) else None
+                result = (
+                    self._begin_abort() if self.state not in (COMMITTING_TRANSACTION, ABORTING_TRANSACTION) else None
+                )
                 self._wakeup()
                 if result is not None:
                     self._wait(lambda: result.done, deadline)
@@ -701,8 +833,14 @@ class JavaProducer(_Client):
             def server(reply: Callable[..., None]) -> None:
                 c.handle_find_coordinator(key, kind, reply)
 
-            self._rpc("FindCoordinator", broker, f"b{broker}", f"{kind} {key}", server,
-                      lambda err, res: self._txn_response(handler, err, res))
+            self._rpc(
+                "FindCoordinator",
+                broker,
+                f"b{broker}",
+                f"{kind} {key}",
+                server,
+                lambda err, res: self._txn_response(handler, err, res),
+            )
 
         def on_response(error: str | None, res: dict[str, Any]) -> None:
             if error is None:
@@ -749,11 +887,14 @@ class JavaProducer(_Client):
             return None  # "Do not send the EndTxn until all batches have been flushed"
         self._requests.pop(0)
         self._dequeued = True
-        if self.state in (ABORTABLE_ERROR, FATAL_ERROR) and self.last_error is not None:
-            # maybeTerminateRequestWithError (a FindCoordinator may go on if the transaction will be aborted)
-            if not (self.state == ABORTABLE_ERROR and handler.name == "FindCoordinator"):
-                handler.result.fail(self.last_error)
-                return None
+        # maybeTerminateRequestWithError (a FindCoordinator may go on if the transaction will be aborted)
+        if (
+            self.state in (ABORTABLE_ERROR, FATAL_ERROR)
+            and self.last_error is not None
+            and not (self.state == ABORTABLE_ERROR and handler.name == "FindCoordinator")
+        ):
+            handler.result.fail(self.last_error)
+            return None
         if handler.is_end_txn and not self.transaction_started:
             # nothing was added to the transaction (TV2: nothing sent): no EndTxn
             handler.result.succeed()
@@ -767,10 +908,12 @@ class JavaProducer(_Client):
         dealt with (then no produce data goes out in this round)."""
         if self._txn_inflight:
             return True
-        if self.state in (ABORTABLE_ERROR, ABORTING_TRANSACTION) and (any(self._accumulator.values())
-                                                                      or self._retry_batch):
-            reason = self.last_error or JavaException("TransactionAbortedException", "Failing batch since "
-                                                      "transaction was aborted")
+        if self.state in (ABORTABLE_ERROR, ABORTING_TRANSACTION) and (
+            any(self._accumulator.values()) or self._retry_batch
+        ):
+            reason = self.last_error or JavaException(
+                "TransactionAbortedException", "Failing batch since transaction was aborted"
+            )
             self._abort_undrained(reason)
         has_incomplete = self._incomplete()
         self._dequeued = False
@@ -785,8 +928,9 @@ class JavaProducer(_Client):
             self._reenqueue(handler)
             self._wakeup()
             return True
-        target = (self._coordinators[handler.coordinator] if handler.coordinator is not None
-                  else self.cluster.any_up_broker())
+        target = (
+            self._coordinators[handler.coordinator] if handler.coordinator is not None else self.cluster.any_up_broker()
+        )
         if target is None:
             self._reenqueue(handler)
             self._wakeup(self.retry_backoff_ms)
@@ -827,16 +971,19 @@ class JavaProducer(_Client):
         handler: _Handler
 
         def send(broker: int | None) -> None:
-            detail = (f"{txid or '(idempotent)'} timeout {self.transaction_timeout_ms} ms"
-                      + (f", bump {bump[0]}/{bump[1]}" if bump else ""))
+            detail = f"{txid or '(idempotent)'} timeout {self.transaction_timeout_ms} ms" + (
+                f", bump {bump[0]}/{bump[1]}" if bump else ""
+            )
 
             def server(reply: Callable[..., None]) -> None:
-                c.txn_coordinator.handle_init_producer_id(broker, txid, self.transaction_timeout_ms, bump, reply,
-                                                          version=version)
+                c.txn_coordinator.handle_init_producer_id(
+                    broker, txid, self.transaction_timeout_ms, bump, reply, version=version
+                )
 
             label = f"coordinator(b{broker})" if txid else f"b{broker}"
-            self._rpc("InitProducerId", broker, label, detail, server,
-                      lambda err, res: self._txn_response(handler, err, res))
+            self._rpc(
+                "InitProducerId", broker, label, detail, server, lambda err, res: self._txn_response(handler, err, res)
+            )
 
         def on_response(error: str | None, res: dict[str, Any]) -> None:
             if error is None:
@@ -854,11 +1001,19 @@ class JavaProducer(_Client):
             elif error == "TRANSACTION_ABORTABLE":
                 self._abortable(handler, exception_for(error))
             else:
-                self._fatal(handler, JavaException("KafkaException", "Unexpected error in InitProducerIdResponse; "
-                                                   f"{error}", wire=error))
+                self._fatal(
+                    handler,
+                    JavaException("KafkaException", f"Unexpected error in InitProducerIdResponse; {error}", wire=error),
+                )
 
-        handler = _Handler("InitProducerId", EPOCH_BUMP if bump else INIT_PRODUCER_ID, result, send, on_response,
-                           coordinator="transaction" if txid else None)
+        handler = _Handler(
+            "InitProducerId",
+            EPOCH_BUMP if bump else INIT_PRODUCER_ID,
+            result,
+            send,
+            on_response,
+            coordinator="transaction" if txid else None,
+        )
         return handler
 
     def _set_producer_id(self, producer_id: int, epoch: int) -> None:
@@ -882,9 +1037,14 @@ class JavaProducer(_Client):
             def server(reply: Callable[..., None]) -> None:
                 c.txn_coordinator.handle_add_partitions(broker, txid, pid, epoch, parts, reply, version=version)
 
-            self._rpc("AddPartitionsToTxn", broker, f"coordinator(b{broker})",
-                      f"{', '.join(sorted(parts))}, producer {pid} epoch {epoch}", server,
-                      lambda err, res: self._txn_response(handler, err, res))
+            self._rpc(
+                "AddPartitionsToTxn",
+                broker,
+                f"coordinator(b{broker})",
+                f"{', '.join(sorted(parts))}, producer {pid} epoch {epoch}",
+                server,
+                lambda err, res: self._txn_response(handler, err, res),
+            )
 
         def on_response(error: str | None, res: dict[str, Any]) -> None:
             handler.backoff_ms = None
@@ -898,8 +1058,12 @@ class JavaProducer(_Client):
                 self._reenqueue(handler, ADD_PARTITIONS_RETRY_BACKOFF_MS if not self.partitions_in_txn else None)
             elif not self._coordinator_error(handler, error, txid):
                 self.pending_partitions -= parts
-                self._abortable(handler, JavaException("KafkaException", "Could not add partitions to transaction "
-                                                       f"due to errors: {error}", wire=error))
+                self._abortable(
+                    handler,
+                    JavaException(
+                        "KafkaException", f"Could not add partitions to transaction due to errors: {error}", wire=error
+                    ),
+                )
 
         handler = _Handler("AddPartitionsToTxn", ADD_PARTITIONS_OR_OFFSETS, result, send, on_response)
         return handler
@@ -915,7 +1079,8 @@ class JavaProducer(_Client):
         elif error in ("INVALID_PRODUCER_EPOCH", "PRODUCER_FENCED"):
             self._fatal(handler, fenced(error))
         elif error in ("TRANSACTIONAL_ID_AUTHORIZATION_FAILED", "INVALID_TXN_STATE") or (
-                error == "INVALID_PRODUCER_ID_MAPPING" and self.release == "4"):
+            error == "INVALID_PRODUCER_ID_MAPPING" and self.release == "4"
+        ):
             self._fatal(handler, exception_for(error))
         elif error in ("UNKNOWN_PRODUCER_ID", "INVALID_PRODUCER_ID_MAPPING"):
             self._abortable_if_possible(handler, exception_for(error))
@@ -938,9 +1103,14 @@ class JavaProducer(_Client):
             def server(reply: Callable[..., None]) -> None:
                 c.txn_coordinator.handle_end_txn(broker, txid, pid, epoch, commit, reply, version=version)
 
-            self._rpc("EndTxn", broker, f"coordinator(b{broker})",
-                      f"{'commit' if commit else 'abort'}, producer {pid} epoch {epoch}", server,
-                      lambda err, res: self._txn_response(handler, err, res))
+            self._rpc(
+                "EndTxn",
+                broker,
+                f"coordinator(b{broker})",
+                f"{'commit' if commit else 'abort'}, producer {pid} epoch {epoch}",
+                server,
+                lambda err, res: self._txn_response(handler, err, res),
+            )
 
         def on_response(error: str | None, res: dict[str, Any]) -> None:
             if error is None:
@@ -951,8 +1121,9 @@ class JavaProducer(_Client):
                 self._complete_transaction()
                 result.succeed()
             elif not self._coordinator_error(handler, error, txid):
-                self._fatal(handler, JavaException("KafkaException", f"Unhandled error in EndTxnResponse: {error}",
-                                                   wire=error))
+                self._fatal(
+                    handler, JavaException("KafkaException", f"Unhandled error in EndTxnResponse: {error}", wire=error)
+                )
 
         handler = _Handler(f"EndTxn({str(commit).lower()})", END_TXN, result, send, on_response, is_end_txn=True)
         return handler
@@ -968,17 +1139,26 @@ class JavaProducer(_Client):
             def server(reply: Callable[..., None]) -> None:
                 c.txn_coordinator.handle_add_offsets(broker, txid, pid, epoch, gm.group_id, reply, version=version)
 
-            self._rpc("AddOffsetsToTxn", broker, f"coordinator(b{broker})",
-                      f"group {gm.group_id}, producer {pid} epoch {epoch}", server,
-                      lambda err, res: self._txn_response(handler, err, res))
+            self._rpc(
+                "AddOffsetsToTxn",
+                broker,
+                f"coordinator(b{broker})",
+                f"group {gm.group_id}, producer {pid} epoch {epoch}",
+                server,
+                lambda err, res: self._txn_response(handler, err, res),
+            )
 
         def on_response(error: str | None, res: dict[str, Any]) -> None:
             if error is None:
                 self._enqueue(self._txn_offset_commit_handler(result, offsets, gm))
                 self.transaction_started = True
             elif not self._coordinator_error(handler, error, txid):
-                self._fatal(handler, JavaException("KafkaException", "Unexpected error in AddOffsetsToTxnResponse: "
-                                                   f"{error}", wire=error))
+                self._fatal(
+                    handler,
+                    JavaException(
+                        "KafkaException", f"Unexpected error in AddOffsetsToTxnResponse: {error}", wire=error
+                    ),
+                )
 
         handler = _Handler("AddOffsetsToTxn", ADD_PARTITIONS_OR_OFFSETS, result, send, on_response)
         return handler
@@ -996,13 +1176,28 @@ class JavaProducer(_Client):
             commit = dict(pending)
 
             def server(reply: Callable[..., None]) -> None:
-                c.groups.txn_commit_offsets(broker, gm.group_id, pid, epoch, gm.generation_id, gm.member_id, commit,
-                                            reply, transactional_id=txid, version=version)
+                c.groups.txn_commit_offsets(
+                    broker,
+                    gm.group_id,
+                    pid,
+                    epoch,
+                    gm.generation_id,
+                    gm.member_id,
+                    commit,
+                    reply,
+                    transactional_id=txid,
+                    version=version,
+                )
 
-            self._rpc("TxnOffsetCommit", broker, f"group coordinator(b{broker})",
-                      f"group {gm.group_id} {', '.join(f'{k}={v}' for k, v in sorted(commit.items()))}, "
-                      f"producer {pid} epoch {epoch}", server,
-                      lambda err, res: self._txn_response(handler, err, res))
+            self._rpc(
+                "TxnOffsetCommit",
+                broker,
+                f"group coordinator(b{broker})",
+                f"group {gm.group_id} {', '.join(f'{k}={v}' for k, v in sorted(commit.items()))}, "
+                f"producer {pid} epoch {epoch}",
+                server,
+                lambda err, res: self._txn_response(handler, err, res),
+            )
 
         def on_response(error: str | None, res: dict[str, Any]) -> None:
             if error is None:
@@ -1014,14 +1209,23 @@ class JavaProducer(_Client):
             elif error in ("FENCED_INSTANCE_ID", "TRANSACTION_ABORTABLE"):
                 self._abortable(handler, exception_for(error))
             elif error in ("UNKNOWN_MEMBER_ID", "ILLEGAL_GENERATION"):
-                self._abortable(handler, JavaException("CommitFailedException", "Transaction offset Commit failed "
-                                                       "due to consumer group metadata mismatch: " + error,
-                                                       wire=error))
+                self._abortable(
+                    handler,
+                    JavaException(
+                        "CommitFailedException",
+                        "Transaction offset Commit failed due to consumer group metadata mismatch: " + error,
+                        wire=error,
+                    ),
+                )
             elif error in ("INVALID_PRODUCER_EPOCH", "PRODUCER_FENCED"):
                 self._fatal(handler, fenced(error))
             else:
-                self._fatal(handler, JavaException("KafkaException", "Unexpected error in TxnOffsetCommitResponse: "
-                                                   f"{error}", wire=error))
+                self._fatal(
+                    handler,
+                    JavaException(
+                        "KafkaException", f"Unexpected error in TxnOffsetCommitResponse: {error}", wire=error
+                    ),
+                )
             if result.done:
                 pending.clear()
             elif not pending:
@@ -1029,8 +1233,15 @@ class JavaProducer(_Client):
             else:
                 self._reenqueue(handler)
 
-        handler = _Handler("TxnOffsetCommit", ADD_PARTITIONS_OR_OFFSETS, result, send, on_response,
-                           coordinator="group", key=gm.group_id)
+        handler = _Handler(
+            "TxnOffsetCommit",
+            ADD_PARTITIONS_OR_OFFSETS,
+            result,
+            send,
+            on_response,
+            coordinator="group",
+            key=gm.group_id,
+        )
         return handler
 
     # -- the Sender loop ----------------------------------------------------------------------------------------
@@ -1111,17 +1322,37 @@ class JavaProducer(_Client):
         version = self.versions["Produce"]
 
         def server(reply: Callable[..., None]) -> None:
-            c.handle_produce(leader, tp, txid, pid, epoch, seq, transactional, values, keys, acks, reply,
-                             client_id=self.name, version=version)
+            c.handle_produce(
+                leader,
+                tp,
+                txid,
+                pid,
+                epoch,
+                seq,
+                transactional,
+                values,
+                keys,
+                acks,
+                reply,
+                client_id=self.name,
+                version=version,
+            )
 
         detail = f"{tp} {len(batch)} record(s), producer {pid} epoch {epoch} seq {seq}"
-        self._rpc("Produce", leader, f"leader {tp}(b{leader})", detail, server,
-                  lambda err, res: self._on_produce_response(tp, batch, seq, pid, epoch, err, res))
+        self._rpc(
+            "Produce",
+            leader,
+            f"leader {tp}(b{leader})",
+            detail,
+            server,
+            lambda err, res: self._on_produce_response(tp, batch, seq, pid, epoch, err, res),
+        )
         if acks == 0:
             self._after(0, lambda: self._on_produce_response(tp, batch, seq, pid, epoch, None, {"base_offset": -1}))
 
-    def _on_produce_response(self, tp: str, batch: list[RecordFuture], seq: int, pid: int, epoch: int,
-                             error: str | None, res: dict[str, Any]) -> None:
+    def _on_produce_response(
+        self, tp: str, batch: list[RecordFuture], seq: int, pid: int, epoch: int, error: str | None, res: dict[str, Any]
+    ) -> None:
         """Sender.completeBatch: retry what is retriable within delivery.timeout.ms, else complete or fail."""
         if self._inflight.get(tp) is not batch:
             return
@@ -1131,8 +1362,11 @@ class JavaProducer(_Client):
             attempts = self._attempts.get(tp, 0) + 1
             backoff = min(self.retry_backoff_ms * (2 ** (attempts - 1)), self.retry_backoff_max_ms)
             created = min(f.created_ms for f in batch)
-            if exc.retriable and self.now_ms + backoff < created + self.delivery_timeout_ms \
-                    and self.state != FATAL_ERROR:
+            if (
+                exc.retriable
+                and self.now_ms + backoff < created + self.delivery_timeout_ms
+                and self.state != FATAL_ERROR
+            ):
                 self._attempts[tp] = attempts
                 self._retry_at[tp] = self.now_ms + backoff
                 # Sender.reenqueueBatch: the same batch, the same producer id, epoch and sequence
@@ -1141,8 +1375,11 @@ class JavaProducer(_Client):
                 return
             self._attempts.pop(tp, None)
             self._retry_at.pop(tp, None)
-            if seq >= 0 and self._next_seq.get(tp) == seq + len(batch) and (pid, epoch) == (self.producer_id,
-                                                                                            self.epoch):
+            if (
+                seq >= 0
+                and self._next_seq.get(tp) == seq + len(batch)
+                and (pid, epoch) == (self.producer_id, self.epoch)
+            ):
                 self._next_seq[tp] = seq  # adjustSequencesDueToFailedBatch
             self._fail_batch(batch, exc)
         else:
@@ -1162,8 +1399,14 @@ class JavaProducer(_Client):
         self.stats["delivered" if exc is None else "failed"] += 1
         cluster = self.cluster
         if cluster.observed:
-            cluster.emit(ev.Delivery, actor=self.name, partition=f.tp, offset=f.offset if exc is None else None,
-                         value=f.value, error=None if exc is None else exc.name)
+            cluster.emit(
+                ev.Delivery,
+                actor=self.name,
+                partition=f.tp,
+                offset=f.offset if exc is None else None,
+                value=f.value,
+                error=None if exc is None else exc.name,
+            )
         else:
             cluster.skip_event()
         if f.callback is not None:
@@ -1211,18 +1454,20 @@ class JavaProducer(_Client):
                     due = queue[0].created_ms + self.delivery_timeout_ms
                     earliest = due if earliest is None else min(earliest, due)
             if expired:
-                exc = JavaException("TimeoutException", f"Expiring {len(expired)} record(s) for "
-                                    f"{expired[0].tp}:{now - expired[0].created_ms} ms has passed since batch "
-                                    "creation")
+                exc = JavaException(
+                    "TimeoutException",
+                    f"Expiring {len(expired)} record(s) for "
+                    f"{expired[0].tp}:{now - expired[0].created_ms} ms has passed since batch "
+                    "creation",
+                )
                 self._fail_batch(expired, exc)
                 self._wakeup()
             if earliest is not None:
                 self._schedule_expiry(earliest)
 
         def inert(t: int) -> bool:
-            return not self.alive or not any(q and q[0].created_ms + self.delivery_timeout_ms <= t
-                                             for q in self._accumulator.values())
+            return not self.alive or not any(
+                q and q[0].created_ms + self.delivery_timeout_ms <= t for q in self._accumulator.values()
+            )
 
         self.cluster.scheduler.at(at_ms, expire, category=TIMER, label=f"{self.name} batch expiry", inert=inert)
-
-

@@ -77,8 +77,9 @@ class JavaException(Exception):
     """A Java exception as the application catches it: `name` is its simple class name (the step's outcome),
     `wire` the broker error code behind it, `cause` what it wraps (KafkaException's getCause())."""
 
-    def __init__(self, name: str, message: str = "", *, wire: str | None = None,
-                 cause: "JavaException | None" = None) -> None:
+    def __init__(
+        self, name: str, message: str = "", *, wire: str | None = None, cause: JavaException | None = None
+    ) -> None:
         super().__init__(message or name)
         self.name = name
         self.message = message or name
@@ -119,5 +120,8 @@ def fenced(error: str) -> JavaException:
     """What every transactional handler makes of INVALID_PRODUCER_EPOCH or PRODUCER_FENCED from a coordinator:
     ProducerFencedException ("We could still receive INVALID_PRODUCER_EPOCH from old versioned transaction
     coordinator, just treat it the same as PRODUCE_FENCED"); `wire` keeps what actually came."""
-    return JavaException("ProducerFencedException", "There is a newer producer with the same transactionalId which "
-                         "fences the current one.", wire=error)
+    return JavaException(
+        "ProducerFencedException",
+        "There is a newer producer with the same transactionalId which fences the current one.",
+        wire=error,
+    )

@@ -74,8 +74,16 @@ def late_sequence(leader_epoch: int | None, leader_last_seq: int, epoch: int, ea
     return earlier_seq + 1
 
 
-def deliver(cluster: Cluster, *, transactional_id: str, of: str, value: str, key: str | None = None,
-            version: int = LIBRDKAFKA_PRODUCE_VERSION, actor: str = "") -> tuple[str | None, dict[str, Any]]:
+def deliver(
+    cluster: Cluster,
+    *,
+    transactional_id: str,
+    of: str,
+    value: str,
+    key: str | None = None,
+    version: int = LIBRDKAFKA_PRODUCE_VERSION,
+    actor: str = "",
+) -> tuple[str | None, dict[str, Any]]:
     """Deliver the late batch and run the simulation until the leader has answered it (acks=all).
     Returns (error or None, {"partition", "producer_id", "epoch", "sequence", "base_offset"})."""
     tp, _offset, pid, epoch, earlier_seq = find_record(cluster, of)
@@ -84,24 +92,45 @@ def deliver(cluster: Cluster, *, transactional_id: str, of: str, value: str, key
     tc = cluster.txn_coordinator
     cluster.scheduler.run_until(lambda: _settled(tc, transactional_id), cluster.now_ms + SETTLE_WAIT_MS)
     entry = cluster.log(tp).producers.get(pid)
-    seq = late_sequence(entry.epoch if entry is not None else None, entry.last_seq if entry is not None else -1,
-                        epoch, earlier_seq)
+    seq = late_sequence(
+        entry.epoch if entry is not None else None, entry.last_seq if entry is not None else -1, epoch, earlier_seq
+    )
     leader = cluster.leader_of(tp)
     answer: dict[str, Any] = {}
     info = {"partition": tp, "producer_id": pid, "epoch": epoch, "sequence": seq, "base_offset": -1}
 
     def handler(reply: Any) -> None:
-        cluster.handle_produce(leader, tp, transactional_id, pid, epoch, seq, True, (value,),
-                               None if key is None else (key,), -1, reply, client_id=None, version=version)
+        cluster.handle_produce(
+            leader,
+            tp,
+            transactional_id,
+            pid,
+            epoch,
+            seq,
+            True,
+            (value,),
+            None if key is None else (key,),
+            -1,
+            reply,
+            client_id=None,
+            version=version,
+        )
 
     def on_response(error: str | None, result: dict[str, Any]) -> None:
         answer["error"] = error
         info["base_offset"] = result.get("base_offset", -1)
 
     src = f"{SOURCE} (late write of {actor})" if actor else SOURCE
-    cluster.rpc("Produce", src, leader, f"leader {tp}(b{leader})",
-                f"{tp} 1 record(s), producer {pid} epoch {epoch} seq {seq} (held back since {of!r})",
-                handler, on_response, version=version)
+    cluster.rpc(
+        "Produce",
+        src,
+        leader,
+        f"leader {tp}(b{leader})",
+        f"{tp} 1 record(s), producer {pid} epoch {epoch} seq {seq} (held back since {of!r})",
+        handler,
+        on_response,
+        version=version,
+    )
     cluster.scheduler.run_until(lambda: "error" in answer, cluster.now_ms + 30_000)
     if "error" not in answer:
         return "REQUEST_TIMED_OUT", info

@@ -23,7 +23,8 @@ from __future__ import annotations
 import heapq
 from bisect import bisect_left, bisect_right
 from collections import deque
-from typing import Any, Callable, Iterator, NamedTuple
+from collections.abc import Callable, Iterator
+from typing import Any, NamedTuple
 
 NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1
@@ -39,7 +40,7 @@ NUM_BATCHES_TO_RETAIN = 5
 class Txn:
     """One transaction's span on this partition (the batches of it share this object)."""
 
-    __slots__ = ("producer_id", "first_offset", "last_offset", "outcome", "stable")
+    __slots__ = ("first_offset", "last_offset", "outcome", "producer_id", "stable")
 
     def __init__(self, producer_id: int, first_offset: int) -> None:
         self.producer_id = producer_id
@@ -50,12 +51,35 @@ class Txn:
 
 
 class Batch:
-    __slots__ = ("base_offset", "last_offset", "producer_id", "epoch", "base_sequence", "transactional",
-                 "control", "coordinator_epoch", "keys", "values", "timestamp_ms", "txn")
+    __slots__ = (
+        "base_offset",
+        "base_sequence",
+        "control",
+        "coordinator_epoch",
+        "epoch",
+        "keys",
+        "last_offset",
+        "producer_id",
+        "timestamp_ms",
+        "transactional",
+        "txn",
+        "values",
+    )
 
-    def __init__(self, base_offset: int, producer_id: int, epoch: int, base_sequence: int, transactional: bool,
-                 keys: tuple | None, values: tuple, timestamp_ms: int, control: str | None = None,
-                 coordinator_epoch: int = -1, txn: Txn | None = None) -> None:
+    def __init__(
+        self,
+        base_offset: int,
+        producer_id: int,
+        epoch: int,
+        base_sequence: int,
+        transactional: bool,
+        keys: tuple | None,
+        values: tuple,
+        timestamp_ms: int,
+        control: str | None = None,
+        coordinator_epoch: int = -1,
+        txn: Txn | None = None,
+    ) -> None:
         self.base_offset = base_offset
         self.last_offset = base_offset + max(1, len(values)) - 1
         self.producer_id = producer_id
@@ -91,8 +115,14 @@ class AbortedTxn(NamedTuple):
 class ProducerEntry:
     """ProducerStateEntry: what the leader remembers about one producer id on this partition."""
 
-    __slots__ = ("producer_id", "epoch", "batches", "coordinator_epoch", "current_txn_first_offset",
-                 "last_timestamp_ms")
+    __slots__ = (
+        "batches",
+        "coordinator_epoch",
+        "current_txn_first_offset",
+        "epoch",
+        "last_timestamp_ms",
+        "producer_id",
+    )
 
     def __init__(self, producer_id: int) -> None:
         self.producer_id = producer_id
@@ -148,9 +178,18 @@ class PartitionLog:
         self.record_count = 0  # data records (not markers)
 
     # -- appends ----------------------------------------------------------------------------------------------
-    def append(self, producer_id: int, epoch: int, base_sequence: int, transactional: bool,
-               values: tuple, keys: tuple | None = None, timestamp_ms: int = 0,
-               verify: Verifier | None = None, from_client: bool = True) -> AppendResult:
+    def append(
+        self,
+        producer_id: int,
+        epoch: int,
+        base_sequence: int,
+        transactional: bool,
+        values: tuple,
+        keys: tuple | None = None,
+        timestamp_ms: int = 0,
+        verify: Verifier | None = None,
+        from_client: bool = True,
+    ) -> AppendResult:
         """Validate and append one data batch as the leader does for a Produce request."""
         count = len(values)
         if count == 0:
@@ -215,8 +254,9 @@ class PartitionLog:
             return None
         return "OUT_OF_ORDER_SEQUENCE_NUMBER"
 
-    def append_marker(self, producer_id: int, epoch: int, control: str, coordinator_epoch: int,
-                      timestamp_ms: int = 0) -> AppendResult:
+    def append_marker(
+        self, producer_id: int, epoch: int, control: str, coordinator_epoch: int, timestamp_ms: int = 0
+    ) -> AppendResult:
         """Append a COMMIT/ABORT control record as the leader does for WriteTxnMarkers."""
         entry = self.producers.get(producer_id)
         if entry is not None:
@@ -234,11 +274,23 @@ class PartitionLog:
             self._tiebreak += 1
             heapq.heappush(self._unreplicated, (offset, self._tiebreak, txn))
             if control == ABORT:
-                self.aborted.append(AbortedTxn(producer_id, txn.first_offset, offset,
-                                               self._lso_at_completion(producer_id, offset)))
+                self.aborted.append(
+                    AbortedTxn(producer_id, txn.first_offset, offset, self._lso_at_completion(producer_id, offset))
+                )
                 self._aborted_last.append(offset)
-        batch = Batch(offset, producer_id, epoch, NO_SEQUENCE, True, None, (None,), timestamp_ms,
-                      control=control, coordinator_epoch=coordinator_epoch, txn=txn)
+        batch = Batch(
+            offset,
+            producer_id,
+            epoch,
+            NO_SEQUENCE,
+            True,
+            None,
+            (None,),
+            timestamp_ms,
+            control=control,
+            coordinator_epoch=coordinator_epoch,
+            txn=txn,
+        )
         self.batches.append(batch)
         self._bases.append(offset)
         self.log_end_offset = offset + 1
@@ -307,8 +359,9 @@ class PartitionLog:
                 break
         return out
 
-    def fetch(self, offset: int, isolation_level: str = READ_UNCOMMITTED,
-              max_records: int | None = None) -> tuple[list[tuple[int, Any, Any, int, int]], int]:
+    def fetch(
+        self, offset: int, isolation_level: str = READ_UNCOMMITTED, max_records: int | None = None
+    ) -> tuple[list[tuple[int, Any, Any, int, int]], int]:
         """What a consumer at `offset` gets: [(offset, key, value, producer id, epoch)] and its next position.
 
         `read_committed` stops at the LSO and drops batches of aborted transactions, as librdkafka does with the
@@ -360,6 +413,7 @@ class PartitionLog:
         batches = self.batches
         for i in range(self.batch_index(start_offset), len(batches)):
             batch = batches[i]
-            for j in range(max(start_offset, batch.base_offset) - batch.base_offset,
-                           batch.last_offset - batch.base_offset + 1):
+            for j in range(
+                max(start_offset, batch.base_offset) - batch.base_offset, batch.last_offset - batch.base_offset + 1
+            ):
                 yield batch.base_offset + j, batch, j

@@ -8,11 +8,19 @@ from pathlib import Path
 
 import pytest
 
-from playground import procs
+from playground.deploy import procs
 
 CHROMIUM = os.environ.get("PLAYGROUND_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 ARTIFACTS = procs.ROOT / "test-artifacts"
 
 
@@ -39,7 +47,9 @@ def no_server_errors(request):
     with log.open("rb") as f:
         f.seek(start)
         new = f.read().decode("utf-8", "replace")
-    assert "Internal Server Error" not in new and "Traceback" not in new, f"the server failed during the test:\n{new[-4000:]}"
+    assert "Internal Server Error" not in new and "Traceback" not in new, (
+        f"the server failed during the test:\n{new[-4000:]}"
+    )
 
 
 @pytest.fixture(scope="session")

@@ -23,7 +23,10 @@ def test_it_steps_both_profiles_together_and_lights_the_fenced_commit(page, serv
     card.locator("button.compare-go").click()
     page.wait_for_selector('#compare[data-at="0"]')
     assert "a=3.9-librdkafka" in page.url and "b=4-java" in page.url
-    assert page.locator(".cmp-table thead th").all_inner_texts()[1:] == ["Kafka 3.9.1 · librdkafka", "Kafka 4.4.0 · java"]
+    assert page.locator(".cmp-table thead th").all_inner_texts()[1:] == [
+        "Kafka 3.9.1 · librdkafka",
+        "Kafka 4.4.0 · java",
+    ]
 
     page.locator(".cmp-steps a[href$='at=3']").click()  # A has opened its transaction and written a-1
     page.wait_for_selector('#compare[data-at="3"]')

@@ -54,7 +54,9 @@ def test_it_walks_the_zombie_fencing_scenario(page, server):
     cell = strip.locator('.cell[data-fate="aborted"]')
     cell.hover()
     title = cell.get_attribute("title")
-    assert "offset 0" in title and "PID" in title and "epoch 0" in title and "sequence 0" in title and "aborted" in title
+    assert (
+        "offset 0" in title and "PID" in title and "epoch 0" in title and "sequence 0" in title and "aborted" in title
+    )
     shot(page, "fencing-1-abort-marker")
 
     _step(page, 1)  # A.commit_transaction -> _FENCED
@@ -76,7 +78,10 @@ def test_it_walks_the_zombie_fencing_scenario(page, server):
 
     # Run the rest, watching it go step by step; then the consumers side by side.
     page.get_by_role("button", name="run").click()
-    page.wait_for_function("document.querySelector('#p-header .cursor').textContent.trim().split(' / ').every((v, i, a) => v === a[0])", timeout=30000)
+    page.wait_for_function(
+        "document.querySelector('#p-header .cursor').textContent.trim().split(' / ').every((v, i, a) => v === a[0])",
+        timeout=30000,
+    )
     assert page.get_by_role("button", name="step").is_disabled()
     table = page.locator('.cmp-table[data-tp="orders-0"]')
     heads = [h.strip().split("\n")[0] for h in table.locator("thead th").all_inner_texts()]
@@ -99,12 +104,19 @@ def test_it_walks_the_zombie_fencing_scenario(page, server):
 def test_it_walks_the_shared_id_incident(page, server):
     _play(page, server, "shared-id-incident")
     page.get_by_role("button", name="run").click()
-    page.wait_for_function("document.querySelector('#p-header .cursor').textContent.trim().split(' / ').every((v, i, a) => v === a[0])", timeout=40000)
+    page.wait_for_function(
+        "document.querySelector('#p-header .cursor').textContent.trim().split(' / ').every((v, i, a) => v === a[0])",
+        timeout=40000,
+    )
     pay = page.locator('#p-producers [data-producer="pay"]')
     assert pay.locator(".badge").inner_text() == "FENCED"
     assert "_FENCED" in pay.locator(".lasterr").inner_text()
     counters = pay.locator(".counters")
-    assert (counters.get_attribute("data-sent"), counters.get_attribute("data-landed"), counters.get_attribute("data-rc")) == ("5", "1", "1")
+    assert (
+        counters.get_attribute("data-sent"),
+        counters.get_attribute("data-landed"),
+        counters.get_attribute("data-rc"),
+    ) == ("5", "1", "1")
     truth = page.locator('#p-truth [data-producer="pay"]')
     assert [n.inner_text() for n in truth.locator(".n").all()] == ["5", "1", "1"]
     assert "4 sends" in page.locator("#p-truth .gapnote").inner_text()
@@ -145,7 +157,9 @@ def test_it_plays_free_play_with_two_viewers(page, server, browser):
     _after(page, lambda: page.locator('[data-consumer="rc"]').get_by_role("button", name="poll").click())
     _after(page, lambda: page.locator('[data-consumer="ru"]').get_by_role("button", name="poll").click())
     # The second viewer saw all of it, live.
-    other.wait_for_function("document.querySelector('#state-version').dataset.version === '%s'" % _version(page), timeout=8000)
+    other.wait_for_function(
+        f"document.querySelector('#state-version').dataset.version === '{_version(page)}'", timeout=8000
+    )
     assert other.locator('#p-producers [data-producer="A"] .badge').inner_text() == "FENCED"
     assert other.locator('.strip[data-tp="orders-1"] .cell[data-control="ABORT"]').count() == 1
     shot(page, "freeplay-fenced")
@@ -153,7 +167,9 @@ def test_it_plays_free_play_with_two_viewers(page, server, browser):
 
     # Bad input shows a message and changes nothing.
     version = _version(page)
-    page.evaluate("""() => htmx.ajax('POST', location.pathname + 'produce/', {values: {actor: 'A', topic: 'nope', value: 'x'}, swap: 'none'})""")
+    page.evaluate(
+        """() => htmx.ajax('POST', location.pathname + 'produce/', {values: {actor: 'A', topic: 'nope', value: 'x'}, swap: 'none'})"""
+    )
     page.locator("#toast.show").wait_for(timeout=5000)
     assert "topic" in page.locator("#toast").inner_text().lower()
     assert _version(page) == version

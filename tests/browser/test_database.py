@@ -22,8 +22,10 @@ def test_it_shows_the_database_the_gaps_and_the_findings_and_jumps_to_a_findings
     assert page.locator("#p-anomalies .none").is_visible()  # nothing has happened yet
 
     page.get_by_role("button", name="run").click()
-    page.wait_for_function("document.querySelector('#p-header .cursor').textContent.trim().split(' / ').every((v, i, a) => v === a[0])",
-                           timeout=60000)
+    page.wait_for_function(
+        "document.querySelector('#p-header .cursor').textContent.trim().split(' / ').every((v, i, a) => v === a[0])",
+        timeout=60000,
+    )
     # Orders 102 to 105: paid and stock deducted in the database, their events fenced away in Kafka.
     assert db.locator(".gaps").inner_text() == "4 gaps"
     assert db.locator("table.rec tr.gap").count() == 4 and db.locator("table.rec td.check.no").count() == 4
@@ -31,14 +33,18 @@ def test_it_shows_the_database_the_gaps_and_the_findings_and_jumps_to_a_findings
     assert lost.count() == 4 and page.locator("#p-anomalies .finding.r-divergence").count() == 4
     assert "order-102" in lost.first.inner_text() and "_FENCED" in lost.first.inner_text()
     assert lost.first.locator(".elle").inner_text() == "lost update"
-    page.evaluate("window.scrollTo(0, document.getElementById('h-db').getBoundingClientRect().top + window.scrollY - 110)")
+    page.evaluate(
+        "window.scrollTo(0, document.getElementById('h-db').getBoundingClientRect().top + window.scrollY - 110)"
+    )
     shot(page, "database-incident-in-full", full_page=False)
 
     # A finding's step: the slider shows the moment pay was told its send of order-102 succeeded.
     step = lost.first.locator(".goto-step").first
     n = step.get_attribute("data-step")
     step.click()
-    page.wait_for_function(f"document.getElementById('scrub-label').textContent.includes('viewing step {n} of')", timeout=8000)
+    page.wait_for_function(
+        f"document.getElementById('scrub-label').textContent.includes('viewing step {n} of')", timeout=8000
+    )
     current = page.locator("#p-narrative li.current")
     current.filter(has_text="order-102").wait_for(timeout=8000)
     assert current.inner_text().startswith(f"{n}\npay.produce")

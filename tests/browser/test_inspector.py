@@ -15,10 +15,10 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from playground import procs
+from playground.deploy import procs
+from tests.kafkatopics import drop_topics, listed_everywhere
 
 from .conftest import shot
-from tests.kafkatopics import drop_topics, listed_everywhere
 
 pytestmark = [pytest.mark.browser, pytest.mark.kafka]
 
@@ -29,7 +29,9 @@ KEY = secrets.token_urlsafe(18)
 def bootstrap() -> str:
     value = os.environ.get("KAFKA_BOOTSTRAP_SERVERS", "").strip()
     if not value:
-        pytest.fail("KAFKA_BOOTSTRAP_SERVERS is not set: this test needs the real Kafka `make test` starts", pytrace=False)
+        pytest.fail(
+            "KAFKA_BOOTSTRAP_SERVERS is not set: this test needs the real Kafka `make test` starts", pytrace=False
+        )
     return value
 
 
@@ -44,9 +46,16 @@ def prefix(bootstrap):
 @pytest.fixture(scope="module")
 def inspector_server(tmp_path_factory, bootstrap, prefix):
     work = tmp_path_factory.mktemp("inspector-server")
-    env = procs.django_env(work / "db.sqlite3", "", DJANGO_DEBUG="0", KAFKA_BOOTSTRAP_SERVERS=bootstrap, INSPECTOR_KEY=KEY,
-                           INSPECTOR_TOPICS=f"{prefix}*", INSPECTOR_TRANSACTIONAL_IDS=f"{prefix}*",
-                           INSPECTOR_POLL_INTERVAL_S="0.5")
+    env = procs.django_env(
+        work / "db.sqlite3",
+        "",
+        DJANGO_DEBUG="0",
+        KAFKA_BOOTSTRAP_SERVERS=bootstrap,
+        INSPECTOR_KEY=KEY,
+        INSPECTOR_TOPICS=f"{prefix}*",
+        INSPECTOR_TRANSACTIONAL_IDS=f"{prefix}*",
+        INSPECTOR_POLL_INTERVAL_S="0.5",
+    )
     procs.migrate(env)
     proc = procs.start_daphne(env, work)
     yield proc
@@ -97,7 +106,10 @@ def test_it_enters_the_key_picks_a_topic_and_sees_the_log_update_live(page, insp
     page.wait_for_selector(f'section.ipart[data-tp="{topic}-0"]')
     page.wait_for_selector('#ws-status[data-state="open"]')
     p0 = page.locator(f'section.ipart[data-tp="{topic}-0"]')
-    assert p0.locator('.cell[data-control="COMMIT"]').count() == 1 and p0.locator('.cell[data-control="ABORT"]').count() == 1
+    assert (
+        p0.locator('.cell[data-control="COMMIT"]').count() == 1
+        and p0.locator('.cell[data-control="ABORT"]').count() == 1
+    )
     assert p0.locator('.cell[data-fate="aborted"]').inner_text() == "oops-1"
     assert p0.locator('.cell[data-fate="plain"]').inner_text() == "audit-1"
     assert "PID" in p0.locator('.cell[data-fate="committed"]').get_attribute("title")
@@ -107,9 +119,13 @@ def test_it_enters_the_key_picks_a_topic_and_sees_the_log_update_live(page, insp
     p1_from = page.locator(f'section.ipart[data-tp="{topic}-1"] input[name="from_offset"]')
     p1_from.fill("1")
     transaction(p, topic, "live-1", "live-2")
-    cell = page.wait_for_selector(f'section.ipart[data-tp="{topic}-0"] .cell[data-fate="committed"][title*="value live-1"]', timeout=20_000)
+    cell = page.wait_for_selector(
+        f'section.ipart[data-tp="{topic}-0"] .cell[data-fate="committed"][title*="value live-1"]', timeout=20_000
+    )
     assert cell.inner_text() == "live-1"
-    page.wait_for_selector(f'section.ipart[data-tp="{topic}-1"] .cell[data-fate="committed"][title*="value live-2"]', timeout=20_000)
+    page.wait_for_selector(
+        f'section.ipart[data-tp="{topic}-1"] .cell[data-fate="committed"][title*="value live-2"]', timeout=20_000
+    )
     assert page.evaluate("window.__samePage") is True
     assert p1_from.input_value() == "1"
     shot(page, "inspector-watch")
@@ -122,7 +138,9 @@ def test_it_enters_the_key_picks_a_topic_and_sees_the_log_update_live(page, insp
     page.wait_for_selector(f'section.ipart[data-tp="{topic}-0"] tr.holds', timeout=20_000)
     shot(page, "inspector-open-transaction")
     p.commit_transaction(20)
-    page.wait_for_selector(f'section.ipart[data-tp="{topic}-0"] .cell[data-fate="committed"][title*="pending-1"]', timeout=20_000)
+    page.wait_for_selector(
+        f'section.ipart[data-tp="{topic}-0"] .cell[data-fate="committed"][title*="pending-1"]', timeout=20_000
+    )
 
     # read from offset 1 of partition 1: the page's address holds it, the strip marks it
     page.click(f'section.ipart[data-tp="{topic}-1"] form.ifrom button')

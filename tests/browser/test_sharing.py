@@ -41,8 +41,11 @@ def _version(page) -> str:
 def _set_text(page, text: str) -> None:
     """Replace the editor's whole text in one change, as a paste does; then type a character and take it back, so
     that the check runs on keystrokes too."""
-    page.evaluate("""text => { const v = CM.EditorView.findFromDOM(document.querySelector('.cm-editor'));
-                               v.dispatch({changes: {from: 0, to: v.state.doc.length, insert: text}}); }""", text)
+    page.evaluate(
+        """text => { const v = CM.EditorView.findFromDOM(document.querySelector('.cm-editor'));
+                               v.dispatch({changes: {from: 0, to: v.state.doc.length, insert: text}}); }""",
+        text,
+    )
     page.locator(".cm-content").click()
     page.keyboard.press("End")
     page.keyboard.type(" ")
@@ -54,7 +57,9 @@ def _live(page) -> None:
 
 
 def _scrub(page, k: int) -> None:
-    page.evaluate("k => { const s = document.getElementById('scrub'); s.value = k; s.dispatchEvent(new Event('input')); }", k)
+    page.evaluate(
+        "k => { const s = document.getElementById('scrub'); s.value = k; s.dispatchEvent(new Event('input')); }", k
+    )
     page.wait_for_selector(f'#ws-moment[data-at="{k}"]', state="attached", timeout=8000)
 
 
@@ -104,7 +109,7 @@ def test_it_writes_plays_shares_forks_scrubs_and_watches(browser, server):
         before = _version(page)
         page.keyboard.press("n")
         page.wait_for_function(f"document.querySelector('#state-version').dataset.version !== '{before}'")
-    assert page.locator('.scrub-track .mark.m-fenced').count() >= 1  # A's commit: _FENCED, marked on the slider
+    assert page.locator(".scrub-track .mark.m-fenced").count() >= 1  # A's commit: _FENCED, marked on the slider
     _scrub(page, 3)
     assert "viewing step 3 of 6" in page.locator("#scrub-label").inner_text()
     assert page.locator("#p-header .cursor").inner_text().startswith("3 /")
@@ -138,8 +143,11 @@ def test_it_writes_plays_shares_forks_scrubs_and_watches(browser, server):
     assert buttons.count() > 10
     assert all(buttons.nth(i).is_disabled() for i in range(buttons.count()))
     assert w.locator("#scrub").is_enabled() and w.locator("#fork-here").is_enabled()  # watching may scrub and fork
-    status = w.evaluate("""url => fetch(url, {method: 'POST', headers: {'X-CSRFToken': document.querySelector('meta[name=csrf-token]').content,
-                            'Content-Type': 'application/x-www-form-urlencoded'}, body: 'x=1'}).then(r => r.status)""", f"/s/{sid}/step/")
+    status = w.evaluate(
+        """url => fetch(url, {method: 'POST', headers: {'X-CSRFToken': document.querySelector('meta[name=csrf-token]').content,
+                            'Content-Type': 'application/x-www-form-urlencoded'}, body: 'x=1'}).then(r => r.status)""",
+        f"/s/{sid}/step/",
+    )
     assert status == 403
     shot(w, "watch-link", full_page=False)
     for context in (author, reader, watcher):

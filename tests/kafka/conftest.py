@@ -54,12 +54,21 @@ def broker_control_for(bootstrap: str, kafka: str = "3.9") -> str:
     if control:
         return control
     try:
-        out = subprocess.run(["bash", str(KAFKA_SH), "--version", kafka, "bootstrap"], capture_output=True, text=True,
-                             timeout=20, cwd=ROOT)
+        out = subprocess.run(
+            ["bash", str(KAFKA_SH), "--version", kafka, "bootstrap"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+            cwd=ROOT,
+        )
     except (OSError, subprocess.TimeoutExpired):
         return ""
     if out.returncode == 0 and out.stdout.strip().splitlines()[-1:] == [bootstrap]:
-        return DEFAULT_CONTROL if kafka == "3.9" else f"bash tools/kafka/kafka.sh --version {kafka} {{action}}-node {{broker}}"
+        return (
+            DEFAULT_CONTROL
+            if kafka == "3.9"
+            else f"bash tools/kafka/kafka.sh --version {kafka} {{action}}-node {{broker}}"
+        )
     return ""
 
 

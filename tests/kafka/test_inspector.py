@@ -66,8 +66,6 @@ def prefix(settings, admin):
     drop_topics(admin, pre)
 
 
-
-
 def txn_producer(bootstrap: str, txid: str, **conf) -> Producer:
     p = Producer({"bootstrap.servers": bootstrap, "transactional.id": txid, **conf})
     p.init_transactions(30)
@@ -88,13 +86,19 @@ def settle(*txids: str) -> None:
     persisted; the markers and CompleteCommit/CompleteAbort follow, on a 3-node cluster a moment later)."""
     deadline = time.monotonic() + 15
     for txid in txids:
-        while get_inspector().describe_transaction(txid)["state"] in ("PrepareCommit", "PrepareAbort", "PrepareEpochFence"):
+        while get_inspector().describe_transaction(txid)["state"] in (
+            "PrepareCommit",
+            "PrepareAbort",
+            "PrepareEpochFence",
+        ):
             assert time.monotonic() < deadline, f"{txid} did not settle"
             time.sleep(0.05)
 
 
 def log_of(view) -> list[tuple]:
-    return [(e["offset"], e.get("control") or e["value"], e["producer_id"], e["producer_epoch"]) for e in view["entries"]]
+    return [
+        (e["offset"], e.get("control") or e["value"], e["producer_id"], e["producer_epoch"]) for e in view["entries"]
+    ]
 
 
 def kinds(findings) -> list[str]:
@@ -113,8 +117,15 @@ def run_cli(*args) -> tuple[int, str, str]:
 
 def read_committed(bootstrap: str, topic: str) -> list[int]:
     """What a real read_committed consumer gets (assign, no commit: this test's own check, not the inspector)."""
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"unused-{secrets.token_hex(3)}", "enable.auto.commit": False,
-                  "isolation.level": "read_committed", "enable.partition.eof": True})
+    c = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"unused-{secrets.token_hex(3)}",
+            "enable.auto.commit": False,
+            "isolation.level": "read_committed",
+            "enable.partition.eof": True,
+        }
+    )
     c.assign([TopicPartition(topic, 0, 0)])
     got, deadline = [], time.monotonic() + 15
     try:
@@ -135,7 +146,9 @@ def read_committed(bootstrap: str, topic: str) -> list[int]:
 # ------------------------------------------------------------------------------------------------ the incident
 
 
-def test_it_shows_the_fencing_markers_and_lso_of_a_shared_id_and_reports_both_findings(kafka_bootstrap, admin, prefix, settings):
+def test_it_shows_the_fencing_markers_and_lso_of_a_shared_id_and_reports_both_findings(
+    kafka_bootstrap, admin, prefix, settings
+):
     topic = create_topic(admin, f"{prefix}orders")
     txid = f"{prefix}order-pay"
     insp = get_inspector()
@@ -177,10 +190,23 @@ def test_it_shows_the_fencing_markers_and_lso_of_a_shared_id_and_reports_both_fi
     idem_pid = view["entries"][3]["producer_id"]
     assert idem_pid >= 0 and idem_pid != pid
     assert log_of(view) == [
-        (0, "a-1", pid, 0), (1, "a-2", pid, 0), (2, "plain-1", -1, -1), (3, "plain-2", idem_pid, 0),
-        (4, "ABORT", pid, 1), (5, "b-1", pid, 2), (6, "COMMIT", pid, 2),
+        (0, "a-1", pid, 0),
+        (1, "a-2", pid, 0),
+        (2, "plain-1", -1, -1),
+        (3, "plain-2", idem_pid, 0),
+        (4, "ABORT", pid, 1),
+        (5, "b-1", pid, 2),
+        (6, "COMMIT", pid, 2),
     ]
-    assert [e["fate"] for e in view["entries"]] == ["aborted", "aborted", "plain", "plain", "marker", "committed", "marker"]
+    assert [e["fate"] for e in view["entries"]] == [
+        "aborted",
+        "aborted",
+        "plain",
+        "plain",
+        "marker",
+        "committed",
+        "marker",
+    ]
     assert (view["last_stable_offset"], view["high_watermark"]) == (7, 7) and view["open_transactions"] == []
     c = view["consumers"]
     assert [r["offset"] for r in c["read_committed"]] == [2, 3, 5] == read_committed(kafka_bootstrap, topic)
@@ -194,8 +220,14 @@ def test_it_shows_the_fencing_markers_and_lso_of_a_shared_id_and_reports_both_fi
 
     [tid] = report["transactional_ids"]
     assert [(r["event"], r["state"], r["epoch"]) for r in tid["timeline"]] == [
-        ("init", "Empty", 0), ("begin", "Ongoing", 0), ("fenced_by_init", "PrepareAbort", 1), ("aborted", "CompleteAbort", 1),
-        ("init", "Empty", 2), ("begin", "Ongoing", 2), ("commit_requested", "PrepareCommit", 2), ("committed", "CompleteCommit", 2),
+        ("init", "Empty", 0),
+        ("begin", "Ongoing", 0),
+        ("fenced_by_init", "PrepareAbort", 1),
+        ("aborted", "CompleteAbort", 1),
+        ("init", "Empty", 2),
+        ("begin", "Ongoing", 2),
+        ("commit_requested", "PrepareCommit", 2),
+        ("committed", "CompleteCommit", 2),
     ]
     assert tid["current"]["state"] == "CompleteCommit" and tid["current"]["producer_epoch"] == 2
     assert [p["producer_epoch"] for p in tid["producers"][f"{topic}-0"] if p["producer_id"] == pid] == [2]
@@ -209,9 +241,18 @@ def test_it_shows_the_fencing_markers_and_lso_of_a_shared_id_and_reports_both_fi
     assert shared["aborted_records"] == {f"{topic}-0": [0, 1]} and shared["abort_markers"] == {f"{topic}-0": [4]}
     assert shared["gap_ms"] is not None and shared["gap_ms"] <= 5000
     mixed = findings["interleaved_plain_records"]["evidence"]
-    assert [(r["offset"], r["producer_id"], r["producer"]) for r in mixed["plain_records"]] == [(2, -1, "plain"), (3, idem_pid, "idempotent")]
+    assert [(r["offset"], r["producer_id"], r["producer"]) for r in mixed["plain_records"]] == [
+        (2, -1, "plain"),
+        (3, idem_pid, "idempotent"),
+    ]
     t = mixed["transaction"]
-    assert (t["producer_id"], t["epochs"], t["first_offset"], t["marker_offset"], t["outcome"]) == (pid, [0], 0, 4, "ABORT")
+    assert (t["producer_id"], t["epochs"], t["first_offset"], t["marker_offset"], t["outcome"]) == (
+        pid,
+        [0],
+        0,
+        4,
+        "ABORT",
+    )
     assert t["transactional_id"] == txid
 
     # two inits in a minute are no deployment pattern once the threshold says so
@@ -226,7 +267,9 @@ def test_it_shows_the_fencing_markers_and_lso_of_a_shared_id_and_reports_both_fi
     assert "[shared_transactional_id]" in out and "[interleaved_plain_records]" in out and "ABORT" in out
     # the id alone: its partitions come from its transactions (named by several of them, each read once)
     by_id = get_inspector().inspect((), [txid], max_age_s=0)
-    assert [(p["topic"], p["partition"]) for p in by_id["partitions"]] == [(topic, 0)] and log_of(by_id["partitions"][0]) == log_of(view)
+    assert [(p["topic"], p["partition"]) for p in by_id["partitions"]] == [(topic, 0)] and log_of(
+        by_id["partitions"][0]
+    ) == log_of(view)
 
 
 def test_it_finds_nothing_in_a_clean_workload(kafka_bootstrap, admin, prefix):
@@ -249,7 +292,7 @@ def test_it_finds_nothing_in_a_clean_workload(kafka_bootstrap, admin, prefix):
     p1 = next(p for p in report["partitions"] if p["partition"] == 1)
     assert [e.get("control") or e["fate"] for e in p1["entries"]] == ["committed", "COMMIT", "aborted", "ABORT"]
     assert [r["value"] for r in p1["consumers"]["read_committed"]] == ["r0-1"]
-    code, out, err = run_cli("--topic", topic, *sum((["--transactional-id", i] for i in ids), []))
+    code, out, err = run_cli("--topic", topic, *[arg for i in ids for arg in ("--transactional-id", i)])
     assert code == 0, out + err
     assert "no findings" in out
 
@@ -261,7 +304,9 @@ def test_it_lists_a_killed_producers_open_transaction_with_the_abort_command(kaf
     topic = create_topic(admin, f"{prefix}ledger")
     txid = f"{prefix}ledger-writer"
     send(plain_producer(kafka_bootstrap, idempotent=False), topic, "before")
-    proc = subprocess.Popen([sys.executable, "-c", LEFT_OPEN, kafka_bootstrap, topic, txid], stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", LEFT_OPEN, kafka_bootstrap, topic, txid], stdout=subprocess.PIPE, text=True
+    )
     try:
         assert proc.stdout.readline().strip() == "written"
     finally:
@@ -294,10 +339,14 @@ def test_it_lists_a_killed_producers_open_transaction_with_the_abort_command(kaf
     assert kinds(report["findings"]) == ["interleaved_plain_records", "long_open_transaction"]
     f = next(f for f in report["findings"] if f["kind"] == "long_open_transaction")
     assert f["command"] == h["command"]
-    assert f["evidence"]["start_offset"] == 1 and f["evidence"]["coordinator_aborts_at_ms"] > time.time() * 1000 + 500_000
+    assert (
+        f["evidence"]["start_offset"] == 1 and f["evidence"]["coordinator_aborts_at_ms"] > time.time() * 1000 + 500_000
+    )
     [view] = report["partitions"]
     assert (view["last_stable_offset"], view["high_watermark"]) == (1, 12)
-    assert [(w["start"], w["end"]) for w in view["windows"]] == [(0, 4), (9, 12)] and view["not_read"] == [{"start": 4, "end": 9}]
+    assert [(w["start"], w["end"]) for w in view["windows"]] == [(0, 4), (9, 12)] and view["not_read"] == [
+        {"start": 4, "end": 9}
+    ]
     assert [e["offset"] for e in view["entries"]] == [0, 1, 2, 3, 9, 10, 11]
     assert view["open_transactions"][0]["holds_lso"] and view["open_transactions"][0]["producer_id"] == pid
     assert [e["fate"] for e in view["entries"]][:2] == ["plain", "open"]
@@ -305,12 +354,16 @@ def test_it_lists_a_killed_producers_open_transaction_with_the_abort_command(kaf
     assert [r["offset"] for r in c["read_committed"]] == [0] and c["held_back_by_lso"] == [1, 2, 3, 9, 10, 11]
     assert c["not_read"] == [{"start": 4, "end": 9}]
     mixed = next(f for f in report["findings"] if f["kind"] == "interleaved_plain_records")["evidence"]
-    assert [r["offset"] for r in mixed["plain_records"]] == [2, 3, 9, 10, 11] and mixed["transaction"]["outcome"] == "open"
+    assert [r["offset"] for r in mixed["plain_records"]] == [2, 3, 9, 10, 11] and mixed["transaction"][
+        "outcome"
+    ] == "open"
 
     # the command is right: the operator's tool (this test runs it; the inspector never does) ends the transaction
     if (ROOT / "tools" / "kafka" / ".jars").is_dir():
         args = shlex.split(h["command"])[1:]
-        done = subprocess.run(["bash", str(KAFKA_SH), "transactions", *args], capture_output=True, text=True, timeout=90, cwd=ROOT)
+        done = subprocess.run(
+            ["bash", str(KAFKA_SH), "transactions", *args], capture_output=True, text=True, timeout=90, cwd=ROOT
+        )
         assert done.returncode == 0, done.stderr[-2000:]
         after = insp.partition_view(topic, 0)
         assert log_of(after)[-1] == (12, "ABORT", pid, 0)
@@ -322,8 +375,16 @@ def test_it_lists_a_killed_producers_open_transaction_with_the_abort_command(kaf
 
 
 def test_it_classifies_candidates_the_way_find_hanging_does():
-    cand = {"topic": "t", "partition": 0, "producer_id": 7, "producer_epoch": 3, "coordinator_epoch": 1,
-            "current_txn_start_offset": 10, "last_timestamp": 0, "duration_ms": 10**7}
+    cand = {
+        "topic": "t",
+        "partition": 0,
+        "producer_id": 7,
+        "producer_epoch": 3,
+        "coordinator_epoch": 1,
+        "current_txn_start_offset": 10,
+        "last_timestamp": 0,
+        "duration_ms": 10**7,
+    }
     ongoing_elsewhere = {"state": "Ongoing", "producer_id": 7, "producer_epoch": 3, "partitions": [("t", 1)]}
     ongoing_here = {**ongoing_elsewhere, "partitions": [("t", 0)]}
     assert [c["verdict"] for c in classify([cand], {}, {})] == ["hanging"]  # no id has this producer id
@@ -338,7 +399,9 @@ def test_it_classifies_candidates_the_way_find_hanging_does():
 def test_it_exits_2_with_one_line_when_the_cluster_cannot_be_read(settings, prefix):
     env = {**os.environ, "KAFKA_BOOTSTRAP_SERVERS": "127.0.0.1:1"}
     t0 = time.monotonic()
-    done = subprocess.run([sys.executable, "manage.py", "inspect"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "manage.py", "inspect"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 2, done.stdout + done.stderr
     assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
     assert "cannot read the Kafka cluster at 127.0.0.1:1" in done.stderr
@@ -407,10 +470,21 @@ def test_it_changes_nothing_on_the_cluster(kafka_bootstrap, admin, prefix, setti
     assert run_cli("--topic", topic, "--transactional-id", txid)[0] == 0
     # by construction: the client refuses anything but reads
     with pytest.raises(RefusedError):
-        insp._read(lambda w: w.send_to(next(iter(w.meta.brokers)), InitProducerIdRequest_v0(transactional_id=txid, transaction_timeout_ms=1000)))
+        insp._read(
+            lambda w: w.send_to(
+                next(iter(w.meta.brokers)), InitProducerIdRequest_v0(transactional_id=txid, transaction_timeout_ms=1000)
+            )
+        )
     with pytest.raises(RefusedError):
         insp._read(lambda w: w.find_coordinator(txid, 1))
-    assert set(insp.requests_sent()) <= {"Fetch", "ListOffsets", "Metadata", "DescribeProducers", "DescribeTransactions", "ListTransactions"}
+    assert set(insp.requests_sent()) <= {
+        "Fetch",
+        "ListOffsets",
+        "Metadata",
+        "DescribeProducers",
+        "DescribeTransactions",
+        "ListTransactions",
+    }
     assert quiet_state(admin) == before
 
 
@@ -446,7 +520,9 @@ def test_it_shows_values_truncated_or_hashed(kafka_bootstrap, admin, prefix, set
 # ------------------------------------------------------------------------------------------------ sharing
 
 
-def test_it_shares_one_observer_per_cluster_and_reads_the_transaction_log_incrementally(kafka_bootstrap, admin, prefix, settings):
+def test_it_shares_one_observer_per_cluster_and_reads_the_transaction_log_incrementally(
+    kafka_bootstrap, admin, prefix, settings
+):
     topic = create_topic(admin, f"{prefix}shared")
     txid = f"{prefix}writer"
     p = txn_producer(kafka_bootstrap, txid)

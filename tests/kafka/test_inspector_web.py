@@ -20,9 +20,9 @@ from confluent_kafka import KafkaException, Producer
 
 from playground.asgi import application
 from playground.inspector import forget_inspectors, get_inspector
-from playground.inspector import web
-from playground.inspector.hub import HUB
 from playground.scenario import check_text, run_scenario
+from playground.web import inspectpage as web
+from playground.web.inspecthub import HUB
 from tests.kafkatopics import create_topic, drop_topics
 
 # The consumers close stale database connections on every message (Channels): the tests allow database access.
@@ -62,8 +62,6 @@ def keyed(client, prefix):
 # ------------------------------------------------------------------------------------------------ the workload
 
 
-
-
 def txn_producer(bootstrap: str, txid: str) -> Producer:
     p = Producer({"bootstrap.servers": bootstrap, "transactional.id": txid})
     p.init_transactions(30)
@@ -79,7 +77,11 @@ def settle(*txids: str) -> None:
     """Until the coordinator has written every marker (see test_inspector.settle)."""
     deadline = time.monotonic() + 15
     for txid in txids:
-        while get_inspector().describe_transaction(txid)["state"] in ("PrepareCommit", "PrepareAbort", "PrepareEpochFence"):
+        while get_inspector().describe_transaction(txid)["state"] in (
+            "PrepareCommit",
+            "PrepareAbort",
+            "PrepareEpochFence",
+        ):
             assert time.monotonic() < deadline, f"{txid} did not settle"
             time.sleep(0.05)
 
@@ -92,8 +94,13 @@ def page_of(client, path: str):
 def cells(page: str, tp: str) -> list[tuple[int, str, str]]:
     """(offset, fate, letter or text) of every cell in a partition's strip."""
     section = page.split(f'data-tp="{tp}"', 1)[1].split("</section>", 1)[0]
-    return [(int(o), fate, html.unescape(text)) for o, fate, text in
-            re.findall(r'<li class="slot[^"]*" data-offset="(\d+)">(?:<span class="curs">.*?</span>)?<span class="cell [^"]*" data-fate="(\w+)"[^>]*>([^<]*)</span>', section)]
+    return [
+        (int(o), fate, html.unescape(text))
+        for o, fate, text in re.findall(
+            r'<li class="slot[^"]*" data-offset="(\d+)">(?:<span class="curs">.*?</span>)?<span class="cell [^"]*" data-fate="(\w+)"[^>]*>([^<]*)</span>',
+            section,
+        )
+    ]
 
 
 def ws(path: str, cookie: str | None) -> WebsocketCommunicator:
@@ -201,11 +208,20 @@ def test_it_shows_the_window_markers_lso_and_findings_of_a_shared_id_live(kafka_
     settle(txid)
     time.sleep(0.4)  # past the poll interval: the page reads again
     status, page = page_of(keyed, f"/inspect/{q}")
-    assert cells(page, tp) == [(0, "aborted", "a-1"), (1, "aborted", "a-2"), (2, "plain", "plain-1"), (3, "plain", "plain-2"),
-                               (4, "marker", "A"), (5, "committed", "b-1"), (6, "marker", "C")]
+    assert cells(page, tp) == [
+        (0, "aborted", "a-1"),
+        (1, "aborted", "a-2"),
+        (2, "plain", "plain-1"),
+        (3, "plain", "plain-2"),
+        (4, "marker", "A"),
+        (5, "committed", "b-1"),
+        (6, "marker", "C"),
+    ]
     assert 'data-control="ABORT"' in page and 'data-control="COMMIT"' in page
     assert f'data-tp="{tp}" data-lso="7" data-hw="7"' in page
-    assert re.search(r'data-offset="7"><span class="curs"><i class="cur cur-HW">HW</i><i class="cur cur-LSO">LSO</i>', page)
+    assert re.search(
+        r'data-offset="7"><span class="curs"><i class="cur cur-HW">HW</i><i class="cur cur-LSO">LSO</i>', page
+    )
     findings = re.findall(r'<article class="finding k-(\w+)"', page)
     assert sorted(findings) == ["interleaved_plain_records", "shared_transactional_id"]
     assert "fenced by InitProducerId" in page  # the __transaction_state timeline
@@ -219,7 +235,9 @@ def test_it_shows_the_window_markers_lso_and_findings_of_a_shared_id_live(kafka_
         assert (await one.connect(timeout=10))[0] and (await two.connect(timeout=10))[0]
         assert list(HUB.watching().values()) == [2]
         assert len(get_inspector()._subs) == 1
-        threading.Thread(target=lambda: (b.begin_transaction(), send(b, topic, "b-2"), b.commit_transaction(20))).start()
+        threading.Thread(
+            target=lambda: (b.begin_transaction(), send(b, topic, "b-2"), b.commit_transaction(20))
+        ).start()
         seen = ["", ""]
         deadline = time.monotonic() + 20
         for i, viewer in enumerate((one, two)):  # a communicator's timeout ends its application: wait long
@@ -269,13 +287,21 @@ def test_it_makes_a_scenario_that_loads_and_runs_on_the_simulator(kafka_bootstra
     q = f"?topic={topic}&txid={txid}&txid={other}"
     status, page = page_of(keyed, f"/inspect/scenario/{q}")
     assert status == 200 and 'id="editor-form"' in page  # the editor, holding the text
-    text = html.unescape(re.search(r'<textarea name="text" id="editor-text"[^>]*>(.*?)</textarea>', page, re.S).group(1))
+    text = html.unescape(
+        re.search(r'<textarea name="text" id="editor-text"[^>]*>(.*?)</textarea>', page, re.S).group(1)
+    )
     scenario, errors = check_text(text)
     assert scenario is not None, errors
     # an actor per producer instance, named in the order they first act; a plain producer; two consumers
-    assert {a.name: a.transactional_id for a in scenario.actors.values() if a.transactional_id} == {"A": txid, "B": other, "C": txid}
+    assert {a.name: a.transactional_id for a in scenario.actors.values() if a.transactional_id} == {
+        "A": txid,
+        "B": other,
+        "C": txid,
+    }
     assert set(scenario.actors) == {"A", "B", "C", "plain", "rc", "ru"}
-    assert "C starts with the same transactional.id" in text and "its InitProducerId aborts A's open transaction" in text
+    assert (
+        "C starts with the same transactional.id" in text and "its InitProducerId aborts A's open transaction" in text
+    )
 
     observed = run_scenario(scenario, "sim")
     assert observed["expect"] == {"passed": 2, "failed": 0, "failures": []}  # both logs as the cluster held them

@@ -23,10 +23,10 @@ from pathlib import Path
 
 import pytest
 
+from playground.engine import events as ev
+from playground.engine.spec import ActorSpec, ClusterSpec, Profile, TopicSpec
 from playground.kafka.backend import KafkaBackend
 from playground.scenario import load_library, run_scenario
-from playground.sim import events as ev
-from playground.spec import ActorSpec, ClusterSpec, Profile, TopicSpec
 from tests.kafka.conftest import require_bootstrap
 from tests.kafka.test_kafka_backend import consumer, produce, run
 
@@ -46,8 +46,9 @@ def producer(name: str, txid: str | None = None, **config) -> ActorSpec:
 
 def session(topics: dict[str, int], *actors: ActorSpec, profile: Profile = JAVA, events=None) -> KafkaBackend:
     cluster = ClusterSpec(brokers=3, topics=tuple(TopicSpec(t, n) for t, n in topics.items()))
-    return KafkaBackend(cluster, {a.name: a for a in actors}, profile=profile,
-                        on_event=events.append if events is not None else None)
+    return KafkaBackend(
+        cluster, {a.name: a for a in actors}, profile=profile, on_event=events.append if events is not None else None
+    )
 
 
 def log_of(obs, tp):
@@ -63,8 +64,17 @@ def test_it_fences_the_older_java_producer_at_commit_with_ProducerFencedExceptio
     b = session({"orders": 1}, producer("A", "order-pay"), producer("B", "order-pay"), events=events)
     try:
         ready = b.actors["A"].proc.wait_ready()["result"]
-        outcomes = run(b, "A.init_transactions", "A.begin_transaction", produce("A", "a-1"), "B.init_transactions",
-                       "A.commit_transaction", "B.begin_transaction", produce("B", "b-1"), "B.commit_transaction")
+        outcomes = run(
+            b,
+            "A.init_transactions",
+            "A.begin_transaction",
+            produce("A", "a-1"),
+            "B.init_transactions",
+            "A.commit_transaction",
+            "B.begin_transaction",
+            produce("B", "b-1"),
+            "B.commit_transaction",
+        )
         view = b.view()
         obs = b.observe()
     finally:
@@ -90,8 +100,14 @@ def test_it_gets_INVALID_PRODUCER_EPOCH_for_the_same_fenced_commit_from_librdkaf
     """The other half of the comparison: librdkafka sends EndTxn v1, which the same coordinator answers with 47."""
     b = session({"orders": 1}, producer("A", "order-pay"), producer("B", "order-pay"), profile=LIBRDKAFKA)
     try:
-        outcomes = run(b, "A.init_transactions", "A.begin_transaction", produce("A", "a-1"), "B.init_transactions",
-                       "A.commit_transaction")
+        outcomes = run(
+            b,
+            "A.init_transactions",
+            "A.begin_transaction",
+            produce("A", "a-1"),
+            "B.init_transactions",
+            "A.commit_transaction",
+        )
         view = b.view()
     finally:
         b.close()
@@ -104,25 +120,42 @@ def test_it_lets_a_fire_and_forget_send_of_a_fenced_producer_look_sent_while_onl
     events: list = []
     b = session({"orders": 1}, producer("A", "order-pay"), producer("B", "order-pay"), events=events)
     try:
-        outcomes = run(b, "A.init_transactions", "A.begin_transaction", produce("A", "a-1"), "B.init_transactions",
-                       # A does not know yet: the partition leader refuses its old epoch, in the callback only
-                       produce("A", "a-2", **{"await": False}), "A.flush", "A.commit_transaction",
-                       "A.abort_transaction",
-                       # now A is fenced (FATAL_ERROR) and knows it; send() still returns normally
-                       produce("A", "a-3", **{"await": False}))
+        outcomes = run(
+            b,
+            "A.init_transactions",
+            "A.begin_transaction",
+            produce("A", "a-1"),
+            "B.init_transactions",
+            # A does not know yet: the partition leader refuses its old epoch, in the callback only
+            produce("A", "a-2", **{"await": False}),
+            "A.flush",
+            "A.commit_transaction",
+            "A.abort_transaction",
+            # now A is fenced (FATAL_ERROR) and knows it; send() still returns normally
+            produce("A", "a-3", **{"await": False}),
+        )
         view = b.view()
         obs = b.observe()
     finally:
         b.close()
-    assert outcomes == ["ok", "ok", "ok", "ok", "ok", "ok",
-                        # maybeFailWithError(): the send's abortable InvalidProducerEpochException, not a fencing
-                        "InvalidProducerEpochException",
-                        # the abort's EndTxn carries the old epoch: the coordinator says PRODUCER_FENCED
-                        "ProducerFencedException",
-                        "ok"]
+    assert outcomes == [
+        "ok",
+        "ok",
+        "ok",
+        "ok",
+        "ok",
+        "ok",
+        # maybeFailWithError(): the send's abortable InvalidProducerEpochException, not a fencing
+        "InvalidProducerEpochException",
+        # the abort's EndTxn carries the old epoch: the coordinator says PRODUCER_FENCED
+        "ProducerFencedException",
+        "ok",
+    ]
     sends = [e for e in events if isinstance(e, ev.ClientError) and e.op == "send"]
     assert [(e.error, e.fatal, e.txn_requires_abort) for e in sends] == [
-        ("InvalidProducerEpochException", False, True), ("ProducerFencedException", True, False)]
+        ("InvalidProducerEpochException", False, True),
+        ("ProducerFencedException", True, False),
+    ]
     assert "INVALID_PRODUCER_EPOCH (47)" in sends[0].detail
     [produce_answer] = [t for t in answers(view, "Produce", "A") if t["error"]]
     assert produce_answer["error"] == "INVALID_PRODUCER_EPOCH"
@@ -146,7 +179,10 @@ def test_it_crashes_by_killing_the_jvm_and_leaves_the_transaction_open_for_its_t
             os.kill(pid, 0)  # SIGKILLed and reaped: no close(), so no abort
         held = b.view()
         assert held["transactions"]["pay"]["state"] == "Ongoing"
-        assert (held["partitions"]["orders-0"]["high_watermark"], held["partitions"]["orders-0"]["last_stable_offset"]) == (1, 0)
+        assert (
+            held["partitions"]["orders-0"]["high_watermark"],
+            held["partitions"]["orders-0"]["last_stable_offset"],
+        ) == (1, 0)
         assert held["producers"]["A"]["state"] == "CRASHED"
         deadline = time.monotonic() + 40
         while b.view()["transactions"]["pay"]["state"] != "CompleteAbort" and time.monotonic() < deadline:
@@ -155,18 +191,36 @@ def test_it_crashes_by_killing_the_jvm_and_leaves_the_transaction_open_for_its_t
         obs = b.observe()
     finally:
         b.close()
-    assert obs["transactions"]["pay"] == {"state": "CompleteAbort", "producer_id": obs["transactions"]["pay"]["producer_id"], "epoch": 1}
+    assert obs["transactions"]["pay"] == {
+        "state": "CompleteAbort",
+        "producer_id": obs["transactions"]["pay"]["producer_id"],
+        "epoch": 1,
+    }
     assert log_of(obs, "orders-0") == [("a-1", 0), ("ABORT", 1)]
     assert obs["consumers"]["rc"] == {"orders-0": []}
 
 
 def test_it_commits_a_consumers_offsets_in_the_transaction_with_send_offsets_to_transaction():
-    b = session({"in": 1, "out": 1}, producer("feed"), producer("T", "copier-tx"),
-                consumer("src", ("in",), group="copier"), consumer("rc", ("out",)))
+    b = session(
+        {"in": 1, "out": 1},
+        producer("feed"),
+        producer("T", "copier-tx"),
+        consumer("src", ("in",), group="copier"),
+        consumer("rc", ("out",)),
+    )
     try:
-        outcomes = run(b, produce("feed", "v1", topic="in"), produce("feed", "v2", topic="in"), "src.poll",
-                       "T.init_transactions", "T.begin_transaction", ("T.produce", {"topic": "out", "from": "src"}),
-                       ("T.send_offsets_to_transaction", {"consumer": "src"}), "T.commit_transaction", "rc.poll")
+        outcomes = run(
+            b,
+            produce("feed", "v1", topic="in"),
+            produce("feed", "v2", topic="in"),
+            "src.poll",
+            "T.init_transactions",
+            "T.begin_transaction",
+            ("T.produce", {"topic": "out", "from": "src"}),
+            ("T.send_offsets_to_transaction", {"consumer": "src"}),
+            "T.commit_transaction",
+            "rc.poll",
+        )
         view = b.view()
         obs = b.observe()
     finally:
@@ -188,8 +242,16 @@ def test_it_keeps_a_send_refused_outside_a_transaction_buffered_and_commits_it_w
     refuses such a send with _STATE and nothing of it reaches a broker (scenario no-send-outside-transaction)."""
     b = session({"orders": 1}, producer("T", "order-pay"), consumer("rc", ("orders",)))
     try:
-        outcomes = run(b, produce("T", "too-early"), "T.init_transactions", produce("T", "no-txn"),
-                       "T.begin_transaction", produce("T", "in-txn"), "T.commit_transaction", "rc.poll")
+        outcomes = run(
+            b,
+            produce("T", "too-early"),
+            "T.init_transactions",
+            produce("T", "no-txn"),
+            "T.begin_transaction",
+            produce("T", "in-txn"),
+            "T.commit_transaction",
+            "rc.poll",
+        )
         view = b.view()
         obs = b.observe()
     finally:
@@ -207,13 +269,30 @@ def test_it_speaks_transaction_version_2_with_kafka_clients_4_on_the_4x_cluster(
     AddPartitionsToTxn (the partition leader adds the partition when it verifies the Produce), and every EndTxn bumps
     the epoch, so each transaction's marker carries the epoch after its records'."""
     require_bootstrap("4")
-    b = session({"orders": 1}, producer("A", "order-pay"), producer("B", "order-pay"), consumer("rc", ("orders",)),
-                profile=Profile("4", "java"))
+    b = session(
+        {"orders": 1},
+        producer("A", "order-pay"),
+        producer("B", "order-pay"),
+        consumer("rc", ("orders",)),
+        profile=Profile("4", "java"),
+    )
     try:
         ready = b.actors["A"].proc.wait_ready()["result"]
-        outcomes = run(b, "A.init_transactions", "A.begin_transaction", produce("A", "a-1"), "A.commit_transaction",
-                       "A.begin_transaction", produce("A", "a-2"), "B.init_transactions", "A.commit_transaction",
-                       "B.begin_transaction", produce("B", "b-1"), "B.commit_transaction", "rc.poll")
+        outcomes = run(
+            b,
+            "A.init_transactions",
+            "A.begin_transaction",
+            produce("A", "a-1"),
+            "A.commit_transaction",
+            "A.begin_transaction",
+            produce("A", "a-2"),
+            "B.init_transactions",
+            "A.commit_transaction",
+            "B.begin_transaction",
+            produce("B", "b-1"),
+            "B.commit_transaction",
+            "rc.poll",
+        )
         view = b.view()
         obs = b.observe()
     finally:
@@ -252,7 +331,9 @@ DIFFERENCES = {
         # once the refusal is back, and whether it is back before any of the three calls is timing (a step is a
         # round trip to a worker: on an idle machine all three can return before it), while KafkaProducer.send()
         # returns a failed future and throws nothing
-        15: ("ok|_FATAL", "ok"), 16: ("ok|_FATAL", "ok"), 17: ("ok|_FATAL", "ok"),
+        15: ("ok|_FATAL", "ok"),
+        16: ("ok|_FATAL", "ok"),
+        17: ("ok|_FATAL", "ok"),
         19: ("_FENCED", "ProducerFencedException"),
     },
 }
@@ -266,7 +347,9 @@ def _run_library(scenario, profile: Profile) -> dict:
 def test_it_runs_library_scenarios_with_the_java_client_and_only_the_names_differ_from_librdkafka():
     scenarios = {s.id: s for s in load_library(ROOT / "scenarios")}
     with concurrent.futures.ThreadPoolExecutor(3) as pool:
-        futures = {(sid, p.client): pool.submit(_run_library, scenarios[sid], p) for sid in LIBRARY for p in (JAVA, LIBRDKAFKA)}
+        futures = {
+            (sid, p.client): pool.submit(_run_library, scenarios[sid], p) for sid in LIBRARY for p in (JAVA, LIBRDKAFKA)
+        }
         runs = {key: f.result() for key, f in futures.items()}
     rows = []
     for sid in LIBRARY:

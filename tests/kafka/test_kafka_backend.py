@@ -6,16 +6,17 @@ closes it, which deletes its topics.
 
 from __future__ import annotations
 
+import itertools
 import os
 import time
 
 import pytest
 
-from playground.backend import BackendError
+from playground.engine import events as ev
+from playground.engine.backend import BackendError
+from playground.engine.spec import ActorSpec, ClusterSpec, Step, TopicSpec
 from playground.kafka.backend import KafkaBackend
 from playground.kafka.observer import Observer, ObserverError
-from playground.sim import events as ev
-from playground.spec import ActorSpec, ClusterSpec, Step, TopicSpec
 
 pytestmark = pytest.mark.kafka
 
@@ -27,7 +28,9 @@ def producer(name: str, txid: str | None = None, **config) -> ActorSpec:
     return ActorSpec(name, "producer", conf)
 
 
-def consumer(name: str, topics: tuple[str, ...], isolation: str = "read_committed", group: str | None = None) -> ActorSpec:
+def consumer(
+    name: str, topics: tuple[str, ...], isolation: str = "read_committed", group: str | None = None
+) -> ActorSpec:
     conf = {"isolation.level": isolation}
     if group:
         conf["group.id"] = group
@@ -35,7 +38,9 @@ def consumer(name: str, topics: tuple[str, ...], isolation: str = "read_committe
 
 
 def session(topics: dict[str, int], *actors: ActorSpec, brokers: int = 3, config=None, events=None) -> KafkaBackend:
-    cluster = ClusterSpec(brokers=brokers, config=config or {}, topics=tuple(TopicSpec(t, n) for t, n in topics.items()))
+    cluster = ClusterSpec(
+        brokers=brokers, config=config or {}, topics=tuple(TopicSpec(t, n) for t, n in topics.items())
+    )
     return KafkaBackend(cluster, {a.name: a for a in actors}, on_event=events.append if events is not None else None)
 
 
@@ -57,12 +62,29 @@ def produce(actor: str, value: str, topic: str = "orders", partition: int = 0, *
 
 
 def test_commit_and_abort_leave_markers_with_producer_id_and_epoch():
-    b = session({"orders": 2}, producer("A", "order-pay"), consumer("rc", ("orders",)),
-                consumer("ru", ("orders",), "read_uncommitted"))
+    b = session(
+        {"orders": 2},
+        producer("A", "order-pay"),
+        consumer("rc", ("orders",)),
+        consumer("ru", ("orders",), "read_uncommitted"),
+    )
     try:
-        assert run(b, "A.init_transactions", "A.begin_transaction", produce("A", "c-0"), produce("A", "c-1", partition=1),
-                   "A.commit_transaction", "A.begin_transaction", produce("A", "a-0"), "A.abort_transaction",
-                   "rc.poll", "ru.poll") == ["ok"] * 10
+        assert (
+            run(
+                b,
+                "A.init_transactions",
+                "A.begin_transaction",
+                produce("A", "c-0"),
+                produce("A", "c-1", partition=1),
+                "A.commit_transaction",
+                "A.begin_transaction",
+                produce("A", "a-0"),
+                "A.abort_transaction",
+                "rc.poll",
+                "ru.poll",
+            )
+            == ["ok"] * 10
+        )
         obs = b.observe()
     finally:
         b.close()
@@ -83,15 +105,29 @@ def test_commit_and_abort_leave_markers_with_producer_id_and_epoch():
 def test_a_second_init_fences_the_first_instance():
     b = session({"orders": 1}, producer("A", "order-pay"), producer("B", "order-pay"))
     try:
-        outcomes = run(b, "A.init_transactions", "A.begin_transaction", produce("A", "a-1"), "B.init_transactions",
-                       "A.commit_transaction", "B.begin_transaction", produce("B", "b-1"), "B.commit_transaction")
+        outcomes = run(
+            b,
+            "A.init_transactions",
+            "A.begin_transaction",
+            produce("A", "a-1"),
+            "B.init_transactions",
+            "A.commit_transaction",
+            "B.begin_transaction",
+            produce("B", "b-1"),
+            "B.commit_transaction",
+        )
         obs = b.observe()
         view = b.view()
     finally:
         b.close()
     assert outcomes == ["ok", "ok", "ok", "ok", "_FENCED", "ok", "ok", "ok"]
     log = obs["partitions"]["orders-0"]["log"]
-    assert [(e.get("control") or e["value"], e["epoch"]) for e in log] == [("a-1", 0), ("ABORT", 1), ("b-1", 2), ("COMMIT", 2)]
+    assert [(e.get("control") or e["value"], e["epoch"]) for e in log] == [
+        ("a-1", 0),
+        ("ABORT", 1),
+        ("b-1", 2),
+        ("COMMIT", 2),
+    ]
     assert len({e["producer_id"] for e in log}) == 1  # same transactional id, same producer id, higher epoch
     assert obs["transactions"]["order-pay"]["state"] == "CompleteCommit"
     assert obs["transactions"]["order-pay"]["epoch"] == 2
@@ -103,11 +139,24 @@ def test_a_second_init_fences_the_first_instance():
 
 
 def test_an_open_transaction_holds_the_lso_for_everyone():
-    b = session({"orders": 1}, producer("T", "hanging"), producer("plain"), consumer("rc", ("orders",)),
-                consumer("ru", ("orders",), "read_uncommitted"))
+    b = session(
+        {"orders": 1},
+        producer("T", "hanging"),
+        producer("plain"),
+        consumer("rc", ("orders",)),
+        consumer("ru", ("orders",), "read_uncommitted"),
+    )
     try:
-        run(b, "T.init_transactions", "T.begin_transaction", produce("T", "t-1"), produce("plain", "p-1"),
-            produce("plain", "p-2"), "rc.poll", "ru.poll")
+        run(
+            b,
+            "T.init_transactions",
+            "T.begin_transaction",
+            produce("T", "t-1"),
+            produce("plain", "p-1"),
+            produce("plain", "p-2"),
+            "rc.poll",
+            "ru.poll",
+        )
         held = b.observe()
         run(b, "T.commit_transaction", "rc.poll")
         released = b.observe()
@@ -125,10 +174,15 @@ def test_an_open_transaction_holds_the_lso_for_everyone():
 
 
 def test_it_tells_the_anomaly_checker_what_each_poll_read_and_the_lso_after_it():
-    from playground.anomalies import reads
+    from playground.scenario.anomalies import reads
 
-    b = session({"orders": 1}, producer("T", "hanging"), producer("plain"), consumer("rc", ("orders",)),
-                consumer("ru", ("orders",), "read_uncommitted"))
+    b = session(
+        {"orders": 1},
+        producer("T", "hanging"),
+        producer("plain"),
+        consumer("rc", ("orders",)),
+        consumer("ru", ("orders",), "read_uncommitted"),
+    )
     try:
         run(b, "T.init_transactions", "T.begin_transaction", produce("T", "t-1"), produce("plain", "p-1"))
         got = {}
@@ -212,14 +266,28 @@ def test_crash_kills_the_worker_and_leaves_the_transaction_open():
         assert view["producers"]["A"]["state"] == "CRASHED"
         assert view["transactions"]["crashy"]["state"] == "Ongoing"  # nobody told the coordinator
         assert view["partitions"]["orders-0"]["last_stable_offset"] == 0
-        assert run(b, "A.restart", "A.init_transactions", "A.begin_transaction", produce("A", "redo-1"),
-                   "A.commit_transaction", "rc.poll") == ["ok"] * 6
+        assert (
+            run(
+                b,
+                "A.restart",
+                "A.init_transactions",
+                "A.begin_transaction",
+                produce("A", "redo-1"),
+                "A.commit_transaction",
+                "rc.poll",
+            )
+            == ["ok"] * 6
+        )
         assert b.actors["A"].proc.pid != pid
         obs = b.observe()
     finally:
         b.close()
     assert [(e.get("control") or e["value"], e["epoch"]) for e in obs["partitions"]["orders-0"]["log"]] == [
-        ("lost-1", 0), ("ABORT", 1), ("redo-1", 2), ("COMMIT", 2)]
+        ("lost-1", 0),
+        ("ABORT", 1),
+        ("redo-1", 2),
+        ("COMMIT", 2),
+    ]
     assert obs["consumers"]["rc"]["orders-0"] == ["redo-1"]
 
 
@@ -237,12 +305,23 @@ def test_close_aborts_the_open_transaction():
 
 
 def test_offsets_in_a_transaction_become_committed_group_offsets():
-    b = session({"input": 1, "output": 1}, producer("feed"), producer("copy", "copier-0"),
-                consumer("in", ("input",), group="copier"))
+    b = session(
+        {"input": 1, "output": 1},
+        producer("feed"),
+        producer("copy", "copier-0"),
+        consumer("in", ("input",), group="copier"),
+    )
     try:
-        run(b, produce("feed", "m-1", topic="input"), produce("feed", "m-2", topic="input"), "copy.init_transactions",
-            "in.poll", "copy.begin_transaction", ("copy.produce", {"topic": "output", "from": "in"}),
-            ("copy.send_offsets_to_transaction", {"consumer": "in"}))
+        run(
+            b,
+            produce("feed", "m-1", topic="input"),
+            produce("feed", "m-2", topic="input"),
+            "copy.init_transactions",
+            "in.poll",
+            "copy.begin_transaction",
+            ("copy.produce", {"topic": "output", "from": "in"}),
+            ("copy.send_offsets_to_transaction", {"consumer": "in"}),
+        )
         pending = b.view()
         assert pending["groups"]["copier"] == {"input-0": None}  # pending transactional offsets are not committed
         run(b, "copy.commit_transaction")
@@ -276,7 +355,17 @@ def test_view_has_the_contract_shape_and_events_use_the_simulators_vocabulary():
     assert any(t["src"] == "A" and t["dst"].startswith("coordinator(b") for t in view["timeline"])
     assert view["unobservable"] and all(isinstance(s, str) for s in view["unobservable"])
     kinds = {type(e) for e in events}
-    assert {ev.Rpc, ev.Append, ev.Marker, ev.TxnState, ev.Watermarks, ev.ClientState, ev.Delivery, ev.Consume, ev.Step} <= kinds
+    assert {
+        ev.Rpc,
+        ev.Append,
+        ev.Marker,
+        ev.TxnState,
+        ev.Watermarks,
+        ev.ClientState,
+        ev.Delivery,
+        ev.Consume,
+        ev.Step,
+    } <= kinds
     states = [(e.from_state, e.to_state) for e in events if isinstance(e, ev.TxnState)]
     assert [s[1] for s in states][:4] == ["Empty", "Ongoing", "PrepareCommit", "CompleteCommit"]
     assert all(e.record_bytes > 0 for e in events if isinstance(e, ev.TxnState))
@@ -287,13 +376,22 @@ def test_the_transaction_timeout_aborts_and_fences_the_producer():
     # transaction.timeout.ms is a client setting: 3 s here. The test cluster's abort scan runs every second.
     b = session({"orders": 1}, producer("slow", "slow-txn"), config={"transaction.timeout.ms": 3000})
     try:
-        run(b, "slow.init_transactions", "slow.begin_transaction", produce("slow", "s-1"), ("clock.advance", {"ms": 6000}))
+        run(
+            b,
+            "slow.init_transactions",
+            "slow.begin_transaction",
+            produce("slow", "s-1"),
+            ("clock.advance", {"ms": 6000}),
+        )
         outcomes = run(b, produce("slow", "s-2"), "slow.commit_transaction")
         obs = b.observe()
     finally:
         b.close()
     assert outcomes == ["INVALID_PRODUCER_EPOCH", "_FENCED"]
-    assert [(e.get("control") or e["value"], e["epoch"]) for e in obs["partitions"]["orders-0"]["log"]] == [("s-1", 0), ("ABORT", 1)]
+    assert [(e.get("control") or e["value"], e["epoch"]) for e in obs["partitions"]["orders-0"]["log"]] == [
+        ("s-1", 0),
+        ("ABORT", 1),
+    ]
     assert obs["transactions"]["slow-txn"]["state"] == "CompleteAbort"
     assert obs["transactions"]["slow-txn"]["epoch"] == 1
 
@@ -311,13 +409,22 @@ def test_broker_steps_are_refused_without_broker_control(settings):
 
 def test_the_coordinator_fails_over_and_the_producer_carries_on(broker_control, kafka_bootstrap):
     if not broker_control:
-        pytest.fail("no broker control for this cluster: set KAFKA_BROKER_CONTROL (or run the cluster from tools/kafka)")
+        pytest.fail(
+            "no broker control for this cluster: set KAFKA_BROKER_CONTROL (or run the cluster from tools/kafka)"
+        )
     b = session({"payments": 2}, producer("P", "payment-txn"), consumer("rc", ("payments",)))
     try:
         if len(b.brokers) < 3:
-            pytest.fail(f"the failover test needs 3 brokers, the cluster has {len(b.brokers)}: kafka.sh start --nodes 3")
-        run(b, "P.init_transactions", "P.begin_transaction", produce("P", "pay-1", topic="payments"),
-            produce("P", "pay-2", topic="payments", partition=1))
+            pytest.fail(
+                f"the failover test needs 3 brokers, the cluster has {len(b.brokers)}: kafka.sh start --nodes 3"
+            )
+        run(
+            b,
+            "P.init_transactions",
+            "P.begin_transaction",
+            produce("P", "pay-1", topic="payments"),
+            produce("P", "pay-2", topic="payments", partition=1),
+        )
         before = b.view()["transactions"]["payment-txn"]["coordinator_broker"]
         # commit while the coordinator is alive, then stop the coordinator's broker
         assert run(b, "P.commit_transaction", ("broker.stop", {"coordinator_of": "payment-txn"})) == ["ok", "ok"]
@@ -326,8 +433,10 @@ def test_the_coordinator_fails_over_and_the_producer_carries_on(broker_control, 
         assert view["brokers"][str(before)]["up"] is False
         after = view["transactions"]["payment-txn"]["coordinator_broker"]
         assert after != before  # another replica of __transaction_state took over
-        assert run(b, "P.begin_transaction", produce("P", "pay-3", topic="payments"), "P.commit_transaction",
-                   "rc.poll") == ["ok"] * 4
+        assert (
+            run(b, "P.begin_transaction", produce("P", "pay-3", topic="payments"), "P.commit_transaction", "rc.poll")
+            == ["ok"] * 4
+        )
         obs = b.observe()
         raw = {p: b.observer.read_log(f"{b.prefix}payments", p)[0] for p in (0, 1)}
         assert run(b, ("broker.start", {"broker": before})) == ["ok"]
@@ -338,7 +447,7 @@ def test_the_coordinator_fails_over_and_the_producer_carries_on(broker_control, 
     # new coordinator resends them: a second COMMIT at a higher coordinator epoch. Which happens is timing.
     for p, values in ((0, ["pay-1", "COMMIT", "pay-3", "COMMIT"]), (1, ["pay-2", "COMMIT"])):
         entries = raw[p]
-        dupes = [e for prev, e in zip(entries, entries[1:]) if prev.control == "COMMIT" and e.control == "COMMIT"]
+        dupes = [e for prev, e in itertools.pairwise(entries) if prev.control == "COMMIT" and e.control == "COMMIT"]
         for e in dupes:
             first = entries[entries.index(e) - 1]
             assert (e.producer_id, e.epoch) == (first.producer_id, first.epoch)
@@ -358,14 +467,19 @@ def test_the_coordinator_and_the_partition_leader_describe_an_open_transaction()
         assert view["partitions"]["orders-0"]["open_transactions"] == {str(pid): 1}
         # ListTransactions (every broker) and DescribeTransactions (the coordinator)
         listed = b.observer.list_transactions()
-        assert [(t["transactional_id"], t["state"], t["producer_id"]) for t in listed] == [(f"{b.prefix}described", "Ongoing", pid)]
+        assert [(t["transactional_id"], t["state"], t["producer_id"]) for t in listed] == [
+            (f"{b.prefix}described", "Ongoing", pid)
+        ]
         txn = view["transactions"]["described"]
         assert (txn["state"], txn["producer_id"], txn["epoch"], txn["partitions"]) == ("Ongoing", pid, 0, ["orders-0"])
         assert txn["txn_start_time_ms"] > 0
         # __transaction_state, read and decoded: what the coordinator persisted for this id so far
         records = b.observer._txn_records[f"{b.prefix}described"]
         assert [r["state"] for r in records] == ["Empty", "Ongoing"]
-        assert records[1]["partitions"] == [(f"{b.prefix}orders", 0)] and records[1]["txn_partition"] == txn["coordinator_partition"]
+        assert (
+            records[1]["partitions"] == [(f"{b.prefix}orders", 0)]
+            and records[1]["txn_partition"] == txn["coordinator_partition"]
+        )
         run(b, "T.commit_transaction")
         b.observe()  # view() shows "right now"; observe() first waits until the markers have landed
         view = b.view()

@@ -29,9 +29,9 @@ from typing import Any
 
 import pytest
 
+from playground.engine.spec import Profile
 from playground.kafka.backend import KafkaBackend
 from playground.scenario import load_library, run_scenario
-from playground.spec import Profile
 from tests.kafka.conftest import broker_control_for, require_bootstrap
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -149,11 +149,17 @@ class _CompressedCluster:
             if self._bootstrap is None:
                 self.started = True  # from here on, stop() must run even if start fails halfway
                 out = subprocess.run(
-                    ["bash", str(KAFKA_SH), "start", "--nodes", "1"], cwd=ROOT, env=self.env, capture_output=True,
-                    text=True, timeout=COMPRESSED_START_TIMEOUT_S,
+                    ["bash", str(KAFKA_SH), "start", "--nodes", "1"],
+                    cwd=ROOT,
+                    env=self.env,
+                    capture_output=True,
+                    text=True,
+                    timeout=COMPRESSED_START_TIMEOUT_S,
                 )
                 if out.returncode != 0 or not out.stdout.strip():
-                    self._error = f"the time-compressed cluster did not start (logs in {self.run_dir}):\n{out.stderr[-2000:]}"
+                    self._error = (
+                        f"the time-compressed cluster did not start (logs in {self.run_dir}):\n{out.stderr[-2000:]}"
+                    )
                     raise RuntimeError(self._error)
                 self._bootstrap = out.stdout.strip().splitlines()[-1]
             return self._bootstrap
@@ -170,7 +176,11 @@ class _CompressedCluster:
             if not self.started:
                 return
             out = subprocess.run(
-                ["bash", str(KAFKA_SH), "stop"], cwd=ROOT, env=self.env, capture_output=True, text=True,
+                ["bash", str(KAFKA_SH), "stop"],
+                cwd=ROOT,
+                env=self.env,
+                capture_output=True,
+                text=True,
                 timeout=COMPRESSED_STOP_TIMEOUT_S,
             )
             if out.returncode != 0:
@@ -212,17 +222,21 @@ class _KafkaRuns:
             profiles = [p for p in PROFILES if p.kafka in clusters]
             # one solo pool per Kafka version, shared by its clients: a scenario that stops brokers moves the
             # partition leaders under everything else on that cluster, so it runs alone there
-            solo_pools = {k: concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix=f"fidelity-solo-{k}")
-                          for k in versions}
+            solo_pools = {
+                k: concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix=f"fidelity-solo-{k}") for k in versions
+            }
             self._pools += list(solo_pools.values())
             # one time-compressed cluster per Kafka version and scenario, shared by that version's clients
             compressed_clusters: dict[tuple[str, str], _CompressedCluster] = {}
             for i, kafka in enumerate(versions):
                 for j, (sid, spec) in enumerate(TIME_COMPRESSED.items()):
                     cluster = _CompressedCluster(
-                        tmp_dir / f"kafka-{kafka}-{sid}", spec["broker_props"], kafka,
+                        tmp_dir / f"kafka-{kafka}-{sid}",
+                        spec["broker_props"],
+                        kafka,
                         COMPRESSED_BASE_PORT + (i * len(TIME_COMPRESSED) + j) * COMPRESSED_PORT_STEP,
-                        users=sum(1 for p in profiles if p.kafka == kafka))
+                        users=sum(1 for p in profiles if p.kafka == kafka),
+                    )
                     compressed_clusters[(kafka, sid)] = cluster
                     self._clusters.append(cluster)
             for profile in profiles:
@@ -230,7 +244,8 @@ class _KafkaRuns:
                 self.started[profile] = time.monotonic()
                 main = {"bootstrap": bootstrap, "max_sleep_s": MAX_SLEEP_S, "broker_control": control}
                 compressed_pool = concurrent.futures.ThreadPoolExecutor(
-                    1, thread_name_prefix=f"fidelity-compressed-{profile.kafka}-{profile.client}")
+                    1, thread_name_prefix=f"fidelity-compressed-{profile.kafka}-{profile.client}"
+                )
                 self._pools.append(compressed_pool)
 
                 # the dedicated clusters start first: their JVM start-up overlaps with the shared runs' sleeps
@@ -238,18 +253,29 @@ class _KafkaRuns:
                     if (profile, sid) in EXCLUDED:
                         continue
 
-                    def compressed(scenario: Any = SCENARIOS[sid], cluster: _CompressedCluster = compressed_clusters[(profile.kafka, sid)],
-                                   spec: dict[str, Any] = spec, profile: Profile = profile) -> dict[str, Any]:
+                    def compressed(
+                        scenario: Any = SCENARIOS[sid],
+                        cluster: _CompressedCluster = compressed_clusters[(profile.kafka, sid)],
+                        spec: dict[str, Any] = spec,
+                        profile: Profile = profile,
+                    ) -> dict[str, Any]:
                         try:
-                            return _run_on(scenario, profile, bootstrap=cluster.acquire(),
-                                           max_sleep_s=spec["max_sleep_s"], broker_control="")
+                            return _run_on(
+                                scenario,
+                                profile,
+                                bootstrap=cluster.acquire(),
+                                max_sleep_s=spec["max_sleep_s"],
+                                broker_control="",
+                            )
                         finally:
                             cluster.release()
 
                     key = (profile, sid)
                     self._futures[key] = compressed_pool.submit(self._timed, key, compressed)
 
-                others = [s for s in SCENARIOS.values() if s.id not in TIME_COMPRESSED and (profile, s.id) not in EXCLUDED]
+                others = [
+                    s for s in SCENARIOS.values() if s.id not in TIME_COMPRESSED and (profile, s.id) not in EXCLUDED
+                ]
                 shared_runs += [(_sleep_ms(s), profile, s, main) for s in others if not _has_broker_steps(s)]
                 solo_runs += [(profile, s, main) for s in others if _has_broker_steps(s)]
 
@@ -265,12 +291,16 @@ class _KafkaRuns:
                 # shutdown(cancel_futures=True) never wakes wait()'s waiters, but it does wake result()
                 barrier_keys = [(p, x.id) for _ms, p, x, _m in shared_runs if p.kafka == profile.kafka]
 
-                def alone(scenario: Any = s, profile: Profile = profile, main: dict[str, Any] = main,
-                          barrier_keys: list[tuple[Profile, str]] = barrier_keys) -> dict[str, Any]:
+                def alone(
+                    scenario: Any = s,
+                    profile: Profile = profile,
+                    main: dict[str, Any] = main,
+                    barrier_keys: list[tuple[Profile, str]] = barrier_keys,
+                ) -> dict[str, Any]:
                     for key in barrier_keys:
                         try:
                             self._futures[key].result()
-                        except BaseException:  # noqa: BLE001 - that scenario's own test reports it
+                        except BaseException:
                             pass
                     return self._timed((profile, scenario.id), _run_on, scenario, profile, **main)
 
@@ -317,8 +347,11 @@ def kafka_runs(tmp_path_factory):
         if _RUNS.timings:
             for profile in _RUNS.started:
                 took = {sid: t for (p, sid), t in _RUNS.timings.items() if p == profile}
-                print(f"\n[fidelity] {profile.label}: real-cluster run time per scenario: " + ", ".join(
-                    f"{sid} {t:.0f}s" for sid, t in sorted(took.items(), key=lambda kv: -kv[1])), flush=True)
+                print(
+                    f"\n[fidelity] {profile.label}: real-cluster run time per scenario: "
+                    + ", ".join(f"{sid} {t:.0f}s" for sid, t in sorted(took.items(), key=lambda kv: -kv[1])),
+                    flush=True,
+                )
 
 
 def _outcome(scenario: Any, index: int, outcome: str) -> str:
@@ -375,7 +408,11 @@ def _without_resent_markers(part: dict[str, Any]) -> dict[str, Any]:
     def shift(mark: int | None) -> int | None:
         return None if mark is None else mark - sum(1 for off in removed if off < mark)
 
-    return {"log": kept, "high_watermark": shift(part["high_watermark"]), "last_stable_offset": shift(part["last_stable_offset"])}
+    return {
+        "log": kept,
+        "high_watermark": shift(part["high_watermark"]),
+        "last_stable_offset": shift(part["last_stable_offset"]),
+    }
 
 
 def normalise(obs: dict[str, Any], scenario: Any) -> dict[str, Any]:
@@ -386,7 +423,11 @@ def normalise(obs: dict[str, Any], scenario: Any) -> dict[str, Any]:
     read_committed consumer sees right after commit_transaction() does not race the coordinator's markers, except
     where a scenario makes that race its subject (RACY_READS)."""
     partitions = {
-        tp: {"log": part["log"], "high_watermark": part["high_watermark"], "last_stable_offset": part["last_stable_offset"]}
+        tp: {
+            "log": part["log"],
+            "high_watermark": part["high_watermark"],
+            "last_stable_offset": part["last_stable_offset"],
+        }
         for tp, part in obs["partitions"].items()
     }
     if _has_broker_steps(scenario):
@@ -419,7 +460,12 @@ def differences(sim: dict[str, Any], real: dict[str, Any], path: str = "") -> li
                 out.append(f"{where}: sim {sim[key]!r}, kafka has none")
             else:
                 out.extend(differences(sim[key], real[key], where))
-    elif isinstance(sim, list) and isinstance(real, list) and len(sim) == len(real) and (path.endswith("log") or path == "steps"):
+    elif (
+        isinstance(sim, list)
+        and isinstance(real, list)
+        and len(sim) == len(real)
+        and (path.endswith("log") or path == "steps")
+    ):
         for i, (a, b) in enumerate(zip(sim, real)):
             out.extend(differences(a, b, f"{path}[{i}]"))
     elif sim != real:
@@ -428,8 +474,11 @@ def differences(sim: dict[str, Any], real: dict[str, Any], path: str = "") -> li
 
 
 def _params() -> list[Any]:
-    return [pytest.param(profile, sid, marks=[pytest.mark.kafka], id=f"kafka{profile.kafka}-{profile.client}-{sid}")
-            for profile in PROFILES for sid in SCENARIOS]
+    return [
+        pytest.param(profile, sid, marks=[pytest.mark.kafka], id=f"kafka{profile.kafka}-{profile.client}-{sid}")
+        for profile in PROFILES
+        for sid in SCENARIOS
+    ]
 
 
 @pytest.mark.parametrize(("profile", "scenario_id"), _params())
@@ -452,10 +501,12 @@ def test_every_scenario_is_compared():
     assert set(TIME_COMPRESSED) <= set(SCENARIOS), "TIME_COMPRESSED names a scenario that no longer exists"
     assert set(RACY_READS) <= set(SCENARIOS), "RACY_READS names a scenario that no longer exists"
     for (profile, sid), why in EXCLUDED.items():
-        assert profile in PROFILES and sid in SCENARIOS and why.strip(), f"EXCLUDED[{profile}, {sid!r}] is stale or unexplained"
+        assert profile in PROFILES and sid in SCENARIOS and why.strip(), (
+            f"EXCLUDED[{profile}, {sid!r}] is stale or unexplained"
+        )
     for sid, reads in RACY_READS.items():
         names = {a for a, spec in SCENARIOS[sid].actors.items() if spec.kind == "consumer"}
-        for consumer, tp, reference in reads:
+        for consumer, _tp, reference in reads:
             assert {consumer, reference} <= names, f"RACY_READS[{sid!r}] names a consumer the scenario lacks"
 
 

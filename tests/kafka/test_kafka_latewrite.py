@@ -15,8 +15,6 @@ from playground.kafka.latewrite import late_sequence, leader_producer_state, sen
 from playground.kafka.wire import WireClient
 from playground.scenario import load_scenario, run_scenario
 from playground.scenario.model import PROFILES
-from playground.spec import Profile
-
 from tests.kafka.conftest import ROOT, require_bootstrap
 
 pytestmark = pytest.mark.kafka
@@ -27,8 +25,10 @@ SCENARIO = ROOT / "scenarios" / "25-late-write-from-earlier-transaction.yaml"
 def _normalised(o: dict) -> dict:
     return {
         "steps": [(s["step"], s["outcome"]) for s in o["steps"]],
-        "logs": {tp: [(e.get("value") or e.get("control"), e.get("producer"), e["epoch"]) for e in p["log"]]
-                 for tp, p in o["partitions"].items()},
+        "logs": {
+            tp: [(e.get("value") or e.get("control"), e.get("producer"), e["epoch"]) for e in p["log"]]
+            for tp, p in o["partitions"].items()
+        },
         "marks": {tp: (p["high_watermark"], p["last_stable_offset"]) for tp, p in o["partitions"].items()},
         "consumers": o["consumers"],
         "transactions": o["transactions"],
@@ -40,8 +40,9 @@ def _normalised(o: dict) -> dict:
 def test_it_gives_each_late_write_the_same_fate_on_the_real_cluster_as_on_the_simulator(profile):
     require_bootstrap(profile.kafka)
     scenario = load_scenario(SCENARIO).for_profile(profile)
-    real = run_scenario(scenario, KafkaBackend(scenario.cluster, scenario.actors, seed=scenario.seed, profile=profile),
-                        profile=profile)
+    real = run_scenario(
+        scenario, KafkaBackend(scenario.cluster, scenario.actors, seed=scenario.seed, profile=profile), profile=profile
+    )
     sim = run_scenario(scenario, "sim", profile=profile)
     assert real["expect"]["failed"] == 0, real["expect"]["failures"]
     assert _normalised(real) == _normalised(sim)
@@ -84,14 +85,32 @@ def test_it_answers_a_replay_of_a_sequence_already_written_as_a_duplicate_and_wr
         a1, b1 = entries[0], entries[2]
         assert (a1.value, b1.value, a1.sequence, b1.sequence) == (b"a-1", b"b-1", 0, 1)
         # the duplicate: sequence 1 again (b-1's), other bytes
-        dup = send_late_write(wire, topic=topic, partition=0, transactional_id=topic, producer_id=a1.producer_id,
-                              epoch=a1.epoch, sequence=1, value=b"a-2", version=10)
+        dup = send_late_write(
+            wire,
+            topic=topic,
+            partition=0,
+            transactional_id=topic,
+            producer_id=a1.producer_id,
+            epoch=a1.epoch,
+            sequence=1,
+            value=b"a-2",
+            version=10,
+        )
         assert (dup.error, dup.base_offset) == (None, b1.offset)
         # the step's rule: the next sequence the leader expects (DescribeProducers), appended in the open transaction
         seq = late_sequence(leader_producer_state(wire, topic, 0, a1.producer_id), a1.epoch, a1.sequence)
         assert seq == 2
-        taken = send_late_write(wire, topic=topic, partition=0, transactional_id=topic, producer_id=a1.producer_id,
-                                epoch=a1.epoch, sequence=seq, value=b"a-3", version=10)
+        taken = send_late_write(
+            wire,
+            topic=topic,
+            partition=0,
+            transactional_id=topic,
+            producer_id=a1.producer_id,
+            epoch=a1.epoch,
+            sequence=seq,
+            value=b"a-3",
+            version=10,
+        )
         assert (taken.error, taken.base_offset) == (None, b1.offset + 1)
         p.abort_transaction(30)
         deadline = time.monotonic() + 10

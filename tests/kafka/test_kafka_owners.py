@@ -25,10 +25,10 @@ from pathlib import Path
 import pytest
 from confluent_kafka.admin import AdminClient
 
+from playground.engine.spec import ActorSpec, ClusterSpec, TopicSpec
 from playground.kafka import owners
 from playground.kafka.backend import KafkaBackend
 from playground.kafka.observer import Observer
-from playground.spec import ActorSpec, ClusterSpec, TopicSpec
 from tests.kafkatopics import listed_everywhere
 
 pytestmark = pytest.mark.kafka
@@ -42,7 +42,7 @@ GONE_S = 20.0
 CHILD = """
 import json, os, sys, time
 from playground.kafka.backend import KafkaBackend
-from playground.spec import ActorSpec, ClusterSpec, Step, TopicSpec
+from playground.engine.spec import ActorSpec, ClusterSpec, Step, TopicSpec
 
 bootstrap, owners_dir, mode = sys.argv[1:4]
 cluster = ClusterSpec(brokers=1, config={}, topics=(TopicSpec("orders", 2), TopicSpec("audit", 1)))
@@ -74,8 +74,13 @@ class Child:
         self.log = owners_dir / f"child-{mode}.log"  # a file, not a pipe: a chatty child never blocks on it
         with open(self.log, "w") as err:
             self.proc = subprocess.Popen(
-                [sys.executable, "-c", CHILD, bootstrap, str(owners_dir), mode], cwd=ROOT, env=env, text=True,
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err,
+                [sys.executable, "-c", CHILD, bootstrap, str(owners_dir), mode],
+                cwd=ROOT,
+                env=env,
+                text=True,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=err,
             )
         self.lines: queue.Queue[str | None] = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()
@@ -92,8 +97,11 @@ class Child:
             line = None
         if line is None:
             self.stop()
-            pytest.fail(f"the child server process said nothing within {timeout_s} s (exit {self.proc.returncode}):\n"
-                        f"{self.log.read_text(errors='replace')[-3000:]}", pytrace=False)
+            pytest.fail(
+                f"the child server process said nothing within {timeout_s} s (exit {self.proc.returncode}):\n"
+                f"{self.log.read_text(errors='replace')[-3000:]}",
+                pytrace=False,
+            )
         return json.loads(line)
 
     def stop(self) -> None:
@@ -107,8 +115,11 @@ def topics_of(admin: AdminClient, prefix: str) -> set[str]:
 
 
 def groups_of(admin: AdminClient, prefix: str) -> set[str]:
-    return {g.group_id for g in admin.list_consumer_groups(request_timeout=10).result(timeout=11).valid
-            if g.group_id.startswith(prefix)}
+    return {
+        g.group_id
+        for g in admin.list_consumer_groups(request_timeout=10).result(timeout=11).valid
+        if g.group_id.startswith(prefix)
+    }
 
 
 def wait_gone(admin: AdminClient, prefix: str) -> set[str]:
@@ -139,9 +150,17 @@ def entry_files(owners_dir: Path) -> dict[str, dict]:
 
 def fake_entry(owners_dir: Path, pid: int, start_time: int | None, prefixes: dict[str, str], **overrides) -> Path:
     """A registry entry as owners.py writes it, for a process that is not this one."""
-    entry = {"format": owners.FORMAT, "hostname": owners._hostname(), "pid": pid, "start_time": start_time,
-             "boot_id": owners._boot_id(), "pid_ns": owners._pid_namespace(), "updated_at": time.time(),
-             "prefixes": {p: {"bootstrap": b, "since": time.time()} for p, b in prefixes.items()}, **overrides}
+    entry = {
+        "format": owners.FORMAT,
+        "hostname": owners._hostname(),
+        "pid": pid,
+        "start_time": start_time,
+        "boot_id": owners._boot_id(),
+        "pid_ns": owners._pid_namespace(),
+        "updated_at": time.time(),
+        "prefixes": {p: {"bootstrap": b, "since": time.time()} for p, b in prefixes.items()},
+        **overrides,
+    }
     path = owners_dir / f"{entry['hostname']}-{pid}-{start_time}-{secrets.token_hex(2)}.json"
     path.write_text(json.dumps(entry))
     return path
@@ -166,7 +185,9 @@ def drop_topics(bootstrap: str, prefix: str, *names: str) -> None:
         obs.close()
 
 
-def test_it_sweeps_what_a_server_process_killed_with_sigkill_left_behind(settings, tmp_path, admin, kafka_bootstrap, caplog):
+def test_it_sweeps_what_a_server_process_killed_with_sigkill_left_behind(
+    settings, tmp_path, admin, kafka_bootstrap, caplog
+):
     t0 = time.monotonic()
     settings.KAFKA_OWNERS_DIR = str(tmp_path)
     child = Child(kafka_bootstrap, tmp_path, "wait")
@@ -273,8 +294,12 @@ def test_it_touches_only_this_clusters_prefixes_of_this_host(tmp_path, admin, ka
             # a process on another host cannot be checked from here
             fake_entry(tmp_path, dead.pid, ident.start_time, {other_host: kafka_bootstrap}, hostname="elsewhere"),
             # never a name that is not a session prefix ("pg-" would match every session's topics)
-            fake_entry(tmp_path, dead.pid, ident.start_time, {"pg-": kafka_bootstrap, "": kafka_bootstrap,
-                                                              ours: ",".join(reversed(kafka_bootstrap.split(",")))}),
+            fake_entry(
+                tmp_path,
+                dead.pid,
+                ident.start_time,
+                {"pg-": kafka_bootstrap, "": kafka_bootstrap, ours: ",".join(reversed(kafka_bootstrap.split(",")))},
+            ),
         ]
         reports = owners.sweep_dead_owners(kafka_bootstrap, {}, tmp_path, timeout_s=20)
         assert [r["prefix"] for r in reports] == [ours]  # the bootstrap list in another order is the same cluster

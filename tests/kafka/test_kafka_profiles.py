@@ -10,13 +10,12 @@ import re
 import pytest
 
 from playground import session
-from playground.backend import ProfileError
+from playground.engine.backend import ProfileError
+from playground.engine.spec import ClusterSpec, Profile, TopicSpec
+from playground.kafka import clusters
 from playground.kafka.backend import KafkaBackend
 from playground.kafka.wire import WireClient
-from playground.kafka import clusters
 from playground.scenario import load_library, run_scenario
-from playground.spec import ClusterSpec, Profile, TopicSpec
-
 from tests.kafka.conftest import ROOT, require_bootstrap
 
 pytestmark = pytest.mark.kafka
@@ -51,7 +50,12 @@ def test_it_runs_each_profile_on_the_cluster_of_its_version_and_reports_what_tha
         backend = KafkaBackend(scenario.cluster, scenario.actors, seed=scenario.seed, profile=Profile(kafka))
         assert backend.settings["bootstrap"] == require_bootstrap(kafka)
         got[kafka] = run_scenario(scenario, backend)
-    assert got["3.9"]["profile"] == {"kafka": "3.9", "release": "3.9.1", "client": "librdkafka", "transaction_version": 0}
+    assert got["3.9"]["profile"] == {
+        "kafka": "3.9",
+        "release": "3.9.1",
+        "client": "librdkafka",
+        "transaction_version": 0,
+    }
     assert got["4"]["profile"] == {"kafka": "4", "release": "4.4.0", "client": "librdkafka", "transaction_version": 2}
     assert got["3.9"]["expect"]["failed"] == got["4"]["expect"]["failed"] == 0
 

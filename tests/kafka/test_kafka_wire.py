@@ -58,7 +58,13 @@ def test_record_batches_keep_control_records_with_producer_id_and_epoch():
     assert entries[2].coordinator_epoch == 0
     assert entries[2].to_dict() == {"offset": 2, "control": "COMMIT", "producer_id": 1002, "epoch": 0}
     assert entries[0].to_dict() == {
-        "offset": 0, "key": "k1", "value": "v1", "producer_id": 1002, "epoch": 0, "sequence": 0, "transactional": True,
+        "offset": 0,
+        "key": "k1",
+        "value": "v1",
+        "producer_id": 1002,
+        "epoch": 0,
+        "sequence": 0,
+        "transactional": True,
     }
 
 
@@ -86,8 +92,14 @@ def test_transaction_state_key_and_v0_values():
     assert decode_txn_key(TXN_KEY) == "my-txn-pg-cap-e8a9"
     empty = decode_txn_value(TXN_VALUE_EMPTY)
     assert empty == {
-        "version": 0, "producer_id": 1002, "epoch": 0, "timeout_ms": 60000, "state": "Empty", "partitions": [],
-        "last_update_ms": 1795999773478, "txn_start_time_ms": None,
+        "version": 0,
+        "producer_id": 1002,
+        "epoch": 0,
+        "timeout_ms": 60000,
+        "state": "Empty",
+        "partitions": [],
+        "last_update_ms": 1795999773478,
+        "txn_start_time_ms": None,
     }
     ongoing = decode_txn_value(TXN_VALUE_ONGOING)
     assert ongoing["state"] == "Ongoing" and ongoing["partitions"] == [("pg-cap-e8a9", 0)]
@@ -115,13 +127,19 @@ def test_transaction_state_v1_flexible_value_with_tagged_fields():
         struct.pack(">h", 1)
         + struct.pack(">qhib", 4000, 3, 60000, 2)  # PrepareCommit
         + _uvarint(1 + 1)  # one topic
-        + _uvarint(len(topic) + 1) + topic
-        + _uvarint(2 + 1) + struct.pack(">ii", 0, 2)
+        + _uvarint(len(topic) + 1)
+        + topic
+        + _uvarint(2 + 1)
+        + struct.pack(">ii", 0, 2)
         + _uvarint(0)  # the topic entry's tagged fields
         + struct.pack(">qq", 1_700_000_000_500, 1_700_000_000_000)
         + _uvarint(2)  # two tagged fields: NextProducerId (1), ClientTransactionVersion (2)
-        + _uvarint(1) + _uvarint(8) + struct.pack(">q", 4001)
-        + _uvarint(2) + _uvarint(2) + struct.pack(">h", 2)
+        + _uvarint(1)
+        + _uvarint(8)
+        + struct.pack(">q", 4001)
+        + _uvarint(2)
+        + _uvarint(2)
+        + struct.pack(">h", 2)
     )
     d = decode_txn_value(value)
     assert d["version"] == 1
@@ -154,7 +172,10 @@ def test_kip664_requests_encode_as_flexible_versions():
     header = req.build_header(correlation_id=7, client_id="c")
     assert header.encode() == struct.pack(">hhih", 65, 0, 7, 1) + b"c" + b"\x00"
     assert ListTransactionsRequest_v0(state_filters=[], producer_id_filters=[], tags={}).encode() == b"\x01\x01\x00"
-    assert DescribeProducersRequest_v0(topics=[("t", [0], {})], tags={}).encode() == b"\x02\x02t\x02\x00\x00\x00\x00\x00\x00"
+    assert (
+        DescribeProducersRequest_v0(topics=[("t", [0], {})], tags={}).encode()
+        == b"\x02\x02t\x02\x00\x00\x00\x00\x00\x00"
+    )
 
 
 def test_describe_transactions_response_decodes():
@@ -163,37 +184,64 @@ def test_describe_transactions_response_decodes():
     body = (
         struct.pack(">i", 0)
         + _uvarint(2)  # one state
-        + struct.pack(">h", 0) + _uvarint(2) + b"a" + _uvarint(8) + b"Ongoing"
+        + struct.pack(">h", 0)
+        + _uvarint(2)
+        + b"a"
+        + _uvarint(8)
+        + b"Ongoing"
         + struct.pack(">iqqh", 60000, 1_700_000_000_000, 1000, 2)
-        + _uvarint(2) + _uvarint(2) + b"t" + _uvarint(2) + struct.pack(">i", 1) + b"\x00"
+        + _uvarint(2)
+        + _uvarint(2)
+        + b"t"
+        + _uvarint(2)
+        + struct.pack(">i", 1)
+        + b"\x00"
         + b"\x00"
         + b"\x00"
     )
     resp = DescribeTransactionsResponse_v0.decode(io.BytesIO(body))
-    (err, tid, state, timeout, start, pid, epoch, topics, _tags) = resp.transaction_states[0]
+    (err, tid, state, timeout, _start, pid, epoch, topics, _tags) = resp.transaction_states[0]
     assert (err, tid, state, timeout, pid, epoch) == (0, "a", "Ongoing", 60000, 1000, 2)
     assert [(t, ps) for t, ps, _ in topics] == [("t", [1])]
 
 
 def test_librdkafka_log_lines_become_timeline_items():
-    c = _LogCollector({"Producer attempted an operation with an old epoch": "INVALID_PRODUCER_EPOCH",
-                       "Producer attempted to update a transaction while another concurrent operation on the same transaction was ongoing": "CONCURRENT_TRANSACTIONS"})
+    c = _LogCollector(
+        {
+            "Producer attempted an operation with an old epoch": "INVALID_PRODUCER_EPOCH",
+            "Producer attempted to update a transaction while another concurrent operation on the same transaction was ongoing": "CONCURRENT_TRANSACTIONS",
+        }
+    )
     import logging
 
     def line(text: str) -> None:
         c.emit(logging.LogRecord("x", logging.DEBUG, "", 0, text, None, None))
 
-    line("SEND [rdkafka#producer-1] [thrd:TxnCoordinator]: TxnCoordinator/3: Sent InitProducerIdRequest (v4, 55 bytes @ 0, CorrId 3)")
-    line("RECV [rdkafka#producer-1] [thrd:TxnCoordinator]: TxnCoordinator/3: Received InitProducerIdResponse (v4, 18 bytes, CorrId 3, rtt 1.0ms)")
-    line("GETPID [rdkafka#producer-1] [thrd:main]: TxnCoordinator/3: Failed to acquire PID: Broker: Producer attempted to update a transaction while another concurrent operation on the same transaction was ongoing")
+    line(
+        "SEND [rdkafka#producer-1] [thrd:TxnCoordinator]: TxnCoordinator/3: Sent InitProducerIdRequest (v4, 55 bytes @ 0, CorrId 3)"
+    )
+    line(
+        "RECV [rdkafka#producer-1] [thrd:TxnCoordinator]: TxnCoordinator/3: Received InitProducerIdResponse (v4, 18 bytes, CorrId 3, rtt 1.0ms)"
+    )
+    line(
+        "GETPID [rdkafka#producer-1] [thrd:main]: TxnCoordinator/3: Failed to acquire PID: Broker: Producer attempted to update a transaction while another concurrent operation on the same transaction was ongoing"
+    )
     line("GETPID [rdkafka#producer-1] [thrd:main]: Acquired PID{Id:2001,Epoch:2}")
     line("TXNSTATE [rdkafka#producer-1] [thrd:main]: Transaction state change WaitPID -> ReadyNotAcked")
     line("SEND [rdkafka#producer-1] [thrd:main]: 127.0.0.1:19092/1: Sent MetadataRequest (v12, 30 bytes @ 0, CorrId 4)")
     line("SEND [rdkafka#producer-1] [thrd:b]: 127.0.0.1:19093/2: Sent ProduceRequest (v10, 139 bytes @ 0, CorrId 4)")
-    line("RECV [rdkafka#producer-1] [thrd:b]: 127.0.0.1:19093/2: Received ProduceResponse (v10, 56 bytes, CorrId 4, rtt 3.1ms)")
-    line("TXNERR [rdkafka#producer-1] [thrd:b]: Fatal transaction error: ProduceRequest for t [0] with 1 message(s) failed: Broker: Producer attempted an operation with an old epoch (broker 2 PID{Id:2011,Epoch:0}, base seq 1)")
-    line("SEND [rdkafka#producer-1] [thrd:c]: TxnCoordinator/2: Sent AddOffsetsToTxnRequest (v0, 65 bytes @ 0, CorrId 5)")
-    line("RECV [rdkafka#producer-1] [thrd:c]: TxnCoordinator/2: Received AddOffsetsToTxnResponse (v0, 6 bytes, CorrId 5, rtt 4.85ms)")
+    line(
+        "RECV [rdkafka#producer-1] [thrd:b]: 127.0.0.1:19093/2: Received ProduceResponse (v10, 56 bytes, CorrId 4, rtt 3.1ms)"
+    )
+    line(
+        "TXNERR [rdkafka#producer-1] [thrd:b]: Fatal transaction error: ProduceRequest for t [0] with 1 message(s) failed: Broker: Producer attempted an operation with an old epoch (broker 2 PID{Id:2011,Epoch:0}, base seq 1)"
+    )
+    line(
+        "SEND [rdkafka#producer-1] [thrd:c]: TxnCoordinator/2: Sent AddOffsetsToTxnRequest (v0, 65 bytes @ 0, CorrId 5)"
+    )
+    line(
+        "RECV [rdkafka#producer-1] [thrd:c]: TxnCoordinator/2: Received AddOffsetsToTxnResponse (v0, 6 bytes, CorrId 5, rtt 4.85ms)"
+    )
     line("ADDOFFSETS [rdkafka#producer-1] [thrd:main]: AddOffsetsToTxn response from TxnCoordinator/2: _FENCED ()")
     items = c.drain()
     assert [i["error"] for i in items[-4:]] == [None, "INVALID_PRODUCER_EPOCH", None, "_FENCED"]

@@ -173,8 +173,9 @@ def test_it_commits_consumer_offsets_inside_the_transaction(cluster):
     for i in range(3):
         src.produce("orders", f"m{i}", partition=0)
     src.flush()
-    c = Consumer({"group.id": "g", "auto.offset.reset": "earliest", "enable.auto.commit": False},
-                 cluster=cluster, name="cin")
+    c = Consumer(
+        {"group.id": "g", "auto.offset.reset": "earliest", "enable.auto.commit": False}, cluster=cluster, name="cin"
+    )
     c.subscribe(["orders"])
     assert len(c.consume(10, timeout=1)) == 3
     p = producer(cluster, **{"transactional.id": "t"})
@@ -233,8 +234,9 @@ def test_it_keeps_a_crashed_group_member_until_its_session_times_out(cluster):
 
 def _wire(cluster, rpc, actor):
     """(detail, error) of every response `actor` got for `rpc`."""
-    return [(e.detail, e.error) for e in cluster.timeline
-            if e.rpc == rpc and e.direction == "response" and e.dst == actor]
+    return [
+        (e.detail, e.error) for e in cluster.timeline if e.rpc == rpc and e.direction == "response" and e.dst == actor
+    ]
 
 
 def test_it_speaks_librdkafkas_request_versions_and_gets_47_for_a_fenced_end_txn(cluster):

@@ -98,8 +98,9 @@ def test_send_offsets_checks_arguments_then_api_then_nothing_valid_then_state(cl
     assert error_of(p.send_offsets_to_transaction, nothing, GroupMetadata("g")).name() == "_CONFLICT"
     p.init_transactions()
     p.send_offsets_to_transaction(nothing, GroupMetadata("g"))  # READY, nothing valid: success
-    assert error_of(p.send_offsets_to_transaction, [TopicPartition("orders", 0, 3)],
-                    GroupMetadata("g")).name() == "_STATE"
+    assert (
+        error_of(p.send_offsets_to_transaction, [TopicPartition("orders", 0, 3)], GroupMetadata("g")).name() == "_STATE"
+    )
     fence(cluster, p)
     p.send_offsets_to_transaction(nothing, GroupMetadata("g"))  # even after a fatal error
     err = error_of(p.send_offsets_to_transaction, [TopicPartition("orders", 0, 3)], GroupMetadata("g"))

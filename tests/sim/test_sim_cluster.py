@@ -30,8 +30,15 @@ def test_it_leaves_a_partition_without_leader_when_all_replicas_are_down():
 def test_it_answers_rpcs_after_the_configured_latency():
     c = Cluster(3, {"sim.latency.ms": 4, "sim.broker.2.latency.ms": 10}, {"orders": 1})
     got = []
-    c.rpc("Test", "client", 2, "b2", "", lambda reply: reply(None, value=1),
-          lambda err, res: got.append((c.now_ms, err, res)))
+    c.rpc(
+        "Test",
+        "client",
+        2,
+        "b2",
+        "",
+        lambda reply: reply(None, value=1),
+        lambda err, res: got.append((c.now_ms, err, res)),
+    )
     c.settle()
     assert got == [(28, None, {"value": 1})]
 

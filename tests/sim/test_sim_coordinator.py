@@ -2,8 +2,19 @@ import pytest
 
 from playground.sim.cluster import Cluster
 from playground.sim.coordinator import (
-    COMPLETE_ABORT, COMPLETE_COMMIT, EMPTY, ONGOING, PREPARE_ABORT, PREPARE_COMMIT, STATE_IDS, TRANSITIONS,
-    IllegalStateError, TransactionMetadata, java_string_hash, partition_for, record_bytes,
+    COMPLETE_ABORT,
+    COMPLETE_COMMIT,
+    EMPTY,
+    ONGOING,
+    PREPARE_ABORT,
+    PREPARE_COMMIT,
+    STATE_IDS,
+    TRANSITIONS,
+    IllegalStateError,
+    TransactionMetadata,
+    java_string_hash,
+    partition_for,
+    record_bytes,
 )
 
 
@@ -69,8 +80,10 @@ def test_it_gives_a_new_transactional_id_epoch_0_and_bumps_it_on_every_init(clus
 
 
 def test_it_refuses_a_timeout_above_transaction_max_timeout_ms(cluster):
-    assert call(cluster, cluster.txn_coordinator.handle_init_producer_id, "t", 900_001, None)["error"] == \
-        "INVALID_TRANSACTION_TIMEOUT"
+    assert (
+        call(cluster, cluster.txn_coordinator.handle_init_producer_id, "t", 900_001, None)["error"]
+        == "INVALID_TRANSACTION_TIMEOUT"
+    )
 
 
 def test_it_fences_an_ongoing_transaction_and_answers_concurrent_transactions(cluster):
@@ -86,8 +99,7 @@ def test_it_fences_an_ongoing_transaction_and_answers_concurrent_transactions(cl
     retry = call(cluster, tc.handle_init_producer_id, "t", 60000, None)
     assert (retry["error"], retry["producer_epoch"]) == (None, 2)
     assert call(cluster, tc.handle_end_txn, "t", pid, 0, True)["error"] == "PRODUCER_FENCED"
-    assert call(cluster, tc.handle_add_partitions, "t", pid, 0, frozenset({"orders-1"}))["error"] == \
-        "PRODUCER_FENCED"
+    assert call(cluster, tc.handle_add_partitions, "t", pid, 0, frozenset({"orders-1"}))["error"] == "PRODUCER_FENCED"
 
 
 def test_it_answers_end_txn_before_the_markers_are_written(cluster):
@@ -146,8 +158,10 @@ def test_it_expires_an_idle_transactional_id_and_then_gives_it_a_new_producer_id
     pid = call(cluster, tc.handle_init_producer_id, "t", 60000, None)["producer_id"]
     cluster.advance(7 * 24 * 3600 * 1000 + 3600 * 1000)
     assert tc.metadata("t") is None
-    assert call(cluster, tc.handle_add_partitions, "t", pid, 0, frozenset({"orders-0"}))["error"] == \
-        "INVALID_PRODUCER_ID_MAPPING"
+    assert (
+        call(cluster, tc.handle_add_partitions, "t", pid, 0, frozenset({"orders-0"}))["error"]
+        == "INVALID_PRODUCER_ID_MAPPING"
+    )
     again = call(cluster, tc.handle_init_producer_id, "t", 60000, None)
     assert again["producer_id"] != pid and again["producer_epoch"] == 0
 
@@ -207,8 +221,9 @@ def test_it_answers_a_stale_epoch_with_invalid_producer_epoch_to_request_version
     stale = ("t", pid, 0)
 
     def add_parts(version):
-        return call(cluster, lambda b, *a: tc.handle_add_partitions(b, *a, version=version),
-                    *stale, frozenset({"orders-0"}))["error"]
+        return call(
+            cluster, lambda b, *a: tc.handle_add_partitions(b, *a, version=version), *stale, frozenset({"orders-0"})
+        )["error"]
 
     def add_offsets(version):
         return call(cluster, lambda b, *a: tc.handle_add_offsets(b, *a, version=version), *stale, "g")["error"]
@@ -217,8 +232,9 @@ def test_it_answers_a_stale_epoch_with_invalid_producer_epoch_to_request_version
         return call(cluster, lambda b, *a: tc.handle_end_txn(b, *a, version=version), *stale, True)["error"]
 
     def bump(version):
-        return call(cluster, lambda b, *a: tc.handle_init_producer_id(b, *a, version=version), "t", 60000,
-                    (pid + 7, 0))["error"]
+        return call(
+            cluster, lambda b, *a: tc.handle_init_producer_id(b, *a, version=version), "t", 60000, (pid + 7, 0)
+        )["error"]
 
     assert [add_parts(v) for v in (0, 1, 2, 3)] == ["INVALID_PRODUCER_EPOCH"] * 2 + ["PRODUCER_FENCED"] * 2
     assert [add_offsets(v) for v in (0, 1, 2, 4)] == ["INVALID_PRODUCER_EPOCH"] * 2 + ["PRODUCER_FENCED"] * 2
@@ -226,5 +242,7 @@ def test_it_answers_a_stale_epoch_with_invalid_producer_epoch_to_request_version
     assert [bump(v) for v in (3, 4)] == ["INVALID_PRODUCER_EPOCH", "PRODUCER_FENCED"]
     assert add_parts(None) == end_txn(None) == "PRODUCER_FENCED"  # no version named: the newest
     # other errors pass through untouched
-    assert call(cluster, lambda b, *a: tc.handle_end_txn(b, *a, version=1), "t", pid + 1, 1, True)["error"] == \
-        "INVALID_PRODUCER_ID_MAPPING"
+    assert (
+        call(cluster, lambda b, *a: tc.handle_end_txn(b, *a, version=1), "t", pid + 1, 1, True)["error"]
+        == "INVALID_PRODUCER_ID_MAPPING"
+    )

@@ -7,8 +7,18 @@ import pytest
 
 from playground.sim.cluster import Cluster
 from playground.sim.coordinator import (
-    COMPLETE_ABORT, COMPLETE_COMMIT, EMPTY, ONGOING, PREPARE_ABORT, PREPARE_COMMIT, SHORT_MAX, TRANSITIONS,
-    TRANSITIONS_4, IllegalStateError, TransactionMetadata, transitions_for,
+    COMPLETE_ABORT,
+    COMPLETE_COMMIT,
+    EMPTY,
+    ONGOING,
+    PREPARE_ABORT,
+    PREPARE_COMMIT,
+    SHORT_MAX,
+    TRANSITIONS,
+    TRANSITIONS_4,
+    IllegalStateError,
+    TransactionMetadata,
+    transitions_for,
 )
 
 V2, V1 = 5, 4  # EndTxn versions: TV2 from v5
@@ -31,8 +41,20 @@ def produce(cluster, tp, txid, pid, epoch, value="v", seq=None, version=12):
     entry = log.producers.get(pid)
     if seq is None:
         seq = 0 if entry is None or entry.epoch != epoch else entry.last_seq + 1
-    cluster.handle_produce(cluster.leader_of(tp), tp, txid, pid, epoch, seq, True, (value,), None, -1,
-                           lambda err=None, **res: box.update(error=err, **res), version=version)
+    cluster.handle_produce(
+        cluster.leader_of(tp),
+        tp,
+        txid,
+        pid,
+        epoch,
+        seq,
+        True,
+        (value,),
+        None,
+        -1,
+        lambda err=None, **res: box.update(error=err, **res),
+        version=version,
+    )
     cluster.scheduler.run_until(lambda: "error" in box, cluster.now_ms + 1000)
     return box["error"]
 
@@ -58,13 +80,18 @@ def test_it_draws_prepare_abort_from_empty_and_complete_states_only_in_kafka_4s_
     # TransactionState.java (4.x) vs TransactionMetadata.scala (3.9): the TV2 empty abort
     assert TRANSITIONS_4[PREPARE_ABORT] == {ONGOING, "PrepareEpochFence", EMPTY, COMPLETE_COMMIT, COMPLETE_ABORT}
     assert TRANSITIONS[PREPARE_ABORT] == {ONGOING, "PrepareEpochFence"}
-    assert {k: v for k, v in TRANSITIONS_4.items() if k != PREPARE_ABORT} == \
-        {k: v for k, v in TRANSITIONS.items() if k != PREPARE_ABORT}
+    assert {k: v for k, v in TRANSITIONS_4.items() if k != PREPARE_ABORT} == {
+        k: v for k, v in TRANSITIONS.items() if k != PREPARE_ABORT
+    }
     assert transitions_for("4") is TRANSITIONS_4 and transitions_for("3.9") is TRANSITIONS
     with pytest.raises(IllegalStateError):
         TransactionMetadata("t", 1, 0, 60000, EMPTY).prepare_abort_or_commit(PREPARE_ABORT, 0, client_tv=2)
-    assert TransactionMetadata("t", 1, 0, 60000, EMPTY, kafka="4").prepare_abort_or_commit(
-        PREPARE_ABORT, 0, client_tv=2).producer_epoch == 1
+    assert (
+        TransactionMetadata("t", 1, 0, 60000, EMPTY, kafka="4")
+        .prepare_abort_or_commit(PREPARE_ABORT, 0, client_tv=2)
+        .producer_epoch
+        == 1
+    )
 
 
 def test_it_bumps_the_epoch_at_every_end_txn_and_writes_the_markers_with_the_bumped_one(cluster):
@@ -149,8 +176,10 @@ def test_it_waits_for_the_previous_completion_instead_of_self_fencing(cluster):
     md = tc.metadata("t")
     assert (md.state, md.pending_state) == (PREPARE_COMMIT, COMPLETE_COMMIT)
     assert end_txn(cluster, "t", pid, 1, False)["error"] == "CONCURRENT_TRANSACTIONS"
-    assert call(cluster, tc.handle_add_partitions, "t", pid, 1, frozenset({"orders-1"}), client_tv=2)["error"] == \
-        "CONCURRENT_TRANSACTIONS"
+    assert (
+        call(cluster, tc.handle_add_partitions, "t", pid, 1, frozenset({"orders-1"}), client_tv=2)["error"]
+        == "CONCURRENT_TRANSACTIONS"
+    )
     cluster.settle()
     assert end_txn(cluster, "t", pid, 1, False)["error"] is None  # now an empty abort
 
@@ -163,8 +192,9 @@ def test_it_checks_the_pending_transition_before_the_producer_id_on_add_partitio
         tc = cluster.txn_coordinator
         pid = init(cluster)["producer_id"]
         tc.metadata("t").pending_state = COMPLETE_COMMIT
-        assert call(cluster, tc.handle_add_partitions, "t", pid + 500, 0, frozenset({"orders-0"}))["error"] == \
-            expected, kafka
+        assert (
+            call(cluster, tc.handle_add_partitions, "t", pid + 500, 0, frozenset({"orders-0"}))["error"] == expected
+        ), kafka
 
 
 def test_it_hands_over_a_new_producer_id_when_a_v2_end_txn_exhausts_the_epoch(cluster):
@@ -180,8 +210,7 @@ def test_it_hands_over_a_new_producer_id_when_a_v2_end_txn_exhausts_the_epoch(cl
     cluster.settle()
     assert controls(cluster, "orders-0") == [("COMMIT", pid, SHORT_MAX)]
     md = tc.metadata("t")
-    assert (md.state, md.producer_id, md.producer_epoch, md.previous_producer_id) == \
-        (COMPLETE_COMMIT, new_pid, 0, pid)
+    assert (md.state, md.producer_id, md.producer_epoch, md.previous_producer_id) == (COMPLETE_COMMIT, new_pid, 0, pid)
     # shouldReturnOkOnEndTxnV2IfEndTxnV2RetryEpochOverflow: the old id's retry is recognised and gets the new id
     retry = end_txn(cluster, "t", pid, SHORT_MAX - 1, True)
     assert (retry["error"], retry["producer_id"], retry["producer_epoch"]) == (None, new_pid, 0)
@@ -244,8 +273,10 @@ def test_it_adds_the_partition_through_the_leader_for_a_v2_produce(cluster):
     assert (md.state, md.partitions, md.client_tv) == (ONGOING, {"orders-1"}, 2)
     adds = [e for e in cluster.events if e.kind == "rpc" and e.rpc == "AddPartitionsToTxn"]
     coordinator = f"coordinator(b{tc.coordinator_of('t')})"
-    assert [(e.direction, e.src, e.dst) for e in adds] == [("request", "leader orders-1(b2)", coordinator),
-                                                           ("response", coordinator, "leader orders-1(b2)")]
+    assert [(e.direction, e.src, e.dst) for e in adds] == [
+        ("request", "leader orders-1(b2)", coordinator),
+        ("response", coordinator, "leader orders-1(b2)"),
+    ]
     assert produce(cluster, "orders-1", "t", pid, 0, "b") is None
     assert len([e for e in cluster.events if e.kind == "rpc" and e.rpc == "AddPartitionsToTxn"]) == 2
 

@@ -4,15 +4,15 @@ import json
 
 import pytest
 
-from playground.backend import BackendError, make_backend
+from playground.engine.backend import BackendError
+from playground.engine.spec import CONSUMER, PRODUCER, ActorSpec, ClusterSpec, Step, TopicSpec
+from playground.scenario.engines import make_backend
 from playground.sim.driver import SimBackend
-from playground.spec import CONSUMER, PRODUCER, ActorSpec, ClusterSpec, Step, TopicSpec
 
 
 def backend(topics=None, actors=None, config=None, seed=0, brokers=3):
     topics = topics or {"orders": 3}
-    spec = ClusterSpec(brokers=brokers, config=config or {},
-                       topics=tuple(TopicSpec(n, p) for n, p in topics.items()))
+    spec = ClusterSpec(brokers=brokers, config=config or {}, topics=tuple(TopicSpec(n, p) for n, p in topics.items()))
     specs = {}
     for name, (kind, conf, *rest) in (actors or {}).items():
         specs[name] = ActorSpec(name, kind, conf, tuple(rest[0]) if rest else ())
@@ -62,9 +62,15 @@ def test_it_shows_commit_to_both_isolation_levels_and_abort_only_to_read_uncommi
 
 def test_it_fences_the_first_instance_when_a_second_one_inits_with_the_same_id():
     b = backend(actors={"A": (PRODUCER, TXN), "B": (PRODUCER, TXN), "rc": RC})
-    out = run(b, "A.init_transactions", "A.begin_transaction",
-              ("A.produce", {"topic": "orders", "partition": 0, "value": "txn1-p0"}),
-              "B.init_transactions", "A.commit_transaction", "rc.poll")
+    out = run(
+        b,
+        "A.init_transactions",
+        "A.begin_transaction",
+        ("A.produce", {"topic": "orders", "partition": 0, "value": "txn1-p0"}),
+        "B.init_transactions",
+        "A.commit_transaction",
+        "rc.poll",
+    )
     assert out == ["ok", "ok", "ok", "ok", "_FENCED", "ok"]
     obs = b.observe()
     assert log_of(obs, "orders-0") == ["txn1-p0", "ABORT"]
@@ -77,16 +83,25 @@ def test_it_fences_the_first_instance_when_a_second_one_inits_with_the_same_id()
 
 
 def test_it_fences_a_zombie_at_send_and_at_send_offsets():
-    b = backend(actors={"A": (PRODUCER, TXN), "B": (PRODUCER, TXN),
-                        "cin": (CONSUMER, {"group.id": "g"}, ["orders"])})
-    out = run(b, "A.init_transactions", "A.begin_transaction",
-              ("A.produce", {"topic": "orders", "partition": 0, "value": "x"}), "B.init_transactions",
-              ("A.produce", {"topic": "orders", "partition": 0, "value": "late"}))
+    b = backend(actors={"A": (PRODUCER, TXN), "B": (PRODUCER, TXN), "cin": (CONSUMER, {"group.id": "g"}, ["orders"])})
+    out = run(
+        b,
+        "A.init_transactions",
+        "A.begin_transaction",
+        ("A.produce", {"topic": "orders", "partition": 0, "value": "x"}),
+        "B.init_transactions",
+        ("A.produce", {"topic": "orders", "partition": 0, "value": "late"}),
+    )
     assert out[-1] == "INVALID_PRODUCER_EPOCH"
-    b2 = backend(actors={"A": (PRODUCER, TXN), "B": (PRODUCER, TXN),
-                         "cin": (CONSUMER, {"group.id": "g"}, ["orders"])})
-    out = run(b2, "A.init_transactions", "A.begin_transaction", "cin.poll", "B.init_transactions",
-              ("A.send_offsets_to_transaction", {"consumer": "cin"}))
+    b2 = backend(actors={"A": (PRODUCER, TXN), "B": (PRODUCER, TXN), "cin": (CONSUMER, {"group.id": "g"}, ["orders"])})
+    out = run(
+        b2,
+        "A.init_transactions",
+        "A.begin_transaction",
+        "cin.poll",
+        "B.init_transactions",
+        ("A.send_offsets_to_transaction", {"consumer": "cin"}),
+    )
     assert out[-1] == "ok"  # nothing consumed yet: librdkafka sends nothing
     run(b2, ("A.produce", {"topic": "orders", "partition": 1, "value": "x", "await": False}))
     assert run(b2, "A.commit_transaction") == ["_FENCED"]
@@ -95,8 +110,9 @@ def test_it_fences_a_zombie_at_send_and_at_send_offsets():
 def test_it_counts_what_the_app_believes_against_what_landed_for_fire_and_forget_sends():
     b = backend(actors={"A": (PRODUCER, TXN), "M": (PRODUCER, TXN), "rc": RC})
     steps = ["A.init_transactions", "A.begin_transaction"]
-    steps += [("A.produce", {"topic": "orders", "partition": i % 3, "value": f"o{i}", "await": False})
-              for i in range(6)]
+    steps += [
+        ("A.produce", {"topic": "orders", "partition": i % 3, "value": f"o{i}", "await": False}) for i in range(6)
+    ]
     steps += ["M.init_transactions", "A.commit_transaction", "rc.poll"]
     out = run(b, *steps)
     assert out[-2] == "_FENCED"
@@ -107,22 +123,39 @@ def test_it_counts_what_the_app_believes_against_what_landed_for_fire_and_forget
 
 
 def test_it_does_not_fence_producers_with_separate_ids():
-    b = backend(actors={"A": (PRODUCER, {"transactional.id": "order-pay"}),
-                        "M": (PRODUCER, {"transactional.id": "order-monitor"}), "rc": RC})
-    out = run(b, "A.init_transactions", "A.begin_transaction",
-              ("A.produce", {"topic": "orders", "partition": 0, "value": "o", "await": False}),
-              "M.init_transactions", "M.begin_transaction",
-              ("M.produce", {"topic": "orders", "partition": 1, "value": "hb"}), "M.commit_transaction",
-              "A.commit_transaction", "rc.poll")
+    b = backend(
+        actors={
+            "A": (PRODUCER, {"transactional.id": "order-pay"}),
+            "M": (PRODUCER, {"transactional.id": "order-monitor"}),
+            "rc": RC,
+        }
+    )
+    out = run(
+        b,
+        "A.init_transactions",
+        "A.begin_transaction",
+        ("A.produce", {"topic": "orders", "partition": 0, "value": "o", "await": False}),
+        "M.init_transactions",
+        "M.begin_transaction",
+        ("M.produce", {"topic": "orders", "partition": 1, "value": "hb"}),
+        "M.commit_transaction",
+        "A.commit_transaction",
+        "rc.poll",
+    )
     assert set(out) == {"ok"}
     assert b.observe()["consumers"]["rc"]["orders-0"] == ["o"]
 
 
 def test_it_holds_back_a_plain_send_behind_an_open_transaction_then_shows_it_after_the_abort():
     b = backend(topics={"orders": 1}, actors={"A": (PRODUCER, TXN), "plain": (PRODUCER, {}), "rc": RC})
-    run(b, "A.init_transactions", "A.begin_transaction",
+    run(
+        b,
+        "A.init_transactions",
+        "A.begin_transaction",
         ("A.produce", {"topic": "orders", "partition": 0, "value": "t"}),
-        ("plain.produce", {"topic": "orders", "partition": 0, "value": "plain"}), "rc.poll")
+        ("plain.produce", {"topic": "orders", "partition": 0, "value": "plain"}),
+        "rc.poll",
+    )
     assert b.view()["partitions"]["orders-0"]["last_stable_offset"] == 0
     assert b.consumers["rc"].received == {}
     run(b, "A.abort_transaction", "rc.poll")
@@ -130,12 +163,21 @@ def test_it_holds_back_a_plain_send_behind_an_open_transaction_then_shows_it_aft
 
 
 def test_it_lets_a_crashed_producers_transaction_block_the_lso_until_the_timeout_aborts_it():
-    b = backend(topics={"orders": 1}, actors={"A": (PRODUCER, TXN), "B": (PRODUCER, {"transactional.id": "b"}),
-                                              "rc": RC})
-    run(b, "A.init_transactions", "A.begin_transaction",
-        ("A.produce", {"topic": "orders", "partition": 0, "value": "a"}), "A.crash",
-        "B.init_transactions", "B.begin_transaction", ("B.produce", {"topic": "orders", "partition": 0, "value": "b"}),
-        "B.commit_transaction", "rc.poll")
+    b = backend(
+        topics={"orders": 1}, actors={"A": (PRODUCER, TXN), "B": (PRODUCER, {"transactional.id": "b"}), "rc": RC}
+    )
+    run(
+        b,
+        "A.init_transactions",
+        "A.begin_transaction",
+        ("A.produce", {"topic": "orders", "partition": 0, "value": "a"}),
+        "A.crash",
+        "B.init_transactions",
+        "B.begin_transaction",
+        ("B.produce", {"topic": "orders", "partition": 0, "value": "b"}),
+        "B.commit_transaction",
+        "rc.poll",
+    )
     obs = b.observe()  # observing must not time the transaction out
     assert obs["transactions"]["order-pay"]["state"] == "Ongoing"
     assert obs["partitions"]["orders-0"]["last_stable_offset"] == 0
@@ -148,37 +190,76 @@ def test_it_lets_a_crashed_producers_transaction_block_the_lso_until_the_timeout
 
 def test_it_fences_a_producer_whose_transaction_timed_out():
     b = backend(actors={"A": (PRODUCER, TXN)})
-    out = run(b, "A.init_transactions", "A.begin_transaction",
-              ("A.produce", {"topic": "orders", "partition": 0, "value": "a"}), ("clock.advance", {"ms": 75_000}),
-              ("A.produce", {"topic": "orders", "partition": 0, "value": "b"}), "A.commit_transaction")
+    out = run(
+        b,
+        "A.init_transactions",
+        "A.begin_transaction",
+        ("A.produce", {"topic": "orders", "partition": 0, "value": "a"}),
+        ("clock.advance", {"ms": 75_000}),
+        ("A.produce", {"topic": "orders", "partition": 0, "value": "b"}),
+        "A.commit_transaction",
+    )
     assert out[-2:] == ["INVALID_PRODUCER_EPOCH", "_FENCED"]
 
 
 def test_it_refuses_a_send_outside_a_transaction():
     b = backend(actors={"A": (PRODUCER, TXN)})
-    assert run(b, ("A.produce", {"topic": "orders", "value": "x"}), "A.init_transactions",
-               ("A.produce", {"topic": "orders", "value": "x"})) == ["_STATE", "ok", "_STATE"]
+    assert run(
+        b,
+        ("A.produce", {"topic": "orders", "value": "x"}),
+        "A.init_transactions",
+        ("A.produce", {"topic": "orders", "value": "x"}),
+    ) == ["_STATE", "ok", "_STATE"]
 
 
 def test_it_expires_an_idle_transactional_id():
     b = backend(actors={"A": (PRODUCER, TXN), "R": (PRODUCER, TXN)})
-    out = run(b, "A.init_transactions", ("clock.advance", {"ms": 7 * 86_400_000 + 3_600_000}),
-              "A.begin_transaction", ("A.produce", {"topic": "orders", "partition": 0, "value": "x"}),
-              "A.commit_transaction", "A.abort_transaction", "R.init_transactions")
+    out = run(
+        b,
+        "A.init_transactions",
+        ("clock.advance", {"ms": 7 * 86_400_000 + 3_600_000}),
+        "A.begin_transaction",
+        ("A.produce", {"topic": "orders", "partition": 0, "value": "x"}),
+        "A.commit_transaction",
+        "A.abort_transaction",
+        "R.init_transactions",
+    )
     assert out[3:] == ["_PURGE_QUEUE", "INVALID_PRODUCER_ID_MAPPING", "ok", "ok"]
 
 
 def test_it_copies_exactly_once_with_offsets_in_the_transaction_across_a_crash():
-    actors = {"src": (PRODUCER, {}), "T": (PRODUCER, {"transactional.id": "copier-0"}),
-              "cin": (CONSUMER, {"group.id": "copier"}, ["in"]), "rc": (CONSUMER, {}, ["out"])}
+    actors = {
+        "src": (PRODUCER, {}),
+        "T": (PRODUCER, {"transactional.id": "copier-0"}),
+        "cin": (CONSUMER, {"group.id": "copier"}, ["in"]),
+        "rc": (CONSUMER, {}, ["out"]),
+    }
     b = backend(topics={"in": 1, "out": 1}, actors=actors)
-    copy = ["T.begin_transaction", "cin.poll", ("T.produce", {"topic": "out", "from": "cin"}),
-            ("T.send_offsets_to_transaction", {"consumer": "cin"})]
-    out = run(b, ("src.produce", {"topic": "in", "value": "m1"}), ("src.produce", {"topic": "in", "value": "m2"}),
-              "T.init_transactions", *copy, "T.commit_transaction",
-              ("src.produce", {"topic": "in", "value": "m3"}), *copy, "T.crash", "cin.crash", "T.restart",
-              "cin.restart", "T.init_transactions", ("clock.advance", {"ms": 46_000}), *copy,
-              "T.commit_transaction", "rc.poll")
+    copy = [
+        "T.begin_transaction",
+        "cin.poll",
+        ("T.produce", {"topic": "out", "from": "cin"}),
+        ("T.send_offsets_to_transaction", {"consumer": "cin"}),
+    ]
+    out = run(
+        b,
+        ("src.produce", {"topic": "in", "value": "m1"}),
+        ("src.produce", {"topic": "in", "value": "m2"}),
+        "T.init_transactions",
+        *copy,
+        "T.commit_transaction",
+        ("src.produce", {"topic": "in", "value": "m3"}),
+        *copy,
+        "T.crash",
+        "cin.crash",
+        "T.restart",
+        "cin.restart",
+        "T.init_transactions",
+        ("clock.advance", {"ms": 46_000}),
+        *copy,
+        "T.commit_transaction",
+        "rc.poll",
+    )
     assert set(out) == {"ok"}
     obs = b.observe()
     assert obs["consumers"]["rc"]["out-0"] == ["m1", "m2", "m3"]
@@ -186,32 +267,51 @@ def test_it_copies_exactly_once_with_offsets_in_the_transaction_across_a_crash()
 
 
 def test_it_duplicates_without_transactions():
-    actors = {"src": (PRODUCER, {}), "T": (PRODUCER, {}),
-              "cin": (CONSUMER, {"group.id": "copier"}, ["in"]), "rc": (CONSUMER, {}, ["out"])}
+    actors = {
+        "src": (PRODUCER, {}),
+        "T": (PRODUCER, {}),
+        "cin": (CONSUMER, {"group.id": "copier"}, ["in"]),
+        "rc": (CONSUMER, {}, ["out"]),
+    }
     b = backend(topics={"in": 1, "out": 1}, actors=actors)
-    run(b, ("src.produce", {"topic": "in", "value": "m1"}), "cin.poll", ("T.produce", {"topic": "out", "from": "cin"}),
-        "cin.crash", "cin.restart", ("clock.advance", {"ms": 46_000}), "cin.poll",
-        ("T.produce", {"topic": "out", "from": "cin"}), "cin.commit", "rc.poll")
+    run(
+        b,
+        ("src.produce", {"topic": "in", "value": "m1"}),
+        "cin.poll",
+        ("T.produce", {"topic": "out", "from": "cin"}),
+        "cin.crash",
+        "cin.restart",
+        ("clock.advance", {"ms": 46_000}),
+        "cin.poll",
+        ("T.produce", {"topic": "out", "from": "cin"}),
+        "cin.commit",
+        "rc.poll",
+    )
     assert b.observe()["consumers"]["rc"]["out-0"] == ["m1", "m1"]
 
 
 def test_it_shows_per_partition_visibility_when_one_partition_replicates_slowly():
-    b = backend(actors={"A": (PRODUCER, TXN), "rc": RC},
-                config={"sim.broker.3.replication.latency.ms": 2000})
+    b = backend(actors={"A": (PRODUCER, TXN), "rc": RC}, config={"sim.broker.3.replication.latency.ms": 2000})
     steps = ["A.init_transactions", "A.begin_transaction"]
     steps += [("A.produce", {"topic": "orders", "partition": p, "value": f"v{p}", "await": False}) for p in range(3)]
     run(b, *steps, "A.commit_transaction", "rc.poll")
-    seen = {tp: vals for tp, vals in b.consumers["rc"].received.items()}
+    seen = dict(b.consumers["rc"].received.items())
     assert set(seen) == {"orders-0", "orders-1"}  # orders-2's marker is not below its high watermark yet
     assert b.observe()["partitions"]["orders-2"]["last_stable_offset"] == 2
 
 
 def test_it_completes_a_commit_when_the_coordinator_dies_before_the_markers():
     b = backend(actors={"A": (PRODUCER, TXN), "rc": RC})
-    out = run(b, "A.init_transactions", "A.begin_transaction",
-              ("A.produce", {"topic": "orders", "partition": 0, "value": "a"}),
-              ("A.produce", {"topic": "orders", "partition": 1, "value": "b"}), "A.commit_transaction",
-              ("broker.stop", {"coordinator_of": "order-pay"}), "rc.poll")
+    out = run(
+        b,
+        "A.init_transactions",
+        "A.begin_transaction",
+        ("A.produce", {"topic": "orders", "partition": 0, "value": "a"}),
+        ("A.produce", {"topic": "orders", "partition": 1, "value": "b"}),
+        "A.commit_transaction",
+        ("broker.stop", {"coordinator_of": "order-pay"}),
+        "rc.poll",
+    )
     assert set(out) == {"ok"}
     obs = b.observe()
     assert obs["transactions"]["order-pay"]["state"] == "CompleteCommit"
@@ -221,15 +321,36 @@ def test_it_completes_a_commit_when_the_coordinator_dies_before_the_markers():
 
 def test_it_counts_the_cost_of_dynamic_transactional_ids():
     static = backend(topics={"orders": 1}, actors={"A": (PRODUCER, {"transactional.id": "s"})})
-    run(static, "A.init_transactions",
-        *[s for i in range(10) for s in ("A.begin_transaction",
-                                         ("A.produce", {"topic": "orders", "value": f"m{i}"}),
-                                         "A.commit_transaction")])
-    dynamic = backend(topics={"orders": 1},
-                      actors={f"A{i}": (PRODUCER, {"transactional.id": f"order-{i}"}) for i in range(10)})
-    run(dynamic, *[s for i in range(10) for s in (f"A{i}.init_transactions", f"A{i}.begin_transaction",
-                                                  (f"A{i}.produce", {"topic": "orders", "value": f"m{i}"}),
-                                                  f"A{i}.commit_transaction", f"A{i}.close")])
+    run(
+        static,
+        "A.init_transactions",
+        *[
+            s
+            for i in range(10)
+            for s in (
+                "A.begin_transaction",
+                ("A.produce", {"topic": "orders", "value": f"m{i}"}),
+                "A.commit_transaction",
+            )
+        ],
+    )
+    dynamic = backend(
+        topics={"orders": 1}, actors={f"A{i}": (PRODUCER, {"transactional.id": f"order-{i}"}) for i in range(10)}
+    )
+    run(
+        dynamic,
+        *[
+            s
+            for i in range(10)
+            for s in (
+                f"A{i}.init_transactions",
+                f"A{i}.begin_transaction",
+                (f"A{i}.produce", {"topic": "orders", "value": f"m{i}"}),
+                f"A{i}.commit_transaction",
+                f"A{i}.close",
+            )
+        ],
+    )
     static.observe()
     dynamic.observe()
     s, d = static.view()["stats"], dynamic.view()["stats"]
@@ -240,8 +361,16 @@ def test_it_counts_the_cost_of_dynamic_transactional_ids():
 
 def test_it_keeps_to_the_documented_shapes_of_observe_and_view():
     b = backend(actors={"A": (PRODUCER, TXN), "rc": RC, "g": (CONSUMER, {"group.id": "grp"}, ["orders"])})
-    run(b, "A.init_transactions", "A.begin_transaction", ("A.produce", {"topic": "orders", "value": "v"}),
-        "A.commit_transaction", "rc.poll", "g.poll", "g.commit")
+    run(
+        b,
+        "A.init_transactions",
+        "A.begin_transaction",
+        ("A.produce", {"topic": "orders", "value": "v"}),
+        "A.commit_transaction",
+        "rc.poll",
+        "g.poll",
+        "g.commit",
+    )
     obs = b.observe()
     json.dumps(obs)
     assert set(obs) == {"partitions", "consumers", "transactions", "groups"}
@@ -252,29 +381,70 @@ def test_it_keeps_to_the_documented_shapes_of_observe_and_view():
     assert obs["groups"] == {"grp": {"orders-0": 2, "orders-1": None, "orders-2": None}}  # never consumed there
     view = b.view(log_limit=1)
     json.dumps(view)
-    assert {"backend", "time_ms", "brokers", "producers", "consumers", "transactions", "timeline",
-            "unobservable", "partitions", "groups"} <= set(view)
+    assert {
+        "backend",
+        "time_ms",
+        "brokers",
+        "producers",
+        "consumers",
+        "transactions",
+        "timeline",
+        "unobservable",
+        "partitions",
+        "groups",
+    } <= set(view)
     vp = view["partitions"]["orders-0"]
     assert {"topic", "partition", "leader", "log_start_offset", "window_start"} <= set(vp)
     assert vp["window_start"] == 1 and [e["fate"] for e in vp["log"]] == ["marker"]
-    assert set(view["producers"]["A"]) >= {"transactional_id", "producer_id", "epoch", "state", "last_error",
-                                           "fenced", "counters"}
-    assert set(view["consumers"]["rc"]) >= {"isolation_level", "group_id", "topics", "state", "positions",
-                                            "received"}
-    assert set(view["transactions"]["order-pay"]) == {"state", "producer_id", "epoch", "partitions", "timeout_ms",
-                                                      "coordinator_partition", "coordinator_broker",
-                                                      "txn_start_time_ms", "pending_state"}
-    assert view["timeline"] and set(view["timeline"][0]) == {"seq", "time_ms", "rpc", "src", "dst", "direction",
-                                                             "error", "detail"}
+    assert set(view["producers"]["A"]) >= {
+        "transactional_id",
+        "producer_id",
+        "epoch",
+        "state",
+        "last_error",
+        "fenced",
+        "counters",
+    }
+    assert set(view["consumers"]["rc"]) >= {"isolation_level", "group_id", "topics", "state", "positions", "received"}
+    assert set(view["transactions"]["order-pay"]) == {
+        "state",
+        "producer_id",
+        "epoch",
+        "partitions",
+        "timeout_ms",
+        "coordinator_partition",
+        "coordinator_broker",
+        "txn_start_time_ms",
+        "pending_state",
+    }
+    assert view["timeline"] and set(view["timeline"][0]) == {
+        "seq",
+        "time_ms",
+        "rpc",
+        "src",
+        "dst",
+        "direction",
+        "error",
+        "detail",
+    }
 
 
 def test_it_gives_the_same_events_for_the_same_seed_and_steps():
     def events():
         b = backend(actors={"A": (PRODUCER, TXN), "B": (PRODUCER, TXN), "rc": RC}, seed=5)
-        run(b, "A.init_transactions", "A.begin_transaction",
-            ("A.produce", {"topic": "orders", "value": "x", "await": False}), "B.init_transactions",
-            "A.commit_transaction", "rc.poll", ("broker.stop", {"broker": 2}), "B.begin_transaction",
-            ("B.produce", {"topic": "orders", "value": "y"}), "B.commit_transaction")
+        run(
+            b,
+            "A.init_transactions",
+            "A.begin_transaction",
+            ("A.produce", {"topic": "orders", "value": "x", "await": False}),
+            "B.init_transactions",
+            "A.commit_transaction",
+            "rc.poll",
+            ("broker.stop", {"broker": 2}),
+            "B.begin_transaction",
+            ("B.produce", {"topic": "orders", "value": "y"}),
+            "B.commit_transaction",
+        )
         b.observe()
         return [e.to_dict() for e in b.events]
 
@@ -301,9 +471,14 @@ def test_it_adds_an_actor_to_a_running_session():
 
 def test_it_forgets_the_last_error_of_a_restarted_instance():
     b = backend(actors={"A": (PRODUCER, TXN), "B": (PRODUCER, TXN), "rc": RC})
-    out = run(b, "A.init_transactions", "A.begin_transaction",
-              ("A.produce", {"topic": "orders", "partition": 0, "value": "x"}), "B.init_transactions",
-              "A.commit_transaction")
+    out = run(
+        b,
+        "A.init_transactions",
+        "A.begin_transaction",
+        ("A.produce", {"topic": "orders", "partition": 0, "value": "x"}),
+        "B.init_transactions",
+        "A.commit_transaction",
+    )
     assert out[-1] == "_FENCED" and b.view()["producers"]["A"]["last_error"]["error"] == "_FENCED"
     assert run(b, "A.restart", "A.init_transactions") == ["ok", "ok"]
     card = b.view()["producers"]["A"]
@@ -312,16 +487,31 @@ def test_it_forgets_the_last_error_of_a_restarted_instance():
 
 
 def test_it_shows_a_fenced_send_offsets_to_transaction_as_fatal_on_the_card():
-    b = backend(actors={"A": (PRODUCER, TXN), "B": (PRODUCER, TXN),
-                        "feed": (PRODUCER, {}), "cin": (CONSUMER, {"group.id": "g"}, ["incoming"])},
-                topics={"orders": 2, "incoming": 1})
-    out = run(b, ("feed.produce", {"topic": "incoming", "partition": 0, "value": "in-1"}), "cin.poll",
-              "A.init_transactions", "A.begin_transaction",
-              ("A.produce", {"topic": "orders", "partition": 1, "value": "a"}), "B.init_transactions",
-              ("A.send_offsets_to_transaction", {"consumer": "cin"}), "A.commit_transaction")
+    b = backend(
+        actors={
+            "A": (PRODUCER, TXN),
+            "B": (PRODUCER, TXN),
+            "feed": (PRODUCER, {}),
+            "cin": (CONSUMER, {"group.id": "g"}, ["incoming"]),
+        },
+        topics={"orders": 2, "incoming": 1},
+    )
+    out = run(
+        b,
+        ("feed.produce", {"topic": "incoming", "partition": 0, "value": "in-1"}),
+        "cin.poll",
+        "A.init_transactions",
+        "A.begin_transaction",
+        ("A.produce", {"topic": "orders", "partition": 1, "value": "a"}),
+        "B.init_transactions",
+        ("A.send_offsets_to_transaction", {"consumer": "cin"}),
+        "A.commit_transaction",
+    )
     assert out[-2:] == ["_FENCED", "_FENCED"]
     card = b.view()["producers"]["A"]
     assert card["state"] == "FATAL_ERROR" and card["fenced"] and card["fatal_error"] == "_FENCED"
-    errors = [e for e in b.events if e.kind == "client.error" and e.actor == "A" and e.op == "send_offsets_to_transaction"]
+    errors = [
+        e for e in b.events if e.kind == "client.error" and e.actor == "A" and e.op == "send_offsets_to_transaction"
+    ]
     assert errors and errors[0].fatal and not errors[0].txn_requires_abort
     assert any(t["rpc"] == "AddOffsetsToTxn" and t["error"] == "INVALID_PRODUCER_EPOCH" for t in b.view()["timeline"])

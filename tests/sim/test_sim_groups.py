@@ -48,7 +48,7 @@ def test_it_answers_unstable_offset_commit_while_transactional_offsets_are_pendi
 def test_it_drops_pending_offsets_on_abort():
     c = Cluster(3, {}, {"orders": 1})
     g = c.groups
-    box, reply = reply_box()
+    _box, reply = reply_box()
     g.txn_commit_offsets(g.coordinator_of("grp"), "grp", 7, 0, -1, "", {"orders-0": 5}, reply)
     g.on_marker(g.offsets_partition("grp"), 7, "ABORT")
     assert g.committed("grp") == {} and g.groups["grp"].pending == {}

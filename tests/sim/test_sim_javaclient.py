@@ -8,7 +8,13 @@ import pytest
 from playground.sim.client import Consumer, GroupMetadata, TopicPartition
 from playground.sim.cluster import Cluster
 from playground.sim.javaclient import (
-    ABORTABLE_ERROR, FATAL_ERROR, READY, UNINITIALIZED, JavaException, JavaProducer, murmur2,
+    ABORTABLE_ERROR,
+    FATAL_ERROR,
+    READY,
+    UNINITIALIZED,
+    JavaException,
+    JavaProducer,
+    murmur2,
 )
 
 
@@ -81,8 +87,7 @@ def test_it_takes_the_epoch_of_the_next_transaction_from_the_end_txn_answer_unde
         p.commit_transaction() if expected_epoch != 2 else p.abort_transaction()
         assert p.epoch == expected_epoch
     cluster.settle()
-    assert log_of(cluster, "orders-0") == [("v1", 0), ("COMMIT", 1), ("v2", 1), ("ABORT", 2), ("v3", 2),
-                                           ("COMMIT", 3)]
+    assert log_of(cluster, "orders-0") == [("v1", 0), ("COMMIT", 1), ("v2", 1), ("ABORT", 2), ("v3", 2), ("COMMIT", 3)]
 
 
 def test_it_raises_producer_fenced_exception_on_commit_after_a_newer_instance_started(cluster):
@@ -284,8 +289,10 @@ def test_it_checks_send_offsets_to_transaction_in_kafka_producers_order(cluster)
     p.begin_transaction()
     p.maybe_transition_to_error_state(JavaException("TransactionAbortableException"))
     p.send_offsets_to_transaction([], GroupMetadata("g"))  # still a no-op
-    assert raises(p.send_offsets_to_transaction, [TopicPartition("incoming", 0, 3)],
-                  GroupMetadata("g")).name == "KafkaException"
+    assert (
+        raises(p.send_offsets_to_transaction, [TopicPartition("incoming", 0, 3)], GroupMetadata("g")).name
+        == "KafkaException"
+    )
 
 
 def test_it_checks_begin_commit_and_abort_in_transaction_managers_order(cluster):

@@ -4,19 +4,21 @@ brokers (Kafka 3.9.1 and 4.4.0, tests/kafka/test_kafka_latewrite.py)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from playground.backend import BackendError
+from playground.engine.backend import BackendError
+from playground.engine.spec import CONSUMER, DEFAULT_PROFILE, PRODUCER, ActorSpec, ClusterSpec, Profile, Step, TopicSpec
 from playground.scenario import parse_scenario, run_scenario
 from playground.scenario.model import ScenarioError
 from playground.sim import latewrite
 from playground.sim.driver import SimBackend
-from playground.spec import CONSUMER, PRODUCER, ActorSpec, ClusterSpec, Profile, Step, TopicSpec
 
 TXID = "payment-writer"
 
 
-def backend(profile: Profile = Profile()) -> SimBackend:
+def backend(profile: Profile = DEFAULT_PROFILE) -> SimBackend:
     spec = ClusterSpec(brokers=3, config={}, topics=(TopicSpec("payments", 1),))
     actors = {
         "pay": ActorSpec("pay", PRODUCER, {"transactional.id": TXID}),
@@ -49,12 +51,15 @@ def log_of(b: SimBackend) -> list:
 FIRST_TXN = ("pay.init_transactions", "pay.begin_transaction", produce("a-1"))
 
 
-@pytest.mark.parametrize("profile, refused", [
-    (Profile("3.9", "librdkafka"), "INVALID_TXN_STATE"),      # Produce v10: TRANSACTION_ABORTABLE translated
-    (Profile("3.9", "java"), "TRANSACTION_ABORTABLE"),        # Produce v11 (genericError): as it is
-    (Profile("4", "librdkafka"), "INVALID_TXN_STATE"),        # classic protocol on 4.x: same verification
-    (Profile("4", "java"), "INVALID_PRODUCER_EPOCH"),         # TV2: the abort bumped the epoch
-])
+@pytest.mark.parametrize(
+    "profile, refused",
+    [
+        (Profile("3.9", "librdkafka"), "INVALID_TXN_STATE"),  # Produce v10: TRANSACTION_ABORTABLE translated
+        (Profile("3.9", "java"), "TRANSACTION_ABORTABLE"),  # Produce v11 (genericError): as it is
+        (Profile("4", "librdkafka"), "INVALID_TXN_STATE"),  # classic protocol on 4.x: same verification
+        (Profile("4", "java"), "INVALID_PRODUCER_EPOCH"),  # TV2: the abort bumped the epoch
+    ],
+)
 def test_it_refuses_a_late_write_that_arrives_between_transactions(profile, refused):
     b = backend(profile)
     outcomes = run(b, *FIRST_TXN, "pay.abort_transaction", late("a-2"))
@@ -68,8 +73,16 @@ def test_it_refuses_a_late_write_that_arrives_between_transactions(profile, refu
 @pytest.mark.parametrize("profile", [Profile("3.9", "librdkafka"), Profile("3.9", "java"), Profile("4", "librdkafka")])
 def test_it_lets_a_late_write_join_the_next_transaction_at_the_same_epoch(profile):
     b = backend(profile)
-    outcomes = run(b, *FIRST_TXN, "pay.abort_transaction", "pay.begin_transaction", produce("b-1"), late("a-3"),
-                   "pay.commit_transaction", "rc.poll")
+    outcomes = run(
+        b,
+        *FIRST_TXN,
+        "pay.abort_transaction",
+        "pay.begin_transaction",
+        produce("b-1"),
+        late("a-3"),
+        "pay.commit_transaction",
+        "rc.poll",
+    )
     assert outcomes[-3] == "ok"
     assert log_of(b) == [("a-1", 0), ("ABORT", 0), ("b-1", 0), ("a-3", 0), ("COMMIT", 0)]
     assert b.observe()["consumers"]["rc"]["payments-0"] == ["b-1", "a-3"]
@@ -77,8 +90,16 @@ def test_it_lets_a_late_write_join_the_next_transaction_at_the_same_epoch(profil
 
 def test_it_refuses_a_late_write_of_an_earlier_epoch_under_transaction_protocol_v2():
     b = backend(Profile("4", "java"))
-    outcomes = run(b, *FIRST_TXN, "pay.commit_transaction", "pay.begin_transaction", produce("b-1"), late("a-2"),
-                   "pay.commit_transaction", "rc.poll")
+    outcomes = run(
+        b,
+        *FIRST_TXN,
+        "pay.commit_transaction",
+        "pay.begin_transaction",
+        produce("b-1"),
+        late("a-2"),
+        "pay.commit_transaction",
+        "rc.poll",
+    )
     assert outcomes[-3] == "INVALID_PRODUCER_EPOCH"
     assert log_of(b) == [("a-1", 0), ("COMMIT", 1), ("b-1", 1), ("COMMIT", 2)]
     assert b.observe()["consumers"]["rc"]["payments-0"] == ["a-1", "b-1"]
@@ -90,8 +111,13 @@ def test_it_sends_the_next_sequence_the_leader_expects_and_the_producer_id_and_e
     error, info = latewrite.deliver(b.cluster, transactional_id=TXID, of="a-1", value="a-2", version=10, actor="pay")
     assert error is None
     batch = b.cluster.log("payments-0").batches[-1]
-    assert (batch.values, batch.producer_id, batch.epoch, batch.base_sequence, batch.transactional) == \
-        (("a-2",), info["producer_id"], 0, 2, True)
+    assert (batch.values, batch.producer_id, batch.epoch, batch.base_sequence, batch.transactional) == (
+        ("a-2",),
+        info["producer_id"],
+        0,
+        2,
+        True,
+    )
     assert info["sequence"] == 2 and info["base_offset"] == batch.base_offset
 
 
@@ -139,7 +165,12 @@ steps:
 def test_it_reads_the_step_and_refuses_what_it_cannot_deliver():
     s = parse_scenario(SCENARIO % "net.late_write: {actor: P, of: a-1, value: a-2, expect: ok}")
     step = s.steps[0]
-    assert (step.actor, step.action, dict(step.args), step.expect) == ("net", "late_write", {"actor": "P", "of": "a-1", "value": "a-2"}, ("ok",))
+    assert (step.actor, step.action, dict(step.args), step.expect) == (
+        "net",
+        "late_write",
+        {"actor": "P", "of": "a-1", "value": "a-2"},
+        ("ok",),
+    )
     for bad, message in [
         ("net.late_write: {actor: Q, of: a-1, value: a-2}", "transactional producer"),
         ("net.late_write: {actor: P, value: a-2}", "missing"),
@@ -157,6 +188,6 @@ def test_it_round_trips_through_the_command_log_form():
 
 
 def test_it_is_deterministic():
-    text = open("scenarios/25-late-write-from-earlier-transaction.yaml").read()
+    text = Path("scenarios/25-late-write-from-earlier-transaction.yaml").read_text()
     s = parse_scenario(text)
     assert run_scenario(s, "sim") == run_scenario(s, "sim")

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from playground import diagrams
+from playground.engine.spec import CONSUMER, PRODUCER, ActorSpec, ClusterSpec, Profile, Step, TopicSpec
 from playground.scenario import load_scenario, run_scenario
 from playground.scenario.model import OUTCOMES
 from playground.sim.driver import SimBackend
-from playground.spec import CONSUMER, PRODUCER, ActorSpec, ClusterSpec, Profile, Step, TopicSpec
+from playground.web import diagrams
 
 LIBRARY = sorted((Path(__file__).resolve().parents[2] / "scenarios").glob("*.yaml"))
 PROFILES = [Profile("3.9", "librdkafka"), Profile("3.9", "java"), Profile("4", "librdkafka"), Profile("4", "java")]
@@ -35,9 +35,18 @@ def run(b, *steps):
 def test_it_gives_the_same_events_for_the_same_seed_and_steps(profile):
     def once():
         b = backend(profile)
-        run(b, "A.init_transactions", "A.begin_transaction", ("A", "produce", {"topic": "orders", "value": "x"}),
-            "B.init_transactions", "A.commit_transaction", "B.begin_transaction",
-            ("B", "produce", {"topic": "orders", "value": "y", "partition": 1}), "B.commit_transaction", "rc.poll")
+        run(
+            b,
+            "A.init_transactions",
+            "A.begin_transaction",
+            ("A", "produce", {"topic": "orders", "value": "x"}),
+            "B.init_transactions",
+            "A.commit_transaction",
+            "B.begin_transaction",
+            ("B", "produce", {"topic": "orders", "value": "y", "partition": 1}),
+            "B.commit_transaction",
+            "rc.poll",
+        )
         b.observe()
         return [e.to_dict() for e in b.events]
 
@@ -70,8 +79,9 @@ def test_it_shows_the_java_transaction_manager_states_in_the_view():
 def test_it_hands_the_dashboard_the_transition_table_of_its_kafka_release(profile):
     table = backend(profile).view()["transitions"]
     assert ("Empty" in table["PrepareAbort"]) == (profile.kafka == "4")
-    assert {k: tuple(sorted(v)) for k, v in table.items()} == \
-        {k: tuple(sorted(v)) for k, v in diagrams.transitions(profile.kafka).items()}
+    assert {k: tuple(sorted(v)) for k, v in table.items()} == {
+        k: tuple(sorted(v)) for k, v in diagrams.transitions(profile.kafka).items()
+    }
     drawn = diagrams.current_state_machine(kafka=profile.kafka)
     edges = {(e.src, e.dst) for e in drawn["edges"]}
     assert (("Empty", "PrepareAbort") in edges) == (profile.kafka == "4")
@@ -80,9 +90,14 @@ def test_it_hands_the_dashboard_the_transition_table_of_its_kafka_release(profil
 def test_it_names_the_fenced_java_producer_and_the_wire_error_behind_it():
     # the seed incident with kafka-clients: ProducerFencedException, PRODUCER_FENCED (90) on the wire (not 102)
     b = backend(Profile("3.9", "java"))
-    outcomes = run(b, "A.init_transactions", "A.begin_transaction",
-                   ("A", "produce", {"topic": "orders", "value": "x", "partition": 0}), "B.init_transactions",
-                   "A.commit_transaction")
+    outcomes = run(
+        b,
+        "A.init_transactions",
+        "A.begin_transaction",
+        ("A", "produce", {"topic": "orders", "value": "x", "partition": 0}),
+        "B.init_transactions",
+        "A.commit_transaction",
+    )
     assert outcomes[-1] == "ProducerFencedException"
     producer = b.view()["producers"]["A"]
     assert producer["fenced"] and producer["last_error"]["wire"] == "PRODUCER_FENCED (90)"
@@ -91,18 +106,29 @@ def test_it_names_the_fenced_java_producer_and_the_wire_error_behind_it():
 
 def test_it_names_the_fenced_librdkafka_producer_as_before_on_kafka_4():
     b = backend(Profile("4", "librdkafka"))
-    outcomes = run(b, "A.init_transactions", "A.begin_transaction",
-                   ("A", "produce", {"topic": "orders", "value": "x", "partition": 0}), "B.init_transactions",
-                   "A.commit_transaction")
+    outcomes = run(
+        b,
+        "A.init_transactions",
+        "A.begin_transaction",
+        ("A", "produce", {"topic": "orders", "value": "x", "partition": 0}),
+        "B.init_transactions",
+        "A.commit_transaction",
+    )
     assert outcomes[-1] == "_FENCED" and b.view()["producers"]["A"]["fenced"]
 
 
 def test_it_reports_a_java_fire_and_forget_send_as_ok_even_when_its_future_fails():
     # a fire-and-forget send is a future nobody calls get() on; the awaited one's get() throws the cause
     b = backend(Profile("4", "java"))
-    run(b, "A.init_transactions", "A.begin_transaction",
-        ("A", "produce", {"topic": "orders", "value": "x", "partition": 0}), "B.init_transactions")
+    run(
+        b,
+        "A.init_transactions",
+        "A.begin_transaction",
+        ("A", "produce", {"topic": "orders", "value": "x", "partition": 0}),
+        "B.init_transactions",
+    )
     assert run(b, ("A", "produce", {"topic": "orders", "value": "late", "partition": 0, "await": False})) == ["ok"]
-    assert run(b, ("A", "produce", {"topic": "orders", "value": "later", "partition": 0})) == \
-        ["InvalidProducerEpochException"]
+    assert run(b, ("A", "produce", {"topic": "orders", "value": "later", "partition": 0})) == [
+        "InvalidProducerEpochException"
+    ]
     assert b.view()["producers"]["A"]["counters"]["app_sent_ok"] == 2  # x, and the unawaited "late"

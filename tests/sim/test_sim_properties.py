@@ -21,16 +21,15 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
-from playground.anomalies import History, check, reads
-
-from playground.backend import BackendError
+from playground.engine.backend import BackendError
+from playground.engine.spec import CONSUMER, DEFAULT_PROFILE, PRODUCER, ActorSpec, ClusterSpec, Profile, Step, TopicSpec
+from playground.scenario.anomalies import History, check, reads
 from playground.sim.driver import SimBackend
 from playground.sim.log import COMMIT
-from playground.spec import CONSUMER, DEFAULT_PROFILE, PRODUCER, ActorSpec, ClusterSpec, Profile, Step, TopicSpec
 
 PROFILES = {
-    "default": dict(max_examples=60, stateful_step_count=40),
-    "thorough": dict(max_examples=3000, stateful_step_count=60),
+    "default": {"max_examples": 60, "stateful_step_count": 40},
+    "thorough": {"max_examples": 3000, "stateful_step_count": 60},
 }
 PROFILE = PROFILES[os.environ.get("HYPOTHESIS_PROFILE", "default")]
 # the other Kafka profiles get half the sequences in the quick run (the suite's time budget)
@@ -46,22 +45,46 @@ ACTORS = {
     "ru": ActorSpec("ru", CONSUMER, {"isolation.level": "read_uncommitted"}, ("orders", "audit")),
     "g": ActorSpec("g", CONSUMER, {"group.id": "grp", "isolation.level": "read_committed"}, ("orders",)),
 }
-TXN_ONLY = ("init_transactions", "begin_transaction", "commit_transaction", "abort_transaction",
-            "send_offsets_to_transaction")
-PRODUCER_ACTIONS = ["init_transactions", "begin_transaction", "produce", "produce", "produce", "produce",
-                    "commit_transaction", "abort_transaction", "flush", "send_offsets_to_transaction", "crash",
-                    "restart", "close"]
+TXN_ONLY = (
+    "init_transactions",
+    "begin_transaction",
+    "commit_transaction",
+    "abort_transaction",
+    "send_offsets_to_transaction",
+)
+PRODUCER_ACTIONS = [
+    "init_transactions",
+    "begin_transaction",
+    "produce",
+    "produce",
+    "produce",
+    "produce",
+    "commit_transaction",
+    "abort_transaction",
+    "flush",
+    "send_offsets_to_transaction",
+    "crash",
+    "restart",
+    "close",
+]
 
 
 # The next thing an application does in a producer's state (librdkafka's state names and kafka-clients').
-IN_TRANSACTION_ACTIONS = (["produce"] * 12 + ["commit_transaction"] * 4 + ["abort_transaction"] * 3
-                          + ["send_offsets_to_transaction"])
+IN_TRANSACTION_ACTIONS = (
+    ["produce"] * 12 + ["commit_transaction"] * 4 + ["abort_transaction"] * 3 + ["send_offsets_to_transaction"]
+)
 SENSIBLE = {
-    "INIT": "init_transactions", "WAIT_PID": "init_transactions", "READY": "begin_transaction",
-    "ABORTABLE_ERROR": "abort_transaction", "FATAL_ERROR": "restart", "IN_TRANSACTION": IN_TRANSACTION_ACTIONS,
+    "INIT": "init_transactions",
+    "WAIT_PID": "init_transactions",
+    "READY": "begin_transaction",
+    "ABORTABLE_ERROR": "abort_transaction",
+    "FATAL_ERROR": "restart",
+    "IN_TRANSACTION": IN_TRANSACTION_ACTIONS,
     # kafka-clients (a timed-out call is resumed by calling it again)
-    "UNINITIALIZED": "init_transactions", "INITIALIZING": "init_transactions",
-    "COMMITTING_TRANSACTION": "commit_transaction", "ABORTING_TRANSACTION": "abort_transaction",
+    "UNINITIALIZED": "init_transactions",
+    "INITIALIZING": "init_transactions",
+    "COMMITTING_TRANSACTION": "commit_transaction",
+    "ABORTING_TRANSACTION": "abort_transaction",
 }
 
 
@@ -78,7 +101,7 @@ class SimulatedCluster(RuleBasedStateMachine):
         self.seed = 11
         self.backend = new_backend(self.seed, self.profile)
         self.steps = []
-        self.history = []  # the anomaly checker's view of the same run (playground/anomalies.py)
+        self.history = []  # the anomaly checker's view of the same run (playground/scenario/anomalies.py)
         self.max_epoch = {}  # (partition, producer id) -> highest epoch seen in an append or marker
         self.fence_violations = []
         self.backend.cluster.subscribe(self._watch)
@@ -98,14 +121,28 @@ class SimulatedCluster(RuleBasedStateMachine):
             outcome = self.backend.apply(step)
         except BackendError:
             return  # e.g. a producer that crashed must restart first: not Kafka's business
-        self.history.append({"n": len(self.steps) - 1, "actor": step.actor, "action": step.action, "args": dict(step.args),
-                             "outcome": outcome, **reads(self.backend, step)})
+        self.history.append(
+            {
+                "n": len(self.steps) - 1,
+                "actor": step.actor,
+                "action": step.action,
+                "args": dict(step.args),
+                "outcome": outcome,
+                **reads(self.backend, step),
+            }
+        )
 
-    @rule(kind=st.sampled_from(["producer"] * 10 + ["consumer"] * 5 + ["advance"] * 2 + ["broker"]),
-          actor=st.integers(0, 3), sensible=st.integers(0, 3), action=st.sampled_from(PRODUCER_ACTIONS),
-          consumer_action=st.sampled_from(["poll"] * 4 + ["commit", "crash", "seek_to_committed"]),
-          partition=st.integers(0, 3), wait=st.booleans(), n=st.integers(0, 10_000),
-          ms=st.sampled_from([1, 10, 600, 5_000, 21_000, 46_000, 75_000]))
+    @rule(
+        kind=st.sampled_from(["producer"] * 10 + ["consumer"] * 5 + ["advance"] * 2 + ["broker"]),
+        actor=st.integers(0, 3),
+        sensible=st.integers(0, 3),
+        action=st.sampled_from(PRODUCER_ACTIONS),
+        consumer_action=st.sampled_from(["poll"] * 4 + ["commit", "crash", "seek_to_committed"]),
+        partition=st.integers(0, 3),
+        wait=st.booleans(),
+        n=st.integers(0, 10_000),
+        ms=st.sampled_from([1, 10, 600, 5_000, 21_000, 46_000, 75_000]),
+    )
     def step(self, kind, actor, sensible, action, consumer_action, partition, wait, n, ms):
         if kind == "producer":
             self.producer(["A", "B", "C", "P"][actor], sensible > 0, action, partition, wait, n)
@@ -169,10 +206,14 @@ class SimulatedCluster(RuleBasedStateMachine):
             if log is None:
                 continue
             assert log.log_start_offset <= log.last_stable_offset <= log.high_watermark <= log.log_end_offset
-            unstable = [b.txn.first_offset for b in log.batches
-                        if b.txn is not None and b.control is None
-                        and (b.txn.last_offset is None or b.txn.last_offset >= log.high_watermark)]
-            expected = min([log.high_watermark] + unstable)
+            unstable = [
+                b.txn.first_offset
+                for b in log.batches
+                if b.txn is not None
+                and b.control is None
+                and (b.txn.last_offset is None or b.txn.last_offset >= log.high_watermark)
+            ]
+            expected = min([log.high_watermark, *unstable])
             assert log.last_stable_offset == expected, meta.name
 
     @invariant()
@@ -210,16 +251,23 @@ class SimulatedCluster(RuleBasedStateMachine):
         observation = self.backend.observe()
         logs = {tp: p["log"] for tp, p in observation["partitions"].items()}
         isolation = {n: a.isolation_level for n, a in ACTORS.items() if a.kind == CONSUMER}
-        found = [f for f in check(History(self.history, logs, isolation)) if f.rule in ("aborted-read", "undecided-read")]
+        found = [
+            f for f in check(History(self.history, logs, isolation)) if f.rule in ("aborted-read", "undecided-read")
+        ]
         assert found == [], [str(f) for f in found]
 
 
 def _test_case(profile, budget):
-    machine = type(f"SimulatedCluster_{profile.kafka.replace('.', '')}_{profile.client}", (SimulatedCluster,),
-                   {"profile": profile})
+    machine = type(
+        f"SimulatedCluster_{profile.kafka.replace('.', '')}_{profile.client}", (SimulatedCluster,), {"profile": profile}
+    )
     case = machine.TestCase
-    case.settings = settings(deadline=None, suppress_health_check=list(HealthCheck),
-                             derandomize=os.environ.get("HYPOTHESIS_PROFILE") != "thorough", **budget)
+    case.settings = settings(
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+        derandomize=os.environ.get("HYPOTHESIS_PROFILE") != "thorough",
+        **budget,
+    )
     return case
 
 

@@ -13,8 +13,12 @@ def _run(cluster: Cluster) -> dict:
         producer.begin_transaction()
         for p in range(3):
             for i in range(4):
-                producer.produce("orders", f"{n}-{p}-{i}", partition=p,
-                                 on_delivery=lambda err, msg: reports.append((err, msg.partition(), msg.offset())))
+                producer.produce(
+                    "orders",
+                    f"{n}-{p}-{i}",
+                    partition=p,
+                    on_delivery=lambda err, msg: reports.append((err, msg.partition(), msg.offset())),
+                )
         producer.flush()
         if n % 3 == 2:
             producer.abort_transaction()
@@ -26,8 +30,10 @@ def _run(cluster: Cluster) -> dict:
     read = [(m.partition(), m.offset(), m.value()) for m in consumer.consume(500, timeout=1)]
     return {
         "timeline": [e.to_dict() for e in cluster.timeline],
-        "logs": [(tp, cluster.log(f"orders-{tp}").log_end_offset, cluster.log(f"orders-{tp}").last_stable_offset)
-                 for tp in range(3)],
+        "logs": [
+            (tp, cluster.log(f"orders-{tp}").log_end_offset, cluster.log(f"orders-{tp}").last_stable_offset)
+            for tp in range(3)
+        ],
         "reports": reports,
         "read": read,
         "now_ms": cluster.now_ms,

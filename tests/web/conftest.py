@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from playground import broadcast, session
+from playground import session
 from playground.session import capability
+from playground.web import broadcast
+
 from .fake_backend import FakeBackend
 
 
@@ -42,7 +44,7 @@ def free_session(db, client):
 @pytest.fixture
 def fencing_session(db, settings, client):
     """The zombie-fencing scenario from the library, on the fake backend; the test client may drive."""
-    from playground import library
+    from playground.scenario import library
 
     entry = library.find("zombie-fencing")
     assert entry is not None, "scenarios/02-zombie-fencing.yaml is missing"
@@ -52,7 +54,7 @@ def fencing_session(db, settings, client):
 @pytest.fixture(scope="session")
 def redis_server(tmp_path_factory):
     """A real redis-server on a free loopback port, for the whole test session. Missing redis-server fails."""
-    from playground import procs
+    from playground.deploy import procs
 
     try:
         server = procs.start_redis(tmp_path_factory.mktemp("redis"))
@@ -66,7 +68,9 @@ def redis_server(tmp_path_factory):
 def redis_layer(settings, redis_server):
     from channels.layers import channel_layers
 
-    settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer", "CONFIG": {"hosts": [redis_server]}}}
+    settings.CHANNEL_LAYERS = {
+        "default": {"BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer", "CONFIG": {"hosts": [redis_server]}}
+    }
     channel_layers.backends.clear()
     yield redis_server
     channel_layers.backends.clear()

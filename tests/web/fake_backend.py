@@ -7,22 +7,32 @@ Registered under the backend name "fake" by tests/web/conftest.py.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
-from playground.backend import OK, Backend, BackendError
-from playground.spec import CONSUMER, DEFAULT_PROFILE, PRODUCER, ActorSpec, ClusterSpec, Profile, Step
+from playground.engine.backend import OK, Backend, BackendError
+from playground.engine.spec import CONSUMER, DEFAULT_PROFILE, PRODUCER, ActorSpec, ClusterSpec, Profile, Step
 
 
 class FakeBackend(Backend):
     name = "fake"
 
-    def __init__(self, cluster: ClusterSpec, actors: Mapping[str, ActorSpec], *, seed: int = 0, on_event=None,
-                 profile: Profile = DEFAULT_PROFILE) -> None:
+    def __init__(
+        self,
+        cluster: ClusterSpec,
+        actors: Mapping[str, ActorSpec],
+        *,
+        seed: int = 0,
+        on_event=None,
+        profile: Profile = DEFAULT_PROFILE,
+    ) -> None:
         self.profile = profile
         self.cluster = cluster
         self.time_ms = 0
         self.next_pid = 1000
-        self.logs: dict[str, list[dict[str, Any]]] = {f"{t.name}-{p}": [] for t in cluster.topics for p in range(t.partitions)}
+        self.logs: dict[str, list[dict[str, Any]]] = {
+            f"{t.name}-{p}": [] for t in cluster.topics for p in range(t.partitions)
+        }
         self.brokers = {str(b): {"up": True} for b in range(1, cluster.brokers + 1)}
         self.txns: dict[str, dict[str, Any]] = {}
         self.producers: dict[str, dict[str, Any]] = {}
@@ -39,20 +49,42 @@ class FakeBackend(Backend):
     def add_actor(self, actor: ActorSpec) -> None:
         if actor.kind == PRODUCER:
             self.producers[actor.name] = {
-                "spec": actor, "producer_id": None, "epoch": None, "state": "INIT", "last_error": None,
-                "fenced": False, "seq": {}, "open": [], "counters": {"app_sent_ok": 0, "landed": 0, "read_committed_received": 0},
+                "spec": actor,
+                "producer_id": None,
+                "epoch": None,
+                "state": "INIT",
+                "last_error": None,
+                "fenced": False,
+                "seq": {},
+                "open": [],
+                "counters": {"app_sent_ok": 0, "landed": 0, "read_committed_received": 0},
             }
         elif actor.kind == CONSUMER:
             parts = [tp for tp in self.logs if tp.rpartition("-")[0] in actor.topics]
-            self.consumers[actor.name] = {"spec": actor, "state": "RUNNING", "positions": {tp: 0 for tp in parts}, "received": {tp: [] for tp in parts}}
+            self.consumers[actor.name] = {
+                "spec": actor,
+                "state": "RUNNING",
+                "positions": dict.fromkeys(parts, 0),
+                "received": {tp: [] for tp in parts},
+            }
         else:
             raise BackendError(f"unknown kind {actor.kind}")
 
     def _rpc(self, rpc: str, src: str, dst: str, detail: str = "", error: str | None = None) -> None:
         self.time_ms += 1
         for direction, a, b, err in (("request", src, dst, None), ("response", dst, src, error)):
-            self.timeline.append({"seq": len(self.timeline), "time_ms": self.time_ms, "rpc": rpc, "src": a, "dst": b,
-                                  "direction": direction, "error": err, "detail": detail})
+            self.timeline.append(
+                {
+                    "seq": len(self.timeline),
+                    "time_ms": self.time_ms,
+                    "rpc": rpc,
+                    "src": a,
+                    "dst": b,
+                    "direction": direction,
+                    "error": err,
+                    "detail": detail,
+                }
+            )
 
     # -- partitions
     def _lso(self, tp: str) -> int:
@@ -97,9 +129,17 @@ class FakeBackend(Backend):
                 return self._fail(p, a, "_NOT_CONFIGURED", "no transactional.id")
             t = self.txns.get(txid)
             if t is None:
-                t = self.txns[txid] = {"state": "Empty", "producer_id": self.next_pid, "epoch": 0, "partitions": [],
-                                       "timeout_ms": 60000, "coordinator_partition": 7, "coordinator_broker": 2,
-                                       "txn_start_time_ms": None, "pending_state": None}
+                t = self.txns[txid] = {
+                    "state": "Empty",
+                    "producer_id": self.next_pid,
+                    "epoch": 0,
+                    "partitions": [],
+                    "timeout_ms": 60000,
+                    "coordinator_partition": 7,
+                    "coordinator_broker": 2,
+                    "txn_start_time_ms": None,
+                    "pending_state": None,
+                }
                 self.next_pid += 1
             else:
                 if t["state"] == "Ongoing":
@@ -132,8 +172,17 @@ class FakeBackend(Backend):
             log = self.logs[tp]
             seq = p["seq"].get(tp, 0)
             p["seq"][tp] = seq + 1
-            entry = {"offset": len(log), "key": step.args.get("key"), "value": step.args.get("value"), "producer_id": p["producer_id"],
-                     "epoch": p["epoch"], "sequence": seq, "transactional": bool(txid), "fate": "open" if txid else "plain", "actor": step.actor}
+            entry = {
+                "offset": len(log),
+                "key": step.args.get("key"),
+                "value": step.args.get("value"),
+                "producer_id": p["producer_id"],
+                "epoch": p["epoch"],
+                "sequence": seq,
+                "transactional": bool(txid),
+                "fate": "open" if txid else "plain",
+                "actor": step.actor,
+            }
             log.append(entry)
             if txid:
                 t = self.txns[txid]
@@ -151,7 +200,13 @@ class FakeBackend(Backend):
             if p["state"] != "IN_TRANSACTION":
                 return self._fail(p, a, "_STATE", "no transaction")
             if p.get("stale"):
-                self._rpc("EndTxn", step.actor, "coordinator(b2)", "commit" if a.startswith("commit") else "abort", "PRODUCER_FENCED")
+                self._rpc(
+                    "EndTxn",
+                    step.actor,
+                    "coordinator(b2)",
+                    "commit" if a.startswith("commit") else "abort",
+                    "PRODUCER_FENCED",
+                )
                 return self._fail(p, a, "_FENCED", "EndTxn: PRODUCER_FENCED")
             self._end(txid, self.txns[txid], commit=a == "commit_transaction")
             p["state"] = "READY"
@@ -175,8 +230,15 @@ class FakeBackend(Backend):
             for e in log:
                 if e.get("fate") == "open" and e["producer_id"] == t["producer_id"]:
                     e["fate"] = "committed" if commit else "aborted"
-            log.append({"offset": len(log), "control": "COMMIT" if commit else "ABORT", "producer_id": t["producer_id"],
-                        "epoch": t["epoch"], "fate": "marker"})
+            log.append(
+                {
+                    "offset": len(log),
+                    "control": "COMMIT" if commit else "ABORT",
+                    "producer_id": t["producer_id"],
+                    "epoch": t["epoch"],
+                    "fate": "marker",
+                }
+            )
             self._rpc("WriteTxnMarkers", "coordinator(b2)", f"leader {tp}(b1)", "COMMIT" if commit else "ABORT")
         self._rpc("EndTxn", txid, "coordinator(b2)", "commit" if commit else "abort")
         t.update(state="CompleteCommit" if commit else "CompleteAbort", partitions=[], txn_start_time_ms=None)
@@ -216,18 +278,37 @@ class FakeBackend(Backend):
             topic, _, n = tp.rpartition("-")
             window = log[-log_limit:] if log_limit else []
             parts[tp] = {
-                "topic": topic, "partition": int(n), "leader": 1, "log_start_offset": 0,
+                "topic": topic,
+                "partition": int(n),
+                "leader": 1,
+                "log_start_offset": 0,
                 "window_start": window[0]["offset"] if window else len(log),
                 "log": [{k: v for k, v in e.items() if k != "actor"} for e in window],
-                "high_watermark": len(log), "last_stable_offset": self._lso(tp), "log_end_offset": len(log),
+                "high_watermark": len(log),
+                "last_stable_offset": self._lso(tp),
+                "log_end_offset": len(log),
             }
         return {
-            "backend": "fake", "time_ms": self.time_ms, "brokers": self.brokers, "partitions": parts,
-            "producers": {n: {k: p[k] for k in ("producer_id", "epoch", "state", "last_error", "fenced", "counters")}
-                          | {"transactional_id": p["spec"].transactional_id} for n, p in self.producers.items()},
-            "consumers": {n: {"isolation_level": c["spec"].isolation_level, "group_id": c["spec"].group_id,
-                              "topics": list(c["spec"].topics), "state": c["state"], "positions": dict(c["positions"]),
-                              "received": {tp: list(r) for tp, r in c["received"].items()}} for n, c in self.consumers.items()},
+            "backend": "fake",
+            "time_ms": self.time_ms,
+            "brokers": self.brokers,
+            "partitions": parts,
+            "producers": {
+                n: {k: p[k] for k in ("producer_id", "epoch", "state", "last_error", "fenced", "counters")}
+                | {"transactional_id": p["spec"].transactional_id}
+                for n, p in self.producers.items()
+            },
+            "consumers": {
+                n: {
+                    "isolation_level": c["spec"].isolation_level,
+                    "group_id": c["spec"].group_id,
+                    "topics": list(c["spec"].topics),
+                    "state": c["state"],
+                    "positions": dict(c["positions"]),
+                    "received": {tp: list(r) for tp, r in c["received"].items()},
+                }
+                for n, c in self.consumers.items()
+            },
             "transactions": {k: dict(v) for k, v in self.txns.items()},
             "groups": {},
             "timeline": self.timeline[-200:],

@@ -36,8 +36,12 @@ class Browserish:
 
     def post(self, path: str, data: dict | None = None) -> tuple[int, str, dict]:
         body = urllib.parse.urlencode(data or {}).encode()
-        req = urllib.request.Request(self.base + path, data=body, method="POST",
-                                     headers={"X-CSRFToken": self.csrf(), "Origin": self.base, "Referer": self.base + "/"})
+        req = urllib.request.Request(
+            self.base + path,
+            data=body,
+            method="POST",
+            headers={"X-CSRFToken": self.csrf(), "Origin": self.base, "Referer": self.base + "/"},
+        )
         try:
             with self.opener.open(req, timeout=20) as r:
                 return r.status, r.read().decode(), dict(r.headers)

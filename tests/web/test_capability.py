@@ -11,11 +11,10 @@ from channels.db import database_sync_to_async
 from channels.testing import WebsocketCommunicator
 from django.test import Client
 
-from playground import session
 from playground.asgi import application
-from playground.commands import COMMANDS
 from playground.models import Session
 from playground.session import capability
+from playground.web.commands import COMMANDS
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -1,4 +1,4 @@
-"""playground/clientaddr.py: the client's address behind trusted reverse proxies, and never one a client chooses."""
+"""playground/deploy/clientaddr.py: the client's address behind trusted reverse proxies, and never one a client chooses."""
 
 from __future__ import annotations
 
@@ -6,10 +6,17 @@ import pytest
 from django.core.exceptions import ImproperlyConfigured
 from django.http import HttpResponse
 from django.test import RequestFactory
-from hypothesis import given, settings as hsettings, strategies as st
+from hypothesis import given
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
 
-from playground.clientaddr import (TrustedProxyHeadersMiddleware, _address, client_address, from_trusted_proxy,
-                                  parse_networks)
+from playground.deploy.clientaddr import (
+    TrustedProxyHeadersMiddleware,
+    _address,
+    client_address,
+    from_trusted_proxy,
+    parse_networks,
+)
 
 CLIENT = "203.0.113.7"
 PROXY = "10.0.0.2"
@@ -98,7 +105,7 @@ def test_repeated_x_forwarded_for_headers_are_one_list(trusted):
 def test_ipv6_networks_ports_and_ipv4_mapped_addresses(trusted):
     trusted("2001:db8:1::/48, 10.0.0.0/8")
     assert client_address(http("2001:db8:1::5", "2001:DB8:ffff:0:0:0:0:1")) == "2001:db8:ffff::1"
-    assert client_address(http("2001:db8:1::5", f"[2001:db8:ffff::1]:4711")) == "2001:db8:ffff::1"
+    assert client_address(http("2001:db8:1::5", "[2001:db8:ffff::1]:4711")) == "2001:db8:ffff::1"
     assert client_address(http(PROXY, f"{CLIENT}:4711")) == CLIENT
     # Daphne on a dual-stack socket reports IPv4 peers as ::ffff:a.b.c.d: the same address as a.b.c.d.
     assert client_address(http(f"::ffff:{PROXY}", f"::ffff:{CLIENT}")) == CLIENT
@@ -106,10 +113,25 @@ def test_ipv6_networks_ports_and_ipv4_mapped_addresses(trusted):
 
 
 # --------------------------------------------------------------------------------------------------- garbage
-@pytest.mark.parametrize("header", [
-    "unknown", "not-an-ip", "1.2.3.4.5", ",", f"{CLIENT},", f",{CLIENT}, ", "1.2.3.4:port", "[2001:db8::1",
-    "[2001:db8::1]x", "999.1.1.1", "1.2.3.4 5.6.7.8", "\x00", "obfuscated_node", "10.0.0.0/8",
-])
+@pytest.mark.parametrize(
+    "header",
+    [
+        "unknown",
+        "not-an-ip",
+        "1.2.3.4.5",
+        ",",
+        f"{CLIENT},",
+        f",{CLIENT}, ",
+        "1.2.3.4:port",
+        "[2001:db8::1",
+        "[2001:db8::1]x",
+        "999.1.1.1",
+        "1.2.3.4 5.6.7.8",
+        "\x00",
+        "obfuscated_node",
+        "10.0.0.0/8",
+    ],
+)
 def test_a_malformed_header_falls_back_to_the_peer(trusted, header):
     trusted(PROXY)
     assert client_address(http(PROXY, header)) == PROXY
@@ -169,7 +191,10 @@ def test_the_setting_may_be_a_list(settings):
 
 def test_a_malformed_trusted_proxy_is_refused_naming_the_setting():
     assert [str(n) for n in parse_networks(" 10.0.0.1 , ,172.16.0.0/12,::1")] == [
-        "10.0.0.1/32", "172.16.0.0/12", "::1/128"]
+        "10.0.0.1/32",
+        "172.16.0.0/12",
+        "::1/128",
+    ]
     for bad in ("proxy.local", "10.0.0.1/33", "10.0.0.1;10.0.0.2"):
         with pytest.raises(ImproperlyConfigured, match="PLAYGROUND_TRUSTED_PROXIES"):
             parse_networks(bad)

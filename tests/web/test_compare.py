@@ -10,11 +10,12 @@ import re
 import pytest
 from django.test import Client
 
-from playground import compare, library, session
+from playground import session
+from playground.engine.spec import Profile
 from playground.models import ScenarioText, Session
-from playground.session import capability
-from playground.spec import Profile
-from playground.views import EXAMPLE
+from playground.scenario import library
+from playground.session import capability, compare
+from playground.web.views import EXAMPLE
 
 pytestmark = pytest.mark.django_db
 
@@ -30,7 +31,10 @@ def _fresh_cache():
 
 
 def _row(html: str, key: str) -> str:
-    m = re.search(rf'<tr class="([^"]*)" data-key="{re.escape(key)}"><th scope="row">[^<]*</th><td>([^<]*)</td><td>([^<]*)</td>', html)
+    m = re.search(
+        rf'<tr class="([^"]*)" data-key="{re.escape(key)}"><th scope="row">[^<]*</th><td>([^<]*)</td><td>([^<]*)</td>',
+        html,
+    )
     assert m, f"no row {key}"
     return m.group(0)
 
@@ -95,11 +99,13 @@ def test_it_shows_what_read_committed_got_on_each_side(client):
 def test_it_shows_the_reconciliation_between_the_database_and_kafka_on_each_side(client):
     scenario = library.find("db-incident-in-full").scenario
     c = compare.of_scenario(scenario, Profile("3.9", "librdkafka"), Profile("3.9", "java"), scenario.source)
-    html = client.get(f"/compare/?scenario=db-incident-in-full&a=3.9-librdkafka&b=3.9-java&at={c.length}").content.decode()
+    html = client.get(
+        f"/compare/?scenario=db-incident-in-full&a=3.9-librdkafka&b=3.9-java&at={c.length}"
+    ).content.decode()
     assert "database vs Kafka" in html
     gaps = _row(html, "db.gaps")
     assert int(re.search(r"<td>(\d+)</td>", gaps).group(1)) > 0  # the incident's orders that never reached inventory
-    assert "data-key=\"db.gap_rows\"" in html
+    assert 'data-key="db.gap_rows"' in html
 
 
 def test_it_steps_both_sides_together_with_the_buttons_links(client):
@@ -124,18 +130,21 @@ def test_it_answers_an_htmx_step_with_the_body_only(client):
     assert html.startswith('<main id="compare"') and "<html" not in html and 'data-at="6"' in html
 
 
-@pytest.mark.parametrize(("url", "status", "says"), [
-    ("/compare/?scenario=no-such-scenario", 404, "No scenario no-such-scenario in the library."),
-    ("/compare/", 400, "scenario: "),
-    (ZOMBIE.replace("a=3.9-librdkafka", "a=5-java"), 400, "a: 5-java is not a profile"),
-    (ZOMBIE.replace("b=4-java", "b=4-jvm"), 400, "b: 4-jvm is not a profile"),
-    (ZOMBIE.replace("b=4-java", "b=java"), 400, "choose one of 3.9-librdkafka, 3.9-java, 4-librdkafka, 4-java"),
-    (f"{ZOMBIE}&at=25", 404, "Step 25 is not in this comparison: it has steps 0 to 24."),
-    (f"{ZOMBIE}&at=-1", 400, "at= is a step number"),
-    (f"{ZOMBIE}&at=two", 400, "at= is a step number"),
-    ("/s/no-such-session/compare/", 404, "No such session."),
-    ("/sc/no-such-text/compare/", 404, "No such shared scenario."),
-])
+@pytest.mark.parametrize(
+    ("url", "status", "says"),
+    [
+        ("/compare/?scenario=no-such-scenario", 404, "No scenario no-such-scenario in the library."),
+        ("/compare/", 400, "scenario: "),
+        (ZOMBIE.replace("a=3.9-librdkafka", "a=5-java"), 400, "a: 5-java is not a profile"),
+        (ZOMBIE.replace("b=4-java", "b=4-jvm"), 400, "b: 4-jvm is not a profile"),
+        (ZOMBIE.replace("b=4-java", "b=java"), 400, "choose one of 3.9-librdkafka, 3.9-java, 4-librdkafka, 4-java"),
+        (f"{ZOMBIE}&at=25", 404, "Step 25 is not in this comparison: it has steps 0 to 24."),
+        (f"{ZOMBIE}&at=-1", 400, "at= is a step number"),
+        (f"{ZOMBIE}&at=two", 400, "at= is a step number"),
+        ("/s/no-such-session/compare/", 404, "No such session."),
+        ("/sc/no-such-text/compare/", 404, "No such shared scenario."),
+    ],
+)
 def test_it_answers_bad_input_with_a_sentence_naming_what_is_wrong(client, url, status, says):
     r = client.get(url)
     assert r.status_code == status, (url, r.status_code, r.content)
@@ -176,7 +185,9 @@ def test_it_compares_a_sessions_command_log_under_the_other_profile(client):
     html = client.get(f"/s/{sid}/compare/?at=5").content.decode()
     assert 'data-length="5"' in html  # the session's five commands (its notes go with the command after them)
     assert "Kafka 3.9.1 · librdkafka" in html and "Kafka 4.4.0 · java" in html
-    assert "EndTxn INVALID_PRODUCER_EPOCH (47)" in _side(html, "a") and "EndTxn PRODUCER_FENCED (90)" in _side(html, "b")
+    assert "EndTxn INVALID_PRODUCER_EPOCH (47)" in _side(html, "a") and "EndTxn PRODUCER_FENCED (90)" in _side(
+        html, "b"
+    )
     assert f'href="/s/{sid}/"' in html
 
 

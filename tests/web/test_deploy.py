@@ -1,4 +1,4 @@
-"""Serving a room: production mode (playground/deploy.py, settings.py), `make run HOST=...`, WhiteNoise under a real
+"""Serving a room: production mode (playground/deploy/production.py, settings.py), `make run HOST=...`, WhiteNoise under a real
 Daphne, `check --deploy`, the secret key file, and the Docker files."""
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ import pytest
 import yaml
 from django.core.exceptions import ImproperlyConfigured
 
-from playground import deploy, procs
+from playground.deploy import procs
+from playground.deploy import production as deploy
 
 ROOT = procs.ROOT
 
@@ -28,8 +29,11 @@ ROOT = procs.ROOT
 def clean_env(tmp_path: Path, **extra: str) -> dict[str, str]:
     """os.environ without anything that chooses the mode, the key, the hosts or the database; a fresh VAR_DIR and a
     SQLite file under tmp_path."""
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("PLAYGROUND_", "DJANGO_")) and k not in ("DATABASE_URL", "REDIS_URL")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("PLAYGROUND_", "DJANGO_")) and k not in ("DATABASE_URL", "REDIS_URL")
+    }
     env.update(
         DJANGO_SETTINGS_MODULE="playground.settings",
         PYTHONPATH=str(ROOT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else ""),
@@ -45,8 +49,15 @@ def production_env(tmp_path: Path, **extra: str) -> dict[str, str]:
 
 
 def manage(env: dict[str, str], *args: str, check: bool = True) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(ROOT / "manage.py"), *args], env=env, cwd=ROOT, capture_output=True,
-                          text=True, timeout=120, check=check)
+    return subprocess.run(
+        [sys.executable, str(ROOT / "manage.py"), *args],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=check,
+    )
 
 
 def settings_of(env: dict[str, str], *names: str) -> dict:
@@ -65,14 +76,17 @@ def settings_of(env: dict[str, str], *names: str) -> dict:
 
 
 # --------------------------------------------------------------------------------------------------- the mode
-@pytest.mark.parametrize("environ, production", [
-    ({}, False),
-    ({"PLAYGROUND_MODE": "production"}, True),
-    ({"PLAYGROUND_MODE": "Production "}, True),
-    ({"PLAYGROUND_PUBLIC_URL": "http://192.168.1.23:8000"}, True),
-    ({"PLAYGROUND_PUBLIC_URL": "  "}, False),
-    ({"PLAYGROUND_MODE": "development", "PLAYGROUND_PUBLIC_URL": "http://192.168.1.23:8000"}, False),
-])
+@pytest.mark.parametrize(
+    "environ, production",
+    [
+        ({}, False),
+        ({"PLAYGROUND_MODE": "production"}, True),
+        ({"PLAYGROUND_MODE": "Production "}, True),
+        ({"PLAYGROUND_PUBLIC_URL": "http://192.168.1.23:8000"}, True),
+        ({"PLAYGROUND_PUBLIC_URL": "  "}, False),
+        ({"PLAYGROUND_MODE": "development", "PLAYGROUND_PUBLIC_URL": "http://192.168.1.23:8000"}, False),
+    ],
+)
 def test_production_mode_is_chosen_by_the_mode_or_a_public_url(environ, production):
     assert deploy.production_mode(environ) is production
 
@@ -82,10 +96,21 @@ def test_an_unknown_mode_is_refused():
         deploy.production_mode({"PLAYGROUND_MODE": "prod"})
 
 
-@pytest.mark.parametrize("host, loopback", [
-    ("127.0.0.1", True), ("127.0.0.2", True), ("localhost", True), ("::1", True), ("[::1]", True),
-    ("0.0.0.0", False), ("::", False), ("192.168.1.23", False), ("example.org", False), ("::ffff:127.0.0.1", True),
-])
+@pytest.mark.parametrize(
+    "host, loopback",
+    [
+        ("127.0.0.1", True),
+        ("127.0.0.2", True),
+        ("localhost", True),
+        ("::1", True),
+        ("[::1]", True),
+        ("0.0.0.0", False),
+        ("::", False),
+        ("192.168.1.23", False),
+        ("example.org", False),
+        ("::ffff:127.0.0.1", True),
+    ],
+)
 def test_loopback_hosts(host, loopback):
     assert deploy.is_loopback(host) is loopback
 
@@ -136,19 +161,42 @@ def test_the_join_link_names_this_machine_when_bound_to_every_interface(monkeypa
 # --------------------------------------------------------------------------------------------------- the public URL
 def test_public_url_gives_hosts_and_origins():
     public = deploy.parse_public_url("https://WS.Example.org/")
-    assert (public.scheme, public.host, public.port, public.origin) == ("https", "ws.example.org", 443,
-                                                                      "https://ws.example.org")
+    assert (public.scheme, public.host, public.port, public.origin) == (
+        "https",
+        "ws.example.org",
+        443,
+        "https://ws.example.org",
+    )
     assert deploy.parse_public_url("http://[2001:db8::1]:8000").origin == "http://[2001:db8::1]:8000"
     lan = deploy.parse_public_url("http://192.168.1.23:8000")
     assert deploy.allowed_hosts(lan, "0.0.0.0", "ws.local, ") == [
-        "192.168.1.23", "localhost", "127.0.0.1", "[::1]", "ws.local"]
+        "192.168.1.23",
+        "localhost",
+        "127.0.0.1",
+        "[::1]",
+        "ws.local",
+    ]
     assert deploy.allowed_hosts(None, "10.0.0.5") == ["10.0.0.5", "localhost", "127.0.0.1", "[::1]"]
     assert deploy.csrf_trusted_origins(lan, "0.0.0.0", 8000) == [
-        "http://192.168.1.23:8000", "http://localhost:8000", "http://127.0.0.1:8000", "http://[::1]:8000"]
+        "http://192.168.1.23:8000",
+        "http://localhost:8000",
+        "http://127.0.0.1:8000",
+        "http://[::1]:8000",
+    ]
 
 
-@pytest.mark.parametrize("url", ["192.168.1.23:8000", "ftp://x.org", "http://", "http://x.org/workshop",
-                                 "http://x.org:99999", "https://user:pw@x.org", "http://x.org/?a=1"])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "192.168.1.23:8000",
+        "ftp://x.org",
+        "http://",
+        "http://x.org/workshop",
+        "http://x.org:99999",
+        "https://user:pw@x.org",
+        "http://x.org/?a=1",
+    ],
+)
 def test_a_malformed_public_url_is_refused_naming_the_variable(url):
     with pytest.raises(ImproperlyConfigured, match="PLAYGROUND_PUBLIC_URL"):
         deploy.parse_public_url(url)
@@ -204,8 +252,17 @@ def test_production_refuses_the_development_key_and_a_key_file_others_may_read(t
 
 # --------------------------------------------------------------------------------------------------- settings
 def test_development_mode_is_what_make_run_always_was(tmp_path):
-    values = settings_of(clean_env(tmp_path), "DEBUG", "SECRET_KEY", "ALLOWED_HOSTS", "CHANNEL_LAYERS", "DATABASES",
-                         "MIDDLEWARE", "STORAGES", "SILENCED_SYSTEM_CHECKS")
+    values = settings_of(
+        clean_env(tmp_path),
+        "DEBUG",
+        "SECRET_KEY",
+        "ALLOWED_HOSTS",
+        "CHANNEL_LAYERS",
+        "DATABASES",
+        "MIDDLEWARE",
+        "STORAGES",
+        "SILENCED_SYSTEM_CHECKS",
+    )
     assert values["DEBUG"] == "True"
     assert values["SECRET_KEY"] == repr(deploy.DEV_SECRET_KEY)
     assert values["ALLOWED_HOSTS"] == repr(["127.0.0.1", "localhost", "testserver"])
@@ -216,17 +273,34 @@ def test_development_mode_is_what_make_run_always_was(tmp_path):
 
 
 def test_production_on_a_lan_sets_hosts_and_origins_and_silences_only_the_https_checks(tmp_path):
-    env = production_env(tmp_path, PLAYGROUND_PUBLIC_URL="http://192.168.1.23:8000", PLAYGROUND_BIND_HOST="0.0.0.0",
-                         PLAYGROUND_PORT="8000", DJANGO_DEBUG="1")
-    values = settings_of(env, "DEBUG", "ALLOWED_HOSTS", "CSRF_TRUSTED_ORIGINS", "SILENCED_SYSTEM_CHECKS",
-                         "SECURE_SSL_REDIRECT", "CSRF_COOKIE_SECURE", "SECURE_HSTS_SECONDS", "MIDDLEWARE")
+    env = production_env(
+        tmp_path,
+        PLAYGROUND_PUBLIC_URL="http://192.168.1.23:8000",
+        PLAYGROUND_BIND_HOST="0.0.0.0",
+        PLAYGROUND_PORT="8000",
+        DJANGO_DEBUG="1",
+    )
+    values = settings_of(
+        env,
+        "DEBUG",
+        "ALLOWED_HOSTS",
+        "CSRF_TRUSTED_ORIGINS",
+        "SILENCED_SYSTEM_CHECKS",
+        "SECURE_SSL_REDIRECT",
+        "CSRF_COOKIE_SECURE",
+        "SECURE_HSTS_SECONDS",
+        "MIDDLEWARE",
+    )
     assert values["DEBUG"] == "False"  # DJANGO_DEBUG=1 does not turn it on in production
     assert values["ALLOWED_HOSTS"] == repr(["192.168.1.23", "localhost", "127.0.0.1", "[::1]"])
     assert "'http://192.168.1.23:8000'" in values["CSRF_TRUSTED_ORIGINS"]
     assert values["SILENCED_SYSTEM_CHECKS"] == repr(["security.W004", "security.W008", "security.W016"])
     assert (values["SECURE_SSL_REDIRECT"], values["CSRF_COOKIE_SECURE"], values["SECURE_HSTS_SECONDS"]) == (
-        "False", "False", "0")
-    assert "playground.staticfiles.AsyncWhiteNoiseMiddleware" in values["MIDDLEWARE"]
+        "False",
+        "False",
+        "0",
+    )
+    assert "playground.deploy.staticfiles.AsyncWhiteNoiseMiddleware" in values["MIDDLEWARE"]
 
 
 def test_production_middleware_all_runs_on_the_event_loop(tmp_path):
@@ -238,35 +312,54 @@ def test_production_middleware_all_runs_on_the_event_loop(tmp_path):
 
     env = production_env(tmp_path, PLAYGROUND_PUBLIC_URL="http://192.168.1.23:8000")
     chain = ast.literal_eval(settings_of(env, "MIDDLEWARE")["MIDDLEWARE"])
-    assert "playground.staticfiles.AsyncWhiteNoiseMiddleware" in chain
+    assert "playground.deploy.staticfiles.AsyncWhiteNoiseMiddleware" in chain
     assert [m for m in chain if not getattr(import_string(m), "async_capable", False)] == []
 
 
 def test_production_over_https_sets_the_https_settings_instead_of_silencing_them(tmp_path):
-    env = production_env(tmp_path, PLAYGROUND_PUBLIC_URL="https://ws.example.org",
-                         PLAYGROUND_TRUSTED_PROXIES="172.18.0.1")
-    values = settings_of(env, "SECURE_SSL_REDIRECT", "CSRF_COOKIE_SECURE", "LANGUAGE_COOKIE_SECURE",
-                         "SECURE_HSTS_SECONDS", "SECURE_HSTS_INCLUDE_SUBDOMAINS", "SECURE_PROXY_SSL_HEADER",
-                         "SILENCED_SYSTEM_CHECKS", "CSRF_TRUSTED_ORIGINS")
+    env = production_env(
+        tmp_path, PLAYGROUND_PUBLIC_URL="https://ws.example.org", PLAYGROUND_TRUSTED_PROXIES="172.18.0.1"
+    )
+    values = settings_of(
+        env,
+        "SECURE_SSL_REDIRECT",
+        "CSRF_COOKIE_SECURE",
+        "LANGUAGE_COOKIE_SECURE",
+        "SECURE_HSTS_SECONDS",
+        "SECURE_HSTS_INCLUDE_SUBDOMAINS",
+        "SECURE_PROXY_SSL_HEADER",
+        "SILENCED_SYSTEM_CHECKS",
+        "CSRF_TRUSTED_ORIGINS",
+    )
     assert values == {
-        "SECURE_SSL_REDIRECT": "True", "CSRF_COOKIE_SECURE": "True", "LANGUAGE_COOKIE_SECURE": "True",
-        "SECURE_HSTS_SECONDS": "31536000", "SECURE_HSTS_INCLUDE_SUBDOMAINS": "True",
+        "SECURE_SSL_REDIRECT": "True",
+        "CSRF_COOKIE_SECURE": "True",
+        "LANGUAGE_COOKIE_SECURE": "True",
+        "SECURE_HSTS_SECONDS": "31536000",
+        "SECURE_HSTS_INCLUDE_SUBDOMAINS": "True",
         "SECURE_PROXY_SSL_HEADER": repr(("HTTP_X_FORWARDED_PROTO", "https")),
-        "SILENCED_SYSTEM_CHECKS": repr(["security.W021"]), "CSRF_TRUSTED_ORIGINS": repr(["https://ws.example.org"]),
+        "SILENCED_SYSTEM_CHECKS": repr(["security.W021"]),
+        "CSRF_TRUSTED_ORIGINS": repr(["https://ws.example.org"]),
     }
-    preload = settings_of(production_env(tmp_path, PLAYGROUND_PUBLIC_URL="https://ws.example.org",
-                                         PLAYGROUND_HSTS_PRELOAD="1"),
-                          "SECURE_HSTS_PRELOAD", "SILENCED_SYSTEM_CHECKS", "SECURE_PROXY_SSL_HEADER")
-    assert preload == {"SECURE_HSTS_PRELOAD": "True", "SILENCED_SYSTEM_CHECKS": "[]",
-                       "SECURE_PROXY_SSL_HEADER": "None"}
+    preload = settings_of(
+        production_env(tmp_path, PLAYGROUND_PUBLIC_URL="https://ws.example.org", PLAYGROUND_HSTS_PRELOAD="1"),
+        "SECURE_HSTS_PRELOAD",
+        "SILENCED_SYSTEM_CHECKS",
+        "SECURE_PROXY_SSL_HEADER",
+    )
+    assert preload == {"SECURE_HSTS_PRELOAD": "True", "SILENCED_SYSTEM_CHECKS": "[]", "SECURE_PROXY_SSL_HEADER": "None"}
 
 
-@pytest.mark.parametrize("extra", [
-    {"PLAYGROUND_PUBLIC_URL": "http://192.168.1.23:8000"},
-    {},  # production mode without a public URL (the image at build time, `docker run` without one)
-    {"PLAYGROUND_PUBLIC_URL": "https://ws.example.org", "PLAYGROUND_TRUSTED_PROXIES": "10.0.0.0/8"},
-    {"PLAYGROUND_PUBLIC_URL": "https://ws.example.org", "PLAYGROUND_HSTS_PRELOAD": "1"},
-], ids=["lan-http", "no-public-url", "https-behind-proxy", "https-preload"])
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {"PLAYGROUND_PUBLIC_URL": "http://192.168.1.23:8000"},
+        {},  # production mode without a public URL (the image at build time, `docker run` without one)
+        {"PLAYGROUND_PUBLIC_URL": "https://ws.example.org", "PLAYGROUND_TRUSTED_PROXIES": "10.0.0.0/8"},
+        {"PLAYGROUND_PUBLIC_URL": "https://ws.example.org", "PLAYGROUND_HSTS_PRELOAD": "1"},
+    ],
+    ids=["lan-http", "no-public-url", "https-behind-proxy", "https-preload"],
+)
 def test_check_deploy_finds_nothing_in_production_mode(tmp_path, extra):
     result = manage(production_env(tmp_path, **extra), "check", "--deploy", "--fail-level", "WARNING", check=False)
     assert result.returncode == 0, result.stdout + result.stderr
@@ -362,8 +455,13 @@ def test_the_launcher_prints_the_join_link_and_serves_in_production_mode(tmp_pat
     manage(dict(env, PLAYGROUND_MODE="production"), "migrate", "--noinput", "-v", "0")
     manage(dict(env, PLAYGROUND_MODE="production"), "collectstatic", "--noinput", "-v", "0")
     log = tmp_path / "launcher.log"
-    proc = subprocess.Popen([sys.executable, "-m", "playground.deploy", "serve", "--host", "127.0.0.1", "--port",
-                             str(port)], env=env, cwd=ROOT, stdout=log.open("w"), stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "playground.deploy", "serve", "--host", "127.0.0.1", "--port", str(port)],
+        env=env,
+        cwd=ROOT,
+        stdout=log.open("w"),
+        stderr=subprocess.STDOUT,
+    )
     try:
         procs._wait_port(port, proc, 30, "launcher", log)
         deadline = time.monotonic() + 20
@@ -382,12 +480,25 @@ def test_the_launcher_prints_the_join_link_and_serves_in_production_mode(tmp_pat
 
 
 def test_the_url_command_prints_this_machines_address(tmp_path):
-    out = subprocess.run([sys.executable, "-m", "playground.deploy", "url", "--host", "0.0.0.0", "--port", "8000"],
-                         env=clean_env(tmp_path), cwd=ROOT, capture_output=True, text=True, timeout=30, check=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "playground.deploy", "url", "--host", "0.0.0.0", "--port", "8000"],
+        env=clean_env(tmp_path),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+    )
     address = deploy.primary_ipv4() or socket.gethostname()
     assert out.stdout.strip() == f"http://{address}:8000/"
-    bad = subprocess.run([sys.executable, "-m", "playground.deploy", "url"], cwd=ROOT, capture_output=True, text=True,
-                         env=clean_env(tmp_path, PLAYGROUND_PUBLIC_URL="x.org"), timeout=30)
+    bad = subprocess.run(
+        [sys.executable, "-m", "playground.deploy", "url"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env=clean_env(tmp_path, PLAYGROUND_PUBLIC_URL="x.org"),
+        timeout=30,
+    )
     assert bad.returncode != 0 and "PLAYGROUND_PUBLIC_URL" in bad.stderr
 
 
@@ -403,8 +514,14 @@ def make_run(tmp_path: Path, *args: str, **environ: str) -> list[str]:
         script.chmod(0o755)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PLAYGROUND_", "MAKE"))}
     env.update(environ)
-    out = subprocess.run(["make", "--no-print-directory", "-s", "-o", "venv", "run", f"VENV={fake.parent}", *args],
-                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        ["make", "--no-print-directory", "-s", "-o", "venv", "run", f"VENV={fake.parent}", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert out.returncode == 0, out.stderr
     return out.stdout.splitlines()
 
@@ -420,14 +537,18 @@ def test_make_run_on_loopback_is_unchanged(tmp_path):
         ]
 
 
-@pytest.mark.parametrize("args, environ, host", [
-    (("HOST=0.0.0.0",), {}, "0.0.0.0"),
-    (("HOST=192.168.1.23", "PORT=8080"), {}, "192.168.1.23"),
-    ((), {"PLAYGROUND_PUBLIC_URL": "https://ws.example.org"}, "127.0.0.1"),
-    (("PLAYGROUND_MODE=production",), {}, "127.0.0.1"),
-])
+@pytest.mark.parametrize(
+    "args, environ, host",
+    [
+        (("HOST=0.0.0.0",), {}, "0.0.0.0"),
+        (("HOST=192.168.1.23", "PORT=8080"), {}, "192.168.1.23"),
+        ((), {"PLAYGROUND_PUBLIC_URL": "https://ws.example.org"}, "127.0.0.1"),
+        (("PLAYGROUND_MODE=production",), {}, "127.0.0.1"),
+    ],
+)
 def test_make_run_elsewhere_than_loopback_collects_static_files_and_serves_in_production_mode(
-        tmp_path, args, environ, host):
+    tmp_path, args, environ, host
+):
     port = "8080" if "PORT=8080" in args else "8000"
     assert make_run(tmp_path, *args, **environ) == [
         "python manage.py migrate --noinput [mode=production]",
@@ -458,14 +579,19 @@ def test_compose_runs_postgres_and_the_playground_in_production_mode():
     assert env["REDIS_URL"] == "redis://redis:6379/0"
     assert env["KAFKA_BOOTSTRAP_SERVERS"] == "kafka-1:29092,kafka-2:29092,kafka-3:29092"
     # The database URL, with compose's ${...} filled in as compose would, is one the app accepts.
-    from playground import dburl
+    from playground.deploy import dburl
 
     database_url = re.sub(r"\$\{(\w+):-([^}]*)\}", lambda m: m.group(2), env["DATABASE_URL"])
     db = dburl.parse(database_url)
     assert (db["ENGINE"], db["HOST"], db["PORT"]) == ("django.db.backends.postgresql", "postgres", "5432")
-    assert (db["USER"], db["NAME"]) == (postgres["environment"]["POSTGRES_USER"], postgres["environment"]["POSTGRES_DB"])
-    assert re.sub(r"\$\{(\w+):-([^}]*)\}", lambda m: m.group(2), postgres["environment"]["POSTGRES_PASSWORD"]) == \
-        db["PASSWORD"]
+    assert (db["USER"], db["NAME"]) == (
+        postgres["environment"]["POSTGRES_USER"],
+        postgres["environment"]["POSTGRES_DB"],
+    )
+    assert (
+        re.sub(r"\$\{(\w+):-([^}]*)\}", lambda m: m.group(2), postgres["environment"]["POSTGRES_PASSWORD"])
+        == db["PASSWORD"]
+    )
     assert playground["depends_on"]["postgres"]["condition"] == "service_healthy"
     assert playground["depends_on"]["redis"]["condition"] == "service_healthy"
     var_volume, _, var_mount = playground["volumes"][0].partition(":")
@@ -479,7 +605,11 @@ def test_the_image_collects_static_files_and_runs_in_production_mode():
     assert "manage.py collectstatic --noinput" in dockerfile
     assert "PLAYGROUND_STATIC_ROOT=/app/staticfiles" in dockerfile
     # collectstatic runs after the source is copied and as the app user, before the command.
-    assert dockerfile.index("COPY") < dockerfile.index("USER app") < dockerfile.index("collectstatic") < \
-        dockerfile.index("CMD")
+    assert (
+        dockerfile.index("COPY")
+        < dockerfile.index("USER app")
+        < dockerfile.index("collectstatic")
+        < dockerfile.index("CMD")
+    )
     ignored = (ROOT / ".dockerignore").read_text().split()
     assert {"var", ".venv", ".git", "db.sqlite3"} <= set(ignored)

@@ -9,16 +9,20 @@ import json
 import re
 
 import pytest
-from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
 
-from playground import library, session
+from playground import session
 from playground.models import ScenarioText, Session, text_id
-from playground.scenario import parse_scenario, run_scenario
-from playground.views import EXAMPLE
+from playground.scenario import library, parse_scenario, run_scenario
+from playground.web.views import EXAMPLE
 
 pytestmark = pytest.mark.django_db
 
-FUZZ = hsettings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+FUZZ = hsettings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
 
 
 def _check(client, text: str) -> dict:
@@ -28,14 +32,21 @@ def _check(client, text: str) -> dict:
 
 
 def test_it_answers_the_editors_check_with_every_error_and_its_line(client):
-    text = EXAMPLE.replace("A.begin_transaction", "A.begin_transactoin").replace("isolation.level: read_uncommitted", "isolation: read_uncommitted")
+    text = EXAMPLE.replace("A.begin_transaction", "A.begin_transactoin").replace(
+        "isolation.level: read_uncommitted", "isolation: read_uncommitted"
+    )
     data = _check(client, text)
     assert not data["ok"]
     lines = {e["line"]: e for e in data["errors"]}
     assert set(lines) == {11, 15}
     assert "did you mean 'begin_transaction'" in lines[15]["message"]
     ok = _check(client, EXAMPLE)
-    assert ok["ok"] and ok["errors"] == [] and ok["scenario"]["steps"] == 8 and ok["scenario"]["actors"] == ["A", "rc", "ru"]
+    assert (
+        ok["ok"]
+        and ok["errors"] == []
+        and ok["scenario"]["steps"] == 8
+        and ok["scenario"]["actors"] == ["A", "rc", "ru"]
+    )
 
 
 def test_it_plays_the_editors_text_as_a_new_session_the_player_drives(client):
@@ -51,7 +62,10 @@ def test_it_plays_the_editors_text_as_a_new_session_the_player_drives(client):
 def test_it_saves_under_a_content_address_so_the_same_text_gives_the_same_link(client):
     first = client.post("/editor/save/", {"text": EXAMPLE})
     again = client.post("/editor/save/", {"text": EXAMPLE.replace("\n", "  \r\n")})  # line ends do not count
-    assert first.status_code == again.status_code == 302 and first["Location"] == again["Location"] == f"/sc/{text_id(EXAMPLE)}/"
+    assert (
+        first.status_code == again.status_code == 302
+        and first["Location"] == again["Location"] == f"/sc/{text_id(EXAMPLE)}/"
+    )
     other = client.post("/editor/save/", {"text": EXAMPLE.replace("order-1", "order-2")})
     assert other["Location"] != first["Location"]
     assert ScenarioText.objects.filter(shared=True).count() == 2
@@ -62,9 +76,12 @@ def test_it_shows_a_shared_scenario_with_play_edit_and_download(client):
     page = client.get(link).content.decode()
     assert "My scenario" in page and "A.produce" in page and "orders-0 &quot;order-1&quot;" in page
     tid = link.strip("/").split("/")[-1]
-    assert f'/editor/?sc={tid}' in page and f'/sc/{tid}.yaml' in page
+    assert f"/editor/?sc={tid}" in page and f"/sc/{tid}.yaml" in page
     download = client.get(f"/sc/{tid}.yaml")
-    assert download["Content-Disposition"] == 'attachment; filename="my-scenario.yaml"' and download.content.decode() == EXAMPLE
+    assert (
+        download["Content-Disposition"] == 'attachment; filename="my-scenario.yaml"'
+        and download.content.decode() == EXAMPLE
+    )
     assert EXAMPLE.split("\n")[0] in client.get(f"/editor/?sc={tid}").content.decode()
     played = client.post(f"/sc/{tid}/play/")
     sid = played["Location"].rstrip("/").rsplit("/", 1)[-1]
@@ -81,7 +98,10 @@ def test_it_opens_a_copy_of_a_library_scenario_in_the_editor(client):
 
 def _bomb() -> str:
     lines = ["a: &a [x, x, x, x, x, x, x, x, x]"]
-    lines += [f"{chr(98 + i)}: &{chr(98 + i)} [*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}]" for i in range(9)]
+    lines += [
+        f"{chr(98 + i)}: &{chr(98 + i)} [*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}]"
+        for i in range(9)
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -93,17 +113,21 @@ def _many(kind: str, n: int) -> str:
     return text.replace("expect:\n", "".join("  - rc.poll\n" for _ in range(n)) + "expect:\n")
 
 
-@pytest.mark.parametrize("text, line, needle", [
-    ("x: " + "y" * 70_000, 1, "too large"),
-    (EXAMPLE + "# pad\n" * 12_000, None, "too large"),  # the line that crosses 64 KB
-    (_bomb(), 1, "anchors and aliases"),
-    ("[" * 40 + "]" * 40, 1, "nested more than"),
-    (_many("actors", 10), 9, "at most 12 actors"),
-    (_many("steps", 1_995), 2013, "at most 2,000 steps"),  # the 2,001st step
-    (EXAMPLE.replace("summary:", "colour: red\nsummary:"), 4, "unknown top-level key 'colour'"),
-], ids=["one-long-line", "many-lines", "alias-bomb", "deep", "13-actors", "2003-steps", "unknown-key"])
+@pytest.mark.parametrize(
+    "text, line, needle",
+    [
+        ("x: " + "y" * 70_000, 1, "too large"),
+        (EXAMPLE + "# pad\n" * 12_000, None, "too large"),  # the line that crosses 64 KB
+        (_bomb(), 1, "anchors and aliases"),
+        ("[" * 40 + "]" * 40, 1, "nested more than"),
+        (_many("actors", 10), 9, "at most 12 actors"),
+        (_many("steps", 1_995), 2013, "at most 2,000 steps"),  # the 2,001st step
+        (EXAMPLE.replace("summary:", "colour: red\nsummary:"), 4, "unknown top-level key 'colour'"),
+    ],
+    ids=["one-long-line", "many-lines", "alias-bomb", "deep", "13-actors", "2003-steps", "unknown-key"],
+)
 def test_it_refuses_bad_text_with_a_line_numbered_message_and_stores_nothing(client, text, line, needle):
-    line = line or text.encode()[:64 * 1024].count(b"\n") + 1
+    line = line or text.encode()[: 64 * 1024].count(b"\n") + 1
     for endpoint in ("save", "play"):
         r = client.post(f"/editor/{endpoint}/", {"text": text})
         assert r.status_code == 400, (endpoint, r.status_code)
@@ -152,7 +176,12 @@ def test_it_writes_free_play_as_a_scenario_with_its_added_actors_and_empty_notes
     row = session.create(None, backend="sim")
     session.add_producer(row.id, "new")
     session.add_producer(row.id, "share", "txn-1")
-    for actor, action in (("A", "init_transactions"), ("A", "begin_transaction"), ("B", "init_transactions"), ("A", "commit_transaction")):
+    for actor, action in (
+        ("A", "init_transactions"),
+        ("A", "begin_transaction"),
+        ("B", "init_transactions"),
+        ("A", "commit_transaction"),
+    ):
         session.apply_step(row.id, session.step_from_entry(f"{actor}.{action}"))
     page = client.get(f"/editor/?session={row.id}").content.decode()
     assert "B.init_transactions" in page and "A.commit_transaction: {expect: _FENCED}" in page

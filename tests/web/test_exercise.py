@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from playground import exercise, session
-from playground.scenario import ScenarioError, parse_scenario
-from playground.spec import Profile, Step
+from playground import session
+from playground.engine.spec import Profile
+from playground.scenario import ScenarioError, exercise, parse_scenario
 
 pytestmark = pytest.mark.django_db
 
@@ -48,7 +48,10 @@ def _exercise(backend: str = "sim") -> str:
 
 def test_it_reads_goal_hints_and_predictions_from_the_file():
     s = parse_scenario(TEXT)
-    assert s.goal == {"logs": {"orders-0": ["a-1", "ABORT"]}, "transactions": {"shared": {"state": "Empty", "epoch": 2}}}
+    assert s.goal == {
+        "logs": {"orders-0": ["a-1", "ABORT"]},
+        "transactions": {"shared": {"state": "Empty", "epoch": 2}},
+    }
     assert s.hints[1] == {"en": "Then poll rc."} and s.steps[3].predict["answer"] == 1
     assert s.steps[3].to_dict() == "B.init_transactions"  # the question is not part of what the step does
 
@@ -62,11 +65,14 @@ def test_it_reveals_the_right_answer_of_the_sessions_profile_when_the_answer_is_
     assert scenario.for_profile(Profile("4", "librdkafka")).steps[3].predict["answer"] == 1
 
 
-@pytest.mark.parametrize("answer, words", [
-    ("{librdkafka: 1}", ["no answer for profile 3.9-java", "java", "default"]),
-    ("{java: 1, jvm: 2}", ["unknown profile key 'jvm'"]),
-    ("{default: 1, java: 7}", ["answer.java"]),
-])
+@pytest.mark.parametrize(
+    "answer, words",
+    [
+        ("{librdkafka: 1}", ["no answer for profile 3.9-java", "java", "default"]),
+        ("{java: 1, jvm: 2}", ["unknown profile key 'jvm'"]),
+        ("{default: 1, java: 7}", ["answer.java"]),
+    ],
+)
 def test_it_refuses_an_answer_per_profile_that_misses_a_profile_or_a_choice(answer, words):
     with pytest.raises(ScenarioError) as info:
         parse_scenario(TEXT.replace("answer: 1", f"answer: {answer}"))
@@ -75,12 +81,18 @@ def test_it_refuses_an_answer_per_profile_that_misses_a_profile_or_a_choice(answ
         assert word in str(info.value), str(info.value)
 
 
-@pytest.mark.parametrize("bad, needle", [
-    ("answer: 1", "answer: 3"),
-    ("choices: [{en: it commits, zh: 提交}, {en: it is aborted, zh: 被中止}, {en: nothing, zh: 没变化}]", "choices: [{en: only one}]"),
-    ("goal:\n  logs: {orders-0: [a-1, ABORT]}", "goal:\n  logs: {orders-7: [a-1]}"),
-    ("hints:\n", "hints: []\n#"),
-])
+@pytest.mark.parametrize(
+    "bad, needle",
+    [
+        ("answer: 1", "answer: 3"),
+        (
+            "choices: [{en: it commits, zh: 提交}, {en: it is aborted, zh: 被中止}, {en: nothing, zh: 没变化}]",
+            "choices: [{en: only one}]",
+        ),
+        ("goal:\n  logs: {orders-0: [a-1, ABORT]}", "goal:\n  logs: {orders-7: [a-1]}"),
+        ("hints:\n", "hints: []\n#"),
+    ],
+)
 def test_it_refuses_a_bad_goal_hint_or_question_naming_the_line(bad, needle):
     with pytest.raises(ScenarioError) as info:
         parse_scenario(TEXT.replace(bad, needle))
@@ -114,7 +126,7 @@ def test_it_asks_before_the_step_and_reveals_after():
         session.predict(sid, 3, 1)  # answered already
     session.step(sid)
     live = session.load(sid)
-    from playground import broadcast, panels
+    from playground.web import broadcast, panels
 
     ctx = panels.exercise(live, broadcast.view_of(live))
     (asked,) = ctx["asked"]
@@ -139,7 +151,7 @@ def test_it_reveals_hints_one_at_a_time_and_keeps_them_in_the_log():
     with pytest.raises(session.CommandError):
         session.hint(sid)
     live = session.load(sid)
-    assert [e for e in live.commands] == [{"hint": 0, "outcome": "ok"}, {"hint": 1, "outcome": "ok"}]
+    assert list(live.commands) == [{"hint": 0, "outcome": "ok"}, {"hint": 1, "outcome": "ok"}]
     session.CACHE.clear()
     assert session.load(sid).hints_shown == 2  # replayed from the log
 

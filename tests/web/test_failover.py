@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from playground import procs
+from playground.deploy import procs
 from playground.session import capability
 from tests.wsviewer import ClientConnection, ConnectionClosed, frames_until, open_viewer, reconnect
 
@@ -84,14 +84,19 @@ def session_log(base: str, sid: str) -> dict:
 
 
 def produced_values(log: dict) -> list[str]:
-    return [e["step"]["A.produce"]["value"] for e in log["commands"]
-            if isinstance(e.get("step"), dict) and "A.produce" in e["step"]]
+    return [
+        e["step"]["A.produce"]["value"]
+        for e in log["commands"]
+        if isinstance(e.get("step"), dict) and "A.produce" in e["step"]
+    ]
 
 
 def produce(driver: Browserish, sid: str, value: str, partition: int) -> int | None:
     """One click on "produce"; the HTTP status, or None when the request itself failed."""
     try:
-        return driver.post(f"/s/{sid}/produce/", {"actor": "A", "topic": "orders", "partition": str(partition), "value": value})[0]
+        return driver.post(
+            f"/s/{sid}/produce/", {"actor": "A", "topic": "orders", "partition": str(partition), "value": value}
+        )[0]
     except OSError:
         return None
 
@@ -162,13 +167,23 @@ def test_it_moves_every_viewer_to_the_surviving_process_within_5_s(workshop):
         frames_until(ws, f'data-version="{final["version"]}"', timeout=RECOVERY_S)
         ws.close()
     # The whole log, each command exactly once and in order (the first entry is the producer's "add").
-    produced = [{"A.produce": {"topic": "orders", "partition": p, "value": f"{when}-{p}"}}
-                for when in ("before", "after") for p in range(3)]
+    produced = [
+        {"A.produce": {"topic": "orders", "partition": p, "value": f"{when}-{p}"}}
+        for when in ("before", "after")
+        for p in range(3)
+    ]
     assert [e.get("step") for e in final["commands"][1:]] == [
-        "A.init_transactions", "A.begin_transaction", *produced[:3], *produced[3:], "A.commit_transaction"]
+        "A.init_transactions",
+        "A.begin_transaction",
+        *produced[:3],
+        *produced[3:],
+        "A.commit_transaction",
+    ]
     assert final["version"] == before["version"] + 4
-    print(f"\nviewers on the killed process back after {sorted(took.values())} s "
-          f"(tries: {[results[i][3] for i in on_victim]})")
+    print(
+        f"\nviewers on the killed process back after {sorted(took.values())} s "
+        f"(tries: {[results[i][3] for i in on_victim]})"
+    )
 
 
 def test_it_stores_each_command_at_most_once_when_a_process_dies_under_it(workshop):
@@ -211,8 +226,10 @@ def test_it_stores_each_command_at_most_once_when_a_process_dies_under_it(worksh
     # Only a request caught in flight by the kill may fail; commands before and after it all went through.
     assert len(failed) <= 2, failed
     assert len(ok) >= 28, len(ok)
-    print(f"\n{len(sent)} clicks: {len(ok)} stored with 204, failed: {failed} "
-          f"(stored anyway: {[v for v, _ in failed if v in stored]})")
+    print(
+        f"\n{len(sent)} clicks: {len(ok)} stored with 204, failed: {failed} "
+        f"(stored anyway: {[v for v, _ in failed if v in stored]})"
+    )
 
 
 def _drain_versions(ws: ClientConnection) -> list[int]:
@@ -270,8 +287,10 @@ def test_it_delivers_updates_again_within_5_s_after_redis_restarts(workshop, cra
                 viewers[i], _snapshot, _tries = reconnect(lambda: workshop.viewer(sid), back_at + RECOVERY_S, rng)
                 reconnected.add(i)
                 updated[i] = time.monotonic() - back_at
-    assert len(updated) == len(viewers), f"pages without an update {RECOVERY_S} s after Redis came back: " \
-                                         f"{sorted(set(range(len(viewers))) - set(updated))}"
+    assert len(updated) == len(viewers), (
+        f"pages without an update {RECOVERY_S} s after Redis came back: "
+        f"{sorted(set(range(len(viewers))) - set(updated))}"
+    )
     # Every command around the restart is stored once, in order: the database never depended on Redis.
     log = session_log(workshop.proxy.url, sid)
     assert produced_values(log) == ["before", "baseline", "during"] + [f"after-{i}" for i in range(k)]
@@ -281,8 +300,10 @@ def test_it_delivers_updates_again_within_5_s_after_redis_restarts(workshop, cra
     assert version_of(snapshot) == log["version"] and "during" in snapshot
     for ws in [*viewers, fresh]:
         ws.close()
-    print(f"\nafter Redis came back: updates again after {sorted(round(t, 2) for t in updated.values())} s; "
-          f"{len(reconnected)} of {len(viewers)} pages had to reconnect; {k} clicks")
+    print(
+        f"\nafter Redis came back: updates again after {sorted(round(t, 2) for t in updated.values())} s; "
+        f"{len(reconnected)} of {len(viewers)} pages had to reconnect; {k} clicks"
+    )
 
 
 def _page_like(ws, seen: list[str], shown: dict) -> None:
@@ -318,6 +339,7 @@ def test_it_brings_connected_pages_up_to_date_after_redis_lost_an_update(worksho
     frames: dict[int, list[str]] = {i: [] for i in range(len(viewers))}
     deadline = time.monotonic() + RECOVERY_S
     k = 0
+
     def current(i: int) -> bool:  # partition 1's strip, re-sent with the record of the lost update
         return any('id="strip-orders-1"' in f and "during" in f.split('id="strip-orders-1"', 1)[1] for f in frames[i])
 
@@ -335,7 +357,7 @@ def test_it_brings_connected_pages_up_to_date_after_redis_lost_an_update(worksho
 
 
 def test_it_takes_over_a_run_whose_process_died_within_10_s(workshop, tmp_path):
-    """"run" pressed on one process, which is then killed: the survivor (it serves a page of the session, so its
+    """ "run" pressed on one process, which is then killed: the survivor (it serves a page of the session, so its
     watchdog is up) sees the run's heartbeat go stale and carries on with the steps."""
     creator = Browserish(workshop.proxy.url)
     sid = creator.new_session("zombie-fencing")
@@ -354,6 +376,8 @@ def test_it_takes_over_a_run_whose_process_died_within_10_s(workshop, tmp_path):
         time.sleep(0.25)
         log = session_log(workshop.servers[1].url, sid)
     taken_over = time.monotonic() - killed_at
-    assert len(log["commands"]) > len(before) + 1, f"the run did not go on within 10 s ({len(log['commands'])} commands)"
+    assert len(log["commands"]) > len(before) + 1, (
+        f"the run did not go on within 10 s ({len(log['commands'])} commands)"
+    )
     print(f"\nrun taken over {taken_over:.1f} s after its process died")
     survivor_page.close()

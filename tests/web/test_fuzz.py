@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
 
 from playground import session
 from playground.models import Session
@@ -22,11 +24,45 @@ ENDPOINTS = {
     "reset": [],
     "pause": [],
 }
-PLAUSIBLE = ["A", "B", "rc", "ru", "orders", "0", "2", "3", "-1", "99999999999999999999", "", " ", "true", "false",
-             "init_transactions", "produce", "poll", "stop", "start", "share", "new", "plain", "read_committed",
-             "txn-1", "x" * 5000, "\x00", "☃", "<script>", "1e3", "NaN", "null", "[]", "{}"]
+PLAUSIBLE = [
+    "A",
+    "B",
+    "rc",
+    "ru",
+    "orders",
+    "0",
+    "2",
+    "3",
+    "-1",
+    "99999999999999999999",
+    "",
+    " ",
+    "true",
+    "false",
+    "init_transactions",
+    "produce",
+    "poll",
+    "stop",
+    "start",
+    "share",
+    "new",
+    "plain",
+    "read_committed",
+    "txn-1",
+    "x" * 5000,
+    "\x00",
+    "☃",
+    "<script>",
+    "1e3",
+    "NaN",
+    "null",
+    "[]",
+    "{}",
+]
 values = st.one_of(st.sampled_from(PLAUSIBLE), st.text(max_size=60))
-FUZZ = hsettings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+FUZZ = hsettings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
 
 
 def _prepared(sid):
@@ -40,7 +76,9 @@ def test_it_never_fails_with_a_500_on_any_form_input(client, free_session, endpo
     _prepared(sid)
 
     @FUZZ
-    @given(data=st.dictionaries(st.sampled_from(ENDPOINTS[endpoint] + ["junk", "csrfmiddlewaretoken"]), values, max_size=8))
+    @given(
+        data=st.dictionaries(st.sampled_from(ENDPOINTS[endpoint] + ["junk", "csrfmiddlewaretoken"]), values, max_size=8)
+    )
     def check(data):
         before = Session.objects.get(pk=sid)
         r = client.post(f"/s/{sid}/{endpoint}/", data)
@@ -65,7 +103,9 @@ def test_it_answers_404_for_sessions_that_do_not_exist(client, sid, db):
 
 
 def test_it_names_the_bad_field(client, free_session):
-    r = client.post(f"/s/{free_session.id}/produce/", {"actor": "A", "topic": "orders", "partition": "zero", "value": "v"})
+    r = client.post(
+        f"/s/{free_session.id}/produce/", {"actor": "A", "topic": "orders", "partition": "zero", "value": "v"}
+    )
     assert r.status_code == 400
     assert "partition" in r.content.decode()
 

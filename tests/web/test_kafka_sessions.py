@@ -15,11 +15,10 @@ import pytest
 from django.test import Client
 
 from playground import session
-
-from .conftest import hold
-from playground.backend import BackendError
+from playground.engine.backend import BackendError
 from playground.models import Session
 
+from .conftest import hold
 from .fake_backend import FakeBackend
 
 UNREACHABLE = "127.0.0.1:1"  # a closed loopback port: nothing listens there
@@ -97,7 +96,7 @@ def _play_one_transaction(web: Client, sid: str) -> None:
 # --------------------------------------------------------------------------------------- with the real cluster
 @pytest.mark.kafka
 def test_it_plays_a_free_play_session_on_the_real_cluster_through_the_views(kafka, web):
-    from playground import broadcast
+    from playground.web import broadcast
 
     sid = _sid(_new(web))
     live = session.load(sid)
@@ -110,7 +109,7 @@ def test_it_plays_a_free_play_session_on_the_real_cluster_through_the_views(kafk
     assert [e.get("outcome") for e in log["commands"]] == ["ok"] * 7, log["commands"]
 
     html = _page(web, sid)
-    strip = html[html.index('data-tp="orders-0"'):]
+    strip = html[html.index('data-tp="orders-0"') :]
     assert "A-1" in strip and "A-2" in strip
     assert 'data-control="COMMIT"' in html  # the COMMIT marker, read from the partition's log
     assert "real cluster" in html and prefix in html  # the header says where this runs
@@ -141,7 +140,7 @@ def test_it_resets_a_real_session_onto_fresh_topics_and_deletes_the_old_ones(kaf
     assert [next(iter(e["add"])) for e in live.commands] == ["A"]  # free play keeps the producer it added
     assert _wait_gone(old, kafka) == []
     html = _page(web, sid)
-    assert "A-1" not in html[html.index('id="p-logs"'):]
+    assert "A-1" not in html[html.index('id="p-logs"') :]
     _ok(web.post(f"/s/{sid}/action/", {"actor": "A", "action": "init_transactions"}))
 
 
@@ -155,8 +154,11 @@ def test_it_plays_a_library_scenario_on_the_real_cluster_step_by_step(kafka, web
         _ok(web.post(f"/s/{sid}/step/"))
     live = session.load(sid)
     assert live.cursor == len(live.steps)
-    wrong = [(e["step"], e["outcome"], live.steps[e["n"]].expect) for e in live.commands
-             if live.steps[e["n"]].expect and e["outcome"] not in live.steps[e["n"]].expect]
+    wrong = [
+        (e["step"], e["outcome"], live.steps[e["n"]].expect)
+        for e in live.commands
+        if live.steps[e["n"]].expect and e["outcome"] not in live.steps[e["n"]].expect
+    ]
     assert not wrong, wrong
     html = _page(web, sid)
     assert "_FENCED" in html or "FENCED" in html
@@ -278,8 +280,12 @@ def test_it_never_replays_a_live_only_session_behind_the_users_back(flaky, web):
     session.CACHE.clear()
     html = _page(web, sid)
     assert flaky.built == 1 and 'data-detached="not_here"' in html and "A.begin_transaction" in html
-    for path, data in (("action/", {"actor": "A", "action": "abort_transaction"}), ("step/", {}),
-                       ("add-producer/", {"mode": "plain"}), ("back/", {})):
+    for path, data in (
+        ("action/", {"actor": "A", "action": "abort_transaction"}),
+        ("step/", {}),
+        ("add-producer/", {"mode": "plain"}),
+        ("back/", {}),
+    ):
         r = web.post(f"/s/{sid}/{path}", data)
         assert 400 <= r.status_code < 500, (path, r.status_code)
     assert Session.objects.get(pk=sid).version == version + 1
@@ -308,7 +314,10 @@ def test_it_scrubs_and_forks_a_real_cluster_session_on_the_simulator_or_fresh_to
     html = web.get(f"/s/{sid}/?at=5").content.decode()
     assert "simulator's replay" in html.replace("’", "'")
     at = session.moment(sid, 5)
-    assert at.backend_name == "sim" and [e["value"] for e in at.backend.view()["partitions"]["orders-0"]["log"]] == ["A-1", "A-2"]
+    assert at.backend_name == "sim" and [e["value"] for e in at.backend.view()["partitions"]["orders-0"]["log"]] == [
+        "A-1",
+        "A-2",
+    ]
     # Forked onto the simulator: the simulator's own outcomes are stored, the original is untouched.
     r = web.post(f"/s/{sid}/fork/", {"at": "6", "backend": "sim"})
     fork = r["Location"].rstrip("/").rsplit("/", 1)[-1]
@@ -319,7 +328,11 @@ def test_it_scrubs_and_forks_a_real_cluster_session_on_the_simulator_or_fresh_to
     r = web.post(f"/s/{sid}/fork/", {"at": "6", "backend": "kafka"})
     rerun = r["Location"].rstrip("/").rsplit("/", 1)[-1]
     again = session.load(rerun)
-    assert again.backend_name == "kafka" and not again.detached and again.backend.prefix != session.load(sid).backend.prefix
+    assert (
+        again.backend_name == "kafka"
+        and not again.detached
+        and again.backend.prefix != session.load(sid).backend.prefix
+    )
     assert [e["outcome"] for e in again.commands] == ["ok"] * 6
     for s in (sid, rerun):
         _ok(web.post(f"/s/{s}/end/"))
@@ -328,7 +341,7 @@ def test_it_scrubs_and_forks_a_real_cluster_session_on_the_simulator_or_fresh_to
 @pytest.mark.kafka
 def test_it_checks_an_exercises_goal_and_questions_on_the_real_cluster(kafka, web):
     """The goal's checklist reads what the real cluster shows, as it does the simulator's."""
-    from playground import exercise, library
+    from playground.scenario import exercise, library
 
     entry = library.find("ex-who-is-fenced")
     sid = hold(web, session.create(entry.scenario, source=entry.scenario.source, backend="kafka")).id
@@ -338,6 +351,8 @@ def test_it_checks_an_exercises_goal_and_questions_on_the_real_cluster(kafka, we
                 session.predict(sid, step.index, step.predict["answer"])
             session.step(sid)
         live = session.load(sid)
-        assert live.predictions and all(i.ok for i in exercise.goal_items(live)), [i.as_dict() for i in exercise.goal_items(live)]
+        assert live.predictions and all(i.ok for i in exercise.goal_items(live)), [
+            i.as_dict() for i in exercise.goal_items(live)
+        ]
     finally:
         _ok(web.post(f"/s/{sid}/end/"))

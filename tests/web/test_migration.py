@@ -7,9 +7,10 @@ import pytest
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
-from playground import library, session
+from playground import session
+from playground.engine.spec import Profile
 from playground.models import Command, ScenarioText, Session, text_id
-from playground.spec import Profile
+from playground.scenario import library
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -43,9 +44,17 @@ def test_it_moves_old_json_logs_into_rows_and_they_replay(old_apps):
         {"step": "A.init_transactions", "n": 1, "outcome": "ok"},
         {"step": "A.begin_transaction", "n": 2, "outcome": "ok"},
     ]
-    OldSession.objects.create(id="old-scenario", scenario_id="zombie-fencing", scenario_source=source, commands=log, version=3)
-    OldSession.objects.create(id="old-free", commands=[{"add": {"A": {"producer": {"transactional.id": "t"}}}, "outcome": "ok"},
-                                                       {"step": "A.init_transactions", "outcome": "_FATAL"}], version=2)
+    OldSession.objects.create(
+        id="old-scenario", scenario_id="zombie-fencing", scenario_source=source, commands=log, version=3
+    )
+    OldSession.objects.create(
+        id="old-free",
+        commands=[
+            {"add": {"A": {"producer": {"transactional.id": "t"}}}, "outcome": "ok"},
+            {"step": "A.init_transactions", "outcome": "_FATAL"},
+        ],
+        version=2,
+    )
     OldSession.objects.create(id="old-empty", scenario_id="zombie-fencing", scenario_source=source, commands=[])
 
     _migrate(_latest())

@@ -6,21 +6,33 @@ from __future__ import annotations
 import json
 
 import pytest
-from hypothesis import HealthCheck, given, settings as hsettings
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
 from playground import session
+from playground.engine.spec import Step
 from playground.models import Session
 from playground.session import CHECKPOINT_EVERY
 from playground.session.live import actor_from_entry, step_from_entry
 from playground.sim.driver import SimBackend
-from playground.spec import Step
 
 pytestmark = pytest.mark.django_db
 
 PRODUCERS = ("A", "B")
 ACTIONS = (
-    [Step(p, a) for p in PRODUCERS for a in ("init_transactions", "begin_transaction", "commit_transaction", "abort_transaction", "crash", "restart")]
+    [
+        Step(p, a)
+        for p in PRODUCERS
+        for a in (
+            "init_transactions",
+            "begin_transaction",
+            "commit_transaction",
+            "abort_transaction",
+            "crash",
+            "restart",
+        )
+    ]
     + [Step(p, "produce", {"topic": "orders", "partition": n, "value": f"{p}{n}"}) for p in PRODUCERS for n in range(3)]
     + [Step("A", "produce", {"topic": "orders", "partition": 1, "value": "ff", "await": False})]
     + [Step("rc", "poll"), Step("ru", "poll"), Step("clock", "advance", {"ms": 61_000})]
@@ -55,7 +67,9 @@ def _play(commands: list[Step]) -> str:
     return row.id
 
 
-@hsettings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@hsettings(
+    max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
 @given(commands=st.lists(st.sampled_from(ACTIONS), min_size=1, max_size=40), data=st.data())
 def test_it_shows_step_k_as_a_fresh_replay_of_the_first_k_commands(commands, data):
     sid = _play(commands)
@@ -72,8 +86,12 @@ def test_it_shows_step_k_as_a_fresh_replay_of_the_first_k_commands(commands, dat
 
 
 def test_it_restores_moments_from_checkpoints_across_a_long_log():
-    steps = [Step("A", "begin_transaction"), Step("A", "produce", {"topic": "orders", "partition": 0, "value": "v"}),
-             Step("A", "commit_transaction"), Step("rc", "poll")]
+    steps = [
+        Step("A", "begin_transaction"),
+        Step("A", "produce", {"topic": "orders", "partition": 0, "value": "v"}),
+        Step("A", "commit_transaction"),
+        Step("rc", "poll"),
+    ]
     sid = _play([Step("A", "init_transactions")] + steps * 60)  # 243 commands: checkpoints at 100 and 200
     head = session.load(sid)
     assert sorted(head.checkpoints) == [CHECKPOINT_EVERY, 2 * CHECKPOINT_EVERY]

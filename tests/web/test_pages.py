@@ -20,7 +20,17 @@ def test_it_shows_a_free_play_session_with_every_panel(client, free_session):
     r = client.get(f"/s/{free_session.id}/")
     html = r.content.decode()
     assert r.status_code == 200
-    for pid in ("p-header", "p-producers", "p-consumers", "p-logs", "p-coordinator", "p-timeline", "p-truth", "p-narrative", "p-cluster"):
+    for pid in (
+        "p-header",
+        "p-producers",
+        "p-consumers",
+        "p-logs",
+        "p-coordinator",
+        "p-timeline",
+        "p-truth",
+        "p-narrative",
+        "p-cluster",
+    ):
         assert f'id="{pid}"' in html
     assert f'ws-connect="/ws/s/{free_session.id}/' in html
 
@@ -30,11 +40,18 @@ def test_it_applies_commands_and_logs_them(client, free_session):
     assert client.post(f"/s/{sid}/add-producer/", {"mode": "new"}).status_code == 204
     assert client.post(f"/s/{sid}/action/", {"actor": "A", "action": "init_transactions"}).status_code == 204
     assert client.post(f"/s/{sid}/action/", {"actor": "A", "action": "begin_transaction"}).status_code == 204
-    assert client.post(f"/s/{sid}/produce/", {"actor": "A", "topic": "orders", "partition": "0", "value": "v1"}).status_code == 204
+    assert (
+        client.post(
+            f"/s/{sid}/produce/", {"actor": "A", "topic": "orders", "partition": "0", "value": "v1"}
+        ).status_code
+        == 204
+    )
     assert client.post(f"/s/{sid}/action/", {"actor": "A", "action": "abort_transaction"}).status_code == 204
     row = Session.objects.get(pk=sid)
-    assert [list(e.get("step", e.get("add")).keys())[0] if isinstance(e.get("step", e.get("add")), dict) else e["step"] for e in row.commands] == [
-        "A", "A.init_transactions", "A.begin_transaction", "A.produce", "A.abort_transaction"]
+    assert [
+        next(iter(e.get("step", e.get("add")).keys())) if isinstance(e.get("step", e.get("add")), dict) else e["step"]
+        for e in row.commands
+    ] == ["A", "A.init_transactions", "A.begin_transaction", "A.produce", "A.abort_transaction"]
     html = client.get(f"/s/{sid}/").content.decode()
     assert 'data-control="ABORT"' in html
     assert "hidden: aborted" in html

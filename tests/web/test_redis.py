@@ -9,10 +9,10 @@ import pytest
 from channels.db import database_sync_to_async
 from channels.testing import WebsocketCommunicator
 
-from playground import procs, session
-from playground.session import capability
+from playground import session
 from playground.asgi import application
-
+from playground.deploy import procs
+from playground.session import capability
 from tests.wsviewer import frames_until, open_viewer
 
 from .http import Browserish
@@ -25,7 +25,9 @@ async def test_it_fans_out_updates_through_redis(redis_layer, free_session):
     sid = free_session.id
     viewers = []
     for _ in range(5):
-        ws = WebsocketCommunicator(application, f"/ws/s/{sid}/", headers=[(b"origin", b"http://127.0.0.1"), (b"host", b"127.0.0.1")])
+        ws = WebsocketCommunicator(
+            application, f"/ws/s/{sid}/", headers=[(b"origin", b"http://127.0.0.1"), (b"host", b"127.0.0.1")]
+        )
         assert (await ws.connect(timeout=5))[0]
         await ws.receive_from(timeout=5)
         viewers.append(ws)
@@ -39,8 +41,10 @@ async def test_it_fans_out_updates_through_redis(redis_layer, free_session):
 @pytest.fixture
 def two_servers(tmp_path, redis_server):
     env = procs.django_env(
-        tmp_path / "shared.sqlite3", redis_server,
-        PLAYGROUND_DEFAULT_BACKEND="fake", PLAYGROUND_BACKENDS="fake=tests.web.fake_backend:FakeBackend",
+        tmp_path / "shared.sqlite3",
+        redis_server,
+        PLAYGROUND_DEFAULT_BACKEND="fake",
+        PLAYGROUND_BACKENDS="fake=tests.web.fake_backend:FakeBackend",
     )
     procs.migrate(env)
     first = procs.start_daphne(env, tmp_path)
@@ -68,13 +72,19 @@ def test_it_shows_live_on_the_second_process_what_is_driven_through_the_first(tw
     assert other.post(f"/s/{sid}/action/", {"actor": "A", "action": "begin_transaction"})[0] == 403
     assert other.post(f"/s/{sid}/claim/", {"key": driver.cookie(capability.cookie_name(sid))})[0] == 204
     assert other.post(f"/s/{sid}/action/", {"actor": "A", "action": "begin_transaction"})[0] == 204
-    assert driver.post(f"/s/{sid}/produce/", {"actor": "A", "topic": "orders", "partition": "0", "value": "hello"})[0] == 204
+    assert (
+        driver.post(f"/s/{sid}/produce/", {"actor": "A", "topic": "orders", "partition": "0", "value": "hello"})[0]
+        == 204
+    )
     frame = frames_until(viewer, "hello")
     assert 'data-fate="open"' in frame
-    status, body = Browserish(second.url).get(f"/s/{sid}/log.json")
+    _status, body = Browserish(second.url).get(f"/s/{sid}/log.json")
     log = json.loads(body)["commands"]
-    assert [e.get("step") for e in log[1:]] == ["A.init_transactions", "A.begin_transaction",
-                                                {"A.produce": {"topic": "orders", "partition": 0, "value": "hello"}}]
+    assert [e.get("step") for e in log[1:]] == [
+        "A.init_transactions",
+        "A.begin_transaction",
+        {"A.produce": {"topic": "orders", "partition": 0, "value": "hello"}},
+    ]
     viewer.close()
 
 
@@ -86,8 +96,12 @@ def test_it_survives_a_restart_of_every_server(two_servers, tmp_path, redis_serv
     driver.post(f"/s/{sid}/produce/", {"actor": "A", "topic": "orders", "partition": "1", "value": "kept"})
     first.stop()
     second.stop()
-    env = procs.django_env(tmp_path / "shared.sqlite3", redis_server, PLAYGROUND_DEFAULT_BACKEND="fake",
-                           PLAYGROUND_BACKENDS="fake=tests.web.fake_backend:FakeBackend")
+    env = procs.django_env(
+        tmp_path / "shared.sqlite3",
+        redis_server,
+        PLAYGROUND_DEFAULT_BACKEND="fake",
+        PLAYGROUND_BACKENDS="fake=tests.web.fake_backend:FakeBackend",
+    )
     again = procs.start_daphne(env, tmp_path)
     try:
         status, html = Browserish(again.url).get(f"/s/{sid}/")

@@ -3,8 +3,6 @@ the room moved from item to item, the board's cards and the room's answers, and 
 
 from __future__ import annotations
 
-import json
-
 import pytest
 from channels.db import database_sync_to_async
 from channels.testing import WebsocketCommunicator
@@ -13,7 +11,6 @@ from django.test import Client
 from playground import rooms, session
 from playground.asgi import application
 from playground.models import Attendee, Seat, Workshop
-from playground.session import capability
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -79,7 +76,9 @@ def test_it_refuses_a_taken_name_and_a_name_of_nothing():
 def test_it_rate_limits_wrong_join_codes_per_client():
     c = Client()
     for i in range(rooms.WRONG_CODES_PER_MINUTE):
-        assert c.post("/w/join/", {"code": "ZZZZZ" + "23456789ABCDEFGHJKMNPQRSTUVWXY"[i], "name": "x"}).status_code == 404
+        assert (
+            c.post("/w/join/", {"code": "ZZZZZ" + "23456789ABCDEFGHJKMNPQRSTUVWXY"[i], "name": "x"}).status_code == 404
+        )
     assert c.post("/w/join/", {"code": "ZZZZZZ", "name": "x"}).status_code == 429
     _f, room = _facilitator()
     assert c.post("/w/join/", {"code": room.code, "name": "late"}).status_code == 429  # the right code waits too
@@ -115,7 +114,7 @@ def test_it_counts_the_rooms_answers_for_the_board():
     (first, *_rest) = rooms.questions(Workshop.objects.get(pk=room.pk), 0)
     assert first["n"] == q.index and first["dist"]["counts"][q.predict["answer"]] == 2 and first["dist"]["skipped"] == 1
     session.step(sids[0])
-    from playground import broadcast, panels
+    from playground.web import broadcast, panels
 
     live = session.load(sids[0])
     (asked,) = [a for a in panels.exercise(live, broadcast.view_of(live))["asked"] if a["n"] == q.index]
@@ -144,16 +143,21 @@ def test_it_survives_a_restart():
 
 async def test_it_shows_the_board_each_attendees_progress_live():
     fac, room = await database_sync_to_async(_facilitator)()
-    ada, sid = await database_sync_to_async(_attendee)(room, "Ada")
+    _ada, sid = await database_sync_to_async(_attendee)(room, "Ada")
     cookie = "; ".join(f"{k}={v.value}" for k, v in fac.cookies.items())
-    board = WebsocketCommunicator(application, f"/ws/w/{room.pk}/",
-                                  headers=[(b"origin", b"http://127.0.0.1"), (b"host", b"127.0.0.1"), (b"cookie", cookie.encode())])
+    board = WebsocketCommunicator(
+        application,
+        f"/ws/w/{room.pk}/",
+        headers=[(b"origin", b"http://127.0.0.1"), (b"host", b"127.0.0.1"), (b"cookie", cookie.encode())],
+    )
     assert (await board.connect(timeout=5))[0]
     assert 'data-item="0"' in await board.receive_from(timeout=5)  # where the room is: a late page follows it
     await database_sync_to_async(session.step)(sid)
     frame = await board.receive_from(timeout=5)
-    assert f'id="seat-' in frame and "Ada" in frame and "1/" in frame
-    stranger = WebsocketCommunicator(application, f"/ws/w/{room.pk}/", headers=[(b"origin", b"http://127.0.0.1"), (b"host", b"127.0.0.1")])
+    assert 'id="seat-' in frame and "Ada" in frame and "1/" in frame
+    stranger = WebsocketCommunicator(
+        application, f"/ws/w/{room.pk}/", headers=[(b"origin", b"http://127.0.0.1"), (b"host", b"127.0.0.1")]
+    )
     connected, code = await stranger.connect(timeout=5)
     assert not connected and code == 4403  # neither the facilitator nor an attendee
     await database_sync_to_async(rooms.move)(room, 1)
@@ -176,13 +180,18 @@ async def test_it_follows_a_move_and_a_follow_switch_made_while_the_page_connect
 
     monkeypatch.setattr(rooms, "attendee_of", attendee_of_then_the_facilitator_acts)
     cookie = "; ".join(f"{k}={v.value}" for k, v in ada.cookies.items())
-    page = WebsocketCommunicator(application, f"/ws/w/{room.pk}/",
-                                 headers=[(b"origin", b"http://127.0.0.1"), (b"host", b"127.0.0.1"), (b"cookie", cookie.encode())])
+    page = WebsocketCommunicator(
+        application,
+        f"/ws/w/{room.pk}/",
+        headers=[(b"origin", b"http://127.0.0.1"), (b"host", b"127.0.0.1"), (b"cookie", cookie.encode())],
+    )
     assert (await page.connect(timeout=5))[0]
     frames = [await page.receive_from(timeout=5)]
     while not await page.receive_nothing(timeout=0.3):
         frames.append(await page.receive_from())
-    assert frames[-1] == ('<div id="room-move" hx-swap-oob="true" data-goto="/w/%s/" data-item="1" data-follow="on"></div>' % room.code)
+    assert frames[-1] == (
+        f'<div id="room-move" hx-swap-oob="true" data-goto="/w/{room.code}/" data-item="1" data-follow="on"></div>'
+    )
     await page.disconnect()
 
 
@@ -233,8 +242,11 @@ async def test_it_shows_the_board_a_room_answering_at_once_in_one_render():
 
 async def _board(fac, room, lang: str = "en") -> WebsocketCommunicator:
     cookie = "; ".join(f"{k}={v.value}" for k, v in fac.cookies.items())
-    board = WebsocketCommunicator(application, f"/ws/w/{room.pk}/?lang={lang}",
-                                  headers=[(b"origin", b"http://127.0.0.1"), (b"host", b"127.0.0.1"), (b"cookie", cookie.encode())])
+    board = WebsocketCommunicator(
+        application,
+        f"/ws/w/{room.pk}/?lang={lang}",
+        headers=[(b"origin", b"http://127.0.0.1"), (b"host", b"127.0.0.1"), (b"cookie", cookie.encode())],
+    )
     assert (await board.connect(timeout=5))[0]
     assert 'data-item="0"' in await board.receive_from(timeout=5)
     return board
@@ -244,20 +256,39 @@ def test_it_limits_wrong_codes_per_forwarded_client_only_behind_a_trusted_proxy(
     """Behind a reverse proxy every request comes from the proxy's address: trusted, the client's forwarded address
     is what is limited (a room's attendees are not lumped together); not trusted, a forged header changes nothing."""
     settings.PLAYGROUND_TRUSTED_PROXIES = "127.0.0.1"
-    for i in range(rooms.WRONG_CODES_PER_MINUTE):
-        Client(REMOTE_ADDR="127.0.0.1", HTTP_X_FORWARDED_FOR="203.0.113.7").post("/w/join/", {"code": "ZZZZZZ", "name": "x"})
-    assert Client(REMOTE_ADDR="127.0.0.1", HTTP_X_FORWARDED_FOR="203.0.113.7").post("/w/join/", {"code": "ZZZZZZ", "name": "x"}).status_code == 429
-    assert Client(REMOTE_ADDR="127.0.0.1", HTTP_X_FORWARDED_FOR="203.0.113.8").post("/w/join/", {"code": "ZZZZZZ", "name": "x"}).status_code == 404
+    for _ in range(rooms.WRONG_CODES_PER_MINUTE):
+        Client(REMOTE_ADDR="127.0.0.1", HTTP_X_FORWARDED_FOR="203.0.113.7").post(
+            "/w/join/", {"code": "ZZZZZZ", "name": "x"}
+        )
+    assert (
+        Client(REMOTE_ADDR="127.0.0.1", HTTP_X_FORWARDED_FOR="203.0.113.7")
+        .post("/w/join/", {"code": "ZZZZZZ", "name": "x"})
+        .status_code
+        == 429
+    )
+    assert (
+        Client(REMOTE_ADDR="127.0.0.1", HTTP_X_FORWARDED_FOR="203.0.113.8")
+        .post("/w/join/", {"code": "ZZZZZZ", "name": "x"})
+        .status_code
+        == 404
+    )
     settings.PLAYGROUND_TRUSTED_PROXIES = ""
     for i in range(rooms.WRONG_CODES_PER_MINUTE):
-        Client(REMOTE_ADDR="198.51.100.1", HTTP_X_FORWARDED_FOR=f"203.0.113.{i}").post("/w/join/", {"code": "ZZZZZZ", "name": "x"})
-    assert Client(REMOTE_ADDR="198.51.100.1", HTTP_X_FORWARDED_FOR="203.0.113.99").post("/w/join/", {"code": "ZZZZZZ", "name": "x"}).status_code == 429
+        Client(REMOTE_ADDR="198.51.100.1", HTTP_X_FORWARDED_FOR=f"203.0.113.{i}").post(
+            "/w/join/", {"code": "ZZZZZZ", "name": "x"}
+        )
+    assert (
+        Client(REMOTE_ADDR="198.51.100.1", HTTP_X_FORWARDED_FOR="203.0.113.99")
+        .post("/w/join/", {"code": "ZZZZZZ", "name": "x"})
+        .status_code
+        == 429
+    )
 
 
 def test_it_gives_two_pages_opening_the_same_item_at_once_the_same_seat(monkeypatch):
     """The follow-me frame and the page around it can open the next item together: one seat, one session."""
     _f, room = _facilitator()
-    _c, first = _attendee(room, "Ada")
+    _c, _first = _attendee(room, "Ada")
     ada = Attendee.objects.get(workshop=room, name="Ada")
     real_create = session.create
     winner = {}

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from playground import limits, session
-from playground.session import store
+from playground import session
+from playground.engine.spec import Step
 from playground.models import Session
-from playground.spec import Step
+from playground.session import limits, store
 
 pytestmark = pytest.mark.django_db
 

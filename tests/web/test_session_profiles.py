@@ -7,12 +7,12 @@ import re
 
 import pytest
 
-from playground import library, session
-from playground.backend import ProfileError
+from playground import session
+from playground.engine.backend import ProfileError
+from playground.engine.spec import Profile
 from playground.models import ScenarioText, Session
-from playground.scenario import parse_scenario
-from playground.spec import Profile
-from playground.views import EXAMPLE
+from playground.scenario import library, parse_scenario
+from playground.web.views import EXAMPLE
 
 from .fake_backend import FakeBackend
 
@@ -27,7 +27,9 @@ def _created(response) -> Session:
 
 
 def test_it_creates_a_session_in_the_profile_chosen_on_the_gallery_card(client):
-    row = _created(client.post("/new/", {"scenario": "zombie-fencing", "backend": "sim", "kafka": "4", "client": "librdkafka"}))
+    row = _created(
+        client.post("/new/", {"scenario": "zombie-fencing", "backend": "sim", "kafka": "4", "client": "librdkafka"})
+    )
     assert (row.kafka, row.client) == ("4", "librdkafka") and row.profile == Profile("4")
     assert session.load(row.id).backend.profile == Profile("4")
     free = _created(client.post("/new/", {"scenario": "", "backend": "sim", "kafka": "4"}))
@@ -43,8 +45,11 @@ def test_it_keeps_the_scenarios_own_profile_when_the_form_names_none(client):
 @pytest.mark.parametrize(("field", "value"), [("kafka", "5"), ("kafka", "4.0"), ("client", "jvm"), ("client", "JAVA")])
 def test_it_answers_400_naming_the_field_of_a_profile_value_outside_the_allowed_set(client, field, value):
     shared = ScenarioText.store(EXAMPLE, "my-scenario", shared=True)
-    for url, data in (("/new/", {"scenario": "zombie-fencing"}), ("/editor/play/", {"text": EXAMPLE}),
-                      (f"/sc/{shared.id}/play/", {})):
+    for url, data in (
+        ("/new/", {"scenario": "zombie-fencing"}),
+        ("/editor/play/", {"text": EXAMPLE}),
+        (f"/sc/{shared.id}/play/", {}),
+    ):
         r = client.post(url, {**data, field: value})
         assert r.status_code == 400, (url, r.status_code)
         assert r.content.decode().startswith(f"{field}: "), r.content
@@ -56,13 +61,16 @@ def test_it_shows_the_profile_in_the_session_header(client):
     page = client.get(f"/s/{row.id}/").content.decode()
     assert re.search(r'Kafka 4\.4\.0 · librdkafka · transaction\.version <b class="tv">2/1</b>', page)
     row = _created(client.post("/new/", {"scenario": "zombie-fencing", "backend": "sim"}))
-    assert 'Kafka 3.9.1 · librdkafka · transaction.version <b class="tv">0/1</b>' in client.get(f"/s/{row.id}/").content.decode()
+    assert (
+        'Kafka 3.9.1 · librdkafka · transaction.version <b class="tv">0/1</b>'
+        in client.get(f"/s/{row.id}/").content.decode()
+    )
 
 
 def test_it_offers_the_profile_on_every_play_form_with_the_scenarios_own_selected(client):
     gallery = client.get("/").content.decode()
-    card = gallery[gallery.index('data-scenario="zombie-fencing"'):]
-    card = card[:card.index("</article>")]
+    card = gallery[gallery.index('data-scenario="zombie-fencing"') :]
+    card = card[: card.index("</article>")]
     assert '<option value="3.9" selected>Kafka 3.9.1</option><option value="4">Kafka 4.4.0</option>' in card
     assert '<option value="librdkafka" selected>librdkafka</option><option value="java">java</option>' in card
     editor = client.get("/editor/").content.decode()
@@ -114,5 +122,6 @@ def test_it_says_which_setting_is_missing_for_a_real_session_of_a_version_withou
     settings.KAFKA_BOOTSTRAP_SERVERS, settings.KAFKA4_BOOTSTRAP_SERVERS = "127.0.0.1:1", ""
     r = client.post("/new/", {"scenario": "zombie-fencing", "backend": "kafka", "kafka": "4"}, HTTP_HX_REQUEST="true")
     assert r.status_code == 400
-    assert r.content.decode() == ("This server has no Kafka 4.4.0 cluster configured (KAFKA4_BOOTSTRAP_SERVERS). "
-                                  "Choose the simulator.")
+    assert r.content.decode() == (
+        "This server has no Kafka 4.4.0 cluster configured (KAFKA4_BOOTSTRAP_SERVERS). Choose the simulator."
+    )

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from playground import limits, session
+from playground import session
+from playground.engine.spec import Step
 from playground.models import Command, Session
-from playground.session import CHECKPOINT_EVERY, store
-from playground.spec import Step
+from playground.session import CHECKPOINT_EVERY, limits, store
 
 from .fake_backend import FakeBackend
 

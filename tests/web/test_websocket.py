@@ -10,18 +10,30 @@ from channels.db import database_sync_to_async
 from channels.testing import WebsocketCommunicator
 
 from playground import session
-from playground.session import capability
 from playground.asgi import application
+from playground.engine.spec import Step
 from playground.models import Session
-from playground.spec import Step
+from playground.session import capability
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
-PANELS = ("p-header", "p-cluster", "p-producers", "p-consumers", "p-logs", "p-coordinator", "p-timeline", "p-truth", "p-narrative")
+PANELS = (
+    "p-header",
+    "p-cluster",
+    "p-producers",
+    "p-consumers",
+    "p-logs",
+    "p-coordinator",
+    "p-timeline",
+    "p-truth",
+    "p-narrative",
+)
 
 
 def _connect(sid: str, lang: str = "en") -> WebsocketCommunicator:
-    return WebsocketCommunicator(application, f"/ws/s/{sid}/?lang={lang}", headers=[(b"origin", b"http://127.0.0.1"), (b"host", b"127.0.0.1")])
+    return WebsocketCommunicator(
+        application, f"/ws/s/{sid}/?lang={lang}", headers=[(b"origin", b"http://127.0.0.1"), (b"host", b"127.0.0.1")]
+    )
 
 
 async def _open(sid: str, lang: str = "en") -> tuple[WebsocketCommunicator, str]:
@@ -55,7 +67,9 @@ async def test_it_pushes_changed_panels_to_every_viewer(free_session):
     assert 'id="p-logs"' not in frame  # nothing changed in the logs: not re-sent
     await database_sync_to_async(session.apply_step)(sid, Step("A", "begin_transaction"))
     await a.receive_from(timeout=5)
-    await database_sync_to_async(session.apply_step)(sid, Step("A", "produce", {"topic": "orders", "partition": 1, "value": "v"}))
+    await database_sync_to_async(session.apply_step)(
+        sid, Step("A", "produce", {"topic": "orders", "partition": 1, "value": "v"})
+    )
     frame = await a.receive_from(timeout=5)
     # Only what changed: partition orders-1's strip and A's card, not the whole logs and producers panels.
     assert 'id="strip-orders-1" hx-swap-oob="true"' in frame and 'id="strip-orders-0"' not in frame
@@ -117,7 +131,15 @@ async def test_it_refuses_an_unknown_session():
 
 @pytest.mark.parametrize(
     "frame",
-    ["not json", "[]", "42", json.dumps({"type": "apply", "step": "A.crash"}), json.dumps({"type": None}), "{" * 5000, json.dumps({})],
+    [
+        "not json",
+        "[]",
+        "42",
+        json.dumps({"type": "apply", "step": "A.crash"}),
+        json.dumps({"type": None}),
+        "{" * 5000,
+        json.dumps({}),
+    ],
 )
 async def test_it_answers_bad_messages_with_an_error_frame_and_changes_nothing(free_session, frame):
     sid = free_session.id
@@ -151,7 +173,6 @@ def _driver(row):
 
 
 async def test_it_runs_the_rest_of_a_scenario_and_pauses(fencing_session, settings):
-    from django.test import AsyncClient
 
     settings.PLAYGROUND_RUN_STEP_MS = 50
     sid = fencing_session.id
@@ -176,7 +197,6 @@ async def test_it_runs_the_rest_of_a_scenario_and_pauses(fencing_session, settin
 
 
 async def test_it_runs_to_the_end_and_stops(fencing_session, settings):
-    from django.test import AsyncClient
 
     settings.PLAYGROUND_RUN_STEP_MS = 0
     sid = fencing_session.id

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from playground import broadcast, library, session
-from playground.spec import Step
+from playground import session
+from playground.engine.spec import Step
+from playground.scenario import library
+from playground.web import broadcast
 
 pytestmark = pytest.mark.django_db
 
@@ -27,7 +29,9 @@ def test_it_plays_every_library_scenario_on_the_simulator(scenario_id):
             session.predict(row.id, step.index, step.predict["answer"])
         live, outcome = session.step(row.id)
         if step.expect is not None and not step.is_note:
-            assert outcome in step.expect, f"{scenario_id} step {step.index} {step.label}: {outcome} not in {step.expect}"
+            assert outcome in step.expect, (
+                f"{scenario_id} step {step.index} {step.label}: {outcome} not in {step.expect}"
+            )
     for lang in ("en", "zh-hans"):
         html = broadcast.snapshot(live, lang)
         assert 'id="p-logs"' in html and 'id="p-coordinator"' in html
@@ -42,9 +46,15 @@ def test_it_plays_free_play_on_the_simulator():
     sid = row.id
     session.add_producer(sid, "new")
     session.add_producer(sid, "share", "txn-1")
-    for step in (Step("A", "init_transactions"), Step("A", "begin_transaction"),
-                 Step("A", "produce", {"topic": "orders", "partition": 0, "value": "a-1"}),
-                 Step("B", "init_transactions"), Step("A", "commit_transaction"), Step("rc", "poll"), Step("ru", "poll")):
+    for step in (
+        Step("A", "init_transactions"),
+        Step("A", "begin_transaction"),
+        Step("A", "produce", {"topic": "orders", "partition": 0, "value": "a-1"}),
+        Step("B", "init_transactions"),
+        Step("A", "commit_transaction"),
+        Step("rc", "poll"),
+        Step("ru", "poll"),
+    ):
         live, outcome = session.apply_step(sid, step)
     assert outcome == "ok"
     view = live.backend.view()
@@ -63,7 +73,7 @@ def test_it_marks_what_read_committed_holds_back_behind_the_lso():
         if step.label == "ru.poll":
             break
     html = broadcast.snapshot(live, "en")
-    table = html[html.index('data-tp="orders-0"'):]
+    table = html[html.index('data-tp="orders-0"') :]
     assert "held: behind LSO 0" in table  # c-1, c-2 (committed) and n-1 (plain) wait behind stuck's open h-1
     assert table.count("held: behind LSO") >= 4
     assert "✓" in table  # read_uncommitted got them

@@ -21,35 +21,55 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from playground.anomalies import History, check, reads  # noqa: E402
+from playground.engine.spec import CONSUMER, PRODUCER, ActorSpec, ClusterSpec, Step, TopicSpec  # noqa: E402
+from playground.scenario.anomalies import History, check, reads  # noqa: E402
 from playground.sim.driver import SimBackend  # noqa: E402
-from playground.spec import CONSUMER, PRODUCER, ActorSpec, ClusterSpec, Step, TopicSpec  # noqa: E402
 
 SIZES = (500, 1000, 2000, 10_000)
 HISTORY_LOG_LIMIT = 100_000  # as playground/session/history.py reads a session's whole log
-ROUND = [("A", "begin_transaction", {}), ("A", "produce", {"topic": "orders", "partition": 0}),
-         ("A", "produce", {"topic": "orders", "partition": 1}), ("A", "commit_transaction", {}),
-         ("plain", "produce", {"topic": "orders", "partition": 0}), ("rc", "poll", {}), ("ru", "poll", {}),
-         ("A", "begin_transaction", {}), ("A", "produce", {"topic": "orders", "partition": 1}),
-         ("A", "abort_transaction", {}), ("rc", "poll", {}), ("rc", "seek_to_committed", {}), ("rc", "poll", {}),
-         ("rc", "commit", {})]
+ROUND = [
+    ("A", "begin_transaction", {}),
+    ("A", "produce", {"topic": "orders", "partition": 0}),
+    ("A", "produce", {"topic": "orders", "partition": 1}),
+    ("A", "commit_transaction", {}),
+    ("plain", "produce", {"topic": "orders", "partition": 0}),
+    ("rc", "poll", {}),
+    ("ru", "poll", {}),
+    ("A", "begin_transaction", {}),
+    ("A", "produce", {"topic": "orders", "partition": 1}),
+    ("A", "abort_transaction", {}),
+    ("rc", "poll", {}),
+    ("rc", "seek_to_committed", {}),
+    ("rc", "poll", {}),
+    ("rc", "commit", {}),
+]
 
 
 def history(n: int) -> tuple[History, float]:
-    actors = {"A": ActorSpec("A", PRODUCER, {"transactional.id": "shared"}),
-              "B": ActorSpec("B", PRODUCER, {"transactional.id": "shared"}),
-              "plain": ActorSpec("plain", PRODUCER, {}),
-              "rc": ActorSpec("rc", CONSUMER, {"isolation.level": "read_committed", "group.id": "g"}, ("orders",)),
-              "ru": ActorSpec("ru", CONSUMER, {"isolation.level": "read_uncommitted"}, ("orders",))}
+    actors = {
+        "A": ActorSpec("A", PRODUCER, {"transactional.id": "shared"}),
+        "B": ActorSpec("B", PRODUCER, {"transactional.id": "shared"}),
+        "plain": ActorSpec("plain", PRODUCER, {}),
+        "rc": ActorSpec("rc", CONSUMER, {"isolation.level": "read_committed", "group.id": "g"}, ("orders",)),
+        "ru": ActorSpec("ru", CONSUMER, {"isolation.level": "read_uncommitted"}, ("orders",)),
+    }
     backend = SimBackend(ClusterSpec(topics=(TopicSpec("orders", 2),)), actors, keep_events=False)
     steps = []
     for i in range(n):
         if i == 0:
             plan = [("A", "init_transactions", {})]
         elif i % 200 == 0:  # a second instance starts with the same id: the first is fenced mid-transaction, restarts
-            plan = [("A", "begin_transaction", {}), ("A", "produce", {"topic": "orders", "partition": 0}),
-                    ("B", "init_transactions", {}), ("B", "begin_transaction", {}), ("B", "produce", {"topic": "orders", "partition": 0}),
-                    ("B", "commit_transaction", {}), ("A", "commit_transaction", {}), ("A", "restart", {}), ("A", "init_transactions", {})]
+            plan = [
+                ("A", "begin_transaction", {}),
+                ("A", "produce", {"topic": "orders", "partition": 0}),
+                ("B", "init_transactions", {}),
+                ("B", "begin_transaction", {}),
+                ("B", "produce", {"topic": "orders", "partition": 0}),
+                ("B", "commit_transaction", {}),
+                ("A", "commit_transaction", {}),
+                ("A", "restart", {}),
+                ("A", "init_transactions", {}),
+            ]
         else:
             plan = [ROUND[i % len(ROUND)]]
         for actor, action, args in plan:
@@ -58,7 +78,16 @@ def history(n: int) -> tuple[History, float]:
                 args["value"] = f"{actor}-{i}"
             step = Step(actor, action, args)
             outcome = backend.apply(step)
-            steps.append({"n": len(steps), "actor": actor, "action": action, "args": args, "outcome": outcome, **reads(backend, step)})
+            steps.append(
+                {
+                    "n": len(steps),
+                    "actor": actor,
+                    "action": action,
+                    "args": args,
+                    "outcome": outcome,
+                    **reads(backend, step),
+                }
+            )
     t0 = time.perf_counter()
     view = backend.view(HISTORY_LOG_LIMIT)
     view_ms = (time.perf_counter() - t0) * 1000
@@ -79,14 +108,23 @@ def main() -> int:
             found = check(h)
             times.append((time.perf_counter() - t0) * 1000)
         records = sum(len(log) for log in h.logs.values())
-        out.append({"commands": len(h.steps), "records": records, "findings": len(found), "view_ms": round(view_ms, 1),
-                    "check_ms_p50": round(statistics.median(times), 1)})
+        out.append(
+            {
+                "commands": len(h.steps),
+                "records": records,
+                "findings": len(found),
+                "view_ms": round(view_ms, 1),
+                "check_ms_p50": round(statistics.median(times), 1),
+            }
+        )
     if args.json:
         print(json.dumps(out, indent=2))
         return 0
     for r in out:
-        print(f"  {r['commands']:>6,} commands, {r['records']:>6,} records, {r['findings']:>4} findings: "
-              f"check p50 {r['check_ms_p50']:.1f} ms, the whole log's view {r['view_ms']:.1f} ms")
+        print(
+            f"  {r['commands']:>6,} commands, {r['records']:>6,} records, {r['findings']:>4} findings: "
+            f"check p50 {r['check_ms_p50']:.1f} ms, the whole log's view {r['view_ms']:.1f} ms"
+        )
     print("  (the dashboard runs the checker on every update up to 2,000 commands)")
     return 0
 

@@ -41,9 +41,18 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__)
 sys.path.insert(0, str(ROOT))
 
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 "--disable-renderer-backgrounding", "--disable-background-timer-throttling"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-renderer-backgrounding",
+    "--disable-background-timer-throttling",
+]
 
 # A transactional writer of another application: `rate` records/s (transactions of whatever is due, about 10 a
 # second, catching up when a commit was slow), spread over every partition; prints how many it wrote once a second.
@@ -96,8 +105,12 @@ OBSERVE = """(tp) => {
 
 
 def setup_django(key: str, prefix: str) -> None:
-    os.environ.update(DJANGO_SETTINGS_MODULE="playground.settings", INSPECTOR_KEY=key, INSPECTOR_TOPICS=f"{prefix}*",
-                      INSPECTOR_TRANSACTIONAL_IDS=f"{prefix}*")
+    os.environ.update(
+        DJANGO_SETTINGS_MODULE="playground.settings",
+        INSPECTOR_KEY=key,
+        INSPECTOR_TOPICS=f"{prefix}*",
+        INSPECTOR_TRANSACTIONAL_IDS=f"{prefix}*",
+    )
     import django
 
     django.setup()
@@ -112,8 +125,10 @@ def create_topics(bootstrap: str, topics: dict[str, int]) -> None:
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         md = admin.list_topics(timeout=5).topics
-        if all(t in md and len(md[t].partitions) == n and all(p.leader >= 0 for p in md[t].partitions.values())
-               for t, n in topics.items()):
+        if all(
+            t in md and len(md[t].partitions) == n and all(p.leader >= 0 for p in md[t].partitions.values())
+            for t, n in topics.items()
+        ):
             return
         time.sleep(0.2)
     raise RuntimeError("the bench's topics have no leaders")
@@ -124,10 +139,10 @@ def delete_topics(bootstrap: str, prefix: str) -> None:
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
     topics = [t for t in admin.list_topics(timeout=10).topics if t.startswith(prefix)]
-    for f in (admin.delete_topics(topics, operation_timeout=10).values() if topics else []):
+    for f in admin.delete_topics(topics, operation_timeout=10).values() if topics else []:
         try:
             f.result(timeout=15)
-        except Exception:  # noqa: BLE001 - cleanup
+        except Exception:
             pass
 
 
@@ -167,7 +182,13 @@ def cost(topic: str, interval: float, seconds: float, counters: Counters) -> dic
     sub = insp.subscribe(reports.append, [topic])
     while not reports:
         time.sleep(0.05)  # the first read (the __transaction_state lookback, Metadata) is not the steady state
-    sent0, recv0, fetch0, n0, t0 = sum(insp.requests_sent().values()), counters.received, counters.fetched, len(reports), time.monotonic()
+    sent0, recv0, fetch0, n0, t0 = (
+        sum(insp.requests_sent().values()),
+        counters.received,
+        counters.fetched,
+        len(reports),
+        time.monotonic(),
+    )
     time.sleep(seconds)
     elapsed = time.monotonic() - t0
     sent, by_api = sum(insp.requests_sent().values()) - sent0, dict(insp.requests_sent())
@@ -195,12 +216,19 @@ def latency(bootstrap: str, key: str, prefix: str, load: str, probe: str, interv
     from confluent_kafka import Producer
     from playwright.sync_api import sync_playwright
 
-    from playground import procs
+    from playground.deploy import procs
 
     work = Path(tempfile.mkdtemp(prefix="bench-inspector-"))
-    env = procs.django_env(work / "db.sqlite3", "", DJANGO_DEBUG="0", KAFKA_BOOTSTRAP_SERVERS=bootstrap, INSPECTOR_KEY=key,
-                           INSPECTOR_TOPICS=f"{prefix}*", INSPECTOR_TRANSACTIONAL_IDS=f"{prefix}*",
-                           INSPECTOR_POLL_INTERVAL_S=str(interval))
+    env = procs.django_env(
+        work / "db.sqlite3",
+        "",
+        DJANGO_DEBUG="0",
+        KAFKA_BOOTSTRAP_SERVERS=bootstrap,
+        INSPECTOR_KEY=key,
+        INSPECTOR_TOPICS=f"{prefix}*",
+        INSPECTOR_TRANSACTIONAL_IDS=f"{prefix}*",
+        INSPECTOR_POLL_INTERVAL_S=str(interval),
+    )
     procs.migrate(env)
     server = procs.start_daphne(env, work)
     p = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"{prefix}probe-{interval}", "linger.ms": 0})
@@ -243,7 +271,7 @@ def latency(bootstrap: str, key: str, prefix: str, load: str, probe: str, interv
         "interval_s": interval,
         "probes": len(ms),
         "p50_ms": round(statistics.median(ms)),
-        "p95_ms": round(ms[min(len(ms) - 1, int(round(0.95 * (len(ms) - 1))))]),
+        "p95_ms": round(ms[min(len(ms) - 1, round(0.95 * (len(ms) - 1)))]),
         "max_ms": round(ms[-1]),
         "ws_frames": len(frames),
         "ws_bytes_per_frame": round(statistics.mean(frames)) if frames else 0,
@@ -251,7 +279,9 @@ def latency(bootstrap: str, key: str, prefix: str, load: str, probe: str, interv
         # where an update's time goes: the cluster read -> the frame in the browser (render, channel layer,
         # websocket) -> swapped into the DOM (htmx)
         "read_to_frame_ms_p50": round(statistics.median([u["arrived"] - u["read"] for u in timed])) if timed else None,
-        "frame_to_dom_ms_p50": round(statistics.median([u["swapped"] - u["arrived"] for u in timed])) if timed else None,
+        "frame_to_dom_ms_p50": round(statistics.median([u["swapped"] - u["arrived"] for u in timed]))
+        if timed
+        else None,
     }
 
 
@@ -266,7 +296,10 @@ def main() -> int:
     args = ap.parse_args()
     bootstrap = os.environ.get("KAFKA_BOOTSTRAP_SERVERS", "").strip()
     if not bootstrap:
-        print("KAFKA_BOOTSTRAP_SERVERS is not set: the inspector's bench needs a real cluster (make bench starts one)", file=sys.stderr)
+        print(
+            "KAFKA_BOOTSTRAP_SERVERS is not set: the inspector's bench needs a real cluster (make bench starts one)",
+            file=sys.stderr,
+        )
         return 2
     prefix = f"bench-insp-{secrets.token_hex(3)}-"
     key = secrets.token_urlsafe(18)
@@ -275,10 +308,15 @@ def main() -> int:
     setup_django(key, prefix)
     counters = Counters()
     create_topics(bootstrap, {load: args.partitions, probe: 1})
-    writer = subprocess.Popen([sys.executable, "-c", WRITER, bootstrap, load, f"{prefix}writer", str(args.rate), str(args.partitions)],
-                              stdout=subprocess.PIPE, text=True)
+    writer = subprocess.Popen(
+        [sys.executable, "-c", WRITER, bootstrap, load, f"{prefix}writer", str(args.rate), str(args.partitions)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     written: list[tuple[int, float]] = []
-    threading.Thread(target=lambda: [written.append(tuple(map(float, line.split()))) for line in writer.stdout], daemon=True).start()
+    threading.Thread(
+        target=lambda: [written.append(tuple(map(float, line.split()))) for line in writer.stdout], daemon=True
+    ).start()
     out: dict = {"rate_asked": args.rate, "partitions": args.partitions}
     try:
         while len(written) < 2:
@@ -296,18 +334,24 @@ def main() -> int:
     if args.json:
         print(json.dumps(out, indent=2))
         return 0
-    print(f"inspector: watching {args.partitions} partitions while a transactional producer writes "
-          f"{out['rate_written']} records/s (asked {args.rate}), one subscription")
+    print(
+        f"inspector: watching {args.partitions} partitions while a transactional producer writes "
+        f"{out['rate_written']} records/s (asked {args.rate}), one subscription"
+    )
     for c in out["cost"]:
-        print(f"  poll every {c['interval_s']:g} s: {c['requests_per_s']} requests/s ({c['requests_per_poll']} per poll over "
-              f"{c['partitions']} partitions), {c['bytes_received_per_s'] / 1024:.1f} KiB/s received "
-              f"({c['record_bytes_fetched_per_s'] / 1024:.1f} KiB/s of record batches), one inspection "
-              f"{c['inspection_ms_p50']} ms (p50){'; errors: ' + '; '.join(c['errors']) if c['errors'] else ''}")
+        print(
+            f"  poll every {c['interval_s']:g} s: {c['requests_per_s']} requests/s ({c['requests_per_poll']} per poll over "
+            f"{c['partitions']} partitions), {c['bytes_received_per_s'] / 1024:.1f} KiB/s received "
+            f"({c['record_bytes_fetched_per_s'] / 1024:.1f} KiB/s of record batches), one inspection "
+            f"{c['inspection_ms_p50']} ms (p50){'; errors: ' + '; '.join(c['errors']) if c['errors'] else ''}"
+        )
     for lat in out["latency"]:
-        print(f"  event-to-screen, poll every {lat['interval_s']:g} s: p50 {lat['p50_ms']} ms, p95 {lat['p95_ms']} ms, "
-              f"max {lat['max_ms']} ms ({lat['probes']} probes); the page got {lat['ws_frames']} updates of "
-              f"{lat['ws_bytes_per_frame'] / 1024:.0f} KiB ({lat['ws_bytes_per_s'] / 1024:.0f} KiB/s); cluster read -> frame "
-              f"{lat['read_to_frame_ms_p50']} ms, frame -> DOM {lat['frame_to_dom_ms_p50']} ms (p50)")
+        print(
+            f"  event-to-screen, poll every {lat['interval_s']:g} s: p50 {lat['p50_ms']} ms, p95 {lat['p95_ms']} ms, "
+            f"max {lat['max_ms']} ms ({lat['probes']} probes); the page got {lat['ws_frames']} updates of "
+            f"{lat['ws_bytes_per_frame'] / 1024:.0f} KiB ({lat['ws_bytes_per_s'] / 1024:.0f} KiB/s); cluster read -> frame "
+            f"{lat['read_to_frame_ms_p50']} ms, frame -> DOM {lat['frame_to_dom_ms_p50']} ms (p50)"
+        )
     return 0
 
 

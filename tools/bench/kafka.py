@@ -50,17 +50,17 @@ sys.path.insert(0, str(_HERE.parents[1]))
 from confluent_kafka import Producer as KafkaProducer  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
+from playground.engine.spec import Profile  # noqa: E402
+from playground.kafka.clusters import SETTINGS  # noqa: E402
+from playground.kafka.java_worker import ensure_built, java_binary  # noqa: E402
 from playground.kafka.wire import (  # noqa: E402
     WireClient,
     decode_txn_key,
     transaction_state_partition,
 )
-from playground.kafka.clusters import SETTINGS  # noqa: E402
-from playground.kafka.java_worker import ensure_built, java_binary  # noqa: E402
 from playground.sim.client import Producer as SimProducer  # noqa: E402
 from playground.sim.cluster import Cluster  # noqa: E402
 from playground.sim.javaclient import JavaProducer as SimJavaProducer  # noqa: E402
-from playground.spec import Profile  # noqa: E402
 
 PARTITIONS = 3
 RECORDS_PER_PARTITION = 10
@@ -72,12 +72,13 @@ def pct(values: list[float], p: float) -> float:
     if not values:
         return float("nan")
     ordered = sorted(values)
-    k = max(0, min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1)))))
+    k = max(0, min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1))))
     return ordered[k]
 
 
-def workload(producer: Any, topic: str, transactions: int, partitions: int = PARTITIONS,
-             records: int = RECORDS_PER_PARTITION) -> tuple[list[float], list[float]]:
+def workload(
+    producer: Any, topic: str, transactions: int, partitions: int = PARTITIONS, records: int = RECORDS_PER_PARTITION
+) -> tuple[list[float], list[float]]:
     """confluent-kafka's transactional API, used the same way on both: returns (seconds per transaction, seconds
     per commit_transaction)."""
     per_txn, commits = [], []
@@ -96,8 +97,13 @@ def workload(producer: Any, topic: str, transactions: int, partitions: int = PAR
     return per_txn, commits
 
 
-def java_workload(producer: SimJavaProducer, topic: str, transactions: int, partitions: int = PARTITIONS,
-                  records: int = RECORDS_PER_PARTITION) -> list[float]:
+def java_workload(
+    producer: SimJavaProducer,
+    topic: str,
+    transactions: int,
+    partitions: int = PARTITIONS,
+    records: int = RECORDS_PER_PARTITION,
+) -> list[float]:
     """KafkaProducer's transactional API on the simulator's model, as TxnBench.java calls it on the real one."""
     per_txn = []
     for n in range(transactions):
@@ -138,13 +144,19 @@ def create_topic(admin: AdminClient, name: str, partitions: int) -> None:
     deadline = time.monotonic() + 15
     while time.monotonic() < deadline:
         md = admin.list_topics(name, timeout=5).topics.get(name)
-        if md is not None and not md.error and len(md.partitions) == partitions and all(p.leader >= 0 for p in md.partitions.values()):
+        if (
+            md is not None
+            and not md.error
+            and len(md.partitions) == partitions
+            and all(p.leader >= 0 for p in md.partitions.values())
+        ):
             return
         time.sleep(0.1)
 
 
-def bench_real(bootstrap: str, topic: str, transactions: int, partitions: int, records: int,
-               profile: Profile = PROFILES[0]) -> tuple[list[float], list[float]]:
+def bench_real(
+    bootstrap: str, topic: str, transactions: int, partitions: int, records: int, profile: Profile = PROFILES[0]
+) -> tuple[list[float], list[float]]:
     txid = f"{topic}-txn-{profile.client}-{partitions}x{records}"
     if profile.client == "java":
         return bench_real_java(bootstrap, topic, txid, transactions, partitions, records, profile)
@@ -156,14 +168,28 @@ def bench_real(bootstrap: str, topic: str, transactions: int, partitions: int, r
     return result
 
 
-def bench_real_java(bootstrap: str, topic: str, txid: str, transactions: int, partitions: int, records: int,
-                    profile: Profile) -> tuple[list[float], list[float]]:
+def bench_real_java(
+    bootstrap: str, topic: str, txid: str, transactions: int, partitions: int, records: int, profile: Profile
+) -> tuple[list[float], list[float]]:
     """kafka-clients of the cluster's release (the Java worker's build, tools/java) runs TxnBench.java."""
     classpath = ensure_built(profile.release)
     out = subprocess.run(
-        [java_binary(), "-XX:+UseSerialGC", "-cp", classpath, str(TXN_BENCH), bootstrap, topic, txid,
-         str(transactions), str(partitions), str(records)],
-        capture_output=True, text=True, timeout=600,
+        [
+            java_binary(),
+            "-XX:+UseSerialGC",
+            "-cp",
+            classpath,
+            str(TXN_BENCH),
+            bootstrap,
+            topic,
+            txid,
+            str(transactions),
+            str(partitions),
+            str(records),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     lines = [line for line in out.stdout.splitlines() if line.startswith("{")]
     if out.returncode != 0 or not lines:
@@ -226,7 +252,7 @@ def transaction_state_cost(wire: WireClient, txids: list[str], partitions: int) 
                 continue
             try:
                 tid = decode_txn_key(e.key)
-            except Exception:  # noqa: BLE001
+            except Exception:
                 continue
             if tid in wanted:
                 records += 1
@@ -246,7 +272,9 @@ def wait_complete(wire: WireClient, txids: list[str], timeout_s: float = 30) -> 
     pending = list(txids)
     while pending and time.monotonic() < deadline:
         states = wire.describe_transactions(pending[:50])
-        pending = [t for t in pending if states.get(t, {}).get("state") not in ("CompleteCommit", "CompleteAbort", "Empty")]
+        pending = [
+            t for t in pending if states.get(t, {}).get("state") not in ("CompleteCommit", "CompleteAbort", "Empty")
+        ]
         if pending:
             time.sleep(0.1)
 
@@ -259,8 +287,11 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     bootstrap = os.environ.get("KAFKA_BOOTSTRAP_SERVERS", "").strip()
     if not bootstrap:
-        print("KAFKA_BOOTSTRAP_SERVERS is not set (make bench starts a broker; by hand: "
-              "bash tools/kafka/kafka.sh start --nodes 1)", file=sys.stderr)
+        print(
+            "KAFKA_BOOTSTRAP_SERVERS is not set (make bench starts a broker; by hand: "
+            "bash tools/kafka/kafka.sh start --nodes 1)",
+            file=sys.stderr,
+        )
         return 2
     admin = admin_for(bootstrap)
     prefix = f"pg-bench-{uuid.uuid4().hex[:8]}-"
@@ -279,10 +310,14 @@ def main(argv: list[str] | None = None) -> int:
             clusters["4"] = (bootstrap4, topics[0])
 
         n = args.transactions
-        print(f"-- the same transactional workload, {n} transactions, per profile: simulator vs the real cluster of "
-              f"that Kafka version, wall-clock per transaction, measured in this run --")
-        print(f"{'profile':<26} {'records per txn':<16} {'simulator ms':>12} {'real ms':>9} {'ratio mean':>10} "
-              f"{'ratio p50':>9} {'real commit p50 ms':>18} {'p95 ms':>7}")
+        print(
+            f"-- the same transactional workload, {n} transactions, per profile: simulator vs the real cluster of "
+            f"that Kafka version, wall-clock per transaction, measured in this run --"
+        )
+        print(
+            f"{'profile':<26} {'records per txn':<16} {'simulator ms':>12} {'real ms':>9} {'ratio mean':>10} "
+            f"{'ratio p50':>9} {'real commit p50 ms':>18} {'p95 ms':>7}"
+        )
         for profile in PROFILES:
             where = clusters.get(profile.kafka)
             if where is None:
@@ -294,11 +329,16 @@ def main(argv: list[str] | None = None) -> int:
                 ratio = statistics.mean(real) / statistics.mean(sim)
                 ratio50 = pct(real, 50) / pct(sim, 50)
                 label = f"{partitions} x {records} ({partitions * records})"
-                print(f"{profile.label:<26} {label:<16} {statistics.mean(sim) * 1000:>12.3f} "
-                      f"{statistics.mean(real) * 1000:>9.2f} {ratio:>9.1f}x {ratio50:>8.1f}x "
-                      f"{pct(commits, 50) * 1000:>18.2f} {pct(commits, 95) * 1000:>7.2f}", flush=True)
-        print("(target: the simulator at least 100x faster per transaction; real commit latency = commit_transaction()"
-              " / commitTransaction(), which returns once PrepareCommit is durable)")
+                print(
+                    f"{profile.label:<26} {label:<16} {statistics.mean(sim) * 1000:>12.3f} "
+                    f"{statistics.mean(real) * 1000:>9.2f} {ratio:>9.1f}x {ratio50:>8.1f}x "
+                    f"{pct(commits, 50) * 1000:>18.2f} {pct(commits, 95) * 1000:>7.2f}",
+                    flush=True,
+                )
+        print(
+            "(target: the simulator at least 100x faster per transaction; real commit latency = commit_transaction()"
+            " / commitTransaction(), which returns once PrepareCommit is durable)"
+        )
         if args.profiles_only:
             return 0
 
@@ -306,17 +346,23 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\n-- static transactional.id vs one per order: {m} orders, one record each (real broker) --")
         meta = wire.metadata(["__transaction_state"])
         ts_parts = sum(1 for (t, _p) in meta.partitions if t == "__transaction_state") or 50
-        print(f"{'mode':<11} {'InitProducerId':>14} {'init p50 ms':>11} {'init p95 ms':>11} {'txn-state rec/msg':>17} "
-              f"{'bytes/msg':>9} {'markers/msg':>11} {'orders/s':>9}")
+        print(
+            f"{'mode':<11} {'InitProducerId':>14} {'init p50 ms':>11} {'init p95 ms':>11} {'txn-state rec/msg':>17} "
+            f"{'bytes/msg':>9} {'markers/msg':>11} {'orders/s':>9}"
+        )
         for mode, topic in (("static", topics[1]), ("static-x10", topics[2]), ("per-order", topics[3])):
             r = run_orders(bootstrap, topic, mode, m, prefix)
             wait_complete(wire, r["txids"])
             recs, size = transaction_state_cost(wire, r["txids"], ts_parts)
             markers, data = markers_and_data(wire, topic)
-            print(f"{mode:<11} {len(r['inits']):>14} {pct(r['inits'], 50) * 1000:>11.1f} {pct(r['inits'], 95) * 1000:>11.1f} "
-                  f"{recs / data:>17.2f} {size / data:>9.1f} {markers / data:>11.2f} {m / r['elapsed']:>9.1f}")
-        print("(per-order also leaves one transactional id per order at the coordinator: each is held in memory and "
-              "gets a tombstone in __transaction_state when transactional.id.expiration.ms, 7 days, passes)")
+            print(
+                f"{mode:<11} {len(r['inits']):>14} {pct(r['inits'], 50) * 1000:>11.1f} {pct(r['inits'], 95) * 1000:>11.1f} "
+                f"{recs / data:>17.2f} {size / data:>9.1f} {markers / data:>11.2f} {m / r['elapsed']:>9.1f}"
+            )
+        print(
+            "(per-order also leaves one transactional id per order at the coordinator: each is held in memory and "
+            "gets a tombstone in __transaction_state when transactional.id.expiration.ms, 7 days, passes)"
+        )
     finally:
         wire.close()
         for a, names in ((admin, topics), (admin4, topics[:1])):
@@ -326,9 +372,9 @@ def main(argv: list[str] | None = None) -> int:
                 for f in a.delete_topics(names, operation_timeout=10).values():
                     try:
                         f.result(15)
-                    except Exception:  # noqa: BLE001
+                    except Exception:
                         pass
-            except Exception:  # noqa: BLE001
+            except Exception:
                 pass
     return 0
 

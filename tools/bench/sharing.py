@@ -33,15 +33,21 @@ from playground import procs  # noqa: E402
 from tests.wsviewer import ClientConnection, open_viewer  # noqa: E402
 from tools.bench.web import Driver, percentile  # noqa: E402
 
-CYCLE = [("action", {"actor": "A", "action": "begin_transaction"})] + [
-    ("produce", {"actor": "A", "topic": "orders", "partition": str(p), "value": f"v{p}"}) for p in range(3)
-] + [("action", {"actor": "A", "action": "commit_transaction"}), ("action", {"actor": "rc", "action": "poll"})]
+CYCLE = (
+    [("action", {"actor": "A", "action": "begin_transaction"})]
+    + [("produce", {"actor": "A", "topic": "orders", "partition": str(p), "value": f"v{p}"}) for p in range(3)]
+    + [("action", {"actor": "A", "action": "commit_transaction"}), ("action", {"actor": "rc", "action": "poll"})]
+)
 LEVELS = (10, 1_000, 10_000)
 
 
 def _stats(values: list[float]) -> dict:
-    return {"n": len(values), "p50_ms": round(percentile(values, 0.5), 2), "p95_ms": round(percentile(values, 0.95), 2),
-            "mean_ms": round(statistics.fmean(values), 2)}
+    return {
+        "n": len(values),
+        "p50_ms": round(percentile(values, 0.5), 2),
+        "p95_ms": round(percentile(values, 0.95), 2),
+        "mean_ms": round(statistics.fmean(values), 2),
+    }
 
 
 def _drain(ws: ClientConnection) -> None:
@@ -55,7 +61,7 @@ def _drain(ws: ClientConnection) -> None:
 
 def round_trips(server: procs.Proc, total: int, samples: int) -> tuple[str, dict, dict]:
     driver = Driver(server.url)
-    status, headers = driver.post("/new/", {"scenario": ""})
+    _status, headers = driver.post("/new/", {"scenario": ""})
     sid = re.search(r"/s/([^/]+)/", headers["Location"]).group(1)
     driver.post(f"/s/{sid}/add-producer/", {"mode": "new"})
     driver.post(f"/s/{sid}/action/", {"actor": "A", "action": "init_transactions"})
@@ -81,8 +87,10 @@ def round_trips(server: procs.Proc, total: int, samples: int) -> tuple[str, dict
     viewer.close()
     stats = {str(level): _stats(values) for level, values in measured.items()}
     top = str(max(measured))
-    ratio = {"p50": round(stats[top]["p50_ms"] / stats["10"]["p50_ms"], 2),
-             "mean": round(stats[top]["mean_ms"] / stats["10"]["mean_ms"], 2)}
+    ratio = {
+        "p50": round(stats[top]["p50_ms"] / stats["10"]["p50_ms"], 2),
+        "mean": round(stats[top]["mean_ms"] / stats["10"]["mean_ms"], 2),
+    }
     return sid, stats, ratio
 
 
@@ -122,7 +130,11 @@ def three_hundred_lines() -> str:
     head, tail = base.split("\nexpect:", 1)
     extra, k = [], 0
     while base.count("\n") + len(extra) < 300:
-        extra += ["  - pay.begin_transaction", f"  - pay.produce: {{topic: order-created, value: extra-{k}}}", "  - pay.abort_transaction"]
+        extra += [
+            "  - pay.begin_transaction",
+            f"  - pay.produce: {{topic: order-created, value: extra-{k}}}",
+            "  - pay.abort_transaction",
+        ]
         k += 1
     return head + "\n" + "\n".join(extra) + "\nexpect:" + tail
 
@@ -135,16 +147,18 @@ def checkpoints(total: int) -> dict:
     import django
 
     django.setup()
+    from playground.engine.spec import PRODUCER, ActorSpec, Step
     from playground.session.cache import CHECKPOINT_EVERY, freeze, thaw
     from playground.session.live import free_play_actors, free_play_cluster
     from playground.sim.driver import SimBackend
-    from playground.spec import PRODUCER, ActorSpec, Step
 
     actors = free_play_actors()
     actors["A"] = ActorSpec("A", PRODUCER, {"transactional.id": "txn-1", "enable.idempotence": True})
     backend = SimBackend(free_play_cluster(), actors, keep_events=False)  # as a live session's (session/backends.py)
     backend.apply(Step("A", "init_transactions"))
-    steps = [Step("A", "begin_transaction")] + [Step("A", "produce", {"topic": "orders", "partition": p, "value": f"v{p}"}) for p in range(3)]
+    steps = [Step("A", "begin_transaction")] + [
+        Step("A", "produce", {"topic": "orders", "partition": p, "value": f"v{p}"}) for p in range(3)
+    ]
     steps += [Step("A", "commit_transaction"), Step("rc", "poll")]
     sizes, freezes, thaws, applies = [], [], [], []
     for n in range(1, total):
@@ -164,10 +178,16 @@ def checkpoints(total: int) -> dict:
         t0 = time.perf_counter()
         thaw(data)
         thaws.append((time.perf_counter() - t0) * 1000)
-    return {"commands": total, "checkpoints": len(sizes), "total_mib": round(sum(sizes) / 2**20, 2),
-            "last_kib": round(sizes[-1] / 1024, 1), "freeze_last_ms": round(freezes[-1], 1),
-            "freeze_mean_ms": round(statistics.fmean(freezes), 1), "thaw_last_ms": round(thaws[-1], 1),
-            "replay_per_command_ms": round(statistics.fmean(applies), 3)}
+    return {
+        "commands": total,
+        "checkpoints": len(sizes),
+        "total_mib": round(sum(sizes) / 2**20, 2),
+        "last_kib": round(sizes[-1] / 1024, 1),
+        "freeze_last_ms": round(freezes[-1], 1),
+        "freeze_mean_ms": round(statistics.fmean(freezes), 1),
+        "thaw_last_ms": round(thaws[-1], 1),
+        "replay_per_command_ms": round(statistics.fmean(applies), 3),
+    }
 
 
 def main() -> int:
@@ -187,19 +207,33 @@ def main() -> int:
         finally:
             server.stop()
     frozen = checkpoints(args.commands)
-    result = {"round_trip": trips, "ratio_top_vs_10": ratio, "scrub": scrub, "editor_check": check, "checkpoints": frozen}
+    result = {
+        "round_trip": trips,
+        "ratio_top_vs_10": ratio,
+        "scrub": scrub,
+        "editor_check": check,
+        "checkpoints": frozen,
+    }
     if args.json:
         print(json.dumps(result, indent=2))
         return 0
     print("command round trip (POST -> 204, simulator, one viewer):")
     for level, s in trips.items():
-        print(f"  at {int(level):>6,} commands: p50 {s['p50_ms']:.2f} ms  p95 {s['p95_ms']:.2f} ms  mean {s['mean_ms']:.2f} ms  (n={s['n']})")
+        print(
+            f"  at {int(level):>6,} commands: p50 {s['p50_ms']:.2f} ms  p95 {s['p95_ms']:.2f} ms  mean {s['mean_ms']:.2f} ms  (n={s['n']})"
+        )
     print(f"  ratio {max(trips, key=int)} vs 10: p50 {ratio['p50']}x, mean {ratio['mean']}x  (aim <= 1.3)")
-    print(f"scrub to a random step at {args.commands:,} commands: p50 {scrub['p50_ms']:.1f} ms  p95 {scrub['p95_ms']:.1f} ms  (aim p95 <= 50 ms)")
-    print(f"editor check, {check['lines']}-line file: p50 {check['p50_ms']:.1f} ms  p95 {check['p95_ms']:.1f} ms  (aim p95 <= 100 ms)")
-    print(f"checkpoints of a {frozen['commands']:,}-command session: {frozen['checkpoints']} x, {frozen['total_mib']} MiB in all "
-          f"(last {frozen['last_kib']} KiB); freeze last {frozen['freeze_last_ms']} ms (mean {frozen['freeze_mean_ms']}), "
-          f"thaw last {frozen['thaw_last_ms']} ms; replay {frozen['replay_per_command_ms']} ms per command")
+    print(
+        f"scrub to a random step at {args.commands:,} commands: p50 {scrub['p50_ms']:.1f} ms  p95 {scrub['p95_ms']:.1f} ms  (aim p95 <= 50 ms)"
+    )
+    print(
+        f"editor check, {check['lines']}-line file: p50 {check['p50_ms']:.1f} ms  p95 {check['p95_ms']:.1f} ms  (aim p95 <= 100 ms)"
+    )
+    print(
+        f"checkpoints of a {frozen['commands']:,}-command session: {frozen['checkpoints']} x, {frozen['total_mib']} MiB in all "
+        f"(last {frozen['last_kib']} KiB); freeze last {frozen['freeze_last_ms']} ms (mean {frozen['freeze_mean_ms']}), "
+        f"thaw last {frozen['thaw_last_ms']} ms; replay {frozen['replay_per_command_ms']} ms per command"
+    )
     return 0
 
 

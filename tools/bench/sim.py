@@ -26,9 +26,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from playground.sim.client import Consumer, Producer, TopicPartition  # noqa: E402
-from playground.sim.cluster import Cluster  # noqa: E402
-from playground.sim.log import ABORT, COMMIT  # noqa: E402
+from playground.sim.client import Consumer, Producer, TopicPartition
+from playground.sim.cluster import Cluster
+from playground.sim.log import ABORT, COMMIT
 
 PARTITIONS = 3
 RECORDS_PER_PARTITION = 10
@@ -51,8 +51,13 @@ def preload(cluster: Cluster, records: int, batch: int = 100) -> None:
             if n % 7 == 6:
                 log.append(-1, -1, -1, False, values)
             else:
-                log.append(producer_id, 0, log.producers[producer_id].last_seq + 1
-                           if producer_id in log.producers else 0, True, values)
+                log.append(
+                    producer_id,
+                    0,
+                    log.producers[producer_id].last_seq + 1 if producer_id in log.producers else 0,
+                    True,
+                    values,
+                )
                 log.append_marker(producer_id, 0, ABORT if n % 10 == 9 else COMMIT, 0)
             log.advance_high_watermark(log.log_end_offset)
             written += batch
@@ -105,8 +110,10 @@ def bench(transactions: int, preload_records: int) -> tuple[float, float]:
     gc.unfreeze()
     label = f"with {preload_records:,} records already in the logs" if preload_records else "on empty logs"
     print(f"{transactions:,} transactions x {RECORDS_PER_PARTITION} records x {PARTITIONS} partitions {label}:")
-    print(f"  {transactions / elapsed:10,.0f} transactions/s   {records / elapsed:12,.0f} records/s   "
-          f"({elapsed * 1e6 / transactions:,.0f} us per transaction)")
+    print(
+        f"  {transactions / elapsed:10,.0f} transactions/s   {records / elapsed:12,.0f} records/s   "
+        f"({elapsed * 1e6 / transactions:,.0f} us per transaction)"
+    )
     print(f"  read_committed consumer over the new records: {records / read_s:12,.0f} records/s")
     return elapsed / transactions, read_s / records
 
@@ -121,8 +128,10 @@ def memory_per_million(records: int = 1_000_000) -> float:
     used = tracemalloc.get_traced_memory()[0] - base
     tracemalloc.stop()
     per_million = used * 1_000_000 / records
-    print(f"memory: {per_million / 2**20:,.1f} MiB per million records in the logs "
-          f"({used / records:,.0f} bytes per record, values like 'pre-123456' included)")
+    print(
+        f"memory: {per_million / 2**20:,.1f} MiB per million records in the logs "
+        f"({used / records:,.0f} bytes per record, values like 'pre-123456' included)"
+    )
     return per_million
 
 
@@ -133,8 +142,10 @@ def main() -> None:
     args = parser.parse_args()
     empty_txn, empty_read = bench(args.transactions, 0)
     full_txn, full_read = bench(args.transactions, args.preload)
-    print(f"per-transaction cost ratio (full / empty logs): {full_txn / empty_txn:.2f}   "
-          f"per-record read cost ratio: {full_read / empty_read:.2f}")
+    print(
+        f"per-transaction cost ratio (full / empty logs): {full_txn / empty_txn:.2f}   "
+        f"per-record read cost ratio: {full_read / empty_read:.2f}"
+    )
     memory_per_million(args.preload)
 
 

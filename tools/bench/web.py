@@ -39,10 +39,19 @@ from playground import procs  # noqa: E402
 from tests.wsviewer import ConnectionClosed, open_viewer  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 "--disable-renderer-backgrounding", "--disable-background-timer-throttling",
-                 "--disable-backgrounding-occluded-windows"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-renderer-backgrounding",
+    "--disable-background-timer-throttling",
+    "--disable-backgrounding-occluded-windows",
+]
 
 # Runs in every viewer page: timestamps (epoch ms, sub-millisecond) of the moment each version's fragments are in
 # the DOM (htmx swaps the version tag last, after the panels of the same message). Animation frames are not used:
@@ -74,8 +83,12 @@ class Driver:
         self.token = next(c.value for c in self.jar if c.name == "csrftoken")
 
     def post(self, path: str, data: dict) -> tuple[int, dict]:
-        req = urllib.request.Request(self.base + path, data=urllib.parse.urlencode(data).encode(), method="POST",
-                                     headers={"X-CSRFToken": self.token, "Origin": self.base})
+        req = urllib.request.Request(
+            self.base + path,
+            data=urllib.parse.urlencode(data).encode(),
+            method="POST",
+            headers={"X-CSRFToken": self.token, "Origin": self.base},
+        )
         try:
             with self.opener.open(req, timeout=30) as r:
                 r.read()
@@ -142,13 +155,15 @@ class SocketViewer:
         self.ws.close()
 
 
-def run_case(browser, servers: list[procs.Proc], viewers: int, events: int, rate: float, in_chromium: int | None = None) -> dict:
+def run_case(
+    browser, servers: list[procs.Proc], viewers: int, events: int, rate: float, in_chromium: int | None = None
+) -> dict:
     """`viewers` in all; `in_chromium` of them (default: 1) are Chromium pages, the others socket viewers. The
     driver talks to the first server; viewers are spread over all of them, Chromium pages from the last."""
     in_chromium = viewers if in_chromium is None else min(in_chromium, viewers)
     server = servers[0]
     driver = Driver(server.url)
-    status, headers = driver.post("/new/", {"scenario": ""})
+    _status, headers = driver.post("/new/", {"scenario": ""})
     sid = re.search(r"/s/([^/]+)/", headers["Location"]).group(1)
     driver.post(f"/s/{sid}/add-producer/", {"mode": "plain"})
     contexts, pages = [], []
@@ -178,8 +193,11 @@ def run_case(browser, servers: list[procs.Proc], viewers: int, events: int, rate
     late = 0
     for page in pages:
         try:
-            page.wait_for_function(f"() => window.__seen && ('{last}' in window.__seen)", timeout=max(1000, (deadline - time.monotonic()) * 1000))
-        except Exception:  # noqa: BLE001 - counted and reported, not fatal
+            page.wait_for_function(
+                f"() => window.__seen && ('{last}' in window.__seen)",
+                timeout=max(1000, (deadline - time.monotonic()) * 1000),
+            )
+        except Exception:
             late += 1
     latencies, transport = [], []
     missing = 0
@@ -224,14 +242,24 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--viewers", default="1,50", help="comma-separated viewer counts (default 1,50)")
     ap.add_argument("--events", type=int, default=40)
-    ap.add_argument("--rate", type=float, default=2.0, help="events per second (default 2: a trainer clicking, or \"run\")")
+    ap.add_argument(
+        "--rate", type=float, default=2.0, help='events per second (default 2: a trainer clicking, or "run")'
+    )
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
-    ap.add_argument("--processes", type=int, default=2,
-                    help="Daphne processes sharing Redis and the database (default 2, viewers spread over them as a "
-                         "load balancer would; the driver talks to the first, the Chromium page to the last)")
-    ap.add_argument("--chromium-viewers", type=int, default=1,
-                    help="how many of the viewers are Chromium pages (default 1: the others are websocket viewers, "
-                         "as remote browsers are to the server); 0 = all of them")
+    ap.add_argument(
+        "--processes",
+        type=int,
+        default=2,
+        help="Daphne processes sharing Redis and the database (default 2, viewers spread over them as a "
+        "load balancer would; the driver talks to the first, the Chromium page to the last)",
+    )
+    ap.add_argument(
+        "--chromium-viewers",
+        type=int,
+        default=1,
+        help="how many of the viewers are Chromium pages (default 1: the others are websocket viewers, "
+        "as remote browsers are to the server); 0 = all of them",
+    )
     args = ap.parse_args(argv)
     from playwright.sync_api import sync_playwright
 
@@ -251,7 +279,9 @@ def main(argv: list[str] | None = None) -> int:
                     _status, headers = driver.post("/new/", {"scenario": "zombie-fencing"})
                     results["first_page"] = first_page_bytes(browser, server.url + headers["Location"])
                     for n in [int(v) for v in args.viewers.split(",") if v.strip()]:
-                        results["cases"].append(run_case(browser, servers, n, args.events, args.rate, args.chromium_viewers or None))
+                        results["cases"].append(
+                            run_case(browser, servers, n, args.events, args.rate, args.chromium_viewers or None)
+                        )
                 finally:
                     browser.close()
         finally:
@@ -262,16 +292,22 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(results, indent=2))
     else:
         fp = results["first_page"]
-        print(f"first page (scenario session, nothing cached): {fp['total_bytes'] / 1024:.1f} KB transferred "
-              f"({fp['document_bytes'] / 1024:.1f} KB document)")
+        print(
+            f"first page (scenario session, nothing cached): {fp['total_bytes'] / 1024:.1f} KB transferred "
+            f"({fp['document_bytes'] / 1024:.1f} KB document)"
+        )
         for c in results["cases"]:
-            print(f"event-to-screen, {c['viewers']:>3} viewer(s) over Redis ({c['viewers_in_chromium']} in Chromium, "
-                  f"{c['daphne_processes']} Daphne process(es)), "
-                  f"{c['events']} events at {c['rate_per_s']}/s: p50 {c['latency_ms_p50']} ms, p95 {c['latency_ms_p95']} ms, "
-                  f"max {c['latency_ms_max']} ms ({c['samples']} samples; the POST itself: p50 {c['post_ms_p50']} ms)")
+            print(
+                f"event-to-screen, {c['viewers']:>3} viewer(s) over Redis ({c['viewers_in_chromium']} in Chromium, "
+                f"{c['daphne_processes']} Daphne process(es)), "
+                f"{c['events']} events at {c['rate_per_s']}/s: p50 {c['latency_ms_p50']} ms, p95 {c['latency_ms_p95']} ms, "
+                f"max {c['latency_ms_max']} ms ({c['samples']} samples; the POST itself: p50 {c['post_ms_p50']} ms)"
+            )
             if c["socket_latency_ms_p50"] is not None:
-                print(f"    the other {c['viewers'] - c['viewers_in_chromium']} viewers (websockets): frame received "
-                      f"p50 {c['socket_latency_ms_p50']} ms, p95 {c['socket_latency_ms_p95']} ms")
+                print(
+                    f"    the other {c['viewers'] - c['viewers_in_chromium']} viewers (websockets): frame received "
+                    f"p50 {c['socket_latency_ms_p50']} ms, p95 {c['socket_latency_ms_p95']} ms"
+                )
     load = Path("/proc/loadavg").read_text().split()[:3] if Path("/proc/loadavg").exists() else []
     if load and not args.json:
         print(f"(load average during the run: {' '.join(load)} on {__import__('os').cpu_count()} cores)")

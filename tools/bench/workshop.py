@@ -91,7 +91,7 @@ OBSERVE_ATTENDEE = """() => {
 
 # The board: every card swapped in (htmx's out-of-band swap replaces the <article id="seat-...">), with its session
 # and its progress text, when it entered the DOM.
-OBSERVE_BOARD = """() => {
+OBSERVE_BOARD = r"""() => {
   window.__board = [];
   const rec = (el, t) => {
     const p = el.querySelector('.progress');
@@ -133,8 +133,13 @@ def now_ms() -> float:
 def stats(values: list[float]) -> dict:
     if not values:
         return {"n": 0, "p50_ms": None, "p95_ms": None, "max_ms": None, "mean_ms": None}
-    return {"n": len(values), "p50_ms": round(percentile(values, 0.50), 1), "p95_ms": round(percentile(values, 0.95), 1),
-            "max_ms": round(max(values), 1), "mean_ms": round(statistics.fmean(values), 1)}
+    return {
+        "n": len(values),
+        "p50_ms": round(percentile(values, 0.50), 1),
+        "p95_ms": round(percentile(values, 0.95), 1),
+        "max_ms": round(max(values), 1),
+        "mean_ms": round(statistics.fmean(values), 1),
+    }
 
 
 def plan_of_scenario() -> tuple[int, list[tuple[int, int]]]:
@@ -219,18 +224,27 @@ class Servers:
             self.redis = procs.start_redis(work / "redis")
             self.stack.callback(self.redis.stop)
             nginx_port = procs.free_port()
-            extra = {"DATABASE_URL": self.pg.url() if db == "tcp" else self.pg.socket_url(),
-                     "PLAYGROUND_TRUSTED_PROXIES": "127.0.0.1", "DJANGO_DEBUG": "0"}
+            extra = {
+                "DATABASE_URL": self.pg.url() if db == "tcp" else self.pg.socket_url(),
+                "PLAYGROUND_TRUSTED_PROXIES": "127.0.0.1",
+                "DJANGO_DEBUG": "0",
+            }
             if not dev:
                 # Production mode, as `docker compose up` with PLAYGROUND_PUBLIC_URL serves a room.
-                extra.update(PLAYGROUND_PUBLIC_URL=f"http://127.0.0.1:{nginx_port}", PLAYGROUND_VAR_DIR=str(work / "var"))
+                extra.update(
+                    PLAYGROUND_PUBLIC_URL=f"http://127.0.0.1:{nginx_port}", PLAYGROUND_VAR_DIR=str(work / "var")
+                )
             self.env = procs.django_env(work / "unused.sqlite3", self.redis.extra["url"], **extra)
             procs.migrate(self.env)
             if not dev:
                 import subprocess
 
-                subprocess.run([sys.executable, str(ROOT / "manage.py"), "collectstatic", "--noinput", "-v", "0"],
-                               env=self.env, check=True, cwd=ROOT)
+                subprocess.run(
+                    [sys.executable, str(ROOT / "manage.py"), "collectstatic", "--noinput", "-v", "0"],
+                    env=self.env,
+                    check=True,
+                    cwd=ROOT,
+                )
             self.daphnes = []
             for _ in range(processes):
                 d = procs.start_daphne(self.env, work / "daphne")
@@ -259,8 +273,10 @@ class Servers:
 
         try:
             with psycopg.connect(self.pg.url(), autocommit=True, connect_timeout=10) as conn:
-                row = conn.execute("SELECT sessions, xact_commit, tup_returned, tup_fetched FROM pg_stat_database "
-                                   "WHERE datname = current_database()").fetchone()
+                row = conn.execute(
+                    "SELECT sessions, xact_commit, tup_returned, tup_fetched FROM pg_stat_database "
+                    "WHERE datname = current_database()"
+                ).fetchone()
         except psycopg.Error:
             return {}
         return dict(zip(("sessions", "xact_commit", "tup_returned", "tup_fetched"), row))
@@ -269,19 +285,27 @@ class Servers:
         out = {"daphne": [], "postgres": None, "redis": None}
         for d in self.daphnes:
             s = proc_status(d.proc.pid)
-            out["daphne"].append({"pid": d.proc.pid, "rss_mib": round(s.get("VmRSS", 0) / 1024, 1),
-                                  "hwm_mib": round(s.get("VmHWM", 0) / 1024, 1)})
+            out["daphne"].append(
+                {
+                    "pid": d.proc.pid,
+                    "rss_mib": round(s.get("VmRSS", 0) / 1024, 1),
+                    "hwm_mib": round(s.get("VmHWM", 0) / 1024, 1),
+                }
+            )
         master = self.postmaster()
         if master:
-            pids = [master] + children_of(master)
-            out["postgres"] = {"processes": len(pids), "rss_mib": round(sum(proc_status(p).get("VmRSS", 0) for p in pids) / 1024, 1),
-                               "pss_mib": round(sum(pss_kib(p) for p in pids) / 1024, 1)}
+            pids = [master, *children_of(master)]
+            out["postgres"] = {
+                "processes": len(pids),
+                "rss_mib": round(sum(proc_status(p).get("VmRSS", 0) for p in pids) / 1024, 1),
+                "pss_mib": round(sum(pss_kib(p) for p in pids) / 1024, 1),
+            }
         out["redis"] = {"rss_mib": round(proc_status(self.redis.proc.pid).get("VmRSS", 0) / 1024, 1)}
         return out
 
     def cpu(self) -> dict:
         master = self.postmaster()
-        nginx = [self.nginx.proc.pid] + children_of(self.nginx.proc.pid)
+        nginx = [self.nginx.proc.pid, *children_of(self.nginx.proc.pid)]
         return {
             "daphne": [cpu_s(d.proc.pid) for d in self.daphnes],
             # backends come and go (a connection per request): the postmaster's waited-for children count too
@@ -298,10 +322,14 @@ class Servers:
 
 def cpu_delta(a: dict, b: dict) -> dict:
     busy = (b["machine"][0] - a["machine"][0]) / max(1, b["machine"][1] - a["machine"][1])
-    return {"daphne_s": [round(y - x, 1) for x, y in zip(a["daphne"], b["daphne"])],
-            "postgres_s": round(b["postgres"] - a["postgres"], 1), "redis_s": round(b["redis"] - a["redis"], 1),
-            "nginx_s": round(b["nginx"] - a["nginx"], 1), "bench_client_s": round(b["bench"] - a["bench"], 1),
-            "machine_busy_pct": round(100 * busy, 1)}
+    return {
+        "daphne_s": [round(y - x, 1) for x, y in zip(a["daphne"], b["daphne"])],
+        "postgres_s": round(b["postgres"] - a["postgres"], 1),
+        "redis_s": round(b["redis"] - a["redis"], 1),
+        "nginx_s": round(b["nginx"] - a["nginx"], 1),
+        "bench_client_s": round(b["bench"] - a["bench"], 1),
+        "machine_busy_pct": round(100 * busy, 1),
+    }
 
 
 # ------------------------------------------------------------------------------------------------ HTTP client
@@ -319,14 +347,25 @@ class Client(Browserish):
         return "; ".join(f"{c.name}={c.value}" for c in self.jar)
 
     def room_id(self) -> str | None:
-        return next((c.name[len("att_"):] for c in self.jar if c.name.startswith("att_")), None)
+        return next((c.name[len("att_") :] for c in self.jar if c.name.startswith("att_")), None)
 
 
 def open_room_socket(base: str, room_id: str, cookie: str, timeout: float = 60):
     """The room's websocket (/ws/w/<room id>/), opened as the page's roombar does (same settings as open_viewer)."""
     url = "ws" + base.removeprefix("http") + f"/ws/w/{room_id}/?lang=en"
-    return connect(url, origin=base, additional_headers={"Cookie": cookie}, open_timeout=timeout, close_timeout=2,
-                   ping_interval=None, compression=None, max_size=None, max_queue=None, proxy=None, legacy=True)
+    return connect(
+        url,
+        origin=base,
+        additional_headers={"Cookie": cookie},
+        open_timeout=timeout,
+        close_timeout=2,
+        ping_interval=None,
+        compression=None,
+        max_size=None,
+        max_queue=None,
+        proxy=None,
+        legacy=True,
+    )
 
 
 CARD_IN_FRAME = re.compile(r'id="seat-([^"]+)"[\s\S]*?data-session="([^"]*)"[\s\S]*?class="progress">([\s\S]*?)</p>')
@@ -391,8 +430,18 @@ class Errors:
 class Attendee:
     """One attendee in a thread of their own: joins, then works through the exercise at a human pace."""
 
-    def __init__(self, index: int, base: str, code: str, steps: int, questions: list[tuple[int, int]],
-                 pace: tuple[float, float], seed: int, errors: Errors, go: threading.Event) -> None:
+    def __init__(
+        self,
+        index: int,
+        base: str,
+        code: str,
+        steps: int,
+        questions: list[tuple[int, int]],
+        pace: tuple[float, float],
+        seed: int,
+        errors: Errors,
+        go: threading.Event,
+    ) -> None:
         self.index, self.base, self.code = index, base, code
         self.name = f"Attendee {index:02d}"
         self.steps, self.questions = steps, dict(questions)
@@ -474,8 +523,14 @@ class Attendee:
         t5 = time.perf_counter()
         threading.Thread(target=self._read_session, daemon=True).start()
         threading.Thread(target=self._read_room, daemon=True).start()
-        self.join_ms = {"join_page": (t1 - t0) * 1000, "join_post": (t2 - t1) * 1000, "seat": (t3 - t2) * 1000,
-                        "session_page": (t4 - t3) * 1000, "sockets": (t5 - t4) * 1000, "total": (t5 - t0) * 1000}
+        self.join_ms = {
+            "join_page": (t1 - t0) * 1000,
+            "join_post": (t2 - t1) * 1000,
+            "seat": (t3 - t2) * 1000,
+            "session_page": (t4 - t3) * 1000,
+            "sockets": (t5 - t4) * 1000,
+            "total": (t5 - t0) * 1000,
+        }
 
     # ---- working through the exercise
     def _plan(self) -> list[tuple[str, dict]]:
@@ -499,13 +554,23 @@ class Attendee:
             post_ms = now_ms() - t0
             next_at = time.monotonic() - post_ms / 1000 + self.rng.uniform(*self.pace)
             upstream = headers.get("X-Upstream")
-            record = {"name": name, "t0": t0, "status": status, "post_ms": post_ms, "frame_ms": None, "count": None,
-                      "upstream": upstream, "switched": previous_upstream is not None and upstream != previous_upstream,
-                      "frame_bytes": None}
+            record = {
+                "name": name,
+                "t0": t0,
+                "status": status,
+                "post_ms": post_ms,
+                "frame_ms": None,
+                "count": None,
+                "upstream": upstream,
+                "switched": previous_upstream is not None and upstream != previous_upstream,
+                "frame_bytes": None,
+            }
             previous_upstream = upstream
             self.commands.append(record)
             if status != 204:
-                self.errors.add(f"HTTP {status}", f"{self.name} POST /s/{self.sid}/{name}/ {data}: {body.strip()[:200]}")
+                self.errors.add(
+                    f"HTTP {status}", f"{self.name} POST /s/{self.sid}/{name}/ {data}: {body.strip()[:200]}"
+                )
                 continue
             count += 1
             record["count"] = count
@@ -515,8 +580,11 @@ class Attendee:
                     self.cond.wait(timeout=max(0.0, deadline - time.monotonic()))
                 arrived = self.seen.get(before + 1)
             if arrived is None:
-                self.errors.add("missing update", f"{self.name} {name} #{count}: no version {before + 1} within "
-                                f"{UPDATE_TIMEOUT_S:.0f} s (last seen {self.version})")
+                self.errors.add(
+                    "missing update",
+                    f"{self.name} {name} #{count}: no version {before + 1} within "
+                    f"{UPDATE_TIMEOUT_S:.0f} s (last seen {self.version})",
+                )
             else:
                 record["frame_ms"] = arrived - t0
                 record["frame_bytes"] = self.sizes.get(before + 1)
@@ -524,7 +592,7 @@ class Attendee:
     def _run(self) -> None:
         try:
             self._join()
-        except Exception as exc:  # noqa: BLE001 - counted and reported
+        except Exception as exc:
             self.errors.add("join failed", f"{self.name}: {exc!r}")
             self.joined.set()
             self.done.set()
@@ -533,7 +601,7 @@ class Attendee:
         self.go.wait()
         try:
             self._work()
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             self.errors.add("attendee failed", f"{self.name}: {exc!r}")
         finally:
             self.done.set()
@@ -550,7 +618,9 @@ class Attendee:
 class BrowserAttendee:
     """The attendee in Chromium: joins through the form, presses "n" or clicks the first choice of a question."""
 
-    def __init__(self, browser, base: str, code: str, total: int, pace: tuple[float, float], seed: int, errors: Errors) -> None:
+    def __init__(
+        self, browser, base: str, code: str, total: int, pace: tuple[float, float], seed: int, errors: Errors
+    ) -> None:
         self.base, self.code, self.total, self.pace = base, code, total, pace
         self.rng, self.errors = random.Random(seed), errors
         self.name = "Chromium"
@@ -602,17 +672,28 @@ class BrowserAttendee:
             else:
                 break  # the scenario is over
             try:
-                page.wait_for_function(f"() => +document.querySelector('#state-version').dataset.version > {before}",
-                                       timeout=UPDATE_TIMEOUT_S * 1000)
-            except Exception:  # noqa: BLE001 - counted
-                self.errors.add("missing update", f"Chromium {name}: version {before} did not move within {UPDATE_TIMEOUT_S:.0f} s")
+                page.wait_for_function(
+                    f"() => +document.querySelector('#state-version').dataset.version > {before}",
+                    timeout=UPDATE_TIMEOUT_S * 1000,
+                )
+            except Exception:
+                self.errors.add(
+                    "missing update", f"Chromium {name}: version {before} did not move within {UPDATE_TIMEOUT_S:.0f} s"
+                )
                 next_at = time.monotonic() + self.rng.uniform(*self.pace)
                 continue
             sent, seen = page.evaluate(f"() => [window.__sent.slice({sent_before}), window.__seen['{before + 1}']]")
             count += 1
             t0 = sent[0] if sent else None
-            self.commands.append({"name": name, "t0": t0, "status": 204, "frame_ms": (seen - t0) if (t0 and seen) else None,
-                                  "count": count})
+            self.commands.append(
+                {
+                    "name": name,
+                    "t0": t0,
+                    "status": 204,
+                    "frame_ms": (seen - t0) if (t0 and seen) else None,
+                    "count": count,
+                }
+            )
             next_at = time.monotonic() + self.rng.uniform(*self.pace)
 
     def close(self) -> None:
@@ -632,11 +713,17 @@ def scan_logs(servers: Servers) -> dict:
                 out["daphne"].append(f"{d.port}: {line.strip()[:240]}")
     err = servers.nginx.log
     if err and err.exists():
-        out["nginx_errors"] = [line[:240] for line in err.read_text(errors="replace").splitlines()
-                               if re.search(r"\[(error|crit|alert|emerg|warn)\]", line)]
+        out["nginx_errors"] = [
+            line[:240]
+            for line in err.read_text(errors="replace").splitlines()
+            if re.search(r"\[(error|crit|alert|emerg|warn)\]", line)
+        ]
     if servers.pg.log.exists():
-        out["postgres"] = [line[:240] for line in servers.pg.log.read_text(errors="replace").splitlines()
-                           if re.search(r"\b(ERROR|FATAL|PANIC|WARNING)\b", line)]
+        out["postgres"] = [
+            line[:240]
+            for line in servers.pg.log.read_text(errors="replace").splitlines()
+            if re.search(r"\b(ERROR|FATAL|PANIC|WARNING)\b", line)
+        ]
     access = servers.nginx.extra["access_log"]
     times: dict[str, list[float]] = {}
     statuses: Counter = Counter()
@@ -672,9 +759,17 @@ def run(args) -> dict:
     commands_each = steps + len(questions)
     pace = tuple(float(x) for x in args.pace.split(","))
     errors = Errors()
-    result: dict = {"attendees": args.attendees, "scenario": SCENARIO, "commands_per_attendee": commands_each,
-                    "pace_s": list(pace), "database": f"postgresql ({args.db})", "mode": "dev" if args.dev else "production",
-                    "daphne_processes": 2, "cores": os.cpu_count(), "load_average_before": loadavg()}
+    result: dict = {
+        "attendees": args.attendees,
+        "scenario": SCENARIO,
+        "commands_per_attendee": commands_each,
+        "pace_s": list(pace),
+        "database": f"postgresql ({args.db})",
+        "mode": "dev" if args.dev else "production",
+        "daphne_processes": 2,
+        "cores": os.cpu_count(),
+        "load_average_before": loadavg(),
+    }
     work = Path(tempfile.mkdtemp(prefix="bench-workshop-"))
     servers = None
     attendees: list[Attendee] = []
@@ -700,7 +795,9 @@ def run(args) -> dict:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
             try:
                 board_ctx = browser.new_context(viewport={"width": 1600, "height": 1000}, locale="en-US")
-                board_ctx.add_cookies([{"name": c.name, "value": c.value, "url": base, "httpOnly": True} for c in fac.jar])
+                board_ctx.add_cookies(
+                    [{"name": c.name, "value": c.value, "url": base, "httpOnly": True} for c in fac.jar]
+                )
                 board = board_ctx.new_page()
                 board.goto(base + board_path, wait_until="load")
                 board.wait_for_selector("#ws-status[data-state=open]", timeout=60000)
@@ -708,8 +805,10 @@ def run(args) -> dict:
                 # Everybody joins, spread over a few seconds as a room does.
                 go = threading.Event()
                 rng = random.Random(args.seed)
-                attendees = [Attendee(i + 1, base, code, steps, questions, pace, rng.randrange(2**32), errors, go)
-                             for i in range(args.attendees - 1)]
+                attendees = [
+                    Attendee(i + 1, base, code, steps, questions, pace, rng.randrange(2**32), errors, go)
+                    for i in range(args.attendees - 1)
+                ]
                 t_join = time.monotonic()
                 for a in attendees:
                     a.start_at = t_join + rng.uniform(0, args.join_window)
@@ -730,8 +829,10 @@ def run(args) -> dict:
                     a.joined.wait(timeout=120)
                 result["join_window_s"] = args.join_window
                 result["joining_s"] = round(time.monotonic() - t_join, 1)
-                result["join_ms"] = {k: stats([a.join_ms[k] for a in attendees if a.join_ms])
-                                     for k in ("join_page", "join_post", "seat", "session_page", "sockets", "total")}
+                result["join_ms"] = {
+                    k: stats([a.join_ms[k] for a in attendees if a.join_ms])
+                    for k in ("join_page", "join_post", "seat", "session_page", "sockets", "total")
+                }
                 result["join_ms"]["chromium_form_to_open_socket"] = round(chromium.join_ms, 1)
                 time.sleep(1.0)
                 # What the board opened before the joins shows now, live, without a reload.
@@ -740,12 +841,13 @@ def run(args) -> dict:
                 board.reload(wait_until="load")
                 board.wait_for_selector("#ws-status[data-state=open]", timeout=60000)
                 result["board_reload_ms"] = round((time.perf_counter() - t0) * 1000, 1)
-                room_id = next(c.name[len("room_"):] for c in fac.jar if c.name.startswith("room_"))
+                room_id = next(c.name[len("room_") :] for c in fac.jar if c.name.startswith("room_"))
                 board_socket = BoardSocket(base, room_id, fac.cookie_header(), errors)
                 initial = board.evaluate(OBSERVE_BOARD)
                 result["board_cards_after_reload"] = len(initial)
-                start_count = {sid: int(m.group(1)) if (m := COMMANDS_IN_TEXT.search(text)) else 0
-                               for _id, sid, text in initial}
+                start_count = {
+                    sid: int(m.group(1)) if (m := COMMANDS_IN_TEXT.search(text)) else 0 for _id, sid, text in initial
+                }
                 result["memory_start"] = servers.memory()
                 result["load_average_start"] = loadavg()
 
@@ -764,7 +866,9 @@ def run(args) -> dict:
                 result["exercise_s"] = round(t_end - t_go, 1)
 
                 # The board catches up (or not) with the last commands.
-                expected = {a.sid: max((c["count"] or 0) for c in a.commands) for a in attendees if a.sid and a.commands}
+                expected = {
+                    a.sid: max((c["count"] or 0) for c in a.commands) for a in attendees if a.sid and a.commands
+                }
                 if chromium.sid and chromium.commands:
                     expected[chromium.sid] = chromium.commands[-1]["count"]
                 deadline = time.monotonic() + 30  # late is measured; only what never comes counts as missing
@@ -773,14 +877,15 @@ def run(args) -> dict:
                     records = board.evaluate("() => window.__board")
                     last = {}
                     for _id, sid, text, _t in records:
-                        if (m := COMMANDS_IN_TEXT.search(text)):
+                        if m := COMMANDS_IN_TEXT.search(text):
                             last[sid] = max(last.get(sid, 0), int(m.group(1)))
                     if all(last.get(sid, 0) - start_count.get(sid, 0) >= n for sid, n in expected.items()):
                         break
                     time.sleep(0.5)
                 frames = board.evaluate("() => window.__boardFrames")
                 board_cards_final = board.evaluate(
-                    "() => Array.from(document.querySelectorAll('.seat .progress')).map(p => p.textContent.trim())")
+                    "() => Array.from(document.querySelectorAll('.seat .progress')).map(p => p.textContent.trim())"
+                )
                 chromium.close()
                 board_ctx.close()
             finally:
@@ -821,7 +926,10 @@ def run(args) -> dict:
                 t_board = board_at.get((who.sid, c["count"]))
                 if t_board is None:
                     board_missing += 1
-                    errors.add("board card not updated", f"{who.name}: command #{c['count']} ({c['name']}) never showed on the board")
+                    errors.add(
+                        "board card not updated",
+                        f"{who.name}: command #{c['count']} ({c['name']}) never showed on the board",
+                    )
                 elif c["t0"] is not None:
                     board_latency.append(t_board - c["t0"])
                 t_sock = socket_at.get((who.sid, c["count"]))
@@ -837,36 +945,45 @@ def run(args) -> dict:
                     (switched if c["switched"] else same).append(c["frame_ms"])
                     (switched_bytes if c["switched"] else same_bytes).append(c["frame_bytes"] or 0)
         chromium_latency = [c["frame_ms"] for c in chromium.commands if c["frame_ms"] is not None]
-        finished = sum(1 for who in [*attendees, chromium] if sum(1 for c in who.commands if c["count"]) == commands_each)
+        finished = sum(
+            1 for who in [*attendees, chromium] if sum(1 for c in who.commands if c["count"]) == commands_each
+        )
         span_s = (max(sends) - min(sends)) / 1000 if len(sends) > 1 else 0.0
         ok_commands = sum(1 for who in [*attendees, chromium] for c in who.commands if c["count"])
-        result.update({
-            "attendees_finished": finished,
-            "commands_sent": len(sends),
-            "commands_ok": ok_commands,
-            "commands_per_s": round(ok_commands / span_s, 1) if span_s else None,
-            "socket_attendees_event_to_frame": stats(socket_latency),
-            "socket_attendees_by_command": {k: stats(v) for k, v in per_kind.items()},
-            "socket_attendees_post": stats(posts),
-            "process_switches": {
-                "share": round(len(switched) / max(1, len(same) + len(switched)), 2),
-                "same_process": stats(same), "other_process": stats(switched),
-                "frame_bytes_same_p50": round(percentile(same_bytes, 0.5)) if same_bytes else None,
-                "frame_bytes_other_p50": round(percentile(switched_bytes, 0.5)) if switched_bytes else None,
-            },
-            "chromium_attendee_event_to_screen": stats(chromium_latency),
-            "board_update": stats(board_latency),
-            "board_frame_arrived": stats(board_frame_latency),
-            "board_socket_viewer": stats(board_socket_latency),
-            "board_socket_questions_frames": board_socket.questions,
-            "board_swaps_recorded": len(records),
-            "board_cards_at_the_end": sum(1 for text in board_cards_final
-                                          if (m := STEP_IN_TEXT.search(text)) and m.group(1) == m.group(2)),
-            "cpu_during_exercise": cpu_delta(cpu0, cpu1),
-            "postgres_per_command": {k: round((db1[k] - db0[k] - (1 if k == "sessions" else 0)) / max(1, ok_commands), 1)
-                                     for k in db0 if k in db1},
-            "memory_end": servers.memory(),
-        })
+        result.update(
+            {
+                "attendees_finished": finished,
+                "commands_sent": len(sends),
+                "commands_ok": ok_commands,
+                "commands_per_s": round(ok_commands / span_s, 1) if span_s else None,
+                "socket_attendees_event_to_frame": stats(socket_latency),
+                "socket_attendees_by_command": {k: stats(v) for k, v in per_kind.items()},
+                "socket_attendees_post": stats(posts),
+                "process_switches": {
+                    "share": round(len(switched) / max(1, len(same) + len(switched)), 2),
+                    "same_process": stats(same),
+                    "other_process": stats(switched),
+                    "frame_bytes_same_p50": round(percentile(same_bytes, 0.5)) if same_bytes else None,
+                    "frame_bytes_other_p50": round(percentile(switched_bytes, 0.5)) if switched_bytes else None,
+                },
+                "chromium_attendee_event_to_screen": stats(chromium_latency),
+                "board_update": stats(board_latency),
+                "board_frame_arrived": stats(board_frame_latency),
+                "board_socket_viewer": stats(board_socket_latency),
+                "board_socket_questions_frames": board_socket.questions,
+                "board_swaps_recorded": len(records),
+                "board_cards_at_the_end": sum(
+                    1 for text in board_cards_final if (m := STEP_IN_TEXT.search(text)) and m.group(1) == m.group(2)
+                ),
+                "cpu_during_exercise": cpu_delta(cpu0, cpu1),
+                "postgres_per_command": {
+                    k: round((db1[k] - db0[k] - (1 if k == "sessions" else 0)) / max(1, ok_commands), 1)
+                    for k in db0
+                    if k in db1
+                },
+                "memory_end": servers.memory(),
+            }
+        )
         result["logs"] = scan_logs(servers)
         if args.dump:
             # Every command with its times (epoch ms), for a closer look: sent, on the attendee's screen, at the
@@ -875,10 +992,23 @@ def run(args) -> dict:
             for who in [*attendees, chromium]:
                 for c in who.commands:
                     key = (who.sid, c["count"])
-                    rows.append({"who": who.name, "name": c["name"], "count": c["count"], "status": c["status"], "t0": c["t0"],
-                                 "upstream": c.get("upstream"), "switched": c.get("switched"), "frame_bytes": c.get("frame_bytes"),
-                                 "post_ms": c.get("post_ms"), "frame_ms": c["frame_ms"], "board_socket": socket_at.get(key),
-                                 "board_frame": frame_at.get(key), "board_swap": board_at.get(key)})
+                    rows.append(
+                        {
+                            "who": who.name,
+                            "name": c["name"],
+                            "count": c["count"],
+                            "status": c["status"],
+                            "t0": c["t0"],
+                            "upstream": c.get("upstream"),
+                            "switched": c.get("switched"),
+                            "frame_bytes": c.get("frame_bytes"),
+                            "post_ms": c.get("post_ms"),
+                            "frame_ms": c["frame_ms"],
+                            "board_socket": socket_at.get(key),
+                            "board_frame": frame_at.get(key),
+                            "board_swap": board_at.get(key),
+                        }
+                    )
             Path(args.dump).write_text(json.dumps({"result": result, "commands": rows}, indent=1))
     finally:
         for a in attendees:
@@ -889,8 +1019,11 @@ def run(args) -> dict:
             result["kept"] = str(work)
         else:
             shutil.rmtree(work, ignore_errors=True)
-    log_problems = len(result.get("logs", {}).get("daphne", [])) + len(result.get("logs", {}).get("nginx_errors", [])) \
+    log_problems = (
+        len(result.get("logs", {}).get("daphne", []))
+        + len(result.get("logs", {}).get("nginx_errors", []))
         + len(result.get("logs", {}).get("postgres", []))
+    )
     if log_problems:
         errors.add("server log lines", f"{log_problems} lines at WARNING or worse (see logs)")
     result["errors"] = errors.counts()
@@ -917,51 +1050,75 @@ def fmt(s: dict) -> str:
 def report(r: dict) -> None:
     ok = lambda b: "met" if b else "NOT met"  # noqa: E731
     aims = r["aims"]
-    print(f"workshop: {r['attendees']} attendees ({r['attendees'] - 1} over websockets + 1 in Chromium) and the board, "
-          f"{r['scenario']} ({r['commands_per_attendee']} commands each, one every {r['pace_s'][0]}-{r['pace_s'][1]} s), "
-          f"{r['daphne_processes']} Daphne ({r['mode']} mode) behind nginx, {r['database']}, Redis")
+    print(
+        f"workshop: {r['attendees']} attendees ({r['attendees'] - 1} over websockets + 1 in Chromium) and the board, "
+        f"{r['scenario']} ({r['commands_per_attendee']} commands each, one every {r['pace_s'][0]}-{r['pace_s'][1]} s), "
+        f"{r['daphne_processes']} Daphne ({r['mode']} mode) behind nginx, {r['database']}, Redis"
+    )
     print(f"  errors: {r['errors'] or 'none'}  [aim none: {ok(aims['no_errors'])}]")
     for kind, examples in r["error_examples"].items():
         for e in examples:
             print(f"    {kind}: {e}")
-    print(f"  attendee event-to-screen, websocket attendees (POST sent -> frame with the new version): "
-          f"{fmt(r['socket_attendees_event_to_frame'])}  [aim p95 <= 150 ms: {ok(aims['socket_attendee_p95_le_150ms'])}]")
+    print(
+        f"  attendee event-to-screen, websocket attendees (POST sent -> frame with the new version): "
+        f"{fmt(r['socket_attendees_event_to_frame'])}  [aim p95 <= 150 ms: {ok(aims['socket_attendee_p95_le_150ms'])}]"
+    )
     for kind, s in r["socket_attendees_by_command"].items():
         print(f"      {kind}: {fmt(s)}")
     print(f"      the POST itself (to its 204): {fmt(r['socket_attendees_post'])}")
     ps = r["process_switches"]
-    print(f"      a command served by the other Daphne than the session's previous one ({round(100 * ps['share'])}% of them): "
-          f"{fmt(ps['other_process'])}, update frame p50 {ps['frame_bytes_other_p50']} bytes; by the same one: "
-          f"{fmt(ps['same_process'])}, frame p50 {ps['frame_bytes_same_p50']} bytes")
-    print(f"  attendee event-to-screen, Chromium attendee (key press/click -> #state-version in the DOM): "
-          f"{fmt(r['chromium_attendee_event_to_screen'])}  [aim p95 <= 150 ms: {ok(aims['chromium_attendee_p95_le_150ms'])}]")
-    print(f"  board update (attendee's command -> card swapped on the board in Chromium): {fmt(r['board_update'])}  "
-          f"[aim p95 <= 250 ms: {ok(aims['board_p95_le_250ms'])}]")
+    print(
+        f"      a command served by the other Daphne than the session's previous one ({round(100 * ps['share'])}% of them): "
+        f"{fmt(ps['other_process'])}, update frame p50 {ps['frame_bytes_other_p50']} bytes; by the same one: "
+        f"{fmt(ps['same_process'])}, frame p50 {ps['frame_bytes_same_p50']} bytes"
+    )
+    print(
+        f"  attendee event-to-screen, Chromium attendee (key press/click -> #state-version in the DOM): "
+        f"{fmt(r['chromium_attendee_event_to_screen'])}  [aim p95 <= 150 ms: {ok(aims['chromium_attendee_p95_le_150ms'])}]"
+    )
+    print(
+        f"  board update (attendee's command -> card swapped on the board in Chromium): {fmt(r['board_update'])}  "
+        f"[aim p95 <= 250 ms: {ok(aims['board_p95_le_250ms'])}]"
+    )
     print(f"      the card's message reaching the board page (before htmx swaps it): {fmt(r['board_frame_arrived'])}")
-    print(f"      the same card at a second board viewer over a websocket (no browser): {fmt(r['board_socket_viewer'])}")
-    print(f"  commands: {r['commands_ok']} ok of {r['commands_sent']} sent, {r['commands_per_s']}/s sustained over "
-          f"{r['exercise_s']} s; {r['attendees_finished']}/{r['attendees']} attendees reached the end")
+    print(
+        f"      the same card at a second board viewer over a websocket (no browser): {fmt(r['board_socket_viewer'])}"
+    )
+    print(
+        f"  commands: {r['commands_ok']} ok of {r['commands_sent']} sent, {r['commands_per_s']}/s sustained over "
+        f"{r['exercise_s']} s; {r['attendees_finished']}/{r['attendees']} attendees reached the end"
+    )
     j = r["join_ms"]
-    print(f"  joining ({r['attendees'] - 1} over HTTP within {r['join_window_s']} s): total {fmt(j['total'])}; "
-          f"seat (GET /w/<code>/) p95 {j['seat']['p95_ms']} ms, session page p95 {j['session_page']['p95_ms']} ms; "
-          f"Chromium form -> open socket {j['chromium_form_to_open_socket']} ms")
-    print(f"  board: {r['board_cards_live_after_joins']}/{r['attendees']} cards shown live after the joins (opened before "
-          f"them), {r['board_cards_after_reload']} after a reload ({r['board_reload_ms']} ms); at the end "
-          f"{r['board_cards_at_the_end']} cards show the scenario's last step")
+    print(
+        f"  joining ({r['attendees'] - 1} over HTTP within {r['join_window_s']} s): total {fmt(j['total'])}; "
+        f"seat (GET /w/<code>/) p95 {j['seat']['p95_ms']} ms, session page p95 {j['session_page']['p95_ms']} ms; "
+        f"Chromium form -> open socket {j['chromium_form_to_open_socket']} ms"
+    )
+    print(
+        f"  board: {r['board_cards_live_after_joins']}/{r['attendees']} cards shown live after the joins (opened before "
+        f"them), {r['board_cards_after_reload']} after a reload ({r['board_reload_ms']} ms); at the end "
+        f"{r['board_cards_at_the_end']} cards show the scenario's last step"
+    )
     for key, label in (("memory_idle", "idle"), ("memory_start", "start"), ("memory_end", "end")):
         m = r[key]
         d = ", ".join(f"{x['rss_mib']} MiB" for x in m["daphne"])
         pgm = m["postgres"] or {}
-        print(f"  memory at {label:>5}: Daphne RSS {d}; PostgreSQL {pgm.get('processes')} processes RSS "
-              f"{pgm.get('rss_mib')} MiB (PSS {pgm.get('pss_mib')} MiB); Redis RSS {m['redis']['rss_mib']} MiB")
+        print(
+            f"  memory at {label:>5}: Daphne RSS {d}; PostgreSQL {pgm.get('processes')} processes RSS "
+            f"{pgm.get('rss_mib')} MiB (PSS {pgm.get('pss_mib')} MiB); Redis RSS {m['redis']['rss_mib']} MiB"
+        )
     print(f"  Daphne peak RSS (VmHWM): {', '.join(str(x['hwm_mib']) + ' MiB' for x in r['memory_end']['daphne'])}")
     c = r["cpu_during_exercise"]
-    print(f"  CPU during the exercise: Daphne {c['daphne_s']} s, PostgreSQL {c['postgres_s']} s, Redis {c['redis_s']} s, "
-          f"nginx {c['nginx_s']} s, this bench's Python {c['bench_client_s']} s; machine {c['machine_busy_pct']}% busy")
+    print(
+        f"  CPU during the exercise: Daphne {c['daphne_s']} s, PostgreSQL {c['postgres_s']} s, Redis {c['redis_s']} s, "
+        f"nginx {c['nginx_s']} s, this bench's Python {c['bench_client_s']} s; machine {c['machine_busy_pct']}% busy"
+    )
     pc = r.get("postgres_per_command") or {}
     if pc:
-        print(f"  PostgreSQL per command during the exercise: {pc.get('sessions')} connections opened, "
-              f"{pc.get('xact_commit')} transactions, {pc.get('tup_returned')} rows returned, {pc.get('tup_fetched')} fetched")
+        print(
+            f"  PostgreSQL per command during the exercise: {pc.get('sessions')} connections opened, "
+            f"{pc.get('xact_commit')} transactions, {pc.get('tup_returned')} rows returned, {pc.get('tup_fetched')} fetched"
+        )
     logs = r.get("logs", {})
     for k, s in logs.get("command_request_ms", {}).items():
         print(f"  nginx request time {k}: {fmt(s)}")
@@ -974,8 +1131,10 @@ def report(r: dict) -> None:
             print(f"  {key} log: {len(lines)} lines at WARNING or worse, e.g.:")
             for line in list(dict.fromkeys(lines))[:6]:
                 print(f"    {line}")
-    print(f"  load average: before {r['load_average_before']}, at the start {r['load_average_start']}, "
-          f"at the end {r['load_average_end']} ({r['cores']} cores)")
+    print(
+        f"  load average: before {r['load_average_before']}, at the start {r['load_average_start']}, "
+        f"at the end {r['load_average_end']} ({r['cores']} cores)"
+    )
     if r.get("kept"):
         print(f"  servers' files kept in {r['kept']}")
 
@@ -983,11 +1142,21 @@ def report(r: dict) -> None:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--attendees", type=int, default=40, help="attendees in all, one of them in Chromium (default 40)")
-    ap.add_argument("--pace", default="1.0,2.5", help="seconds between an attendee's commands, min,max (default 1.0,2.5)")
-    ap.add_argument("--join-window", type=float, default=10.0, help="attendees join within this many seconds (default 10)")
-    ap.add_argument("--db", choices=("tcp", "socket"), default="tcp",
-                    help="DATABASE_URL over TCP with a password, as docker compose does (default), or the unix socket")
-    ap.add_argument("--dev", action="store_true", help="Daphne with DEBUG off but not in production mode (no WhiteNoise)")
+    ap.add_argument(
+        "--pace", default="1.0,2.5", help="seconds between an attendee's commands, min,max (default 1.0,2.5)"
+    )
+    ap.add_argument(
+        "--join-window", type=float, default=10.0, help="attendees join within this many seconds (default 10)"
+    )
+    ap.add_argument(
+        "--db",
+        choices=("tcp", "socket"),
+        default="tcp",
+        help="DATABASE_URL over TCP with a password, as docker compose does (default), or the unix socket",
+    )
+    ap.add_argument(
+        "--dev", action="store_true", help="Daphne with DEBUG off but not in production mode (no WhiteNoise)"
+    )
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--keep", action="store_true", help="keep the servers' logs and files (printed at the end)")
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")

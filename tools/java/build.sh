@@ -4,7 +4,7 @@
 #
 #   bash tools/java/build.sh 3.9.1      lib/ (kafka-clients 3.9.1 + its run-time jars + slf4j-jdk14), classes/,
 #                                       worker.jar, worker.jsa (class-data sharing archive), stamp
-#   bash tools/java/build.sh --all      every release named in playground/spec.py KAFKA_RELEASES
+#   bash tools/java/build.sh --all      every release named in playground/engine/spec.py KAFKA_RELEASES
 #   bash tools/java/build.sh --check R  exit 0 iff the build of R is present and matches the sources
 #
 # Maven fetches the jars once (tools/java/pom.xml: copy-dependencies only, like tools/kafka/pom.xml); javac
@@ -30,7 +30,7 @@ stamp_for() { printf '%s %s\n' "$1" "$(sources | xargs cat | sha256sum | cut -d'
 releases() {
     local py="$ROOT/.venv/bin/python"
     [[ -x "$py" ]] || py="$(command -v python3)"
-    (cd "$ROOT" && "$py" -c 'from playground.spec import KAFKA_RELEASES; print(*sorted(set(KAFKA_RELEASES.values())))')
+    (cd "$ROOT" && "$py" -c 'from playground.engine.spec import KAFKA_RELEASES; print(*sorted(set(KAFKA_RELEASES.values())))')
 }
 
 is_current() { # release

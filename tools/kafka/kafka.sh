@@ -40,7 +40,7 @@
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-# The releases a profile's Kafka version names. playground/spec.py's
+# The releases a profile's Kafka version names. playground/engine/spec.py's
 # KAFKA_RELEASES says the same (tests/test_profiles.py checks that they agree).
 KAFKA_RELEASE_3_9="3.9.1"
 KAFKA_RELEASE_3_9_FALLBACK="3.9.0"

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from django.core.management.base import BaseCommand
 
@@ -34,7 +34,7 @@ def parse_duration(text: str) -> float:
 def _when(ms: int | None) -> str:
     if ms is None or ms < 0:
         return "-"
-    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).strftime("%H:%M:%S.%f")[:-3]
+    return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%H:%M:%S.%f")[:-3]
 
 
 class Command(BaseCommand):
@@ -42,12 +42,25 @@ class Command(BaseCommand):
     requires_system_checks = []  # needs neither URLs, models nor the database
 
     def add_arguments(self, parser):
-        parser.add_argument("--topic", action="append", default=[], help="a topic (repeat); must match INSPECTOR_TOPICS")
-        parser.add_argument("--partition", action="append", type=int, default=[], help="only these partitions of the topics (repeat)")
-        parser.add_argument("--transactional-id", action="append", default=[], dest="txids",
-                            help="a transactional id (repeat); must match INSPECTOR_TRANSACTIONAL_IDS")
-        parser.add_argument("--since", default=None, help="only findings and timeline records younger than this (90s, 15m, 2h, 1d); "
-                            "also how far back __transaction_state is read")
+        parser.add_argument(
+            "--topic", action="append", default=[], help="a topic (repeat); must match INSPECTOR_TOPICS"
+        )
+        parser.add_argument(
+            "--partition", action="append", type=int, default=[], help="only these partitions of the topics (repeat)"
+        )
+        parser.add_argument(
+            "--transactional-id",
+            action="append",
+            default=[],
+            dest="txids",
+            help="a transactional id (repeat); must match INSPECTOR_TRANSACTIONAL_IDS",
+        )
+        parser.add_argument(
+            "--since",
+            default=None,
+            help="only findings and timeline records younger than this (90s, 15m, 2h, 1d); "
+            "also how far back __transaction_state is read",
+        )
         parser.add_argument("--json", action="store_true", help="print the whole report as JSON")
 
     def _fail(self, message: str) -> None:
@@ -64,11 +77,13 @@ class Command(BaseCommand):
         try:
             overrides = {"txn_log_lookback_s": since_s} if since_s else {}
             insp = get_inspector(**overrides)
-            partitions = {t: options["partition"] for t in options["topic"]} if options["partition"] else None
-            report = insp.inspect(options["topic"], options["txids"], partitions=partitions, since_s=since_s, max_age_s=0)
+            partitions = dict.fromkeys(options["topic"], options["partition"]) if options["partition"] else None
+            report = insp.inspect(
+                options["topic"], options["txids"], partitions=partitions, since_s=since_s, max_age_s=0
+            )
         except InspectorError as e:
             self._fail(f"inspect: {e}")
-        except Exception as e:  # noqa: BLE001 - one line, not a traceback (unless asked for)
+        except Exception as e:
             if options.get("traceback"):
                 raise
             self._fail(f"inspect: unexpected {type(e).__name__}: {e}")
@@ -81,8 +96,10 @@ class Command(BaseCommand):
 
     def _print(self, r) -> None:
         out = self.stdout.write
-        out(f"Kafka cluster {r['cluster']['bootstrap']} (brokers {', '.join(map(str, r['cluster']['brokers']))}), "
-            f"read in {r['elapsed_ms']} ms; started from {r['started_from'].replace('_', ' ')}")
+        out(
+            f"Kafka cluster {r['cluster']['bootstrap']} (brokers {', '.join(map(str, r['cluster']['brokers']))}), "
+            f"read in {r['elapsed_ms']} ms; started from {r['started_from'].replace('_', ' ')}"
+        )
         for note in r["notes"]:
             out(f"note: {note}")
         for p in r["partitions"]:
@@ -90,37 +107,53 @@ class Command(BaseCommand):
             if p["error"]:
                 out(f"{name}: {p['error']}")
                 continue
-            windows = ", ".join("[%d,%d)" % (w["start"], w["end"]) for w in p["windows"]) or "-"
-            out(f"{name}: log start {p['log_start_offset']}  LSO {p['last_stable_offset']}  HW {p['high_watermark']}  "
-                f"(LEO not visible to clients)  windows {windows}")
+            windows = ", ".join(f"[{w['start']},{w['end']})" for w in p["windows"]) or "-"
+            out(
+                f"{name}: log start {p['log_start_offset']}  LSO {p['last_stable_offset']}  HW {p['high_watermark']}  "
+                f"(LEO not visible to clients)  windows {windows}"
+            )
             for o in p["open_transactions"]:
                 age = f"{o['age_ms'] / 1000:.1f} s" if o["age_ms"] is not None else "?"
-                out(f"    open transaction: producer id {o['producer_id']} epoch {o['producer_epoch']} from offset {o['start_offset']}, "
+                out(
+                    f"    open transaction: producer id {o['producer_id']} epoch {o['producer_epoch']} from offset {o['start_offset']}, "
                     f"{age} old{' (holds the LSO)' if o['holds_lso'] else ''}; id {o['transactional_id'] or '?'}; "
-                    f"coordinator {o['coordinator_state'] or '?'}")
+                    f"coordinator {o['coordinator_state'] or '?'}"
+                )
             for e in p["entries"][-12:]:
                 if e["kind"] == "control":
-                    out(f"    {e['offset']:>8}  {e['control']:<6} pid {e['producer_id']} epoch {e['producer_epoch']} coordinator epoch {e['coordinator_epoch']}")
+                    out(
+                        f"    {e['offset']:>8}  {e['control']:<6} pid {e['producer_id']} epoch {e['producer_epoch']} coordinator epoch {e['coordinator_epoch']}"
+                    )
                 else:
-                    out(f"    {e['offset']:>8}  {e['fate']:<9} pid {e['producer_id']} epoch {e['producer_epoch']} "
-                        f"{e['producer']:<13} {e['key']!s:>8} = {e['value']}")
+                    out(
+                        f"    {e['offset']:>8}  {e['fate']:<9} pid {e['producer_id']} epoch {e['producer_epoch']} "
+                        f"{e['producer']:<13} {e['key']!s:>8} = {e['value']}"
+                    )
             c = p["consumers"]
-            out(f"    from offset {c['from_offset']}: read_committed gets {[x['offset'] for x in c['read_committed']][:20]}, "
-                f"read_uncommitted {[x['offset'] for x in c['read_uncommitted']][:20]}")
+            out(
+                f"    from offset {c['from_offset']}: read_committed gets {[x['offset'] for x in c['read_committed']][:20]}, "
+                f"read_uncommitted {[x['offset'] for x in c['read_uncommitted']][:20]}"
+            )
         for t in r["transactional_ids"]:
             cur = t["current"]
-            out(f"{t['transactional_id']}: {cur.get('state') or 'unknown to the coordinator'}"
+            out(
+                f"{t['transactional_id']}: {cur.get('state') or 'unknown to the coordinator'}"
                 + (f", producer id {cur['producer_id']} epoch {cur['producer_epoch']}" if cur.get("state") else "")
-                + f"; coordinator: broker {t['coordinator']['broker']}, __transaction_state-{t['coordinator']['txn_state_partition']}")
+                + f"; coordinator: broker {t['coordinator']['broker']}, __transaction_state-{t['coordinator']['txn_state_partition']}"
+            )
             for rec in t["timeline"][-15:]:
                 parts = ",".join(f"{a}-{b}" for a, b in rec.get("partitions", []))
-                out(f"    {_when(rec.get('last_update_ms'))}  {rec['event']:<16} {rec['state']:<14} pid {rec['producer_id']} "
-                    f"epoch {rec['epoch']} {parts}")
+                out(
+                    f"    {_when(rec.get('last_update_ms'))}  {rec['event']:<16} {rec['state']:<14} pid {rec['producer_id']} "
+                    f"epoch {rec['epoch']} {parts}"
+                )
         if r["hanging"]:
             out("find-hanging:")
             for h in r["hanging"]:
-                out(f"    {h['topic']}-{h['partition']} pid {h['producer_id']} epoch {h['producer_epoch']} from offset "
-                    f"{h['current_txn_start_offset']}: {h['verdict']} ({h['reason']})")
+                out(
+                    f"    {h['topic']}-{h['partition']} pid {h['producer_id']} epoch {h['producer_epoch']} from offset "
+                    f"{h['current_txn_start_offset']}: {h['verdict']} ({h['reason']})"
+                )
                 out(f"      {h['command']}")
         if not r["findings"]:
             out("no findings")

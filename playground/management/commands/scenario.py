@@ -13,10 +13,10 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand
 
-from playground.backend import BackendError
-from playground.anomalies import check, history_of_run
+from playground.engine.backend import BackendError
+from playground.engine.spec import CLIENTS, KAFKA_RELEASES, parse_profile
 from playground.scenario import ScenarioError, load_library, load_scenario, pick, run_scenario
-from playground.spec import CLIENTS, KAFKA_RELEASES, parse_profile
+from playground.scenario.anomalies import check, history_of_run
 
 EXIT_FAILED, EXIT_INVALID, EXIT_BACKEND = 1, 2, 3
 DEFAULT_DIR = Path(__file__).resolve().parents[3] / "scenarios"
@@ -33,15 +33,25 @@ class Command(BaseCommand):
         run.add_argument("file")
         run.add_argument("--backend", choices=("sim", "kafka"), default="sim")
         run.add_argument("--seed", type=int, default=None, help="overrides the scenario's seed")
-        run.add_argument("--kafka", choices=tuple(KAFKA_RELEASES), default=None,
-                         help="the Kafka version (overrides the scenario's profile: "
-                              + ", ".join(f"{v} = Kafka {r}" for v, r in KAFKA_RELEASES.items()) + ")")
-        run.add_argument("--client", choices=CLIENTS, default=None, help="the client (overrides the scenario's profile)")
+        run.add_argument(
+            "--kafka",
+            choices=tuple(KAFKA_RELEASES),
+            default=None,
+            help="the Kafka version (overrides the scenario's profile: "
+            + ", ".join(f"{v} = Kafka {r}" for v, r in KAFKA_RELEASES.items())
+            + ")",
+        )
+        run.add_argument(
+            "--client", choices=CLIENTS, default=None, help="the client (overrides the scenario's profile)"
+        )
         run.add_argument("--json", action="store_true", help="print the observation as JSON")
         run.add_argument("--lang", default="en", help="language of notes in the transcript (en, zh)")
-        run.add_argument("--check", action="store_true",
-                         help="run the anomaly checker over the history (lost writes, duplicates, aborted and "
-                              "undecided reads, database/Kafka divergence); exit 1 when it finds any")
+        run.add_argument(
+            "--check",
+            action="store_true",
+            help="run the anomaly checker over the history (lost writes, duplicates, aborted and "
+            "undecided reads, database/Kafka divergence); exit 1 when it finds any",
+        )
         validate = sub.add_parser("validate", help="check scenario files without running them")
         validate.add_argument("files", nargs="+")
         listing = sub.add_parser("list", help="the scenario library")
@@ -77,7 +87,10 @@ class Command(BaseCommand):
         else:
             self._transcript(scenario, observation, lang)
             if options["check"]:
-                self.stdout.write(f"anomalies: {len(found)}" + (f" (the scenario expects {', '.join(sorted(expected))})" if expected else ""))
+                self.stdout.write(
+                    f"anomalies: {len(found)}"
+                    + (f" (the scenario expects {', '.join(sorted(expected))})" if expected else "")
+                )
                 for finding in found:
                     self.stdout.write(f"  {finding}{'' if finding.rule in expected else '  <- unexpected'}")
         if observation["expect"]["failed"] or unexpected:
@@ -86,8 +99,10 @@ class Command(BaseCommand):
     def _transcript(self, scenario, observation, lang):
         out = self.stdout
         p = observation["profile"]
-        out.write(f"{scenario.id}: {scenario.text('title', lang)}  [backend {observation['backend']}, seed {observation['seed']}, "
-                  f"Kafka {p['release']}, {p['client']}, transaction.version {p['transaction_version']}]")
+        out.write(
+            f"{scenario.id}: {scenario.text('title', lang)}  [backend {observation['backend']}, seed {observation['seed']}, "
+            f"Kafka {p['release']}, {p['client']}, transaction.version {p['transaction_version']}]"
+        )
         outcomes = {s["index"]: s["outcome"] for s in observation["steps"]}
         width = max((len(s.label) for s in scenario.steps if not s.is_note), default=0)
         for step in scenario.steps:

@@ -1,0 +1,3 @@
+from playground.deploy.production import main
+
+main()

@@ -1,0 +1,165 @@
+"""What a scenario declares, as plain frozen data shared by the scenario loader, both backends and the web layer.
+
+No Django, no I/O: the simulator's driver imports this too. YAML parsing and validation live in
+`playground.scenario`; this module only says what a valid scenario *is*.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+PRODUCER = "producer"
+CONSUMER = "consumer"
+
+# The step vocabulary of scenario format 1 (docs: shared/docs/scenario-format.md). Names follow confluent-kafka.
+PRODUCER_ACTIONS = (
+    "init_transactions",
+    "begin_transaction",
+    "produce",
+    "flush",
+    "send_offsets_to_transaction",
+    "commit_transaction",
+    "abort_transaction",
+    "crash",
+    "restart",
+    "close",
+)
+CONSUMER_ACTIONS = ("poll", "commit", "seek_to_committed", "crash", "restart")
+# `net.late_write` (docs/scenario-format-extensions.md): a Produce request of an earlier transaction, delivered late.
+CLUSTER_ACTORS = {"clock": ("advance",), "broker": ("stop", "start"), "net": ("late_write",)}
+# The application's database (a scenario's `database:`): SQL as the application runs it, its transactions, its death.
+APP = "app"
+APP_ACTIONS = ("sql", "db_begin", "db_commit", "db_rollback", "crash")
+NOTE = "note"
+
+
+# Profiles: which Kafka and which client a session speaks (issue 9). The version a profile names is the exact release
+# tools/kafka runs and the simulator models; the Java client is kafka-clients of the same release as the cluster.
+KAFKA_RELEASES = {"3.9": "3.9.1", "4": "4.4.0"}
+CLIENTS = ("librdkafka", "java")
+
+
+@dataclass(frozen=True)
+class Profile:
+    """Kafka version x client. The default is what every scenario file without `profile:` has always meant."""
+
+    kafka: str = "3.9"
+    client: str = "librdkafka"
+
+    @property
+    def release(self) -> str:
+        return KAFKA_RELEASES[self.kafka]
+
+    @property
+    def transaction_version(self) -> int:
+        """The transaction protocol the producer's transactions run under: 2 (KIP-890 part 2) only when the cluster
+        has it (a 4.x cluster formatted with transaction.version=2) and the client implements it (kafka-clients 4.x;
+        librdkafka does not), else the classic protocol (1)."""
+        return 2 if self.kafka == "4" and self.client == "java" else 1
+
+    @property
+    def finalized_transaction_version(self) -> int:
+        """The `transaction.version` feature level a cluster of this version has finalized, as tools/kafka formats
+        it and the simulator models it: 2 on 4.x (kafka.sh formats with transaction.version=2, also a new 4.x
+        cluster's default), 0 on 3.9 (which does not finalize the feature: ApiVersions lists no level for it).
+        The real backend reports what its cluster says instead (playground/kafka/clusters.py)."""
+        return 2 if self.kafka == "4" else 0
+
+    @property
+    def label(self) -> str:
+        return f"Kafka {self.release} · {self.client}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kafka": self.kafka, "client": self.client}
+
+
+DEFAULT_PROFILE = Profile()
+
+
+def parse_profile(kafka: Any = None, client: Any = None, base: Profile = DEFAULT_PROFILE) -> Profile:
+    """A profile from text (a form, the command line, a stored row): a part that is None or "" keeps `base`'s; a
+    value outside the allowed set is a ValueError whose message names the field and the allowed values."""
+    kafka = base.kafka if kafka in (None, "") else str(kafka)
+    client = base.client if client in (None, "") else str(client)
+    if kafka not in KAFKA_RELEASES:
+        raise ValueError(f"kafka: {kafka!r} is not a Kafka version of this playground ({', '.join(KAFKA_RELEASES)})")
+    if client not in CLIENTS:
+        raise ValueError(f"client: {client!r} is not a client of this playground ({', '.join(CLIENTS)})")
+    return Profile(kafka, client)
+
+
+@dataclass(frozen=True)
+class TopicSpec:
+    name: str
+    partitions: int = 1
+
+
+@dataclass(frozen=True)
+class ClusterSpec:
+    brokers: int = 3
+    # Overrides of Kafka's defaults, broker and client settings alike, e.g. {"transaction.timeout.ms": 60000}.
+    config: Mapping[str, Any] = field(default_factory=dict)
+    topics: tuple[TopicSpec, ...] = ()
+
+    def topic(self, name: str) -> TopicSpec | None:
+        return next((t for t in self.topics if t.name == name), None)
+
+
+@dataclass(frozen=True)
+class ActorSpec:
+    name: str
+    kind: str  # PRODUCER or CONSUMER
+    # Client configuration as confluent-kafka takes it: transactional.id, isolation.level, group.id, ...
+    config: Mapping[str, Any] = field(default_factory=dict)
+    topics: tuple[str, ...] = ()  # consumers: what they subscribe to
+
+    @property
+    def transactional_id(self) -> str | None:
+        return self.config.get("transactional.id")
+
+    @property
+    def group_id(self) -> str | None:
+        return self.config.get("group.id")
+
+    @property
+    def isolation_level(self) -> str:
+        return self.config.get("isolation.level", "read_committed")
+
+
+@dataclass(frozen=True)
+class Step:
+    """One line of a scenario's `steps:`: `ACTOR.ACTION` with arguments, or a note.
+
+    For cluster actions the actor is "clock" or "broker"; for a note the actor is "note", the action "note" and
+    args is {"text": {lang: text}}.
+    """
+
+    actor: str
+    action: str
+    args: Mapping[str, Any] = field(default_factory=dict)
+    expect: tuple[str, ...] | None = None  # acceptable outcomes ("ok" or error names); None: anything goes
+    index: int = 0
+    line: int = 0  # 1-based line in the scenario file, 0 when the step came from the UI
+    # An exercise's question before the step runs: {"question": {lang: text}, "choices": [{lang: text}], "answer": i}.
+    # Not part of what the step does: left out of to_dict() (and so of the command log).
+    predict: Mapping[str, Any] | None = None
+
+    @property
+    def is_note(self) -> bool:
+        return self.actor == NOTE
+
+    @property
+    def label(self) -> str:
+        """The step as the scenario file spells it, e.g. `A.commit_transaction`."""
+        return NOTE if self.is_note else f"{self.actor}.{self.action}"
+
+    def to_dict(self) -> Any:
+        """The step in the scenario file's own form (what a session's command log stores)."""
+        if self.is_note:
+            return {NOTE: dict(self.args.get("text", {}))}
+        args = dict(self.args)
+        if self.expect is not None:
+            args["expect"] = self.expect[0] if len(self.expect) == 1 else list(self.expect)
+        return {self.label: args} if args else self.label

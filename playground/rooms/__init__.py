@@ -1,0 +1,55 @@
+"""Workshops: a room of attendees, each with a session of their own per agenda item, and a facilitator who moves
+the room, watches everyone on a board, asks the room questions and shows their own session to it.
+
+The domain, without the web: `room` (creating a room, joining it, its capabilities, moving it, follow-me), `seats`
+(an attendee's session per agenda item) and `answers` (the room's answers to an exercise's questions). What happens
+in a room is announced (`signals`); the web layer shows it live (playground/web/board.py).
+
+Capabilities, as for sessions (session/capability.py): the facilitator's browser holds the room's secret, an
+attendee's browser their own; the database keeps only digests. A seat's session is driven by whoever holds its
+owner's secret: its drive capability is derived from that secret (HMAC of the session id), so an attendee who
+opens the room again, from the same browser, drives the same sessions, and nobody else can.
+"""
+
+from playground.rooms.answers import answers, questions, room_answers
+from playground.rooms.room import (
+    ATTENDEE_COOKIE,
+    NAME_CHARS,
+    ROOM_COOKIE,
+    WRONG_CODES_PER_MINUTE,
+    attendee_of,
+    by_code,
+    clean_name,
+    cookie_names,
+    create,
+    derived_key,
+    is_facilitator,
+    join,
+    move,
+    secrets_from,
+    set_follow,
+)
+from playground.rooms.seats import facilitator_session, seat
+
+__all__ = [
+    "ATTENDEE_COOKIE",
+    "NAME_CHARS",
+    "ROOM_COOKIE",
+    "WRONG_CODES_PER_MINUTE",
+    "answers",
+    "attendee_of",
+    "by_code",
+    "clean_name",
+    "cookie_names",
+    "create",
+    "derived_key",
+    "facilitator_session",
+    "is_facilitator",
+    "join",
+    "move",
+    "questions",
+    "room_answers",
+    "seat",
+    "secrets_from",
+    "set_follow",
+]

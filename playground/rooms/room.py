@@ -1,0 +1,146 @@
+"""A room: creating it over library scenarios, joining it by code, who holds which capability, moving it to an
+agenda item, follow-me."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import unicodedata
+from collections.abc import Mapping
+from datetime import timedelta
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+from django.utils.translation import gettext as _
+
+from playground.models import Attendee, FailedJoin, ScenarioText, Workshop
+from playground.rooms import signals
+from playground.scenario import library
+from playground.session import capability, limits
+from playground.session.live import CommandError
+
+ROOM_COOKIE = "room_"
+ATTENDEE_COOKIE = "att_"
+WRONG_CODES_PER_MINUTE = 20
+NAME_CHARS = 40
+
+
+def derived_key(owner_secret: str, session_id: str) -> str:
+    """The drive capability of a seat's session, from its owner's secret."""
+    return hmac.new(owner_secret.encode(), session_id.encode(), hashlib.sha256).hexdigest()
+
+
+def create(title: str, scenario_ids: list[str]) -> tuple[Workshop, str]:
+    """A new room over library scenarios, in this order; the facilitator's secret to hand to their browser."""
+    agenda = []
+    for sid in scenario_ids:
+        entry = library.find(sid)
+        if entry is None:
+            raise CommandError(_("No scenario %(id)s in the library.") % {"id": sid}, status=404)
+        text = ScenarioText.store(entry.scenario.source, entry.scenario.id)
+        agenda.append({"text": text.id, "id": entry.scenario.id, "title": dict(entry.scenario.title)})
+    if not agenda:
+        raise CommandError(_("Choose at least one scenario for the agenda."))
+    secret = capability.new_key()
+    for _attempt in range(20):  # a fresh code: 31^6 of them, a clash is rare
+        try:
+            with transaction.atomic():
+                room = Workshop.objects.create(
+                    title=title.strip()[:100] or _("Workshop"), agenda=agenda, room_key=capability.digest(secret)
+                )
+            return room, secret
+        except IntegrityError:
+            continue
+    raise CommandError(_("No free join code; try again."), status=503)
+
+
+def by_code(code: str) -> Workshop | None:
+    code = (code or "").strip().upper()
+    if len(code) != 6:
+        return None
+    return Workshop.objects.filter(code=code).first()
+
+
+def is_facilitator(room: Workshop, secret: str | None) -> bool:
+    return capability.matches(secret, room.room_key)
+
+
+def attendee_of(room: Workshop, secret: str | None) -> Attendee | None:
+    if not secret:
+        return None
+    digest = capability.digest(secret)
+    return next((a for a in Attendee.objects.filter(workshop=room, key=digest)), None)
+
+
+def clean_name(name: str) -> str:
+    name = unicodedata.normalize("NFC", " ".join((name or "").split()))
+    if not name or any(unicodedata.category(ch).startswith("C") for ch in name):
+        raise CommandError(_("Your name: one to %(n)d visible characters.") % {"n": NAME_CHARS})
+    if len(name) > NAME_CHARS:
+        raise CommandError(_("Your name: one to %(n)d visible characters.") % {"n": NAME_CHARS})
+    return name
+
+
+def _check_wrong_codes(client: str) -> None:
+    """Past 20 wrong codes a minute a client waits, whatever code it tries next (or guessing would go on)."""
+    since = timezone.now() - timedelta(seconds=60)
+    if FailedJoin.objects.filter(client_key=client, created_at__gte=since).count() >= WRONG_CODES_PER_MINUTE:
+        raise limits.LimitExceeded(
+            "join_codes",
+            WRONG_CODES_PER_MINUTE,
+            _("Too many wrong join codes from here in the last minute: wait a minute and try again."),
+        )
+
+
+def _count_wrong_code(client: str) -> None:
+    now = timezone.now()
+    FailedJoin.objects.create(client_key=client)
+    FailedJoin.objects.filter(created_at__lt=now - timedelta(hours=1)).delete()
+
+
+def join(code: str, name: str, *, client: str, secret: str | None = None) -> tuple[Workshop, Attendee, str]:
+    """An attendee joins by code and display name (a returning browser keeps its name and sessions)."""
+    _check_wrong_codes(client)
+    room = by_code(code)
+    if room is None:
+        _count_wrong_code(client)
+        raise CommandError(
+            _("No workshop has the code %(code)s: check it with the facilitator.")
+            % {"code": (code or "").strip()[:12]},
+            status=404,
+        )
+    known = attendee_of(room, secret)
+    if known is not None:
+        return room, known, secret  # type: ignore[return-value]
+    name = clean_name(name)
+    fresh = capability.new_key()
+    try:
+        with transaction.atomic():
+            attendee = Attendee.objects.create(workshop=room, name=name, key=capability.digest(fresh))
+    except IntegrityError:
+        raise CommandError(
+            _("Someone in this room is already called %(name)s: pick another name.") % {"name": name}, status=409
+        ) from None
+    signals.joined.send(sender=Workshop, room=room, attendee=attendee)
+    return room, attendee, fresh
+
+
+def move(room: Workshop, item: int) -> None:
+    if not 0 <= item < len(room.agenda):
+        raise CommandError(_("The agenda has items 1 to %(n)d.") % {"n": len(room.agenda)}, status=404)
+    Workshop.objects.filter(pk=room.pk).update(current=item)
+    signals.moved.send(sender=Workshop, room=room, item=item)
+
+
+def set_follow(room: Workshop, on: bool) -> None:
+    Workshop.objects.filter(pk=room.pk).update(follow=on)
+    signals.follow_changed.send(sender=Workshop, room=room, on=on)
+
+
+def cookie_names(room_id: str) -> tuple[str, str]:
+    return ROOM_COOKIE + room_id, ATTENDEE_COOKIE + room_id
+
+
+def secrets_from(cookies: Mapping[str, str], room_id: str) -> tuple[str | None, str | None]:
+    room_name, attendee_name = cookie_names(room_id)
+    return cookies.get(room_name), cookies.get(attendee_name)

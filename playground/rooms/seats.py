@@ -1,0 +1,55 @@
+"""Seats: an attendee's (or the facilitator's) session for an agenda item, created when first needed."""
+
+from __future__ import annotations
+
+from django.db import IntegrityError, transaction
+from django.utils.translation import gettext as _
+
+from playground import session
+from playground.models import Attendee, ScenarioText, Seat, Workshop
+from playground.rooms.room import derived_key
+from playground.scenario import parse_scenario
+from playground.session import store
+from playground.session.live import CommandError
+
+
+def seat(room: Workshop, attendee: Attendee | None, item: int, owner_secret: str) -> tuple[str, str]:
+    """The session of `attendee` (None: the facilitator) for agenda item `item`, created when first needed; and its
+    drive capability, derived from the owner's secret."""
+    if not 0 <= item < len(room.agenda):
+        raise CommandError(_("The agenda has items 1 to %(n)d.") % {"n": len(room.agenda)}, status=404)
+    found = (
+        Seat.objects.filter(workshop=room, attendee=attendee, item=item).values_list("session_id", flat=True).first()
+    )
+    if found:
+        return found, derived_key(owner_secret, found)
+    entry = room.agenda[item]
+    text = ScenarioText.objects.get(pk=entry["text"])
+    scenario = parse_scenario(text.text, f"{entry['id']}.yaml")
+    row = session.create(scenario, source=text.text, backend="sim", key=lambda sid: derived_key(owner_secret, sid))
+    try:
+        with transaction.atomic():
+            # The facilitator's seat (attendee NULL) is not covered by the unique constraint: the lock keeps it
+            # single where the database has row locks (PostgreSQL); the check below covers SQLite.
+            Workshop.objects.select_for_update().filter(pk=room.pk).first()
+            if Seat.objects.filter(workshop=room, attendee=attendee, item=item).exists():
+                raise IntegrityError("seat taken")
+            Seat.objects.create(workshop=room, attendee=attendee, item=item, session_id=row.id)
+    except IntegrityError:
+        # Two pages of the same owner opened the item at once: the other one won; its session is the seat's.
+        session.CACHE.evict(row.id)
+        row.delete()
+        found = (
+            Seat.objects.filter(workshop=room, attendee=attendee, item=item)
+            .values_list("session_id", flat=True)
+            .first()
+        )
+        return found, derived_key(owner_secret, found)
+    live = session.CACHE.get(row.id)
+    if live is not None:
+        live.seat = store.seat_of(row.id)  # built before its seat existed
+    return row.id, derived_key(owner_secret, row.id)
+
+
+def facilitator_session(room: Workshop, item: int) -> str | None:
+    return Seat.objects.filter(workshop=room, attendee=None, item=item).values_list("session_id", flat=True).first()

@@ -1,0 +1,86 @@
+"""Exercises: a scenario's `goal:` checked after every command, its `hints:`, and the `predict:` questions of its
+steps (docs/scenario-format-extensions.md).
+
+The goal is checked against what the session shows now (the backend's view), not against `observe()`, which
+lets time run until the cluster is quiescent: a check must never move the session it checks. Answers and hints
+are entries of the session's own command log ({"predict": {"n": k, "choice": i}}, {"hint": k}), so they replay,
+fork and scrub with it; a room's distribution of answers is counted from its sessions' logs.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from playground.scenario.run import Check, build_observation, checks
+
+GOAL_LOG_LIMIT = 500  # log entries per partition the goal's checks read (an exercise's logs are short)
+SKIP = -1  # the answer of whoever skipped a question
+
+
+def observation_of(view: Mapping[str, Any], scenario_id: str = "") -> dict[str, Any]:
+    """The contract's observation built from a view (producer ids normalised as `scenario run` does)."""
+    raw = {
+        "partitions": {
+            tp: {
+                "log": p.get("log", []),
+                "high_watermark": p.get("high_watermark"),
+                "last_stable_offset": p.get("last_stable_offset"),
+            }
+            for tp, p in view.get("partitions", {}).items()
+        },
+        "consumers": {
+            name: {tp: [r["value"] for r in records] for tp, records in (c.get("received") or {}).items()}
+            for name, c in view.get("consumers", {}).items()
+        },
+        "transactions": view.get("transactions", {}),
+        "groups": view.get("groups", {}),
+    }
+    return build_observation(scenario_id, view.get("backend", ""), 0, [], raw)
+
+
+@dataclass(frozen=True)
+class GoalItem:
+    kind: str  # consumers | logs | watermarks | transactions | groups
+    subject: str  # "rc orders-0", "orders-0", "order-pay", "copier orders-0"
+    wanted: Any
+    seen: Any
+    ok: bool
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "subject": self.subject, "wanted": self.wanted, "seen": self.seen, "ok": self.ok}
+
+
+def _item(check: Check) -> GoalItem:
+    kind, _dot, subject = check.key.partition(".")
+    return GoalItem(kind, subject.replace(".", " "), check.wanted, check.seen, check.ok)
+
+
+def goal_items(live: Any) -> list[GoalItem]:
+    """The scenario's goal, checked against the session as it is now ([] when it has none)."""
+    scenario = live.scenario
+    if scenario is None or not scenario.goal:
+        return []
+    view = live.backend.view(GOAL_LOG_LIMIT)
+    return [_item(c) for c in checks(scenario.goal, scenario.goal_lines, observation_of(view, scenario.id))]
+
+
+def pending_question(live: Any) -> int | None:
+    """The next scenario step's index when it asks a question this session has not answered yet."""
+    steps = live.steps
+    k = live.cursor
+    if k < len(steps) and steps[k].predict and k not in live.predictions:
+        return k
+    return None
+
+
+def distribution(answers: Iterable[int], choices: int) -> dict[str, Any]:
+    """How a room (or one session) answered: counts per choice, and how many skipped."""
+    counted = Counter(answers)
+    return {
+        "counts": [counted.get(i, 0) for i in range(choices)],
+        "skipped": counted.get(SKIP, 0),
+        "total": sum(counted.values()),
+    }

@@ -1,0 +1,121 @@
+"""The room, live: every page of a room ("room-<id>": moves, follow-me, answer counts) and the facilitator's board
+("room-<id>-board": one small card per attendee, updated after each of their commands). Receives the rooms' signals
+(playground/rooms/signals.py) and the sessions' (through broadcast.publish) and sends to the room's groups."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+from django.template.loader import render_to_string
+from django.utils import translation
+
+from playground.models import Attendee, Workshop
+
+log = logging.getLogger(__name__)
+
+
+def room_group(workshop_id: str) -> str:
+    return f"room-{workshop_id}"
+
+
+def board_group(workshop_id: str) -> str:
+    return f"room-{workshop_id}-board"
+
+
+def card(live: Any, contexts: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """A seat's session on the board: who, how far, the goal, the last error, a tiny drawing of its logs."""
+    header, ex = contexts["header"], contexts["exercise"]
+    last_error = None
+    for seq, _kind in reversed(live.marks):
+        if _kind != "note":
+            last_error = live.commands[seq].get("outcome")
+            if last_error == "ok" and live.commands[seq].get("fenced"):
+                last_error = "fenced " + ", ".join(live.commands[seq]["fenced"])
+            break
+    strips = [
+        {"tp": s["tp"], "cells": [(c["fate"], c.get("letter", "")) for c in s["slots"] if not c.get("end")][-14:]}
+        for s in contexts["logs"].get("strips", [])
+    ]
+    return {
+        "session": live.session_id,
+        "attendee": live.seat["attendee"],
+        "name": live.seat["name"],
+        "cursor": header["cursor"],
+        "total": header["total"],
+        "commands": header["commands"],
+        "goal": {"done": ex.get("done", 0), "total": len(ex.get("items", [])), "met": ex.get("met", False)}
+        if ex.get("on")
+        else None,
+        "last_error": last_error,
+        "strips": strips,
+        # the reconciliation's gaps, for a scenario with a database: how many rows the database and Kafka disagree on
+        "gaps": (contexts["database"].get("reconcile") or {}).get("gaps") if contexts["database"].get("on") else None,
+    }
+
+
+def render_card(c: Mapping[str, Any], lang: str, oob: bool = True, count: int | None = None) -> str:
+    """An attendee's card (and, for a join, the room's new head count) in `lang`."""
+    with translation.override(lang):
+        html = render_to_string("playground/rooms/_card.html", {"c": c, "oob": oob, "lang": lang})
+        if count is not None:
+            html += render_to_string("playground/rooms/_seat_count.html", {"n": count, "oob": True})
+        return html
+
+
+def publish_seat(live: Any, contexts: Mapping[str, Mapping[str, Any]]) -> None:
+    """After a seat's session changed: its card to the board. The card's data travels; each board renders it in
+    its own language (one board, usually, in one language: not every language on every attendee's command)."""
+    if not getattr(live, "seat", None) or live.seat["attendee"] is None:
+        return
+    _send(board_group(live.seat["room"]), {"type": "room.seat", "card": card(live, contexts)})
+    if live.length and "predict" in live.commands[-1]:
+        n = live.commands[-1]["predict"]["n"]
+        _send(room_group(live.seat["room"]), {"type": "room.answers", "item": live.seat["item"], "n": n})
+
+
+def _send(group: str, message: dict[str, Any]) -> None:
+    layer = get_channel_layer()
+    if layer is None:
+        return
+    try:
+        async_to_sync(layer.group_send)(group, message)
+    except Exception:
+        log.exception("sending %s to %s failed", message.get("type"), group)
+
+
+def blank_card(attendee: Attendee) -> dict[str, Any]:
+    return {
+        "session": None,
+        "attendee": attendee.pk,
+        "name": attendee.name,
+        "cursor": 0,
+        "total": 0,
+        "commands": 0,
+        "goal": None,
+        "last_error": None,
+        "strips": [],
+        "gaps": None,
+    }
+
+
+def publish_joined(room: Workshop, attendee: Attendee) -> None:
+    """A new attendee on the board at once (a board opened before the room joined has no slot for the card:
+    rooms.js appends a card it finds no place for), with the room's new head count."""
+    count = Attendee.objects.filter(workshop=room).count()
+    _send(board_group(room.pk), {"type": "room.seat", "card": blank_card(attendee), "count": count})
+
+
+def on_moved(sender: Any, room: Workshop, item: int, **_: Any) -> None:
+    _send(room_group(room.pk), {"type": "room.moved", "item": item})
+
+
+def on_follow_changed(sender: Any, room: Workshop, on: bool, **_: Any) -> None:
+    _send(room_group(room.pk), {"type": "room.follow", "on": on})
+
+
+def on_joined(sender: Any, room: Workshop, attendee: Attendee, **_: Any) -> None:
+    publish_joined(room, attendee)

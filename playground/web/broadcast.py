@@ -1,0 +1,196 @@
+"""Render once, send to everyone: the panels as HTML fragments (htmx out-of-band swaps) for a session's group.
+
+After a command, the process that applied it renders the panels whose data changed, once in each language the
+session's pages were opened in (Session.viewer_langs), and sends one message to the group "session-<id>"; every
+websocket consumer of that session, in any process, forwards the text for its viewer's language as it is (a page
+whose language the message lacks, because it opened meanwhile, gets a snapshot). A new viewer gets a full snapshot
+from its own process.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import threading
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+from django.conf import settings
+from django.template.loader import render_to_string
+from django.utils import translation
+
+from playground.scenario.i18n import LANGS
+from playground.web import board, panels
+
+log = logging.getLogger(__name__)
+
+MESSAGE_TYPE = "session.update"
+
+# session id -> (version rendered, {panel: digest of its context}); lets the next publish skip unchanged panels.
+_sent: dict[str, tuple[int, dict[str, str]]] = {}
+_sent_lock = threading.Lock()
+
+
+def view_of(live: Any) -> dict[str, Any]:
+    """The backend's view; when a real cluster cannot be observed right now, a view of the session's actors only,
+    with the problem named (the page still renders, and says so)."""
+    from playground.engine.backend import BackendError
+
+    try:
+        return live.backend.view(panels.LOG_WINDOW)
+    except BackendError as exc:
+        from playground.session import DetachedBackend
+
+        log.warning("session %s: cannot observe the backend: %s", live.session_id, exc)
+        detail = str(exc) if settings.DEBUG else ""
+        return DetachedBackend(live.cluster, live.actors, backend_name=live.backend_name, problem=detail or "-").view()
+
+
+def _digest(ctx: Mapping[str, Any]) -> str:
+    return hashlib.blake2b(json.dumps(ctx, sort_keys=True, default=repr).encode(), digest_size=12).hexdigest()
+
+
+def urls(sid: str) -> dict[str, str]:
+    """The command endpoints of a session (reversed once per render, not once per button)."""
+    from django.urls import reverse
+
+    from playground.web.commands import COMMANDS
+
+    return {name.replace("-", "_"): reverse(name, kwargs={"sid": sid}) for name in (*COMMANDS, "fork")}
+
+
+def render(
+    name: str, ctx: Mapping[str, Any], lang: str, sid: str, oob: bool = True, u: Mapping[str, str] | None = None
+) -> str:
+    with translation.override(lang):
+        return render_to_string(
+            f"playground/panels/{name}.html", {"p": ctx, "lang": lang, "sid": sid, "oob": oob, "u": u or urls(sid)}
+        )
+
+
+def version_tag(live: Any, base: int | None = None) -> str:
+    """The version the frame brings the page to, and (for a frame of differences) the version it assumes the page
+    shows: a page that missed a frame (Redis was down, or came back before it resubscribed) sees the gap and asks
+    for a snapshot."""
+    based = f' data-base="{base}"' if base is not None else ""
+    return f'<span id="state-version" data-version="{live.version}"{based} hx-swap-oob="true"></span>'
+
+
+def snapshot(live: Any, lang: str, head: Any = None) -> str:
+    """Every panel, for one viewer's language (a new or reconnecting viewer). For a moment (step k, scrubbing),
+    `head` is the session itself: the slider's track shows the whole log, and the version is the head's."""
+    contexts = panels.contexts(live, view_of(live), head=head)
+    u = urls(live.session_id)
+    return "".join(render(name, contexts[name], lang, live.session_id, u=u) for name in panels.PANELS) + version_tag(
+        head or live
+    )
+
+
+# Panels whose items (a producer's card, a partition's strip) are swapped one by one when only they changed.
+ITEMS = {"producers": ("cards", "pc", "name"), "logs": ("strips", "strip", "tp"), "consumers": ("tables", "cmp", "tp")}
+
+
+def _render_item(panel: str, item: Mapping[str, Any], ctx: Mapping[str, Any], lang: str, u: Mapping[str, str]) -> str:
+    from playground.web.templatetags import playground as tags
+
+    with translation.override(lang):
+        if panel == "producers":
+            return tags.producer_card(item, ctx, u, oob=True)
+        if panel == "consumers":
+            return tags.cmp_table(item, ctx, oob=True)
+        return tags.strip(item, oob=True)
+
+
+def _digests(contexts: Mapping[str, Mapping[str, Any]]) -> tuple[dict[str, str], dict[str, dict[str, str]]]:
+    """A digest per panel and, for itemised panels, per item (the panel's digest then covers the rest of it)."""
+    panel_digests, item_digests = {}, {}
+    for name, ctx in contexts.items():
+        if name in ITEMS:
+            key, _prefix, ident = ITEMS[name]
+            items = {str(i[ident]): _digest(i) for i in ctx[key]}
+            frame = {k: v for k, v in ctx.items() if k != key}
+            frame["_items"] = list(items)
+            panel_digests[name], item_digests[name] = _digest(frame), items
+        else:
+            panel_digests[name] = _digest(ctx)
+    return panel_digests, item_digests
+
+
+def fragments(
+    live: Any, langs: Iterable[str] = LANGS, contexts: Mapping[str, Mapping[str, Any]] | None = None
+) -> tuple[dict[str, str], dict[str, str]]:
+    """What changed since this process last published this session, in each of `langs`: whole panels, or for
+    producers and logs only the cards and strips that changed when nothing else in the panel did; and, apart,
+    the slider's track when it changed (for viewers holding an earlier step)."""
+    contexts = contexts if contexts is not None else panels.contexts(live, view_of(live))
+    digests, items = _digests(contexts)
+    with _sent_lock:
+        previous = _sent.get(live.session_id)
+        _sent[live.session_id] = (live.version, digests, items)
+    whole: list[str] = []
+    parts: dict[str, list[Mapping[str, Any]]] = {}
+    base = None
+    if previous is not None and previous[0] == live.version - 1:
+        base = previous[0]
+        for n in panels.PANELS:
+            if previous[1].get(n) != digests[n]:
+                whole.append(n)
+            elif n in ITEMS:
+                old = previous[2].get(n, {})
+                key, _prefix, ident = ITEMS[n]
+                changed = [i for i in contexts[n][key] if old.get(str(i[ident])) != items[n][str(i[ident])]]
+                if changed:
+                    parts[n] = changed
+    else:
+        whole = list(panels.PANELS)
+    out, scrub = {}, {}
+    u = urls(live.session_id)
+    for lang in langs:
+        html = [render(name, contexts[name], lang, live.session_id, u=u) for name in whole]
+        for name, changed in parts.items():
+            html += [_render_item(name, item, contexts[name], lang, u) for item in changed]
+        out[lang] = "".join(html) + version_tag(live, base)
+        # What a viewer looking at an earlier step gets: the slider's track, so the log's growth stays visible.
+        scrub[lang] = html[whole.index("scrubber")] if "scrubber" in whole else ""
+    return out, scrub
+
+
+def forget(session_id: str) -> None:
+    with _sent_lock:
+        _sent.pop(session_id, None)
+
+
+def publish(live: Any, langs: Iterable[str] | None = None) -> None:
+    """Send the changed panels to every viewer of the session (any process: through the channel layer), rendered
+    in the languages its pages were opened in (`langs`, else as the session's row says)."""
+    from playground.session import group_name, store
+
+    if langs is None:
+        langs = store.viewer_langs(live.session_id)
+    contexts = panels.contexts(live, view_of(live))
+    html, scrub = fragments(live, langs=langs, contexts=contexts)
+    layer = get_channel_layer()
+    if layer is None:
+        return
+    try:
+        async_to_sync(layer.group_send)(
+            group_name(live.session_id), {"type": MESSAGE_TYPE, "version": live.version, "html": html, "scrub": scrub}
+        )
+    except Exception:
+        log.exception("session %s: publishing version %s failed", live.session_id, live.version)
+        forget(live.session_id)  # nobody got it: the next update must not be a difference from it
+    if live.seat is not None:
+        board.publish_seat(live, contexts)  # the room's board: this attendee's card, after the attendee's own update
+
+
+def notice(session_id: str, text: str, level: str = "info") -> None:
+    from playground.session import group_name
+
+    layer = get_channel_layer()
+    if layer is not None:
+        async_to_sync(layer.group_send)(
+            group_name(session_id), {"type": "session.notice", "text": text, "level": level}
+        )

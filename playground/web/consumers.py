@@ -1,0 +1,291 @@
+"""The session's websocket: joins the group "session-<id>", then accepts, then sends a full snapshot; afterwards it
+forwards the fragments every update carries, in its viewer's language. It translates events into HTML and nothing
+else (design.md, principle 5).
+
+What a client may send (JSON text frames of at most 4 KB):
+- {"type": "ping"} -> a pong frame; {"type": "snapshot"} -> a full snapshot again.
+- {"type": "at", "step": k} -> step k of the session, for this viewer only; while a viewer holds an earlier step,
+  updates bring it only the time slider's track. {"type": "live"} -> back to the live session (a full snapshot).
+- {"type": "command", "command": NAME, "data": {...}} -> one of commands.COMMANDS, exactly as over HTTP, behind the
+  same drive capability (the handshake's cookie): without it, a 403 error frame and nothing changes.
+Anything else gets an error frame (an out-of-band fragment for the #ws-error element) and changes nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from html import escape
+from http.cookies import SimpleCookie
+from urllib.parse import parse_qs
+
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncWebsocketConsumer
+from django.conf import settings
+from django.utils import translation
+
+from playground import session
+from playground.scenario.i18n import normalize
+from playground.session import capability, limits
+from playground.web import board, broadcast, commands, forms
+
+log = logging.getLogger(__name__)
+
+MAX_FRAME = 4096
+ANSWERS_COALESCE_MS = 250  # the board's answer bars: at most 4 renders a second however fast the room answers
+
+
+def _headers(scope) -> dict[bytes, bytes]:
+    return dict(scope.get("headers") or [])
+
+
+def _language(scope) -> str:
+    """The viewer's language: ?lang=, else Django's language cookie, else Accept-Language, else the default."""
+    query = parse_qs((scope.get("query_string") or b"").decode("latin-1"))
+    if query.get("lang"):
+        return normalize(query["lang"][0])
+    headers = _headers(scope)
+    cookie = SimpleCookie()
+    try:
+        cookie.load(headers.get(b"cookie", b"").decode("latin-1"))
+    except Exception:
+        pass
+    if settings.LANGUAGE_COOKIE_NAME in cookie:
+        return normalize(cookie[settings.LANGUAGE_COOKIE_NAME].value)
+    accept = headers.get(b"accept-language", b"").decode("latin-1").lower()
+    return "zh-hans" if accept.startswith("zh") else normalize(None)
+
+
+def _step_of(value) -> int | None:
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        return None
+    text = str(value)
+    return int(text) if text.isdigit() and len(text) <= 9 else None
+
+
+def error_frame(message: str) -> str:
+    return f'<div id="ws-error" hx-swap-oob="true" class="ws-error" role="alert">{escape(message)}</div>'
+
+
+def moment_frame(at: int | None, length: int) -> str:
+    """Tells the page which step it is showing (the slider follows it): live, or step k of n."""
+    value = "live" if at is None else str(at)
+    return f'<span id="ws-moment" hx-swap-oob="true" data-at="{value}" data-length="{length}"></span>'
+
+
+class SessionConsumer(AsyncWebsocketConsumer):
+    async def connect(self) -> None:
+        self.sid = self.scope["url_route"]["kwargs"]["sid"]
+        self.lang = _language(self.scope)
+        self.group = session.group_name(self.sid)
+        self.key = capability.from_header(_headers(self.scope).get(b"cookie", b"").decode("latin-1"), self.sid)
+        query = parse_qs((self.scope.get("query_string") or b"").decode("latin-1"))
+        self.at = _step_of(query.get("at", [""])[0])  # held at an earlier step (None: live)
+        if not await database_sync_to_async(session.exists)(self.sid):
+            await self.close(code=4404)
+            return
+        await database_sync_to_async(session.store.add_viewer_lang)(self.sid, self.lang)
+        # Join first, accept last, then the snapshot: an update racing with the connect is sent after the snapshot,
+        # never lost (the snapshot is rendered after joining, from the database's current log).
+        await self.channel_layer.group_add(self.group, self.channel_name)
+        await self.accept()
+        session.ensure_watchdog()  # this process serves pages: it takes over runs whose process died
+        await self.send_snapshot()
+
+    async def disconnect(self, code: int) -> None:
+        if getattr(self, "group", None):
+            await self.channel_layer.group_discard(self.group, self.channel_name)
+
+    async def send_snapshot(self) -> None:
+        try:
+            html = await database_sync_to_async(self._snapshot)()
+        except session.CommandError as exc:
+            if self.at is not None:  # a step that is not (or no longer) in the log: back to live
+                self.at = None
+                await self.send(text_data=error_frame(str(exc)))
+                await self.send_snapshot()
+                return
+            await self.send(text_data=error_frame(str(exc)))
+            return
+        except Exception:
+            log.exception("session %s: snapshot failed", self.sid)
+            await self.send(text_data=error_frame("This session cannot be shown right now."))
+            return
+        await self.send(text_data=html)
+
+    def _snapshot(self) -> str:
+        head = session.load(self.sid)
+        if self.at is None:
+            return broadcast.snapshot(head, self.lang) + moment_frame(None, head.length)
+        at = session.moment(self.sid, self.at)
+        return broadcast.snapshot(at, self.lang, head=head) + moment_frame(self.at, head.length)
+
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        if text_data is None or len(text_data) > MAX_FRAME:
+            await self.send(text_data=error_frame("Send JSON text frames of at most 4 KB."))
+            return
+        try:
+            message = json.loads(text_data)
+        except ValueError:
+            await self.send(text_data=error_frame("Not JSON."))
+            return
+        kind = message.get("type") if isinstance(message, dict) else None
+        if kind == "ping":
+            await self.send(text_data='<span id="ws-pong" hx-swap-oob="true"></span>')
+        elif kind == "snapshot":
+            await self.send_snapshot()
+        elif kind == "at":
+            step = _step_of(message.get("step"))
+            if step is None:
+                await self.send(text_data=error_frame("at: send the step as a whole number, 0 or more."))
+                return
+            self.at = step
+            await self.send_snapshot()
+        elif kind == "live":
+            self.at = None
+            await self.send_snapshot()
+        elif kind == "command":
+            await self.command(message)
+        else:
+            await self.send(
+                text_data=error_frame(
+                    f"Unknown message type {str(kind)[:40]!r}: send ping, snapshot, at, live or command."
+                )
+            )
+
+    async def command(self, message: dict) -> None:
+        name, data = message.get("command"), message.get("data") or {}
+        if not isinstance(name, str) or not isinstance(data, dict):
+            await self.send(text_data=error_frame('command: send {"command": NAME, "data": {...}}.'))
+            return
+        try:
+            with translation.override(self.lang):
+                done = await database_sync_to_async(self._execute)(name, {str(k): str(v) for k, v in data.items()})
+        except session.CommandError as exc:
+            text = f"{exc.status}: {exc}" if exc.status == 403 else str(exc)
+            await self.send(text_data=error_frame(text))
+            return
+        except (limits.LimitExceeded, forms.forms.ValidationError) as exc:
+            await self.send(text_data=error_frame("; ".join(getattr(exc, "messages", [str(exc)]))))
+            return
+        if done.starts_runner:
+            session.ensure_runner(self.sid)
+
+    def _execute(self, name: str, data: dict):
+        with translation.override(self.lang):
+            return commands.execute(name, self.sid, data, self.key)
+
+    # ---- group messages: one handler per type
+    async def session_update(self, event: dict) -> None:
+        # A viewer holding an earlier step gets the slider's track only (the log grows under it).
+        parts = event.get("html") if self.at is None else event.get("scrub")
+        text = (parts or {}).get(self.lang)
+        if text is None:
+            # Rendered before this page's language was known to the session (it opened meanwhile): everything again.
+            await self.send_snapshot()
+        elif text:
+            await self.send(text_data=text)
+
+    async def session_notice(self, event: dict) -> None:
+        level = "error" if event.get("level") == "error" else "info"
+        await self.send(
+            text_data=f'<div id="ws-notice" hx-swap-oob="true" class="notice {level}">{escape(str(event.get("text", "")))}</div>'
+        )
+
+
+class RoomConsumer(AsyncWebsocketConsumer):
+    """A workshop's pages: every attendee's (the room moved to another item, follow-me switched) and the
+    facilitator's board (each attendee's card as it changes, the room's answers). Only the room's facilitator and
+    its attendees connect; the board's messages reach only the facilitator."""
+
+    async def connect(self) -> None:
+        from playground import rooms
+        from playground.models import Workshop
+
+        self.room_id = self.scope["url_route"]["kwargs"]["room"]
+        self.lang = _language(self.scope)
+        room = await database_sync_to_async(Workshop.objects.filter(pk=self.room_id).first)()
+        if room is None:
+            await self.close(code=4404)
+            return
+        cookie = _headers(self.scope).get(b"cookie", b"").decode("latin-1")
+        room_name, attendee_name = rooms.cookie_names(room.pk)
+        room_secret, attendee_secret = (
+            capability.cookie_in(cookie, room_name),
+            capability.cookie_in(cookie, attendee_name),
+        )
+        self.board = rooms.is_facilitator(room, room_secret)
+        attendee = await database_sync_to_async(rooms.attendee_of)(room, attendee_secret)
+        if not self.board and attendee is None:
+            await self.close(code=4403)
+            return
+        self.code = room.code
+        self.groups_joined = [board.room_group(room.pk)] + ([board.board_group(room.pk)] if self.board else [])
+        for group in self.groups_joined:
+            await self.channel_layer.group_add(group, self.channel_name)
+        await self.accept()
+        # Where the room is now, read after joining: a move or a follow switch made while this page was loading (or
+        # while this socket was connecting: its group message went to the others only) is followed all the same.
+        now = await database_sync_to_async(Workshop.objects.filter(pk=self.room_id).values("current", "follow").first)()
+        if now is not None:
+            await self.send(text_data=self._state_frame(item=now["current"], follow=now["follow"]))
+
+    async def disconnect(self, code: int) -> None:
+        if getattr(self, "answers_due", None):
+            self.answers_due.cancel()
+        for group in getattr(self, "groups_joined", []):
+            await self.channel_layer.group_discard(group, self.channel_name)
+
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        if text_data and len(text_data) <= MAX_FRAME and text_data.strip() == '{"type": "ping"}':
+            await self.send(text_data='<span id="ws-pong" hx-swap-oob="true"></span>')
+        else:
+            await self.send(text_data=error_frame("This socket only listens: send nothing but ping."))
+
+    # ---- group messages: one handler per type
+    def _state_frame(self, item: int | None = None, follow: bool | None = None) -> str:
+        """The room's item and follow-me, for rooms.js to compare with what the page shows (data-item, data-follow)."""
+        attrs = ""
+        if item is not None:
+            attrs += f' data-goto="/w/{escape(self.code)}/{"board/" if self.board else ""}" data-item="{int(item)}"'
+        if follow is not None:
+            attrs += f' data-follow="{"on" if follow else "off"}"'
+        return f'<div id="room-move" hx-swap-oob="true"{attrs}></div>'
+
+    async def room_moved(self, event: dict) -> None:
+        await self.send(text_data=self._state_frame(item=event["item"]))
+
+    async def room_follow(self, event: dict) -> None:
+        await self.send(text_data=self._state_frame(follow=bool(event.get("on"))))
+
+    async def room_seat(self, event: dict) -> None:
+        if self.board:
+            from playground.web.board import render_card
+
+            await self.send(text_data=render_card(event["card"], self.lang, count=event.get("count")))
+
+    async def room_answers(self, event: dict) -> None:
+        # A room answering at once sends one message per answer; rendering the questions for each would queue the
+        # board's card updates behind them (a consumer handles its messages one at a time). One render per
+        # ANSWERS_COALESCE_MS, off the message loop, shows them all.
+        if self.board and not getattr(self, "answers_due", None):
+            self.answers_due = asyncio.create_task(self._send_questions())
+
+    async def _send_questions(self) -> None:
+        await asyncio.sleep(ANSWERS_COALESCE_MS / 1000)
+        self.answers_due = None
+        await self.send(text_data=await database_sync_to_async(self._questions)())
+
+    def _questions(self) -> str:
+        from django.template.loader import render_to_string
+
+        from playground import rooms
+        from playground.models import Workshop
+
+        room = Workshop.objects.get(pk=self.room_id)
+        with translation.override(self.lang):
+            return render_to_string(
+                "playground/rooms/_questions.html",
+                {"questions": rooms.questions(room, room.current), "lang": self.lang, "oob": True},
+            )

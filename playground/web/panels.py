@@ -1,0 +1,650 @@
+"""From a backend's `view()` dict (and the session's log) to what each panel's template draws.
+
+Presentation only: no protocol logic. Every value here is read from the view dict the backend returned; this module
+decides layout (which cells, which cursors, which colours), the templates decide words. The contexts are plain,
+language-neutral data (texts in several languages stay {lang: text} dicts), so one context serves every language
+and two equal contexts render equal HTML: `broadcast` skips panels whose context did not change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from playground.engine.spec import CONSUMER_ACTIONS, PRODUCER_ACTIONS
+from playground.session import live_only
+from playground.session.live import is_command
+from playground.web import diagrams
+
+LOG_WINDOW = 48  # cells per strip: the last N entries of each partition
+TIMELINE_ROWS = 28
+TABLE_ROWS = 24  # records per partition in the consumers' side-by-side table
+MINE_ROWS = 30  # the user's own commands listed in the narrative
+PALETTE = 8  # producer colours (CSS classes pc0..pc7)
+
+PANELS = (
+    "header",
+    "scrubber",
+    "cluster",
+    "producers",
+    "consumers",
+    "logs",
+    "coordinator",
+    "timeline",
+    "truth",
+    "narrative",
+    "exercise",
+    "database",
+    "anomalies",
+)
+ANOMALIES_LIVE_MAX = 2000  # commands up to which the anomaly checker runs on every update
+SCRUB_WIDTH = 1000  # the time slider's drawing, in SVG units
+SCRUB_TICKS_MAX = 400  # up to this many commands, a tick each; beyond, the track (and the marks) only
+SCRUB_COLUMN = 3  # marks of one kind closer than this (SVG units) are drawn as one
+
+
+def step_summary(label: str, args: Mapping[str, Any]) -> str:
+    """A step's arguments in a few words: `orders-0 "txn1-p0"`, `+61s`, `broker 2`."""
+    if not args:
+        return ""
+    if "ms" in args:
+        ms = int(args["ms"])
+        return f"+{ms // 1000}s" if ms % 1000 == 0 else f"+{ms}ms"
+    if "broker" in args:
+        return f"b{args['broker']}"
+    if "coordinator_of" in args:
+        return f"coordinator of {args['coordinator_of']}"
+    parts = []
+    if "topic" in args:
+        tp = args["topic"] + (f"-{args['partition']}" if args.get("partition") is not None else "")
+        parts.append(tp)
+    if args.get("key") is not None:
+        parts.append(f"{args['key']}=")
+    if "value" in args:
+        parts.append(f'"{args["value"]}"')
+    if "from" in args:
+        parts.append(f"from {args['from']}")
+    if args.get("await") is False:
+        parts.append("fire-and-forget")
+    if "consumer" in args:
+        parts.append(str(args["consumer"]))
+    if "max" in args:
+        parts.append(f"max {args['max']}")
+    return " ".join(parts)
+
+
+def _short(value: Any, n: int = 9) -> str:
+    text = "" if value is None else str(value)
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def _tp_key(tp: str) -> tuple[str, int]:
+    topic, _, n = tp.rpartition("-")
+    return (topic, int(n)) if n.isdigit() else (tp, 0)
+
+
+def producer_colours(view: Mapping[str, Any]) -> dict[int, int]:
+    """A colour per producer id, in order of first appearance (producers first, then the logs)."""
+    colours: dict[int, int] = {}
+    pids = [p.get("producer_id") for p in view.get("producers", {}).values()]
+    for tp in sorted(view.get("partitions", {}), key=_tp_key):
+        pids += [e.get("producer_id") for e in view["partitions"][tp].get("log", [])]
+    for pid in pids:
+        if pid is not None and pid != -1 and pid not in colours:
+            colours[pid] = len(colours) % PALETTE
+    return colours
+
+
+def owners(view: Mapping[str, Any]) -> dict[tuple[int, int], str]:
+    """(producer id, epoch) -> producer name, from the producers' cards (who wrote a record, as far as we know)."""
+    out: dict[tuple[int, int], str] = {}
+    for name, p in view.get("producers", {}).items():
+        if p.get("producer_id") is not None:
+            out.setdefault((p["producer_id"], p.get("epoch")), name)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------- panels
+def header(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
+    last = None
+    for entry in reversed(live.commands):
+        if "step" in entry:
+            from playground.session import step_from_entry
+
+            step = step_from_entry(entry["step"])
+            if not step.is_note:
+                last = {
+                    "label": step.label,
+                    "args": step_summary(step.label, step.args),
+                    "outcome": entry.get("outcome", "ok"),
+                }
+                break
+    scenario = live.scenario
+    return {
+        "session_id": live.session_id,
+        "free_play": scenario is None,
+        "title": dict(scenario.title) if scenario is not None else None,
+        "scenario_id": scenario.id if scenario is not None else "",
+        "backend": view.get("backend", live.backend_name),
+        "seed": live.seed,
+        "time_ms": view.get("time_ms", 0),
+        "cursor": live.cursor,
+        "total": len(live.steps),
+        "running": live.running,
+        "commands": len(live.commands),
+        "last": last,
+        "version": live.version,
+        # A real cluster: live in this process, or detached (see session.py), or live but not observable right now.
+        "real": live_only(live.backend_name),
+        "detached": getattr(live, "detached", ""),
+        "observe_error": view.get("observe_error"),
+        "prefix": getattr(live.backend, "prefix", None),
+        "origin": live.origin,
+        "replica": live.replica,
+        "profile": profile_of(live),
+    }
+
+
+def profile_of(live: Any) -> dict[str, Any]:
+    """The session's Kafka (exact release), client, and `transaction.version`: the level the cluster has finalized
+    (as the real cluster reports it, as the simulator models it; None when a detached session cannot ask) and the
+    protocol this client's transactions run (1: classic; 2: KIP-890's, only a client that implements it)."""
+    profile = live.profile
+    reported = getattr(live.backend, "transaction_version", None)
+    if reported is None and not live_only(live.backend_name):
+        reported = profile.finalized_transaction_version
+    return {
+        "kafka": profile.kafka,
+        "release": profile.release,
+        "client": profile.client,
+        "cluster_transaction_version": reported,
+        "transaction_version": profile.transaction_version,
+    }
+
+
+def scrubber(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
+    """The time slider's track: step k is the state after the first k commands (0..length). A tick per command
+    (while they fit), and marks where a command failed, fenced a producer, or carried a note; marks of one kind
+    that would overlap are drawn once (the first), so the drawing stays small at 20,000 commands."""
+    from playground.session import step_from_entry
+
+    n = live.length
+    scale = SCRUB_WIDTH / max(n, 1)
+    ticks = " ".join(f"M{round((i + 1) * scale, 1)} 9V17" for i in range(n)) if 0 < n <= SCRUB_TICKS_MAX else ""
+    marks, seen = [], set()
+    for seq, kind in live.marks:
+        column = (int((seq + 1) * scale / SCRUB_COLUMN), kind)
+        if column in seen:
+            continue
+        seen.add(column)
+        entry = live.commands[seq]
+        if kind == "note":
+            label, text = "note", dict(step_from_entry(entry["step"]).args.get("text", {}))
+        else:
+            step = step_from_entry(entry["step"]) if "step" in entry else None
+            label, text = (step.label if step else "+ actor") + " → " + entry.get("outcome", "ok"), None
+            if entry.get("fenced"):
+                label += " (fenced " + ", ".join(entry["fenced"]) + ")"
+        marks.append({"x": round((seq + 1) * scale - 2, 1), "k": seq + 1, "kind": kind, "label": label, "text": text})
+    return {"length": n, "w": SCRUB_WIDTH, "ticks": ticks, "marks": marks}
+
+
+def cluster(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
+    brokers = [
+        {"id": int(b), "up": bool(info.get("up", True))}
+        for b, info in sorted(view.get("brokers", {}).items(), key=lambda kv: int(kv[0]))
+    ]
+    return {"brokers": brokers, "unobservable": list(view.get("unobservable", []))}
+
+
+def producers(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
+    colours = producer_colours(view)
+    cards = []
+    for name, p in view.get("producers", {}).items():
+        state = p.get("state") or "INIT"
+        tone = (
+            "bad"
+            if (p.get("fenced") or state in ("FATAL_ERROR", "CRASHED"))
+            else "warn"
+            if state == "ABORTABLE_ERROR"
+            else (
+                "busy"
+                if state
+                in ("IN_TRANSACTION", "COMMITTING_TRANSACTION", "ABORTING_TRANSACTION", "BEGIN_COMMIT", "BEGIN_ABORT")
+                else "ok"
+                if state == "READY"
+                else "off"
+                if state in ("CLOSED",)
+                else "idle"
+            )
+        )
+        cards.append(
+            {
+                "name": name,
+                "txid": p.get("transactional_id"),
+                "pid": p.get("producer_id"),
+                "epoch": p.get("epoch"),
+                "state": state,
+                "tone": tone,
+                "fenced": bool(p.get("fenced")),
+                "last_error": p.get("last_error"),
+                "counters": dict(p.get("counters") or {}),
+                "colour": colours.get(p.get("producer_id"), None),
+                "transactional": bool(p.get("transactional_id")),
+                "next_value": live.next_value(name),
+            }
+        )
+    consumers_with_group = [n for n, c in view.get("consumers", {}).items() if c.get("group_id")]
+    return {
+        "cards": cards,
+        "txids": live.transactional_ids(),
+        "topics": [{"name": t.name, "partitions": list(range(t.partitions))} for t in live.cluster.topics],
+        "group_consumers": consumers_with_group,
+        "consumers": list(view.get("consumers", {})),
+        "actions": PRODUCER_ACTIONS,
+    }
+
+
+def consumers(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
+    cons = view.get("consumers", {})
+    parts = view.get("partitions", {})
+    who = owners(view)
+    cards = []
+    for name, c in cons.items():
+        received = c.get("received_total", sum(len(v) for v in (c.get("received") or {}).values()))
+        cards.append(
+            {
+                "name": name,
+                "isolation": c.get("isolation_level", "read_committed"),
+                "group": c.get("group_id"),
+                "state": c.get("state", "RUNNING"),
+                "positions": sorted((c.get("positions") or {}).items(), key=lambda kv: _tp_key(kv[0])),
+                "received": received,
+            }
+        )
+    ru = [c for c in cards if c["isolation"] == "read_uncommitted"]
+    rc = [c for c in cards if c["isolation"] != "read_uncommitted"]
+    columns = ru + rc
+    tables = []
+    for tp in sorted(parts, key=_tp_key):
+        part = parts[tp]
+        data = [e for e in part.get("log", []) if not e.get("control")]
+        if not data:
+            continue
+        lso = part.get("last_stable_offset", 0)
+        shown = data[-TABLE_ROWS:]
+        got = {name: {r["offset"] for r in (c.get("received") or {}).get(tp, [])} for name, c in cons.items()}
+        rows = []
+        for e in shown:
+            cells = []
+            for col in columns:
+                c = cons[col["name"]]
+                reads_tp = (
+                    tp in (c.get("positions") or {})
+                    or tp in (c.get("received") or {})
+                    or tp.rpartition("-")[0] in (c.get("topics") or ())
+                )
+                pos = (c.get("positions") or {}).get(tp, 0)
+                if not reads_tp:
+                    status = "na"
+                elif e["offset"] in got[col["name"]]:
+                    status = "got"
+                elif col["isolation"] != "read_uncommitted" and e.get("fate") == "aborted":
+                    status = "aborted"
+                elif col["isolation"] != "read_uncommitted" and e["offset"] >= lso:
+                    status = "lso"
+                elif e["offset"] >= pos:
+                    status = "pending"
+                else:
+                    status = "skipped"
+                cells.append({"status": status})
+            rows.append(
+                {
+                    "offset": e["offset"],
+                    "value": e.get("value"),
+                    "key": e.get("key"),
+                    "fate": e.get("fate"),
+                    "by": who.get((e.get("producer_id"), e.get("epoch"))) or _pid_label(e),
+                    "cells": cells,
+                }
+            )
+        tables.append({"tp": tp, "lso": lso, "rows": rows, "hidden_rows": len(data) - len(shown)})
+    return {
+        "ru": ru,
+        "rc": rc,
+        "columns": [{"name": c["name"], "isolation": c["isolation"]} for c in columns],
+        "tables": tables,
+        "actions": CONSUMER_ACTIONS,
+    }
+
+
+def _pid_label(e: Mapping[str, Any]) -> str:
+    pid = e.get("producer_id")
+    if pid is None or pid == -1:
+        return "—"
+    return f"PID {pid} e{e.get('epoch')}"
+
+
+def logs(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
+    colours = producer_colours(view)
+    who = owners(view)
+    cons = view.get("consumers", {})
+    strips = []
+    for tp in sorted(view.get("partitions", {}), key=_tp_key):
+        part = view["partitions"][tp]
+        hw = part.get("high_watermark", 0)
+        lso = part.get("last_stable_offset", hw)
+        leo = part.get("log_end_offset", hw)
+        entries = list(part.get("log", []))[-LOG_WINDOW:]
+        start = entries[0]["offset"] if entries else part.get("window_start", leo)
+        positions: dict[int, list[str]] = {}
+        for name, c in cons.items():
+            pos = (c.get("positions") or {}).get(tp)
+            if pos is not None:
+                positions.setdefault(max(pos, start), []).append(name)
+        slots = []
+        for e in entries:
+            o = e["offset"]
+            control = e.get("control")
+            fate = "marker" if control else (e.get("fate") or ("committed" if e.get("transactional") else "plain"))
+            owner = who.get((e.get("producer_id"), e.get("epoch")))
+            slots.append(
+                {
+                    "offset": o,
+                    "control": control,
+                    "letter": (control or "?")[0] if control else "",
+                    "fate": fate,
+                    "text": _short(e.get("value")),
+                    "value": e.get("value"),
+                    "key": e.get("key"),
+                    "pid": e.get("producer_id"),
+                    "epoch": e.get("epoch"),
+                    "sequence": e.get("sequence"),
+                    "owner": owner,
+                    "colour": colours.get(e.get("producer_id")),
+                    "shade": (e.get("epoch") or 0) % 3 if e.get("epoch") not in (None, -1) else 0,
+                    "cursors": [m for m, v in (("HW", hw), ("LSO", lso), ("LEO", leo)) if v == o],
+                    "consumers": positions.get(o, []),
+                }
+            )
+        end_offset = max(leo, (entries[-1]["offset"] + 1) if entries else leo)
+        slots.append(
+            {
+                "offset": end_offset,
+                "end": True,
+                "cursors": [m for m, v in (("HW", hw), ("LSO", lso), ("LEO", leo)) if v == end_offset],
+                "consumers": sorted({n for o, names in positions.items() if o >= end_offset for n in names}),
+            }
+        )
+        # Cursors beyond the window's end (should not happen) or before it (long logs) still show, at the edge.
+        strips.append(
+            {
+                "tp": tp,
+                "topic": part.get("topic", tp.rpartition("-")[0]),
+                "partition": part.get("partition"),
+                "leader": part.get("leader"),
+                "hw": hw,
+                "lso": lso,
+                "leo": leo,
+                "log_start": part.get("log_start_offset", 0),
+                "hidden": max(0, start - part.get("log_start_offset", 0)),
+                "slots": slots,
+            }
+        )
+    return {"strips": strips}
+
+
+def coordinator(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
+    sm = diagrams.current_state_machine(view.get("transitions"))
+    users: dict[str, list[dict[str, Any]]] = {}
+    for name, p in view.get("producers", {}).items():
+        if p.get("transactional_id"):
+            users.setdefault(p["transactional_id"], []).append(
+                {"name": name, "epoch": p.get("epoch"), "fenced": bool(p.get("fenced"))}
+            )
+    entries = []
+    for txid, t in sorted(view.get("transactions", {}).items()):
+        current = t.get("state")
+        entries.append(
+            {
+                "txid": txid,
+                "state": current,
+                "pid": t.get("producer_id"),
+                "epoch": t.get("epoch"),
+                "partitions": list(t.get("partitions") or []),
+                "timeout_ms": t.get("timeout_ms"),
+                "coordinator_partition": t.get("coordinator_partition"),
+                "coordinator_broker": t.get("coordinator_broker"),
+                "txn_start_time_ms": t.get("txn_start_time_ms"),
+                "pending": t.get("pending_state"),
+                "users": users.get(txid, []),
+            }
+        )
+    # The diagram's geometry is static (cached in diagrams); the context only says whether there is one.
+    stats = view.get("stats") or {}
+    return {
+        "entries": entries,
+        "sm": sm is not None,
+        "table": view.get("transitions"),
+        "stats": {
+            k: stats[k]
+            for k in (
+                "transaction_state_records",
+                "transaction_state_bytes",
+                "init_producer_id_calls",
+                "markers_written",
+            )
+            if k in stats
+        },
+    }
+
+
+# A consumer's poll sends a Fetch (and a ListOffsets at the start) per partition, again and again: drawn, they push
+# the transactional RPCs (the story) out of the diagram. Left out unless they carry an error.
+CONSUMER_READS = frozenset({"Fetch", "ListOffsets"})
+
+
+def timeline(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
+    consumers = set(view.get("consumers", {}))
+    clients = list(view.get("producers", {})) + list(consumers)
+    events, reads = [], 0
+    for e in view.get("timeline", []):
+        if e.get("rpc") in CONSUMER_READS and not e.get("error") and consumers & {e.get("src"), e.get("dst")}:
+            reads += e.get("direction") == "request"
+            continue
+        events.append(e)
+    return {**diagrams.timeline(events, clients, rows=TIMELINE_ROWS), "reads_left_out": reads}
+
+
+def truth(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
+    rows = []
+    top = 1
+    for name, p in view.get("producers", {}).items():
+        c = p.get("counters") or {}
+        sent, landed, got = (
+            int(c.get("app_sent_ok", 0)),
+            int(c.get("landed", 0)),
+            int(c.get("read_committed_received", 0)),
+        )
+        top = max(top, sent, landed, got)
+        rows.append(
+            {
+                "name": name,
+                "txid": p.get("transactional_id"),
+                "sent": sent,
+                "landed": landed,
+                "got": got,
+                "gap": max(0, sent - got),
+            }
+        )
+    for r in rows:
+        r["w_sent"], r["w_landed"], r["w_got"] = (round(100 * r[k] / top) for k in ("sent", "landed", "got"))
+    return {"rows": rows, "gap": sum(r["gap"] for r in rows)}
+
+
+def narrative(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
+    from playground.session import step_from_entry
+
+    outcomes = live.step_outcomes
+    cursor = live.cursor
+    steps = []
+    current_note = None
+    for s in live.steps:
+        done = s.index in outcomes
+        outcome = outcomes.get(s.index)
+        row = {
+            "n": s.index,
+            "note": dict(s.args.get("text", {})) if s.is_note else None,
+            "label": s.label,
+            "args": "" if s.is_note else step_summary(s.label, s.args),
+            "expect": list(s.expect) if s.expect else None,
+            "done": done,
+            "current": s.index == cursor - 1,
+            "next": s.index == cursor,
+            "outcome": outcome,
+            "as_expected": (outcome in s.expect) if (done and s.expect and not s.is_note) else None,
+        }
+        if s.is_note and s.index < cursor and any(row["note"].values()):
+            current_note = row["note"]
+        steps.append(row)
+    mine = []
+    for i in range(live.length - 1, -1, -1):  # the user's own commands, newest first, only as many as are shown
+        if len(mine) == MINE_ROWS:
+            break
+        e = live.commands[i]
+        if "n" in e or not is_command(e):
+            continue
+        if "add" in e:
+            ((name, decl),) = e["add"].items()
+            ((kind, body),) = decl.items()
+            mine.append({"i": i, "label": f"+ {kind} {name}", "args": _add_summary(kind, body), "outcome": "ok"})
+        else:
+            s = step_from_entry(e["step"])
+            mine.append(
+                {"i": i, "label": s.label, "args": step_summary(s.label, s.args), "outcome": e.get("outcome", "ok")}
+            )
+    mine.reverse()
+    return {
+        "free_play": live.scenario is None,
+        "summary": dict(live.scenario.summary) if live.scenario is not None else None,
+        "steps": steps,
+        "cursor": cursor,
+        "total": len(steps),
+        "note": current_note,
+        "mine": mine,
+        "mine_hidden": max(0, live.own_count - len(mine)),
+        "running": live.running,
+    }
+
+
+def exercise(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
+    """An exercise's goal as a checklist, the hints revealed so far, the question the next step asks, and the
+    questions already answered with the right answer and how the room (or this session) answered."""
+    from playground import rooms
+    from playground.scenario import exercise as ex
+
+    scenario = live.scenario
+    if scenario is None or not (scenario.goal or scenario.hints or any(s.predict for s in scenario.steps)):
+        return {"on": False}
+    items = [i.as_dict() for i in ex.goal_items(live)]
+    pending = ex.pending_question(live)
+    shown = [s for s in scenario.steps if s.predict and s.index < live.cursor][-3:]  # the latest answered questions
+    given = rooms.answers(live, [s.index for s in shown])
+    asked = [
+        {
+            "n": s.index,
+            "question": dict(s.predict["question"]),
+            "choices": [dict(c) for c in s.predict["choices"]],
+            "answer": s.predict["answer"],
+            "mine": live.predictions.get(s.index),
+            "dist": ex.distribution(given[s.index], len(s.predict["choices"])),
+        }
+        for s in shown
+    ]
+    question = None
+    if pending is not None:
+        q = scenario.steps[pending].predict
+        question = {"n": pending, "question": dict(q["question"]), "choices": [dict(c) for c in q["choices"]]}
+    return {
+        "on": True,
+        "items": items,
+        "done": sum(i["ok"] for i in items),
+        "met": bool(items) and all(i["ok"] for i in items),
+        "hints": [dict(h) for h in scenario.hints[: live.hints_shown]],
+        "hints_left": len(scenario.hints) - live.hints_shown,
+        "question": question,
+        "asked": asked,
+    }
+
+
+def database(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
+    """The application's tables, and the reconciliation query's rows with its gaps lit: a column whose values are
+    all 0 or 1 is a check, and a row with a 0 in one is a gap (an order paid but never delivered...)."""
+    db = view.get("database")
+    if not db:
+        return {"on": False}
+    rec = db.get("reconcile")
+    checks: list[int] = []
+    rows = []
+    if rec and rec.get("rows"):
+        checks = list(rec.get("checks") or [])
+        rows = [{"cells": r, "gap": any(r[i] == 0 for i in checks)} for r in rec["rows"]]
+    return {
+        "on": True,
+        "tables": [{"name": n, **t} for n, t in db["tables"].items()],
+        "in_transaction": db.get("in_transaction", False),
+        "reconcile": {
+            "title": db.get("reconcile_title") or {},
+            "columns": rec["columns"],
+            "checks": checks,
+            "rows": rows,
+            "error": rec.get("error"),
+            "gaps": sum(r["gap"] for r in rows),
+        }
+        if rec
+        else None,
+    }
+
+
+def anomalies(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
+    """What the anomaly checker finds in the session's history (playground/scenario/anomalies.py), each finding with the
+    steps it names (the time slider goes there)."""
+    from playground.session.history import findings
+
+    if live.length > ANOMALIES_LIVE_MAX:
+        return {"deferred": True, "findings": []}
+    return {"deferred": False, "findings": [f.as_dict() for f in findings(live)]}
+
+
+def _add_summary(kind: str, body: Mapping[str, Any]) -> str:
+    if kind == "producer":
+        return f"transactional.id {body['transactional.id']}" if body.get("transactional.id") else "plain"
+    bits = [body.get("isolation.level", "read_committed")]
+    if body.get("group.id"):
+        bits.append(f"group {body['group.id']}")
+    return ", ".join(bits)
+
+
+BUILDERS = {
+    "header": header,
+    "scrubber": scrubber,
+    "cluster": cluster,
+    "producers": producers,
+    "consumers": consumers,
+    "logs": logs,
+    "coordinator": coordinator,
+    "timeline": timeline,
+    "truth": truth,
+    "narrative": narrative,
+    "exercise": exercise,
+    "database": database,
+    "anomalies": anomalies,
+}
+
+
+def contexts(live: Any, view: Mapping[str, Any], head: Any = None) -> dict[str, dict[str, Any]]:
+    """Every panel's context. For a moment (step k of a session), `head` is the session itself: the time slider's
+    track always shows the whole log."""
+    out = {name: BUILDERS[name](live, view) for name in PANELS if name != "scrubber"}
+    out["scrubber"] = scrubber(head if head is not None else live, view)
+    return out

@@ -1,0 +1,224 @@
+"""Workshop pages: join a room, run one (the facilitator's board), and the room's commands. Thin, like views.py:
+a form, one `rooms` function, an answer."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils.translation import get_language
+from django.utils.translation import gettext as _
+from django.views.decorators.http import require_GET, require_POST
+
+from playground import rooms, session
+from playground.models import Attendee, Seat, Workshop
+from playground.scenario import library
+from playground.scenario.i18n import normalize
+from playground.session import capability, limits
+from playground.web import broadcast, forms, panels
+from playground.web.board import blank_card, card
+from playground.web.http import answers_problems, client, problem
+
+COOKIE_MAX_AGE_S = capability.COOKIE_MAX_AGE_S
+
+
+def _cookie(response: HttpResponse, request: HttpRequest, name: str, value: str) -> None:
+    response.set_cookie(
+        name, value, max_age=COOKIE_MAX_AGE_S, httponly=True, samesite="Lax", secure=request.is_secure()
+    )
+
+
+def _room(code: str) -> Workshop:
+    room = rooms.by_code(code)
+    if room is None:
+        raise Http404(_("No workshop has this code."))
+    return room
+
+
+def facilitator(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """Only the room's capability (the facilitator's browser) passes; anyone else gets 403."""
+
+    @functools.wraps(view)
+    def wrapper(request: HttpRequest, code: str, *args: Any, **kwargs: Any) -> HttpResponse:
+        room = _room(code)
+        room_secret, _att = rooms.secrets_from(request.COOKIES, room.pk)
+        if not rooms.is_facilitator(room, room_secret):
+            return problem(_("Only the facilitator of this workshop can do this."), 403)
+        return view(request, room, room_secret, *args, **kwargs)
+
+    return wrapper
+
+
+# --------------------------------------------------------------------------------------------------- pages
+@require_GET
+def join_page(request: HttpRequest) -> HttpResponse:
+    return render(request, "playground/rooms/join.html", {"code": request.GET.get("code", "")[:6].upper()})
+
+
+@require_POST
+@answers_problems
+def join(request: HttpRequest) -> HttpResponse:
+    d = forms.JoinForm(request.POST)
+    if not d.is_valid():
+        return render(
+            request,
+            "playground/rooms/join.html",
+            {"error": d.message(), "code": request.POST.get("code", "")[:6]},
+            status=400,
+        )
+    code = d.cleaned_data["code"]
+    known = rooms.by_code(code)
+    secret = rooms.secrets_from(request.COOKIES, known.pk)[1] if known else None
+    try:
+        room, _attendee, secret = rooms.join(code, d.cleaned_data["name"], client=client(request), secret=secret)
+    except session.CommandError as exc:
+        return render(
+            request,
+            "playground/rooms/join.html",
+            {"error": str(exc), "code": code, "name": d.cleaned_data["name"]},
+            status=exc.status,
+        )
+    except limits.LimitExceeded as exc:
+        return render(request, "playground/rooms/join.html", {"error": str(exc), "code": code}, status=429)
+    response = redirect("room", code=room.code)
+    _cookie(response, request, rooms.cookie_names(room.pk)[1], secret)
+    return response
+
+
+@require_GET
+def new_page(request: HttpRequest) -> HttpResponse:
+    return render(request, "playground/rooms/new.html", {"entries": [e for e in library.entries() if e.scenario]})
+
+
+@require_POST
+@answers_problems
+def create(request: HttpRequest) -> HttpResponse:
+    form = forms.NewWorkshopForm(request.POST)
+    if not form.is_valid():
+        return problem(form.message())
+    chosen = request.POST.getlist("scenario")[:50]
+
+    def position(item: tuple[int, str]) -> tuple[int, int]:
+        raw = request.POST.get(f"order-{item[1]}", "")
+        return (int(raw) if raw.isdigit() else 1000 + item[0], item[0])
+
+    ordered = [sid for _i, sid in sorted(enumerate(chosen), key=position)]
+    room, secret = rooms.create(form.cleaned_data["title"], ordered)
+    response = redirect("board", code=room.code)
+    _cookie(response, request, rooms.cookie_names(room.pk)[0], secret)
+    return response
+
+
+@require_GET
+@answers_problems
+def room(request: HttpRequest, code: str) -> HttpResponse:
+    """An attendee's way into the room: their own session for the item the room is on (the facilitator's, for
+    the facilitator)."""
+    room = _room(code)
+    room_secret, attendee_secret = rooms.secrets_from(request.COOKIES, room.pk)
+    attendee = rooms.attendee_of(room, attendee_secret)
+    if attendee is None and not rooms.is_facilitator(room, room_secret):
+        return redirect(reverse("join") + f"?code={room.code}")
+    owner, secret = (attendee, attendee_secret) if attendee is not None else (None, room_secret)
+    sid, key = rooms.seat(room, owner, room.current, secret)
+    response = redirect("session", sid=sid)
+    _cookie(response, request, capability.cookie_name(sid), key)
+    return response
+
+
+@require_GET
+@facilitator
+def board(request: HttpRequest, room: Workshop, room_secret: str) -> HttpResponse:
+    lang = normalize(get_language())
+    item = room.current
+    mine = rooms.facilitator_session(room, item)
+    return render(
+        request,
+        "playground/rooms/board.html",
+        {
+            "room": room,
+            "item": item,
+            "agenda": room.agenda,
+            "cards": _cards(room, item),
+            "lang": lang,
+            "questions": rooms.questions(room, item),
+            "mine": mine,
+            "join_link": request.build_absolute_uri(reverse("join") + f"?code={room.code}"),
+        },
+    )
+
+
+@require_POST
+@facilitator
+def move(request: HttpRequest, room: Workshop, room_secret: str) -> HttpResponse:
+    form = forms.MoveForm(request.POST)
+    if not form.is_valid():
+        return problem(form.message())
+    try:
+        rooms.move(room, form.cleaned_data["item"])
+    except session.CommandError as exc:
+        return problem(str(exc), exc.status)
+    return HttpResponse(status=204, headers={"HX-Refresh": "true"})
+
+
+@require_POST
+@facilitator
+def follow(request: HttpRequest, room: Workshop, room_secret: str) -> HttpResponse:
+    on = request.POST.get("on") in ("1", "true", "on")
+    if on:
+        rooms.seat(room, None, room.current, room_secret)  # the facilitator's session for the item exists
+    rooms.set_follow(room, on)
+    return HttpResponse(status=204, headers={"HX-Refresh": "true"})
+
+
+@require_GET
+def questions_fragment(request: HttpRequest, code: str) -> HttpResponse:
+    """The room's answers to the current item's questions (the board reloads it as answers come in)."""
+    room = _room(code)
+    room_secret, _att = rooms.secrets_from(request.COOKIES, room.pk)
+    if not rooms.is_facilitator(room, room_secret):
+        return problem(_("Only the facilitator of this workshop can do this."), 403)
+    return render(
+        request,
+        "playground/rooms/_questions.html",
+        {"questions": rooms.questions(room, room.current), "lang": normalize(get_language())},
+    )
+
+
+def room_context(live: Any, request: HttpRequest) -> dict[str, Any] | None:
+    """What a seat's session page shows of its room: the room bar, follow-me."""
+    seat_info = getattr(live, "seat", None)
+    if not seat_info:
+        return None
+    room = Workshop.objects.filter(pk=seat_info["room"]).first()
+    if room is None:
+        raise Http404
+    follow_sid = rooms.facilitator_session(room, room.current) if room.follow else None
+    return {
+        "room": room,
+        "item": seat_info["item"],
+        "current": room.current,
+        "name": seat_info["name"],
+        "facilitator": seat_info["attendee"] is None,
+        "follow": follow_sid if follow_sid != live.session_id else None,
+        "title": room.agenda[seat_info["item"]]["title"],
+        "count": len(room.agenda),
+    }
+
+
+def _cards(room: Workshop, item: int) -> list[dict[str, Any]]:
+    """Every attendee's card for an agenda item (the board's first render): sessions replayed as needed."""
+    out = []
+    seats = {s.attendee_id: s.session_id for s in Seat.objects.filter(workshop=room, item=item, attendee__isnull=False)}
+    for attendee in Attendee.objects.filter(workshop=room):
+        sid = seats.get(attendee.pk)
+        if sid is None:
+            out.append(blank_card(attendee))
+            continue
+        live = session.load(sid)
+        out.append(card(live, panels.contexts(live, broadcast.view_of(live))))
+    return out

@@ -1,0 +1,471 @@
+from __future__ import annotations
+
+from typing import Any
+
+from django import template
+
+from playground.scenario.i18n import pick as _pick
+
+register = template.Library()
+
+
+@register.filter
+def pick(text: Any, lang: str) -> str:
+    """A {lang: text} dict in the viewer's language (English when missing)."""
+    return _pick(text, lang)
+
+
+@register.filter
+def clock(ms: Any) -> str:
+    """Virtual time as mm:ss.mmm (h:mm:ss.mmm past an hour)."""
+    try:
+        ms = int(ms)
+    except (TypeError, ValueError):
+        return "—"
+    s, ms = divmod(ms, 1000)
+    m, s = divmod(s, 60)
+    h, m = divmod(m, 60)
+    return f"{h}:{m:02d}:{s:02d}.{ms:03d}" if h else f"{m:02d}:{s:02d}.{ms:03d}"
+
+
+@register.filter
+def dash(value: Any) -> Any:
+    return "—" if value is None or value == "" else value
+
+
+@register.filter
+def get(mapping: Any, key: Any) -> Any:
+    try:
+        return mapping.get(key)
+    except AttributeError:
+        return None
+
+
+@register.filter
+def short(value: Any, n: int = 12) -> str:
+    text = "" if value is None else str(value)
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+# ---- The hot loops, rendered in Python: one render per event, for every viewer, must stay in single milliseconds.
+from html import escape as _e  # noqa: E402
+
+from django.utils.safestring import mark_safe  # noqa: E402
+from django.utils.translation import gettext as _  # noqa: E402
+
+
+def _a(value: Any) -> str:
+    return _e("" if value is None else str(value), quote=True)
+
+
+OOB = ' hx-swap-oob="true"'
+
+
+@register.simple_tag
+def strips(p: dict) -> str:
+    return mark_safe("".join(strip(s) for s in p["strips"]))
+
+
+def strip(s: dict, oob: bool = False) -> str:
+    leader = f"{_a(_('leader'))} b{s['leader']}" if s["leader"] else _a(_("no leader"))
+    return (
+        f'<div id="{_a(item_id("strip", s["tp"]))}"{OOB if oob else ""} class="strip" data-tp="{_a(s["tp"])}" data-hw="{s["hw"]}" data-lso="{s["lso"]}" data-leo="{s["leo"]}">'
+        f'<div class="strip-label"><b>{_a(s["tp"])}</b><small>{leader}</small><small class="marks">HW {s["hw"]} · <span class="lso">LSO {s["lso"]}</span> · LEO {s["leo"]}</small></div>'
+        f'<ol class="cells">{strip_cells(s)}</ol></div>'
+    )
+
+
+@register.simple_tag
+def strip_cells(s: dict) -> str:
+    """One partition's slots: a cell per offset, cursors (HW, LSO, LEO) and consumer positions."""
+    out = []
+    if s["hidden"]:
+        out.append(
+            f'<li class="more" title="{_a(_("%(n)d earlier entries not drawn") % {"n": s["hidden"]})}">…{s["hidden"]}</li>'
+        )
+    fates = {
+        "committed": _("transaction committed"),
+        "aborted": _("transaction aborted"),
+        "open": _("transaction still open"),
+        "plain": _("not transactional"),
+    }
+    fetches = _("fetches from here")
+    for c in s["slots"]:
+        parts = [
+            f'<li class="slot{" end" if c.get("end") else ""}{" cursor" if c["cursors"] else ""}" data-offset="{c["offset"]}">'
+        ]
+        if c["cursors"]:
+            parts.append(
+                '<span class="curs">' + "".join(f'<i class="cur cur-{m}">{m}</i>' for m in c["cursors"]) + "</span>"
+            )
+        colour = f" pc{c['colour']}" if c.get("colour") is not None else ""
+        if c.get("end"):
+            parts.append('<span class="cell endcell" aria-hidden="true"></span><span class="off"></span>')
+        elif c.get("control"):
+            title = _("offset %(o)s · %(k)s marker · PID %(pid)s · epoch %(e)s") % {
+                "o": c["offset"],
+                "k": c["control"],
+                "pid": c["pid"],
+                "e": c["epoch"],
+            }
+            if c.get("owner"):
+                title += f" ({c['owner']})"
+            parts.append(
+                f'<span class="cell marker m-{c["letter"]}{colour}" data-fate="marker" data-control="{_a(c["control"])}" title="{_a(title)}">{_a(c["letter"])}</span><span class="off">{c["offset"]}</span>'
+            )
+        else:
+            title = _("offset %(o)s · PID %(pid)s · epoch %(e)s · sequence %(q)s") % {
+                "o": c["offset"],
+                "pid": dash(c["pid"]),
+                "e": dash(c["epoch"]),
+                "q": dash(c["sequence"]),
+            }
+            if c.get("owner"):
+                title += f" ({c['owner']})"
+            if c.get("key") is not None:
+                title += f" · key {c['key']}"
+            title += f" · value {c.get('value')} · {fates.get(c['fate'], c['fate'])}"
+            shade = f" sh{c['shade']}" if c.get("colour") is not None else ""
+            parts.append(
+                f'<span class="cell f-{c["fate"]}{colour}{shade}" data-fate="{c["fate"]}" title="{_a(title)}">{_a(c["text"])}</span><span class="off">{c["offset"]}</span>'
+            )
+        for n in c["consumers"]:
+            parts.append(f'<span class="cpos" title="{_a(n)} {_a(fetches)}">▲{_a(n)}</span>')
+        parts.append("</li>")
+        out.append("".join(parts))
+    return mark_safe("".join(out))
+
+
+@register.simple_tag
+def timeline_svg(p: dict) -> str:
+    # Drawn at the panel's width (width 100% of the viewBox), within the scale the layout allows: narrower, the
+    # SVG keeps min-width and the panel scrolls; the hover tips (data-tip) give every name and label in full.
+    size = f'width="100%" style="min-width:{p["min_width"]}px;max-width:{p["max_width"]}px"'
+    out = [
+        f'<svg class="seq" {size} viewBox="0 0 {p["width"]} {p["height"]}" role="img" aria-label="{_a(_("sequence diagram of the RPCs"))}">',
+        '<text x="4" y="20" class="lane t">t (ms)</text>',
+    ]
+    for lane in p["lanes"]:
+        x = f"{lane['x']:.0f}"
+        out.append(
+            lane_name(lane, x, 14 if len(lane["lines"]) > 1 else 20)
+            + f'<line x1="{x}" y1="32" x2="{x}" y2="{p["bottom"]}" class="life"/>'
+        )
+        if p["foot"]:
+            out.append(lane_name(lane, x, p["bottom"] + 14))
+    for a in p["arrows"]:
+        cls = (
+            "msg"
+            + (" err" if a["error"] else "")
+            + (" resp" if a["response"] else "")
+            + (" short" if a["short"] else "")
+        )
+        out.append(
+            f'<g class="{cls}" data-tip="{_a(a["title"])}"><line x1="{a["x1"]:.0f}" y1="{a["y"]}" x2="{a["x2"]:.0f}" y2="{a["y"]}"/>'
+            f'<text x="{a["mid"]:.0f}" y="{a["y"] - 4}">{_a(a["label"])}</text><text x="4" y="{a["y"] + 3}" class="t">{a["t"]}</text></g>'
+        )
+    out.append("</svg>")
+    return mark_safe("".join(out))
+
+
+def lane_name(lane: dict, x: str, y: int) -> str:
+    """A lane's header (one or two lines, maybe shortened); its full name on hover."""
+    text = "".join(
+        f'<tspan x="{x}" dy="{0 if i == 0 else 12}">{_a(line)}</tspan>' for i, line in enumerate(lane["lines"])
+    )
+    return f'<text x="{x}" y="{y}" class="lane" data-tip="{_a(lane["name"])}">{text}</text>'
+
+
+@register.simple_tag
+def state_machine_svg(sm: Any, state: str | None, pending: str | None, table: Any = None) -> str:
+    if not isinstance(sm, dict):
+        from playground.web.diagrams import current_state_machine
+
+        sm = current_state_machine(table)
+        if sm is None:
+            return ""
+    label = _("transaction state machine, current state %(s)s") % {"s": state}
+    out = [f'<svg class="sm" viewBox="0 0 {sm["width"]} {sm["height"]}" role="img" aria-label="{_a(label)}">']
+    for g in sm["edges"]:
+        cls = (
+            "edge"
+            + (" next" if g.src == state and g.dst != state else "")
+            + (" loop" if g.loop else "")
+            + (" back" if g.back else "")
+        )
+        out.append(f'<path d="{g.path}" class="{cls}"><title>{_a(g.src)} → {_a(g.dst)}</title></path>')
+    for n in sm["nodes"]:
+        cls = "node" + (" lit" if n.name == state else "") + (" pend" if n.name == pending else "")
+        out.append(
+            f'<g class="{cls}" data-state="{_a(n.name)}"><rect x="{n.x - n.w / 2:.0f}" y="{n.y - n.h / 2:.0f}" width="{n.w:.0f}" height="{n.h:.0f}" rx="12"/>'
+            f'<text x="{n.x:.0f}" y="{n.y + 4:.0f}">{_a(n.name)}</text></g>'
+        )
+    out.append("</svg>")
+    return mark_safe("".join(out))
+
+
+@register.simple_tag
+def cmp_tables(p: dict) -> str:
+    return mark_safe("".join(cmp_table(t, p) for t in p["tables"]))
+
+
+def cmp_table(t: dict, p: dict, oob: bool = False) -> str:
+    """One partition: its records, and for each consumer whether it got them or why not (side by side)."""
+    hidden = ""
+    if t["hidden_rows"]:
+        from django.utils.translation import ngettext
+
+        hidden = " · " + _a(
+            ngettext("%(n)s earlier record not shown", "%(n)s earlier records not shown", t["hidden_rows"])
+            % {"n": t["hidden_rows"]}
+        )
+    heads = "".join(
+        f'<th class="{"ru" if c["isolation"] == "read_uncommitted" else "rc"}">{_a(c["name"])}<small>{"uncommitted" if c["isolation"] == "read_uncommitted" else "committed"}</small></th>'
+        for c in p["columns"]
+    )
+    return (
+        f'<table id="{_a(item_id("cmp", t["tp"]))}"{OOB if oob else ""} class="cmp-table" data-tp="{_a(t["tp"])}">'
+        f"<caption>{_a(t['tp'])} <small>LSO {t['lso']}{hidden}</small></caption>"
+        f"<thead><tr><th>{_a(_('offset'))}</th><th>{_a(_('record'))}</th>{heads}</tr></thead>"
+        f"<tbody>{cmp_rows(t, t['lso'])}</tbody></table>"
+    )
+
+
+@register.simple_tag
+def cmp_rows(t: dict, lso: int) -> str:
+    words = {
+        "got": '✓ <span class="sr">' + _a(_("received")) + "</span>",
+        "aborted": '<span class="why">✗ ' + _a(_("hidden: aborted")) + "</span>",
+        "lso": '<span class="why">◔ ' + _a(_("held: behind LSO %(n)s") % {"n": lso}) + "</span>",
+        "pending": '<span class="muted">' + _a(_("not polled yet")) + "</span>",
+        "skipped": '<span class="muted">' + _a(_("skipped")) + "</span>",
+        "na": '<span class="muted">—</span>',
+    }
+    out = []
+    for r in t["rows"]:
+        key = f"{_a(short(r['key'], 10))}=" if r.get("key") else ""
+        cells = "".join(f'<td class="s-{c["status"]}">{words.get(c["status"], "")}</td>' for c in r["cells"])
+        out.append(
+            f'<tr class="f-{r["fate"]}"><td class="num">{r["offset"]}</td><td class="rec"><span class="v">{key}{_a(short(r["value"], 16))}</span> <small>{_a(r["by"])}</small></td>{cells}</tr>'
+        )
+    return mark_safe("".join(out))
+
+
+@register.simple_tag
+def narrative_steps(steps: list, lang: str) -> str:
+    expected = _("as the scenario expects")
+    out = []
+    for s in steps:
+        cls = " ".join(
+            c
+            for c, on in (("done", s["done"]), ("current", s["current"]), ("next", s["next"]), ("note", s["note"]))
+            if on
+        )
+        cur = ' aria-current="step"' if s["current"] else ""
+        body = [f'<li class="{cls}" data-n="{s["n"]}"{cur}><span class="i">{s["n"] + 1}</span>']
+        if s["note"]:
+            body.append(f'<span class="ntext">{_a(pick(s["note"], lang))}</span>')
+        else:
+            body.append(f"<code>{_a(s['label'])}</code>")
+            if s["args"]:
+                body.append(f' <span class="args">{_a(s["args"])}</span>')
+            want = " / ".join(s["expect"] or ())
+            if s["done"]:
+                err = "" if s["outcome"] == "ok" else " err"
+                body.append(f' <span class="oc{err}">→ {_a(s["outcome"])}</span>')
+                if s["as_expected"] is True:
+                    body.append(f'<span class="exp ok" title="{_a(expected)}">✓</span>')
+                elif s["as_expected"] is False:
+                    body.append(f'<span class="exp bad">✗ {_a(_("expected"))} {_a(want)}</span>')
+            elif want:
+                body.append(f' <span class="exp want">{_a(_("expect"))} {_a(want)}</span>')
+        body.append("</li>")
+        out.append("".join(body))
+    return mark_safe("".join(out))
+
+
+def _vals(**kw: Any) -> str:
+    """data-vals JSON (the command's form fields), escaped for a single-quoted attribute."""
+    import json
+
+    return json.dumps(kw, ensure_ascii=False).replace("&", "&amp;").replace("'", "&#x27;").replace("<", "&lt;")
+
+
+def _button(url: str, label: str, title: str = "", cls: str = "", **vals: Any) -> str:
+    c = f' class="{cls}"' if cls else ""
+    t = f' title="{_a(title)}"' if title else ""
+    return f"<button{c} data-post=\"{url}\" data-vals='{_vals(**vals)}'{t}>{label}</button>"
+
+
+def item_id(kind: str, key: str) -> str:
+    return f"{kind}-{key}"
+
+
+@register.simple_tag
+def producer_cards(p: dict, u: dict) -> str:
+    return mark_safe("".join(producer_card(c, p, u) for c in p["cards"]))
+
+
+def producer_card(c: dict, p: dict, u: dict, oob: bool = False) -> str:
+    topic = p["topics"][0]["name"] if p["topics"] else ""
+    crash_t, restart_t = (
+        _("the process dies: no abort, no close"),
+        _("a new client with the same configuration (init again)"),
+    )
+    name = c["name"]
+    colour = f" pc{c['colour']}" if c["colour"] is not None else ""
+    txid = (
+        f"transactional.id <code>{_a(c['txid'])}</code>" if c["txid"] else _a(_("plain: idempotent, no transactions"))
+    )
+    badge = "FENCED" if c["fenced"] else _a(c["state"])
+    parts = [
+        f'<article id="{_a(item_id("pc", name))}"{OOB if oob else ""} class="pcard tone-{c["tone"]}{" fenced" if c["fenced"] else ""}" data-producer="{_a(name)}">',
+        f'<header><span class="swatch{colour}" aria-hidden="true"></span><b class="pname">{_a(name)}</b> <span class="txid">{txid}</span></header>',
+        f'<div class="ids"><span>PID <b>{_a(dash(c["pid"]))}</b> · epoch <b>{_a(dash(c["epoch"]))}</b></span>'
+        f'<span class="badge tone-{c["tone"]}" data-state="{_a(c["state"])}">{badge}</span></div>',
+    ]
+    err = c["last_error"]
+    if err:
+        old = "" if c["tone"] in ("bad", "warn") else " old"
+        detail = f" <span>({_a(err.get('detail'))})</span>" if err.get("detail") else ""
+        parts.append(
+            f'<div class="lasterr{old}" role="note"><span class="k">{_a(_("last error"))}</span> <code>{_a(err.get("op"))}</code> → <b>{_a(err.get("error"))}</b>{detail}</div>'
+        )
+    k = c["counters"]
+    sent, landed, rc = k.get("app_sent_ok", 0), k.get("landed", 0), k.get("read_committed_received", 0)
+    text = _("app believes sent <b>%(s)s</b> · landed <b>%(l)s</b> · read_committed got <b>%(r)s</b>") % {
+        "s": sent,
+        "l": landed,
+        "r": rc,
+    }
+    parts.append(f'<div class="counters" data-sent="{sent}" data-landed="{landed}" data-rc="{rc}">{text}</div>')
+    b = [f'<div class="actions" role="group" aria-label="{_a(_("actions of %(n)s") % {"n": name})}">']
+    if c["transactional"]:
+        b.append(
+            _button(u["action"], "init", "init_transactions: InitProducerId", actor=name, action="init_transactions")
+        )
+        b.append(_button(u["action"], "begin", "begin_transaction", actor=name, action="begin_transaction"))
+    b.append(
+        _button(
+            u["produce"],
+            "produce",
+            _("produce “%(v)s” to %(t)s") % {"v": c["next_value"], "t": topic},
+            actor=name,
+            topic=topic,
+            value=c["next_value"],
+        )
+    )
+    b.append(
+        f'<button class="open-produce" type="button" data-actor="{_a(name)}" data-value="{_a(c["next_value"])}" title="{_a(_("produce: choose topic, partition, key, value, await"))}">…</button>'
+    )
+    b.append(_button(u["action"], "flush", "flush", actor=name, action="flush"))
+    if c["transactional"]:
+        for g in p["group_consumers"]:
+            b.append(
+                _button(
+                    u["action"],
+                    f"offsets·{_a(g)}",
+                    f"send_offsets_to_transaction: {g}",
+                    actor=name,
+                    action="send_offsets_to_transaction",
+                    consumer=g,
+                )
+            )
+        b.append(
+            _button(
+                u["action"],
+                "commit",
+                "commit_transaction: EndTxn(commit)",
+                "commit",
+                actor=name,
+                action="commit_transaction",
+            )
+        )
+        b.append(
+            _button(
+                u["action"],
+                "abort",
+                "abort_transaction: EndTxn(abort)",
+                "abort",
+                actor=name,
+                action="abort_transaction",
+            )
+        )
+    b.append(_button(u["action"], "crash", crash_t, "danger", actor=name, action="crash"))
+    b.append(_button(u["action"], "restart", restart_t, actor=name, action="restart"))
+    b.append(_button(u["action"], "close", "close", actor=name, action="close"))
+    b.append("</div>")
+    parts.append("".join(b))
+    parts.append("</article>")
+    return "".join(parts)
+
+
+@register.simple_tag
+def consumer_cards(cards: list, u: dict) -> str:
+    out = []
+    for c in cards:
+        name = c["name"]
+        group = f' <span class="grp">group <code>{_a(c["group"])}</code></span>' if c["group"] else ""
+        tone = "tone-ok" if c["state"] == "RUNNING" else "tone-bad"
+        pos = "".join(f"<span>{_a(tp)}@<b>{o}</b></span>" for tp, o in c["positions"])
+        from django.utils.translation import ngettext
+
+        got = ngettext("%(n)s record received", "%(n)s records received", c["received"]) % {"n": c["received"]}
+        b = [_button(u["action"], "poll", "poll", actor=name, action="poll")]
+        if c["group"]:
+            b.append(_button(u["action"], "commit", "commit", actor=name, action="commit"))
+            b.append(_button(u["action"], "seek", "seek_to_committed", actor=name, action="seek_to_committed"))
+        b.append(_button(u["action"], "crash", "crash", "danger", actor=name, action="crash"))
+        b.append(_button(u["action"], "restart", "restart", actor=name, action="restart"))
+        out.append(
+            f'<article class="ccard{"" if c["state"] == "RUNNING" else " down"}" data-consumer="{_a(name)}"><header><b>{_a(name)}</b>{group} '
+            f'<span class="badge {tone}">{_a(c["state"])}</span></header><div class="pos">{pos} · {_a(got)}</div>'
+            f'<div class="actions">{"".join(b)}</div></article>'
+        )
+    return mark_safe("".join(out))
+
+
+@register.filter
+def index(sequence: Any, i: int) -> Any:
+    try:
+        return sequence[int(i)]
+    except (IndexError, TypeError, ValueError):
+        return None
+
+
+def _listed(values: Any) -> str:
+    if isinstance(values, list):
+        return "[" + ", ".join("null" if v is None else str(v) for v in values) + "]"
+    if isinstance(values, dict):
+        return ", ".join(f"{k} {v}" for k, v in values.items())
+    return "null" if values is None else str(values)
+
+
+@register.simple_tag
+def goal_item(item: dict) -> str:
+    """One check of an exercise's goal as a sentence, with what the session shows now when it does not hold yet."""
+    kind, subject, wanted = item["kind"], item["subject"].split(" "), item["wanted"]
+    if kind == "consumers":
+        text = _("%(c)s got %(v)s from %(tp)s") % {"c": subject[0], "v": _listed(wanted), "tp": subject[1]}
+    elif kind == "logs":
+        text = _("%(tp)s holds %(v)s") % {"tp": subject[0], "v": _listed(wanted)}
+    elif kind == "watermarks":
+        marks = {"high_watermark": "HW", "last_stable_offset": "LSO"}
+        text = f"{subject[0]}: " + ", ".join(f"{marks.get(k, k)} {v}" for k, v in wanted.items())
+    elif kind == "transactions":
+        text = f"{subject[0]}: " + ", ".join(f"{k} {v}" for k, v in wanted.items())
+    else:  # groups
+        text = _("group %(g)s committed %(o)s on %(tp)s") % {"g": subject[0], "o": _listed(wanted), "tp": subject[1]}
+    out = f'<span class="goal-text">{_a(text)}</span>'
+    if not item["ok"]:
+        out += f' <span class="now">{_a(_("now"))}: {_a(_listed(item["seen"]))}</span>'
+    return mark_safe(out)
+
+
+@register.inclusion_tag("playground/_profile.html")
+def profile_select(chosen: Any = None) -> dict[str, Any]:
+    """The profile's two choices for a Play form: the Kafka version (its exact release shown) and the client,
+    `chosen` (a spec.Profile) selected; without one, a first option "as the file says" (its `profile:`)."""
+    from playground.engine.spec import CLIENTS, KAFKA_RELEASES
+
+    return {"versions": list(KAFKA_RELEASES.items()), "clients": CLIENTS, "chosen": chosen}

@@ -1,0 +1,545 @@
+"""Thin views: validate a form, call one `session` (or `commands`) function, answer. Commands answer 204 (the screen
+changes through the websocket, for every viewer alike) or a 4xx whose body is the sentence to show."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+from urllib.parse import urlencode
+
+from asgiref.sync import sync_to_async
+from django.conf import settings
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils.cache import patch_vary_headers
+from django.utils.translation import get_language
+from django.utils.translation import gettext as _
+from django.views.decorators.clickjacking import xframe_options_sameorigin
+from django.views.decorators.http import require_GET, require_POST
+
+from playground import session
+from playground.engine.spec import DEFAULT_PROFILE, Profile
+from playground.models import ScenarioText
+from playground.scenario import check_text, library, pick
+from playground.scenario.i18n import normalize
+from playground.session import capability, compare, limits
+from playground.session.backends import not_configured
+from playground.session.export import as_scenario
+from playground.web import broadcast, commands, forms, panels
+from playground.web.http import answers_problems, client, problem, valid
+from playground.web.roomviews import room_context
+
+log = logging.getLogger(__name__)
+
+
+def _key(request: HttpRequest, sid: str) -> str | None:
+    return capability.from_cookies(request.COOKIES, sid)
+
+
+def _drive(response: HttpResponse, request: HttpRequest, row: Any) -> HttpResponse:
+    """Hand the new session's drive capability to this browser (HttpOnly: page scripts never see it)."""
+    secret = getattr(row, "drive_secret", None)
+    if secret:
+        response.set_cookie(
+            capability.cookie_name(row.id),
+            secret,
+            max_age=capability.COOKIE_MAX_AGE_S,
+            httponly=True,
+            samesite="Lax",
+            secure=request.is_secure(),
+        )
+    return response
+
+
+def _to_session(request: HttpRequest, row: Any) -> HttpResponse:
+    url = reverse("session", kwargs={"sid": row.id})
+    if request.headers.get("HX-Request"):
+        response = HttpResponse(status=204, headers={"HX-Redirect": url})
+    else:
+        response = redirect(url)
+    return _drive(response, request, row)
+
+
+def _backend_choice(request_backend: str | None, profile: Profile = DEFAULT_PROFILE) -> str:
+    backend = request_backend or getattr(settings, "PLAYGROUND_DEFAULT_BACKEND", "sim")
+    if backend == "kafka" and not session.kafka_configured(profile):
+        raise session.CommandError(_("%(problem)s Choose the simulator.") % {"problem": not_configured(profile)})
+    return backend
+
+
+def _profile_choice(request: HttpRequest, base: Profile) -> Profile:
+    """The Play form's profile over `base` (the scenario's own); a value outside the allowed set is a 400 naming
+    the field."""
+    return valid(forms.ProfileForm(request.POST)).profile(base)
+
+
+# ------------------------------------------------------------------------------------------------------ pages
+def _gallery(request: HttpRequest, error: str = "", status: int = 200, chosen: str = "") -> HttpResponse:
+    # The backend choice is offered only when the server names a cluster (nothing a user types is an address).
+    return render(
+        request,
+        "playground/gallery.html",
+        {
+            "entries": library.entries(),
+            "kafka": session.kafka_configured(),
+            "error": error,
+            "chosen": chosen,
+            "default_profile": DEFAULT_PROFILE,
+        },
+        status=status,
+    )
+
+
+@require_GET
+def gallery(request: HttpRequest) -> HttpResponse:
+    return _gallery(request)
+
+
+@require_POST
+def new_session(request: HttpRequest) -> HttpResponse:
+    form = forms.NewSessionForm(request.POST)
+    if not form.is_valid():
+        return problem(form.message())
+    d = form.cleaned_data
+    scenario, source = None, ""
+    if d.get("scenario"):
+        entry = library.find(d["scenario"])
+        if entry is None:
+            return problem(_("No scenario %(id)s in the library.") % {"id": d["scenario"]}, 404)
+        scenario, source = entry.scenario, entry.scenario.source
+    profile = form.profile(scenario.profile if scenario is not None else DEFAULT_PROFILE)
+    try:
+        row = session.create(
+            scenario,
+            source=source,
+            backend=_backend_choice(d.get("backend"), profile),
+            seed=d.get("seed"),
+            client=client(request),
+            profile=profile,
+        )
+    except limits.LimitExceeded as exc:
+        return problem(str(exc), 429)
+    except session.CommandError as exc:
+        if exc.status == 503 and not request.headers.get("HX-Request"):
+            # The cluster did not answer: the gallery again, with the sentence, and the same button to retry.
+            return _gallery(request, str(exc), 503, d.get("backend") or "")
+        return problem(str(exc), exc.status)
+    return _to_session(request, row)
+
+
+def _at(request: HttpRequest) -> int | None:
+    raw = request.GET.get("at")
+    if raw is None or raw == "":
+        return None
+    if not (raw.isascii() and raw.isdigit()) or len(raw) > 9:  # str.isdigit() also takes "²", which int() refuses
+        raise session.CommandError(_("at= is a step number: 0 for the start, up to the session's length."))
+    return int(raw)
+
+
+@require_GET
+@xframe_options_sameorigin  # the workshop board's spotlight and follow-me frame it; nothing else of ours is framed
+def session_page(request: HttpRequest, sid: str) -> HttpResponse:
+    try:
+        at = _at(request)
+        head = session.load(sid)
+        live = session.moment(sid, at) if at is not None else head
+    except session.CommandError as exc:
+        if exc.status == 404 and not session.exists(sid):
+            raise Http404(_("No such session.")) from None
+        return problem(str(exc), exc.status)
+    ctx = panels.contexts(live, broadcast.view_of(live), head=head)
+    key = _key(request, sid)
+    drives = capability.matches(key, session.drive_key(sid))
+    watch_link = request.build_absolute_uri(reverse("session", kwargs={"sid": sid}))
+    return render(
+        request,
+        "playground/session.html",
+        {
+            "live": live,
+            "head": head,
+            "p": ctx,
+            "sid": sid,
+            "u": broadcast.urls(sid),
+            "lang": normalize(get_language()),
+            "topics": ctx["producers"]["topics"],
+            "consumers": ctx["producers"]["consumers"],
+            "limits": {k: limits.limit(k) for k in limits.DEFAULTS},
+            "at": at,
+            "length": head.length,
+            "drives": drives,
+            "watch_link": watch_link,
+            "drive_link": f"{watch_link}#drive={key}" if drives else "",
+            "kafka": session.kafka_configured(),
+            "room": room_context(head, request),
+            "present": request.GET.get("present") == "1",
+        },
+    )
+
+
+@require_GET
+def session_log(request: HttpRequest, sid: str) -> HttpResponse:
+    """The command log as JSON: what the session is, in full (also handy to file a bug)."""
+    try:
+        live = session.load(sid)
+    except session.CommandError:
+        raise Http404(_("No such session.")) from None
+    return JsonResponse(
+        {
+            "id": sid,
+            "scenario": live.scenario.id if live.scenario else None,
+            "backend": live.backend_name,
+            "profile": live.profile.to_dict(),
+            "seed": live.seed,
+            "version": live.version,
+            "origin": live.origin,
+            "commands": live.commands,
+        }
+    )
+
+
+@require_GET
+def healthz(request: HttpRequest) -> HttpResponse:
+    return HttpResponse("ok", content_type="text/plain")
+
+
+# --------------------------------------------------------------------------------------------------- commands
+def _execute(request: HttpRequest, sid: str, name: str) -> tuple[HttpResponse, Any]:
+    try:
+        return HttpResponse(status=204), commands.execute(name, sid, request.POST, _key(request, sid))
+    except session.CommandError as exc:
+        return problem(str(exc), exc.status), None
+    except limits.LimitExceeded as exc:
+        return problem(str(exc), 422), None
+    except forms.forms.ValidationError as exc:
+        return problem("; ".join(exc.messages)), None
+
+
+@require_POST
+def command(request: HttpRequest, sid: str, name: str) -> HttpResponse:
+    """Every session command (commands.COMMANDS) but "run", behind the drive capability. A sync view: Django's
+    middleware is sync, and an async view would hop threads around each of them on every command."""
+    return _execute(request, sid, name)[0]
+
+
+@require_POST
+async def run(request: HttpRequest, sid: str) -> HttpResponse:
+    """ "run": the running flag set (behind the drive capability), then the remaining steps applied one by one in
+    this process's event loop ("pause" stops it, from any process)."""
+    # asgiref's sync_to_async, not Channels' database_sync_to_async: Django's ASGI handler already looks after
+    # the request's database connections (and the test client keeps its transaction open across the call).
+    response, done = await sync_to_async(_execute)(request, sid, "run")
+    if done is not None:
+        session.ensure_runner(sid)
+    return response
+
+
+@require_POST
+@answers_problems
+def claim(request: HttpRequest, sid: str) -> HttpResponse:
+    """A drive link was opened (`/s/<id>/#drive=<secret>`): its page hands the secret over once, and gets it back as
+    this browser's HttpOnly cookie."""
+    key = valid(forms.ClaimForm(request.POST)).cleaned_data["key"]
+    commands.authorize(sid, key)
+    response = HttpResponse(status=204)
+    response.set_cookie(
+        capability.cookie_name(sid),
+        key,
+        max_age=capability.COOKIE_MAX_AGE_S,
+        httponly=True,
+        samesite="Lax",
+        secure=request.is_secure(),
+    )
+    return response
+
+
+@require_POST
+@answers_problems
+def fork(request: HttpRequest, sid: str) -> HttpResponse:
+    """A new session from the first k commands of this one ("fork from here"); anyone who can watch may fork."""
+    d = valid(forms.ForkForm(request.POST)).cleaned_data
+    row = session.fork(sid, d["at"], backend=d.get("backend") or None, client=client(request))
+    return _to_session(request, row)
+
+
+# ----------------------------------------------------------------------------------------------- the editor
+EXAMPLE = """format: 1
+id: my-scenario
+title: {en: My scenario, zh: 我的场景}
+summary: What this shows, in a sentence or two.
+cluster:
+  topics:
+    orders: {partitions: 3}
+actors:
+  A:  {producer: {transactional.id: order-pay}}
+  rc: {consumer: {isolation.level: read_committed, topics: [orders]}}
+  ru: {consumer: {isolation.level: read_uncommitted, topics: [orders]}}
+steps:
+  - note: {en: "A opens a transaction and writes one record.", zh: "A 开启事务并写入一条记录。"}
+  - A.init_transactions
+  - A.begin_transaction
+  - A.produce: {topic: orders, partition: 0, value: order-1}
+  - rc.poll
+  - ru.poll
+  - A.commit_transaction: {expect: ok}
+  - rc.poll
+expect:
+  consumers:
+    rc: {orders-0: [order-1]}
+"""
+
+
+def _editor(
+    request: HttpRequest, text: str, *, errors: list[dict] | None = None, origin: str = "", status: int = 200
+) -> HttpResponse:
+    return render(
+        request,
+        "playground/editor.html",
+        {"text": text, "errors": errors or [], "origin": origin, "kafka": session.kafka_configured()},
+        status=status,
+    )
+
+
+@require_GET
+@answers_problems
+def editor(request: HttpRequest) -> HttpResponse:
+    """The editor, empty (an example), with a copy of a library scenario (?from=ID), of a shared one (?sc=ID), or a
+    session written out as a scenario (?session=ID)."""
+    if request.GET.get("from"):
+        entry = library.find(request.GET["from"])
+        if entry is None:
+            raise Http404(_("No scenario %(id)s in the library.") % {"id": request.GET["from"]})
+        return _editor(request, entry.scenario.source, origin=entry.scenario.id)
+    if request.GET.get("sc"):
+        shared = ScenarioText.objects.filter(pk=request.GET["sc"][:32], shared=True).first()
+        if shared is None:
+            raise Http404(_("No such shared scenario."))
+        return _editor(request, shared.text, origin=shared.scenario_id)
+    if request.GET.get("session"):
+        sid = request.GET["session"][:64]
+        if not session.exists(sid):
+            raise Http404(_("No such session."))
+        return _editor(request, as_scenario(sid), origin=sid)
+    return _editor(request, EXAMPLE)
+
+
+def _checked(text: str) -> dict[str, Any]:
+    scenario, errors = check_text(text)
+    out: dict[str, Any] = {"ok": scenario is not None, "errors": [e.as_dict() for e in errors]}
+    if scenario is not None:
+        out["scenario"] = {
+            "id": scenario.id,
+            "title": dict(scenario.title),
+            "steps": len(scenario.steps),
+            "actors": list(scenario.actors),
+            "expectations": len(scenario.expect_lines),
+        }
+    return out
+
+
+@require_POST
+def editor_check(request: HttpRequest) -> HttpResponse:
+    """Validation as you type: every error of the text, with its line (JSON)."""
+    form = forms.ScenarioTextForm(request.POST)
+    if not form.is_valid():
+        return JsonResponse(
+            {"ok": False, "errors": [{"line": 0, "field": "text", "message": form.message()}]}, status=400
+        )
+    return JsonResponse(_checked(form.cleaned_data["text"]))
+
+
+def _valid_text(request: HttpRequest) -> tuple[Any, str] | HttpResponse:
+    form = forms.ScenarioTextForm(request.POST)
+    if not form.is_valid():
+        return _editor(
+            request,
+            request.POST.get("text", "")[: 4 * 64 * 1024],
+            errors=[{"line": 0, "field": "text", "message": form.message()}],
+            status=400,
+        )
+    text = form.cleaned_data["text"]
+    scenario, errors = check_text(text)
+    if scenario is None:
+        return _editor(request, text, errors=[e.as_dict() for e in errors], status=400)
+    return scenario, text
+
+
+@require_POST
+@answers_problems
+def editor_play(request: HttpRequest) -> HttpResponse:
+    """A fresh session from the editor's text (nothing is shared by this), in the profile chosen beside it (by
+    default the text's own)."""
+    profile_form = valid(forms.ProfileForm(request.POST))
+    checked = _valid_text(request)
+    if isinstance(checked, HttpResponse):
+        return checked
+    scenario, text = checked
+    profile = profile_form.profile(scenario.profile)
+    row = session.create(
+        scenario,
+        source=text,
+        backend=_backend_choice(request.POST.get("backend") or None, profile),
+        client=client(request),
+        profile=profile,
+    )
+    return _to_session(request, row)
+
+
+@require_POST
+@answers_problems
+def editor_save(request: HttpRequest) -> HttpResponse:
+    """Store the text under its content address and go to its page: the same text gives the same link."""
+    checked = _valid_text(request)
+    if isinstance(checked, HttpResponse):
+        return checked
+    scenario, text = checked
+    row = ScenarioText.store(text, scenario.id, shared=True)
+    return redirect("shared", text_id=row.id)
+
+
+# -------------------------------------------------------------------------------------------- shared scenarios
+def _shared(text_id: str) -> tuple[ScenarioText, Any]:
+    row = ScenarioText.objects.filter(pk=text_id[:32], shared=True).first()
+    if row is None:
+        raise Http404(_("No such shared scenario."))
+    scenario, errors = check_text(row.text, f"{row.scenario_id}.yaml")
+    if scenario is None:
+        raise session.CommandError(_("This scenario no longer loads: %(e)s") % {"e": errors[0]}, status=422)
+    return row, scenario
+
+
+@require_GET
+@answers_problems
+def shared(request: HttpRequest, text_id: str) -> HttpResponse:
+    row, scenario = _shared(text_id)
+    lang = normalize(get_language())
+    steps = [
+        {
+            "n": s.index,
+            "note": pick(s.args.get("text"), lang) if s.is_note else "",
+            "label": s.label,
+            "args": panels.step_summary(s.label, s.args),
+            "expect": list(s.expect or ()),
+        }
+        for s in scenario.steps
+    ]
+    return render(
+        request,
+        "playground/shared.html",
+        {
+            "row": row,
+            "scenario": scenario,
+            "steps": steps,
+            "lang": lang,
+            "kafka": session.kafka_configured(),
+            "link": request.build_absolute_uri(reverse("shared", kwargs={"text_id": row.id})),
+        },
+    )
+
+
+@require_POST
+@answers_problems
+def shared_play(request: HttpRequest, text_id: str) -> HttpResponse:
+    row, scenario = _shared(text_id)
+    profile = _profile_choice(request, scenario.profile)
+    new = session.create(
+        scenario,
+        source=row.text,
+        backend=_backend_choice(request.POST.get("backend") or None, profile),
+        client=client(request),
+        profile=profile,
+    )
+    return _to_session(request, new)
+
+
+@require_GET
+@answers_problems
+def shared_download(request: HttpRequest, text_id: str) -> HttpResponse:
+    row, _scenario = _shared(text_id)
+    response = HttpResponse(row.text, content_type="application/yaml; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{row.scenario_id or row.id}.yaml"'
+    return response
+
+
+@require_GET
+@answers_problems
+def session_scenario(request: HttpRequest, sid: str) -> HttpResponse:
+    """A session written out as a scenario file (download); the editor opens the same with ?session=."""
+    if not session.exists(sid):
+        raise Http404(_("No such session."))
+    response = HttpResponse(as_scenario(sid), content_type="application/yaml; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="session-{sid[:8]}.yaml"'
+    return response
+
+
+# ---------------------------------------------------------------------------------------------------- compare
+def _pair(request: HttpRequest, own: Profile) -> tuple[Profile, Profile]:
+    """?a=&b=: side A defaults to the item's own profile, side B to the other one (compare.other_profile)."""
+    a = compare.profile_from_text("a", request.GET.get("a"), own)
+    return a, compare.profile_from_text("b", request.GET.get("b"), compare.other_profile(a))
+
+
+def _compare_page(
+    request: HttpRequest, c: compare.Comparison, base: dict[str, str], back: tuple[str, str]
+) -> HttpResponse:
+    """Step k of a comparison: the whole page, or only its body for htmx's stepping (the same URL either way)."""
+    k = c.check_at(_at(request) or 0)
+    lang = normalize(get_language())
+    query = urlencode({**base, "a": compare.profile_text(c.a), "b": compare.profile_text(c.b)})
+    template = "playground/compare_body.html" if request.headers.get("HX-Request") else "playground/compare.html"
+    response = render(
+        request,
+        template,
+        {
+            "c": c,
+            "k": k,
+            "lang": lang,
+            "url": f"{request.path}?{query}",
+            "back": back,
+            "base": base,
+            "view": compare.step_view(c, k, lang),
+        },
+    )
+    patch_vary_headers(response, ["HX-Request"])
+    return response
+
+
+@require_GET
+@answers_problems
+def compare_scenario(request: HttpRequest) -> HttpResponse:
+    """A library scenario in two profiles: /compare/?scenario=ID&a=3.9-librdkafka&b=4-java&at=k."""
+    scenario_id = request.GET.get("scenario", "")[:100]
+    if not scenario_id:
+        raise compare.CompareError(_("scenario: name a scenario of the library (?scenario=ID)."))
+    entry = library.find(scenario_id)
+    if entry is None:
+        raise compare.CompareError(_("No scenario %(id)s in the library.") % {"id": scenario_id}, status=404)
+    a, b = _pair(request, entry.scenario.profile)
+    c = compare.of_scenario(entry.scenario, a, b, entry.scenario.source)
+    return _compare_page(request, c, {"scenario": entry.scenario.id}, (reverse("gallery"), _("All scenarios")))
+
+
+@require_GET
+@answers_problems
+def shared_compare(request: HttpRequest, text_id: str) -> HttpResponse:
+    """A shared scenario (/sc/<id>/) in two profiles."""
+    try:
+        row, scenario = _shared(text_id)
+    except Http404 as exc:
+        raise compare.CompareError(str(exc), status=404) from None
+    a, b = _pair(request, scenario.profile)
+    c = compare.of_scenario(scenario, a, b, row.text)
+    return _compare_page(request, c, {}, (reverse("shared", kwargs={"text_id": row.id}), _("the shared scenario")))
+
+
+@require_GET
+@answers_problems
+def session_compare(request: HttpRequest, sid: str) -> HttpResponse:
+    """A session's command log re-run in two profiles on the simulator. Watching is enough: nothing is changed, and
+    the page carries no capability."""
+    if not session.exists(sid):
+        raise compare.CompareError(_("No such session."), status=404)
+    live = session.load(sid)
+    a, b = _pair(request, live.profile)
+    c = compare.of_session(live, a, b)
+    return _compare_page(request, c, {}, (reverse("session", kwargs={"sid": sid}), _("back to the session")))
