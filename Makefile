@@ -11,7 +11,7 @@ PORT   ?= 8000
 PRODUCTION := $(strip $(filter-out 127.% localhost ::1 [::1],$(HOST)) $(PLAYGROUND_PUBLIC_URL) \
                       $(filter production,$(PLAYGROUND_MODE)))
 
-.PHONY: run test test-fast bench kafka kafka-stop venv venv-test clean
+.PHONY: run test test-fast lint bench kafka kafka-stop venv venv-test clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -54,6 +54,14 @@ test: venv-test
 ## Only what needs no broker, Redis or browser (quick feedback while developing).
 test-fast: venv-test
 	$(VENV)/bin/pytest -q -m "not browser and not kafka and not redis" tests
+
+## The house alone, for quick feedback (make test runs the same checks in tests/test_house.py): lint and format
+## (ruff), types (mypy, strict on the engines, the scenario format and the session core), the layers (import-linter).
+lint: venv-test
+	$(VENV)/bin/ruff check playground tests tools
+	$(VENV)/bin/ruff format --check playground tests tools
+	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
 
 ## Figures: the simulator, the web layer, and the simulator against the real broker side by side.
 bench: venv-test
