@@ -5,6 +5,7 @@ kept secret key, hosts and origins from the public URL, https settings when it i
 
 import os
 from pathlib import Path
+from typing import Any
 
 from playground.deploy import clientaddr, dburl
 from playground.deploy import production as deploy
@@ -91,7 +92,7 @@ def database_settings(url: str) -> dict:
     host:port/name (or postgresql://, or a unix socket) for PostgreSQL through psycopg 3, sqlite:///absolute/path for
     SQLite; "" for SQLite in PLAYGROUND_DB (default ./db.sqlite3), what `make run` has always used. A malformed URL
     raises ImproperlyConfigured naming DATABASE_URL, so the server stops at startup saying why."""
-    database = (
+    database: dict[str, Any] = (
         dburl.parse(url)
         if url
         else {
@@ -252,7 +253,7 @@ PLAYGROUND_LIVE_SESSIONS = int(os.environ.get("PLAYGROUND_LIVE_SESSIONS", "200")
 # Simulator checkpoints (every 100 commands of a session, so that going back or scrubbing replays at most 99):
 # memory for all sessions of a process, in MiB; the least recently used sessions lose theirs first.
 PLAYGROUND_CHECKPOINT_MB = float(os.environ.get("PLAYGROUND_CHECKPOINT_MB", "256"))
-PLAYGROUND_LIMITS = {}
+PLAYGROUND_LIMITS: dict[str, int] = {}
 PLAYGROUND_DEFAULT_BACKEND = os.environ.get("PLAYGROUND_DEFAULT_BACKEND", "sim")
 # More backends by name, "module:Class" (the web tests register their fake this way in server processes).
 PLAYGROUND_BACKENDS = dict(

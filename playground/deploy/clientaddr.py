@@ -109,13 +109,15 @@ def _from_chain(peer: IPAddress, header: str, networks: tuple[Network, ...]) -> 
     entries = header.split(",")
     if len(entries) > MAX_HOPS:
         entries = entries[-MAX_HOPS:]
-    hops = [_address(entry) for entry in entries]
-    for ip in reversed(hops):
+    furthest = peer
+    for entry in reversed(entries):
+        ip = _address(entry)
         if ip is None:
             return peer  # garbage before an untrusted address was found: believe only the connection
         if not _trusted(ip, networks):
             return ip
-    return hops[0]  # everyone in the chain is a trusted proxy: the furthest one is the client
+        furthest = ip
+    return furthest  # everyone in the chain is a trusted proxy: the furthest one is the client
 
 
 def client_address(request_or_scope: Any) -> str | None:

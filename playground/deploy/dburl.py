@@ -13,7 +13,8 @@ refused with ImproperlyConfigured naming DATABASE_URL, and never echoes the pass
 
 from __future__ import annotations
 
-from urllib.parse import parse_qsl, unquote, urlsplit
+from typing import Any
+from urllib.parse import SplitResult, parse_qsl, unquote, urlsplit
 
 from django.core.exceptions import ImproperlyConfigured
 
@@ -41,7 +42,7 @@ def _refuse(url: str, why: str) -> ImproperlyConfigured:
     return ImproperlyConfigured(f"{VARIABLE}={redact(url)!r}: {why}; expected {FORMS}")
 
 
-def parse(url: str) -> dict:
+def parse(url: str) -> dict[str, Any]:
     """The ENGINE/NAME/USER/PASSWORD/HOST/PORT (and OPTIONS) for this URL; ImproperlyConfigured if it is not one."""
     try:
         parts = urlsplit(url.strip())
@@ -57,7 +58,7 @@ def parse(url: str) -> dict:
     raise _refuse(url, f"unsupported scheme {scheme!r}")
 
 
-def _postgres(url: str, parts) -> dict:
+def _postgres(url: str, parts: SplitResult) -> dict[str, Any]:
     if parts.fragment:
         raise _refuse(url, "a fragment (#...) means nothing here")
     # Split the network location by hand: urlsplit's .hostname lowercases, which would break a percent-encoded
@@ -81,7 +82,7 @@ def _postgres(url: str, parts) -> dict:
         raise _refuse(url, "no database name (the path: postgres://host/name)")
     if "/" in name:
         raise _refuse(url, "the database name is one path segment (write a '/' inside it as %2F)")
-    options = {}
+    options: dict[str, str] = {}
     try:
         query = parse_qsl(parts.query, keep_blank_values=True, strict_parsing=bool(parts.query))
     except ValueError:
@@ -112,7 +113,7 @@ def _postgres(url: str, parts) -> dict:
     }
 
 
-def _sqlite(url: str, parts) -> dict:
+def _sqlite(url: str, parts: SplitResult) -> dict[str, Any]:
     if parts.netloc:
         raise _refuse(url, "a SQLite URL has no host: sqlite:/// (three slashes) and then an absolute path")
     if parts.query or parts.fragment:

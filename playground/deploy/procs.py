@@ -139,15 +139,16 @@ def restart_redis(server: Proc, *, kill: bool = False, down_for: float = 0.0) ->
     if down_for > 0:
         time.sleep(down_for)
     argv = server.extra["argv"]
+    log = server.log
+    if log is None:
+        raise ValueError("restart_redis restarts a redis-server start_redis started (a Proc with its log)")
     deadline = time.monotonic() + 10
     while True:
-        with server.log.open("a") as out:
+        with log.open("a") as out:
             out.write(f"\n--- restarted by procs.restart_redis at {time.strftime('%H:%M:%S')} ---\n")
-        proc = subprocess.Popen(
-            argv, stdout=server.log.open("a"), stderr=subprocess.STDOUT, preexec_fn=_die_with_parent
-        )
+        proc = subprocess.Popen(argv, stdout=log.open("a"), stderr=subprocess.STDOUT, preexec_fn=_die_with_parent)
         try:
-            _wait_port(server.port, proc, 10, "redis-server (restarted)", server.log)
+            _wait_port(server.port, proc, 10, "redis-server (restarted)", log)
             break
         except RuntimeError:
             # The port can be taken for a moment by a client's socket the kernel bound to it meanwhile: retry.

@@ -34,11 +34,11 @@ def create(title: str, scenario_ids: list[str]) -> tuple[Workshop, str]:
     """A new room over library scenarios, in this order; the facilitator's secret to hand to their browser."""
     agenda = []
     for sid in scenario_ids:
-        entry = library.find(sid)
-        if entry is None:
+        scenario = library.get(sid)
+        if scenario is None:
             raise CommandError(_("No scenario %(id)s in the library.") % {"id": sid}, status=404)
-        text = ScenarioText.store(entry.scenario.source, entry.scenario.id)
-        agenda.append({"text": text.id, "id": entry.scenario.id, "title": dict(entry.scenario.title)})
+        text = ScenarioText.store(scenario.source, scenario.id)
+        agenda.append({"text": text.id, "id": scenario.id, "title": dict(scenario.title)})
     if not agenda:
         raise CommandError(_("Choose at least one scenario for the agenda."))
     secret = capability.new_key()

@@ -26,9 +26,13 @@ Pure: no Django; the history is plain data (`History`).
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NotRequired, TypedDict
+
+from playground.engine.backend import Backend
+from playground.engine.spec import Step
+from playground.scenario.model import Scenario
 
 OK = "ok"
 RULES = ("lost-write", "failed-write-visible", "duplicate", "aborted-read", "undecided-read", "divergence")
@@ -61,18 +65,37 @@ class Finding:
         return f"{self.rule}{name}{where}: {self.text}"
 
 
+class Reads(TypedDict, total=False):
+    """What a poll returned, kept with its step (absent: not a poll, or it returned nothing)."""
+
+    read: list[list[Any]]  # [[tp, offset], ...]: lists, as a session's stored log gives them back
+    lso: dict[str, int]  # tp -> last stable offset when the poll returned (when the backend can tell)
+
+
+class HistoryStep(TypedDict):
+    """One step of a history: a command of a session's log or a step of a scenario run, with its outcome and, for
+    a poll, its Reads (None, or absent: nothing read)."""
+
+    n: int  # position in the session's log, or the scenario step's index
+    actor: str
+    action: str
+    args: Mapping[str, Any]
+    outcome: str
+    read: NotRequired[list[list[Any]] | None]
+    lso: NotRequired[dict[str, int] | None]
+
+
 @dataclass
 class History:
     """What happened, as any backend can tell it.
 
-    steps: {"n": position, "actor", "action", "args", "outcome", "read": [[tp, offset], ...] (polls),
-            "lso": {tp: last stable offset when the poll returned} (when the backend can tell)}
+    steps: HistoryStep dicts, in the order they ran
     logs: {tp: [{"offset", "value", "key", "producer_id", "transactional", "control"}]} in offset order
     isolation: {consumer: "read_committed" | "read_uncommitted"}
     reconcile: the reconciliation query's {"columns", "rows"}, or None
     """
 
-    steps: list[Mapping[str, Any]]
+    steps: Sequence[HistoryStep]
     logs: Mapping[str, list[Mapping[str, Any]]]
     isolation: Mapping[str, str]
     reconcile: Mapping[str, Any] | None = None
@@ -82,7 +105,7 @@ class History:
         self.fates = fates_of(self.logs)
 
 
-def reads(backend: Any, step: Any) -> dict[str, Any]:
+def reads(backend: Backend, step: Step) -> Reads:
     """What a poll step returned ({"read": [[partition, offset], ...]}) and the last stable offsets of those
     partitions as it returned ({"lso": {...}}, when the backend can tell): kept with the step, for the checker."""
     if step.action != "poll":
@@ -91,7 +114,7 @@ def reads(backend: Any, step: Any) -> dict[str, Any]:
     if not got:
         return {}
     stable = backend.stable_offsets()
-    out: dict[str, Any] = {"read": [[tp, offset] for tp, offset in got]}
+    out: Reads = {"read": [[tp, offset] for tp, offset in got]}
     if stable:
         out["lso"] = {tp: stable[tp] for tp in sorted({tp for tp, _o in got}) if tp in stable}
     return out
@@ -127,22 +150,21 @@ def check(history: History) -> list[Finding]:
 
 
 # ---------------------------------------------------------------------------------------------------- writes
-def _sends(
-    history: History,
-) -> tuple[list[Mapping[str, Any]], list[Mapping[str, Any]], list[Mapping[str, Any]], dict[int, str]]:
+def _sends(history: History) -> tuple[list[HistoryStep], list[HistoryStep], list[HistoryStep], dict[int, str]]:
     """(sends the application was told succeeded, sends it was told failed, sends of transactions it aborted itself,
     and for a send in a transaction the outcome its commit returned). An aborted transaction's sends are not
     believed (the application knows), nor are the sends of a producer that crashed before its transaction ended
     (nobody is left to believe anything). A `net.late_write` is a send of the transaction its `of:` record was sent
     in, delivered late: aborted with it when the application aborted that transaction."""
-    told_ok, told_failed = [], []
-    open_sends: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+    told_ok: list[HistoryStep] = []
+    told_failed: list[HistoryStep] = []
+    open_sends: dict[str, list[HistoryStep]] = defaultdict(list)
     commit_of: dict[int, str] = {}
     dropped: set[int] = set()
-    aborted: list[Mapping[str, Any]] = []
-    sent: dict[tuple[str, str], Mapping[str, Any]] = {}  # (actor, value) -> that send
+    aborted: list[HistoryStep] = []
+    sent: dict[tuple[str, str], HistoryStep] = {}  # (actor, value) -> that send
     for s in history.steps:
-        actor, action, args = s.get("actor"), s.get("action"), s.get("args") or {}
+        actor, action, args = s["actor"], s["action"], s["args"] or {}
         if action == "begin_transaction":
             open_sends[actor] = []
         elif action == "produce" and "value" in args:
@@ -189,7 +211,7 @@ def _writes(history: History) -> Iterable[Finding]:
     visible = {
         key: [r for r in recs if history.fates.get(r) in ("committed", "plain")] for key, recs in records.items()
     }
-    believed: dict[tuple[str, str], list[Mapping[str, Any]]] = defaultdict(list)
+    believed: dict[tuple[str, str], list[HistoryStep]] = defaultdict(list)
     for s in told_ok:
         believed[(s["args"]["topic"], str(s["args"]["value"]))].append(s)
     for (topic, value), sends in believed.items():
@@ -317,7 +339,7 @@ def _divergence(history: History) -> Iterable[Finding]:
             )
 
 
-def history_of_run(scenario: Any, record: list[Mapping[str, Any]], observation: Mapping[str, Any]) -> History:
+def history_of_run(scenario: Scenario, record: Sequence[HistoryStep], observation: Mapping[str, Any]) -> History:
     """A `scenario run`'s history: the steps it recorded, the observation's logs and database."""
     logs = {tp: p["log"] for tp, p in observation["partitions"].items()}
     isolation = {n: a.isolation_level for n, a in scenario.actors.items() if a.kind == "consumer"}

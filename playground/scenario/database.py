@@ -19,7 +19,10 @@ import sqlite3
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NotRequired, TypedDict
+
+from playground.engine.backend import Backend
+from playground.engine.spec import ActorSpec, Step
 
 OK = "ok"
 STATEMENT_LIMIT_MS = 200
@@ -63,6 +66,15 @@ class DatabaseSpec:
     reconcile_title: Mapping[str, str] = field(default_factory=dict)
     # The result's columns that are checks (1 holds, 0 is a gap); none named: every column whose values are all 0/1.
     checks: tuple[str, ...] = ()
+
+
+class Reconciliation(TypedDict):
+    """The reconciliation query's result as the database panel and the anomaly checker read it."""
+
+    columns: list[str]
+    rows: list[list[Any]]
+    error: str | None  # "SQL_ERROR: ..." when the query failed (no rows then)
+    checks: NotRequired[list[int]]  # the columns that are checks (1 holds, 0 is a gap); absent on an error
 
 
 class Database:
@@ -114,7 +126,7 @@ class Database:
 
     _admin = False
 
-    def _run(self, sql: str, params: tuple = ()) -> tuple[list[str], list[tuple[Any, ...]]]:
+    def _run(self, sql: str, params: tuple[Any, ...] = ()) -> tuple[list[str], list[tuple[Any, ...]]]:
         deadline = time.monotonic() + STATEMENT_LIMIT_MS / 1000.0
 
         def too_long() -> int:
@@ -183,7 +195,7 @@ class Database:
             out[name] = {"columns": columns, "rows": [list(r) for r in rows]}
         return out
 
-    def reconcile(self, kafka: Mapping[str, Any]) -> dict[str, Any] | None:
+    def reconcile(self, kafka: Mapping[str, Any]) -> Reconciliation | None:
         """The scenario's reconciliation query over the tables and what Kafka holds now (a view's partitions and
         consumers): its columns and rows. A column whose values are 0/1 is a check: 0 is a gap."""
         if not self.spec.reconcile:
@@ -266,21 +278,37 @@ class Database:
             self.pending.append(sql)
 
 
-class WithDatabase:
+class WithDatabase(Backend):
     """A backend (the simulator or a real cluster) with the application's database beside it: `app.*` steps go to
     the database, every other step to the backend; view() and observe() gain "database" (its tables and the
     reconciliation query's rows). It behaves as the Backend it wraps in everything else."""
 
-    def __init__(self, inner: Any, spec: DatabaseSpec) -> None:
+    def __init__(self, inner: Backend, spec: DatabaseSpec) -> None:
         self.inner = inner
         self.db = Database(spec)
 
-    def __getattr__(self, name: str) -> Any:  # name, prefix, add_actor, fenced_actors, close, ...
+    def __getattr__(self, name: str) -> Any:  # name, prefix, profile, transaction_version, ...
         if name in ("inner", "db") or name.startswith("__"):
             raise AttributeError(name)  # not set yet (unpickling): never ask `inner` for itself
         return getattr(self.inner, name)
 
-    def apply(self, step: Any) -> str:
+    # The interface's methods that have a default in Backend are found there before __getattr__: pass them on.
+    def add_actor(self, actor: ActorSpec) -> None:
+        self.inner.add_actor(actor)
+
+    def fenced_actors(self) -> frozenset[str]:
+        return self.inner.fenced_actors()
+
+    def polled(self, actor: str) -> list[tuple[str, int]]:
+        return self.inner.polled(actor)
+
+    def stable_offsets(self) -> dict[str, int]:
+        return self.inner.stable_offsets()
+
+    def close(self) -> None:
+        self.inner.close()
+
+    def apply(self, step: Step) -> str:
         if step.actor == "app":
             return self.db.apply(step.action, step.args)
         return self.inner.apply(step)
@@ -315,5 +343,5 @@ class WithDatabase:
 RECONCILE_LOG_LIMIT = 10_000
 
 
-def with_database(backend: Any, spec: DatabaseSpec | None) -> Any:
+def with_database(backend: Backend, spec: DatabaseSpec | None) -> Backend:
     return backend if spec is None else WithDatabase(backend, spec)

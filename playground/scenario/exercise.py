@@ -12,8 +12,11 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
+from playground.engine.backend import Backend
+from playground.engine.spec import Step
+from playground.scenario.model import Scenario
 from playground.scenario.run import Check, build_observation, checks
 
 GOAL_LOG_LIMIT = 500  # log entries per partition the goal's checks read (an exercise's logs are short)
@@ -41,6 +44,21 @@ def observation_of(view: Mapping[str, Any], scenario_id: str = "") -> dict[str, 
     return build_observation(scenario_id, view.get("backend", ""), 0, [], raw)
 
 
+class Progress(Protocol):
+    """What an exercise reads of a session (playground.session.live.Live, a layer above)."""
+
+    @property
+    def scenario(self) -> Scenario | None: ...
+    @property
+    def backend(self) -> Backend: ...
+    @property
+    def steps(self) -> tuple[Step, ...]: ...
+    @property
+    def cursor(self) -> int: ...  # how many of the scenario's steps have been applied
+    @property
+    def predictions(self) -> Mapping[int, int]: ...  # scenario step -> the answer given
+
+
 @dataclass(frozen=True)
 class GoalItem:
     kind: str  # consumers | logs | watermarks | transactions | groups
@@ -58,7 +76,7 @@ def _item(check: Check) -> GoalItem:
     return GoalItem(kind, subject.replace(".", " "), check.wanted, check.seen, check.ok)
 
 
-def goal_items(live: Any) -> list[GoalItem]:
+def goal_items(live: Progress) -> list[GoalItem]:
     """The scenario's goal, checked against the session as it is now ([] when it has none)."""
     scenario = live.scenario
     if scenario is None or not scenario.goal:
@@ -67,7 +85,7 @@ def goal_items(live: Any) -> list[GoalItem]:
     return [_item(c) for c in checks(scenario.goal, scenario.goal_lines, observation_of(view, scenario.id))]
 
 
-def pending_question(live: Any) -> int | None:
+def pending_question(live: Progress) -> int | None:
     """The next scenario step's index when it asks a question this session has not answered yet."""
     steps = live.steps
     k = live.cursor

@@ -34,9 +34,10 @@ def pick(text: Any, django_lang: str | None) -> str:
 
 
 def normalize(django_lang: str | None) -> str:
-    lang = (django_lang or settings.LANGUAGE_CODE).lower()
+    default: str = settings.LANGUAGE_CODE
+    lang = (django_lang or default).lower()
     if lang in LANGS:
         return lang
     if lang.startswith("zh"):
         return "zh-hans"
-    return settings.LANGUAGE_CODE
+    return default

@@ -9,15 +9,18 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from django.conf import settings
+
+if TYPE_CHECKING:
+    from playground.scenario.model import Scenario
 
 
 @dataclass(frozen=True)
 class Entry:
     path: str
-    scenario: Any | None  # playground.scenario.Scenario
+    scenario: Scenario | None
     error: str = ""
 
     @property
@@ -54,11 +57,12 @@ def entries() -> list[Entry]:
                 entry = Entry(str(path), None, f"{path.name}: {exc}")
             with _lock:
                 _cache[str(path)] = (stamp, entry)
-        if entry.scenario is not None:
-            if entry.scenario.id in seen:
-                entry = Entry(entry.path, None, f"{path.name}: id {entry.scenario.id!r} is used by another file")
+        scenario = entry.scenario
+        if scenario is not None:
+            if scenario.id in seen:
+                entry = Entry(entry.path, None, f"{path.name}: id {scenario.id!r} is used by another file")
             else:
-                seen.add(entry.scenario.id)
+                seen.add(scenario.id)
         out.append(entry)
     return out
 
@@ -68,3 +72,9 @@ def find(scenario_id: str) -> Entry | None:
         if entry.scenario is not None and entry.scenario.id == scenario_id:
             return entry
     return None
+
+
+def get(scenario_id: str) -> Scenario | None:
+    """The library's scenario with this id (None: no file has it, or that file does not load)."""
+    entry = find(scenario_id)
+    return entry.scenario if entry is not None else None

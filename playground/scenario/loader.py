@@ -5,9 +5,8 @@ finds every bad line. The YAML underneath is read by playground/scenario/reader.
 from __future__ import annotations
 
 import re
-from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -58,6 +57,9 @@ from playground.scenario.model import (
 )
 from playground.scenario.reader import INT, Reader, compose, did_you_mean, join_field, unknown_name
 
+if TYPE_CHECKING:
+    from playground.scenario.database import DatabaseSpec
+
 _SLUG = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 _ACTOR_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*$")
 _TOPIC_NAME = re.compile(r"^[A-Za-z0-9._-]{1,249}$")
@@ -65,6 +67,10 @@ _SIM_KEY = re.compile(r"^sim(?:\.[a-z0-9_-]+)+$")
 _DURATION = re.compile(r"^([0-9]+)\s*(ms|s|m|h)$")
 _DURATION_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000}
 _SQL_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,62}$")
+
+# A step's `expect:` as written: its outcomes in every profile, or its outcomes per profile selector (kept aside in
+# Reader.step_expects and resolved per run: a Step holds outcomes for one profile).
+StepExpect = tuple[str, ...] | dict[str, tuple[str, ...]] | None
 
 # --------------------------------------------------------------------------------------------------------------
 # Loading
@@ -163,6 +169,8 @@ def parse_scenario(text: str, path: str = "<scenario>") -> Scenario:
             )
     hints = reader.attempt(_hints, reader, node("hints"), default=()) if "hints" in top else ()
     reader.raise_errors()
+    # each was read, or an error was noted (a required key missing, a value wrong) and raise_errors raised it
+    assert fmt is not None and scenario_id is not None and title is not None and cluster is not None
     scenario = Scenario(
         format=fmt,
         id=scenario_id,
@@ -311,7 +319,7 @@ def _per_profile(r: Reader, node: yaml.Node, at: str, read: Any, what: str, exam
     return by_selector
 
 
-def _parse_database(r: Reader, node: yaml.Node) -> Any:
+def _parse_database(r: Reader, node: yaml.Node) -> DatabaseSpec:
     """`database: {tables: {NAME: {columns: "id integer primary key, ...", rows: [[1, new], ...]}}, reconcile: {...}}`:
     the application's tables, built once here in a scratch database so that a wrong column or row is this file's
     error (with its line), not a step's surprise."""
@@ -375,7 +383,8 @@ def _parse_database(r: Reader, node: yaml.Node) -> Any:
             else ()
         )
         probe = Database(DatabaseSpec(tuple(tables), reconcile, title, checks)).reconcile({})
-        if probe and probe["error"]:
+        assert probe is not None  # the spec has a query: `reconcile` is not empty
+        if probe["error"]:
             raise r.fail(rec["sql"][1], "database.reconcile.sql", probe["error"])
         missing = [c for c in checks if c not in probe["columns"]]
         if missing:
@@ -397,7 +406,7 @@ def _sql_value(r: Reader, node: yaml.Node) -> Any:
 
 def _app_args(
     r: Reader, action: str, node: yaml.Node | None, label_node: yaml.Node, where: str
-) -> tuple[dict[str, Any], tuple[str, ...] | None]:
+) -> tuple[dict[str, Any], StepExpect]:
     """`app.sql: "UPDATE ..."` (or `{sql: ..., expect: ...}`); the other app actions take only `expect`."""
     if node is None or r.is_null(node):
         if action == "sql":
@@ -517,7 +526,9 @@ def _parse_actor(r: Reader, name: str, name_node: yaml.Node, spec_node: yaml.Nod
         kind_of = schema.get(key)
         if kind_of is None:
             raise r.fail(key_node, at, unknown_name("setting", key, schema, f"{kind} settings", f" for a {kind}"))
-        if kind_of is int:
+        if isinstance(kind_of, tuple):  # the values Kafka allows
+            config[key] = r.choice(value_node, at, kind_of)
+        elif kind_of is int:
             config[key] = r.integer(value_node, at, 0)
         elif kind_of is bool:
             config[key] = r.boolean(value_node, at)
@@ -536,8 +547,6 @@ def _parse_actor(r: Reader, name: str, name_node: yaml.Node, spec_node: yaml.Nod
                     )
                 names.append(topic)
             topics = tuple(names)
-        else:
-            config[key] = r.choice(value_node, at, kind_of)
     if kind == PRODUCER:
         # The contract's `audit: {producer: {}}` is idempotent: make that explicit for both backends
         # (librdkafka's own default is enable.idempotence=false; Kafka's Java client defaults to true).
@@ -569,9 +578,6 @@ def _parse_steps(r: Reader, node: yaml.Node, cluster: ClusterSpec, actors: dict[
         raise r.fail(items[MAX_STEPS], "steps", f"at most {MAX_STEPS:,} steps, found {len(items):,}")
     for index, item in enumerate(items):
         step = r.attempt(_parse_step, r, item, index, cluster, actors)
-        if step is not None and isinstance(step.expect, dict):  # outcomes per profile: resolved per run
-            r.step_expects[index] = step.expect
-            step = replace(step, expect=None)
         if step is not None:
             steps.append(step)
     return tuple(steps)
@@ -612,7 +618,9 @@ def _parse_step(
         if action not in APP_ACTIONS:
             raise r.fail(label_node, where, unknown_name("action", action, APP_ACTIONS, "app actions", " for app"))
         args, expect = _app_args(r, action, args_node, label_node, where)
-        return Step(actor=actor, action=action, args=args, expect=expect, index=index, line=line)
+        return Step(
+            actor=actor, action=action, args=args, expect=_outcomes_of(r, index, expect), index=index, line=line
+        )
     if actor in CLUSTER_ACTORS:
         if action not in CLUSTER_ACTORS[actor]:
             raise r.fail(
@@ -621,7 +629,15 @@ def _parse_step(
                 unknown_name("action", action, CLUSTER_ACTORS[actor], f"{actor} actions", f" for {actor}"),
             )
         args, expect, predict = _cluster_args(r, actor, action, args_node, label_node, where, cluster, actors)
-        return Step(actor=actor, action=action, args=args, expect=expect, index=index, line=line, predict=predict)
+        return Step(
+            actor=actor,
+            action=action,
+            args=args,
+            expect=_outcomes_of(r, index, expect),
+            index=index,
+            line=line,
+            predict=predict,
+        )
     spec = actors.get(actor)
     if spec is None:
         raise r.fail(label_node, where, unknown_name("actor", actor, actors))
@@ -640,12 +656,26 @@ def _parse_step(
     expect = _step_expect(r, raw.pop("expect", None), where)
     predict = _predict(r, raw.pop("predict", None), where)
     args = _actor_args(r, spec, action, raw, args_node or label_node, where, cluster, actors)
-    return Step(actor=actor, action=action, args=args, expect=expect, index=index, line=line, predict=predict)
+    return Step(
+        actor=actor,
+        action=action,
+        args=args,
+        expect=_outcomes_of(r, index, expect),
+        index=index,
+        line=line,
+        predict=predict,
+    )
 
 
-def _step_expect(
-    r: Reader, pair: tuple[yaml.Node, yaml.Node] | None, where: str
-) -> tuple[str, ...] | dict[str, tuple[str, ...]] | None:
+def _outcomes_of(r: Reader, index: int, expect: StepExpect) -> tuple[str, ...] | None:
+    """The step's outcomes as its Step holds them; outcomes per profile are kept aside, resolved per run."""
+    if isinstance(expect, dict):
+        r.step_expects[index] = expect
+        return None
+    return expect
+
+
+def _step_expect(r: Reader, pair: tuple[yaml.Node, yaml.Node] | None, where: str) -> StepExpect:
     """A step's `expect:`: one outcome or a list of them (every profile), or a mapping from profile selectors to
     those (`{librdkafka: _FENCED, java: ProducerFencedException}`), which must name an outcome for every profile
     (`default:` for those no other key names)."""
@@ -768,14 +798,14 @@ def _actor_args(
         elif kind == "partition":
             args[name] = r.integer(value_node, at, 0)
     if spec.kind == PRODUCER and action == "produce":
-        if "topic" not in args:
+        declared = cluster.topic(args["topic"]) if "topic" in args else None
+        if declared is None:  # a topic argument names a declared topic (checked above)
             raise r.fail(node, join_field(where, "topic"), "missing: produce needs a topic")
-        topic = cluster.topic(args["topic"])
-        if "partition" in args and args["partition"] >= topic.partitions:
+        if "partition" in args and args["partition"] >= declared.partitions:
             raise r.fail(
                 raw["partition"][1],
                 join_field(where, "partition"),
-                f"partition {args['partition']} is out of range: {topic.name} has {topic.partitions} partition(s), 0..{topic.partitions - 1}",
+                f"partition {args['partition']} is out of range: {declared.name} has {declared.partitions} partition(s), 0..{declared.partitions - 1}",
             )
         if "from" in args:
             clash = [k for k in ("key", "value", "partition") if k in args]
@@ -801,7 +831,7 @@ def _cluster_args(
     where: str,
     cluster: ClusterSpec,
     actors: dict[str, ActorSpec],
-) -> tuple[dict[str, Any], tuple[str, ...] | None, dict[str, Any] | None]:
+) -> tuple[dict[str, Any], StepExpect, dict[str, Any] | None]:
     """`clock.advance: 61s` -> {"ms": 61000}; `broker.stop: 2` -> {"broker": 2}. Extensions for `broker.stop`:
     `{coordinator_of: my-txn}` and `{leader_of: orders-0}`, which name a role instead of a broker id (placement
     differs between the simulator and a real cluster). The mapping forms `{ms: 61000}` / `{broker: 2}` are what
@@ -856,7 +886,7 @@ def _cluster_args(
 
 def _late_write_args(
     r: Reader, node: yaml.Node | None, label_node: yaml.Node, where: str, actors: dict[str, ActorSpec]
-) -> tuple[dict[str, Any], tuple[str, ...] | None, dict[str, Any] | None]:
+) -> tuple[dict[str, Any], StepExpect, dict[str, Any] | None]:
     """`net.late_write: {actor: P, of: a-1, value: a-2}` (key: optional): a Produce request of P's earlier
     transaction, held back by the network, reaches the leader now. `of` names a record P wrote in that transaction:
     the late batch carries its producer id and epoch, goes to its partition, with P's transactional.id."""

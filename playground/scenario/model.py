@@ -6,10 +6,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from playground.engine.backend import OK
 from playground.engine.spec import CLIENTS, DEFAULT_PROFILE, KAFKA_RELEASES, ActorSpec, ClusterSpec, Profile, Step
+
+if TYPE_CHECKING:
+    from playground.scenario.database import DatabaseSpec
 
 FORMAT = 1
 DEFAULT_LANG = "en"
@@ -185,9 +188,12 @@ DEFAULT_SELECTOR = "default"
 PROFILES = tuple(Profile(kafka, client) for kafka in KAFKA_RELEASES for client in CLIENTS)
 PROFILE_SELECTORS = tuple(f"{p.kafka}-{p.client}" for p in PROFILES) + tuple(CLIENTS) + tuple(KAFKA_RELEASES)
 
+# What a setting takes: a type (int, bool, str; list for a consumer's topics) or the values Kafka allows.
+ConfigKind = type | tuple[str, ...]
+
 # Settings a scenario may override in `cluster.config`, with their types. A closed list: a misspelt setting
 # would otherwise be silently ignored and the scenario would show Kafka's default instead.
-CLUSTER_CONFIG = {
+CLUSTER_CONFIG: dict[str, ConfigKind] = {
     "transaction.timeout.ms": int,  # the producers' default (client setting)
     "transaction.max.timeout.ms": int,
     "transactional.id.expiration.ms": int,
@@ -197,7 +203,7 @@ CLUSTER_CONFIG = {
     "producer.id.expiration.ms": int,
     "offsets.topic.num.partitions": int,
 }
-PRODUCER_CONFIG = {
+PRODUCER_CONFIG: dict[str, ConfigKind] = {
     "transactional.id": str,
     "transaction.timeout.ms": int,
     "enable.idempotence": bool,
@@ -207,7 +213,7 @@ PRODUCER_CONFIG = {
     "delivery.timeout.ms": int,
     "client.id": str,
 }
-CONSUMER_CONFIG = {
+CONSUMER_CONFIG: dict[str, ConfigKind] = {
     "isolation.level": ("read_committed", "read_uncommitted"),
     "group.id": str,
     "topics": list,
@@ -264,8 +270,8 @@ class Scenario:
     goal: Mapping[str, Any] | None = None
     goal_lines: Mapping[str, int] = field(default_factory=dict)
     hints: tuple[Mapping[str, str], ...] = ()
-    # The application's database beside Kafka (playground.scenario.database.DatabaseSpec), or None.
-    database: Any = None
+    # The application's database beside Kafka, or None.
+    database: DatabaseSpec | None = None
     # Which Kafka and which client the scenario is told in (`profile:`); a file without it: Kafka 3.9, librdkafka.
     # `steps`, `expect` and `expect_lines` are resolved for this profile (for_profile resolves them for another).
     profile: Profile = DEFAULT_PROFILE

@@ -7,11 +7,18 @@ from __future__ import annotations
 
 import difflib
 import re
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import yaml
 
 from playground.scenario.model import DEFAULT_LANG, MAX_DEPTH, MAX_SOURCE_BYTES, ScenarioError
+
+if TYPE_CHECKING:
+    from playground.scenario.database import DatabaseSpec
+
+T = TypeVar("T")
+D = TypeVar("D")
 
 INT = re.compile(r"^[+-]?[0-9]+$")
 _LANG = re.compile(r"^[a-z]{2,3}(?:-[A-Za-z0-9]+)?$")
@@ -25,7 +32,7 @@ _BaseLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 class Loader(_BaseLoader):  # type: ignore[misc, valid-type]
     """A safe loader without implicit resolvers: every plain scalar composes as a string node."""
 
-    yaml_implicit_resolvers: dict = {}
+    yaml_implicit_resolvers: dict[str, list[tuple[str, re.Pattern[str]]]] = {}
 
 
 def refuse_aliases_and_depth(text: str) -> None:
@@ -60,10 +67,14 @@ class Reader:
         self.path = path
         self.errors: list[ScenarioError] = []
         self.broken: set[str] = set()  # actors whose declaration has an error
-        self.database: Any = None  # the scenario's database, once read (app.* steps need one)
+        self.database: DatabaseSpec | None = None  # the scenario's database, once read (app.* steps need one)
         self.step_expects: dict[int, dict[str, tuple[str, ...]]] = {}  # steps whose outcomes are stated per profile
 
-    def attempt(self, check: Any, *args: Any, default: Any = None) -> Any:
+    @overload
+    def attempt(self, check: Callable[..., T], *args: Any) -> T | None: ...
+    @overload
+    def attempt(self, check: Callable[..., T], *args: Any, default: D) -> T | D: ...
+    def attempt(self, check: Callable[..., T], *args: Any, default: Any = None) -> Any:
         try:
             return check(*args)
         except ScenarioError as exc:
@@ -110,9 +121,10 @@ class Reader:
     def string(self, node: yaml.Node, field: str, *, non_empty: bool = True) -> str:
         if not isinstance(node, yaml.ScalarNode):
             raise self.fail(node, field, f"expected text, got {self.describe(node)}")
-        if non_empty and node.value == "":
+        value: str = node.value  # a scalar node's value is its text
+        if non_empty and value == "":
             raise self.fail(node, field, "must not be empty")
-        return node.value
+        return value
 
     def integer(self, node: yaml.Node, field: str, lo: int | None = None, hi: int | None = None) -> int:
         if not isinstance(node, yaml.ScalarNode) or not INT.match(node.value.replace("_", "")):
@@ -124,7 +136,7 @@ class Reader:
         return value
 
     def boolean(self, node: yaml.Node, field: str) -> bool:
-        text = node.value.lower() if isinstance(node, yaml.ScalarNode) and not node.style else None
+        text: str | None = node.value.lower() if isinstance(node, yaml.ScalarNode) and not node.style else None
         if text not in ("true", "false"):
             raise self.fail(node, field, f"expected true or false, got {self.describe(node)}")
         return text == "true"
@@ -170,12 +182,12 @@ def join_field(field: str, key: str | int) -> str:
     return f"{field}.{key}" if field else key
 
 
-def did_you_mean(name: str, known: Any) -> str:
+def did_you_mean(name: str, known: Iterable[str]) -> str:
     hint = difflib.get_close_matches(name, list(known), n=1)
     return f" (did you mean {hint[0]!r}?)" if hint else ""
 
 
-def unknown_name(what: str, name: str, known: Any, listing: str | None = None, context: str = "") -> str:
+def unknown_name(what: str, name: str, known: Iterable[str], listing: str | None = None, context: str = "") -> str:
     """`unknown actor 'C' (actors: A, B, rc)`: the message names what exists, and the likely intent."""
     known = [str(k) for k in known]
     hint = difflib.get_close_matches(name, known, n=1)

@@ -8,6 +8,7 @@ from typing import Any
 
 from playground.engine.backend import Backend
 from playground.engine.spec import DEFAULT_PROFILE, Profile, Step
+from playground.scenario.anomalies import HistoryStep, reads
 from playground.scenario.engines import make_backend
 from playground.scenario.model import FORMAT, Scenario
 
@@ -21,7 +22,7 @@ def run_scenario(
     seed: int | None = None,
     on_step: Callable[[Step, str], None] | None = None,
     on_event: Callable[[Any], None] | None = None,
-    record: list[dict[str, Any]] | None = None,
+    record: list[HistoryStep] | None = None,
     profile: Profile | None = None,
 ) -> dict[str, Any]:
     """Apply every step on a fresh backend, then observe and check: the contract's `--json` observation.
@@ -52,8 +53,6 @@ def run_scenario(
             if on_step is not None:
                 on_step(step, outcome)
             if record is not None and not step.is_note:
-                from playground.scenario.anomalies import reads
-
                 record.append(
                     {
                         "n": step.index,
@@ -111,7 +110,7 @@ def build_observation(
     scenario_id: str,
     backend: str,
     seed: int,
-    steps: list[dict],
+    steps: list[dict[str, Any]],
     raw: Mapping[str, Any],
     profile: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
@@ -210,7 +209,7 @@ class Check:
 
     @property
     def ok(self) -> bool:
-        return self.wanted == self.seen
+        return bool(self.wanted == self.seen)
 
     def failure(self, section: str = "expect") -> str:
         return f"{section}.{self.key} (line {self.line}): expected {_show(self.wanted)}, observed {_show(self.seen)}"
@@ -240,6 +239,7 @@ def checks(expect: Mapping[str, Any] | None, lines: Mapping[str, int], observati
         out.append(Check(f"watermarks.{tp}", marks, {k: part.get(k) for k in marks}, lines.get(f"watermarks.{tp}", 0)))
     for txid, want in expect.get("transactions", {}).items():
         txn = observation["transactions"].get(txid)
+        seen: dict[str, Any] | str | None
         if want is None:  # `ID: null`: the coordinator must not know this id (extension)
             seen = {k: txn.get(k) for k in ("state", "epoch")} if txn else None
         else:

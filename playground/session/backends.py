@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
-from django.utils.translation import gettext as _
+from django.utils.translation import gettext
 
 from playground.engine.backend import Backend, BackendError
 from playground.engine.spec import (
@@ -28,6 +28,12 @@ from playground.engine.spec import (
 )
 from playground.scenario.engines import make_backend
 from playground.session.live import CommandError
+
+if TYPE_CHECKING:
+    from playground.scenario.database import DatabaseSpec
+
+# Django is untyped here (no stubs): its gettext gives a str.
+_: Callable[[str], str] = gettext
 
 # Backends by name. Tests add fakes here; "sim" and "kafka" go through `make_backend`.
 BACKEND_FACTORIES: dict[str, Callable[..., Backend]] = {}
@@ -76,7 +82,8 @@ def _extra_backend(name: str) -> Callable[..., Backend] | None:
     if not dotted:
         return None
     module, _sep, attr = dotted.partition(":")
-    return getattr(importlib.import_module(module), attr)
+    factory: Callable[..., Backend] = getattr(importlib.import_module(module), attr)
+    return factory
 
 
 def build(
@@ -84,7 +91,7 @@ def build(
     cluster: ClusterSpec,
     actors: Mapping[str, ActorSpec],
     seed: int,
-    database: Any = None,
+    database: DatabaseSpec | None = None,
     profile: Profile = DEFAULT_PROFILE,
 ) -> Backend:
     """The backend for the session's profile, with the scenario's database beside it when it declares one

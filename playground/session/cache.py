@@ -32,12 +32,12 @@ log = logging.getLogger(__name__)
 CHECKPOINT_EVERY = 100
 
 
-class _Pickler(cloudpickle.Pickler):
+class _Pickler(cloudpickle.Pickler):  # type: ignore[misc]  # cloudpickle ships no types: its Pickler is Any here
     # cloudpickle's dispatch table is a ChainMap, and its lookup (once per object of a 10,000-command session)
     # is the bulk of a dump; a plain dict answers the same.
     def __init__(self, file: Any) -> None:
         super().__init__(file, protocol=5)
-        self.dispatch_table = dict(self.dispatch_table)
+        self.dispatch_table: dict[type, Any] = dict(self.dispatch_table)
 
 
 def freeze(backend: Any) -> bytes:

@@ -18,7 +18,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.utils.translation import gettext as _
 
@@ -35,6 +35,9 @@ from playground.engine.spec import (
 )
 from playground.scenario.engines import make_backend
 from playground.session.live import CommandError, actor_from_entry, is_command, step_from_entry
+
+if TYPE_CHECKING:
+    from playground.scenario.database import DatabaseSpec
 
 # Every profile of this playground, in the order the pair's choice lists them.
 PROFILES: tuple[Profile, ...] = tuple(Profile(k, c) for k in KAFKA_RELEASES for c in CLIENTS)
@@ -202,7 +205,7 @@ def _comparable(key: str, value: str) -> str:
 def run_side(
     cluster: ClusterSpec,
     actors: Mapping[str, ActorSpec],
-    database: Any,
+    database: DatabaseSpec | None,
     seed: int,
     profile: Profile,
     commands: Sequence[Command],
@@ -221,6 +224,7 @@ def run_side(
                 actors[command.add.name] = command.add
                 outcome = OK
             else:
+                assert command.step is not None  # a command is a step or an actor added
                 outcome = backend.apply(command.step)
             fields, seq = _read(backend, actors, outcome, seq)
             states.append(fields)
@@ -307,7 +311,7 @@ def compare(
     title: Any,
     cluster: ClusterSpec,
     actors: Mapping[str, ActorSpec],
-    database: Any,
+    database: DatabaseSpec | None,
     seed: int,
     commands: Sequence[Command],
     a: Profile,

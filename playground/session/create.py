@@ -47,7 +47,7 @@ def _with_key(row: Session, key_of: Callable[[str], str] | None = None) -> Sessi
     the secret rides on the row object (never stored) for the view to hand to the creator's browser."""
     key = key_of(row.id) if key_of is not None else capability.new_key()
     row.drive_key = capability.digest(key)
-    row.drive_secret = key  # type: ignore[attr-defined]
+    row.drive_secret = key
     return row
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from playground.scenario.run import build_observation
 from playground.scenario.writer import title_from, write
 from playground.session.backends import live_only
@@ -9,7 +11,7 @@ from playground.session.live import Live
 from playground.session.replay import load, restore
 
 
-def _final_observation(live: Live) -> dict | None:
+def _final_observation(live: Live) -> dict[str, Any] | None:
     """What the session ended with, for the file's `expect:` block: observed on a copy (observing lets the
     simulator's time run to quiescence, which must not happen to the session itself). None for a real cluster:
     its state is not replayed here, and the steps' outcomes already say what it answered."""

@@ -3,16 +3,14 @@ what each poll returned, the partitions' whole logs as the backend holds them no
 
 from __future__ import annotations
 
-from typing import Any
-
-from playground.scenario.anomalies import History, check
+from playground.scenario.anomalies import Finding, History, HistoryStep, check
 from playground.session.live import Live, step_from_entry
 
 HISTORY_LOG_LIMIT = 100_000  # entries per partition: the whole log of any session a server keeps
 
 
 def history_of(live: Live) -> History:
-    steps = []
+    steps: list[HistoryStep] = []
     for n, entry in enumerate(live.commands):
         if "step" not in entry:
             continue
@@ -36,5 +34,5 @@ def history_of(live: Live) -> History:
     return History(steps, logs, isolation, (view.get("database") or {}).get("reconcile"))
 
 
-def findings(live: Live) -> list[Any]:
+def findings(live: Live) -> list[Finding]:
     return check(history_of(live))

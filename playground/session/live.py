@@ -30,6 +30,7 @@ from playground.engine.spec import (
     TopicSpec,
 )
 from playground.scenario.anomalies import reads
+from playground.scenario.model import Scenario
 
 GROUP_PREFIX = "session-"
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -141,7 +142,7 @@ class Live:
     session_id: str
     backend_name: str
     seed: int
-    scenario: Any  # playground.scenario.Scenario | None
+    scenario: Scenario | None
     cluster: ClusterSpec
     actors: dict[str, ActorSpec]
     backend: Backend

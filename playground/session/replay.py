@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, cast
 
 from django.utils.translation import gettext as _
 
@@ -334,7 +334,7 @@ def moment(session_id: str, k: int) -> Live:
 
 
 def step_count(session_id: str) -> int:
-    return store.read(session_id).length
+    return cast(int, store.read(session_id).length)
 
 
 __all__ = [

@@ -8,8 +8,8 @@ truncation mark rows `dropped` (one UPDATE) instead of rewriting the log.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, cast
 
 from django.db import connection, transaction
 from django.db.models import F
@@ -22,7 +22,7 @@ from playground.session.live import CommandError
 
 def read(session_id: str) -> Session:
     try:
-        return Session.objects.get(pk=session_id)
+        return cast(Session, Session.objects.get(pk=session_id))
     except (Session.DoesNotExist, ValueError):
         raise CommandError(_("No session %(id)s.") % {"id": session_id}, status=404) from None
 
@@ -57,7 +57,7 @@ def parse_langs(value: str) -> tuple[str, ...]:
 
 
 def _stored_langs(session_id: str) -> str | None:
-    return Session.objects.filter(pk=session_id).values_list("viewer_langs", flat=True).first()
+    return cast(str | None, Session.objects.filter(pk=session_id).values_list("viewer_langs", flat=True).first())
 
 
 def viewer_langs(session_id: str) -> tuple[str, ...]:
@@ -104,7 +104,7 @@ def _bump(row: Session, **fields: Any) -> bool:
     return bool(Session.objects.filter(pk=row.pk, version=row.version).update(version=F("version") + 1, **fields))
 
 
-def append(row: Session, entries: list[Mapping[str, Any]], running: bool | None = None) -> list[int] | None:
+def append(row: Session, entries: Sequence[Mapping[str, Any]], running: bool | None = None) -> list[int] | None:
     """Append entries (each with its outcome) after the log's last command. Returns the new rows' ids, or None
     when the session changed since `row` was read."""
     fields: dict[str, Any] = {"length": row.length + len(entries)}
@@ -132,7 +132,7 @@ def truncate(row: Session, keep: int, running: bool | None = None) -> bool:
     return True
 
 
-def replace(row: Session, entries: list[Mapping[str, Any]], running: bool | None = None) -> list[int] | None:
+def replace(row: Session, entries: Sequence[Mapping[str, Any]], running: bool | None = None) -> list[int] | None:
     """A new log: every command dropped, then `entries` appended (reset, a re-run on fresh topics)."""
     fields: dict[str, Any] = {"length": len(entries)}
     if running is not None:

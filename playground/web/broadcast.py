@@ -29,8 +29,9 @@ log = logging.getLogger(__name__)
 
 MESSAGE_TYPE = "session.update"
 
-# session id -> (version rendered, {panel: digest of its context}); lets the next publish skip unchanged panels.
-_sent: dict[str, tuple[int, dict[str, str]]] = {}
+# session id -> (version rendered, {panel: digest of its context}, {itemised panel: {item: digest}}); lets the next
+# publish skip unchanged panels and items.
+_sent: dict[str, tuple[int, dict[str, str], dict[str, dict[str, str]]]] = {}
 _sent_lock = threading.Lock()
 
 

@@ -199,6 +199,8 @@ class RoomConsumer(AsyncWebsocketConsumer):
     facilitator's board (each attendee's card as it changes, the room's answers). Only the room's facilitator and
     its attendees connect; the board's messages reach only the facilitator."""
 
+    answers_due: asyncio.Task[None] | None = None  # the board's render of the room's answers, when one is due
+
     async def connect(self) -> None:
         from playground import rooms
         from playground.models import Workshop
@@ -232,7 +234,7 @@ class RoomConsumer(AsyncWebsocketConsumer):
             await self.send(text_data=self._state_frame(item=now["current"], follow=now["follow"]))
 
     async def disconnect(self, code: int) -> None:
-        if getattr(self, "answers_due", None):
+        if self.answers_due is not None:
             self.answers_due.cancel()
         for group in getattr(self, "groups_joined", []):
             await self.channel_layer.group_discard(group, self.channel_name)
@@ -269,7 +271,7 @@ class RoomConsumer(AsyncWebsocketConsumer):
         # A room answering at once sends one message per answer; rendering the questions for each would queue the
         # board's card updates behind them (a consumer handles its messages one at a time). One render per
         # ANSWERS_COALESCE_MS, off the message loop, shows them all.
-        if self.board and not getattr(self, "answers_due", None):
+        if self.board and self.answers_due is None:
             self.answers_due = asyncio.create_task(self._send_questions())
 
     async def _send_questions(self) -> None:

@@ -132,8 +132,8 @@ def state_machine(table: Mapping[str, Iterable[str]]) -> dict[str, Any]:
     for src, dst in pairs:
         a, b = nodes[src], nodes[dst]
         if src == dst:
-            x, y = a.x + a.w / 2 - 16, a.y - a.h / 2 + 0.5
-            path = f"M{x:.1f},{y:.1f} c 0,-{LOOP} 12,-{LOOP} 11,-1.5"
+            loop_x, loop_y = a.x + a.w / 2 - 16, a.y - a.h / 2 + 0.5
+            path = f"M{loop_x:.1f},{loop_y:.1f} c 0,-{LOOP} 12,-{LOOP} 11,-1.5"
             edges.append(Edge(src, dst, path, loop=True))
             continue
         others = [n for n in nodes.values() if n.name not in (src, dst)]
@@ -163,7 +163,7 @@ def _route(
     length = _dist(a, b) or 1
     nx, ny = -(b.y - a.y) / length, (b.x - a.x) / length
     mx, my = (a.x + b.x) / 2, (a.y + b.y) / 2
-    best = None
+    best: tuple[tuple[int, int, int, bool], str, list[tuple[float, float]]] | None = None
     for bend in BENDS:
         cx, cy = mx + nx * bend, my + ny * bend
         x1, y1 = _border(a, cx, cy)
@@ -181,6 +181,7 @@ def _route(
         score = (hits, crossings, abs(bend), bend < 0)
         if best is None or score < best[0]:
             best = (score, f"M{x1:.1f},{y1:.1f} Q{ccx:.1f},{ccy:.1f} {x2:.1f},{y2:.1f}", pts)
+    assert best is not None  # BENDS is not empty
     return best[1], best[2]
 
 
@@ -320,11 +321,14 @@ def rpc_label(e: Mapping[str, Any], budget: float = math.inf) -> str:
     """ "Rpc (detail) → ERROR" in at most `budget` units. Too long, the detail gives way first (its start is kept:
     version, partition, producer), then the RPC's name; the error, the reason the row is red, stays whole."""
     rpc, detail, error = str(e.get("rpc", "")), str(e.get("detail") or ""), str(e.get("error") or "")
-    n = budget if budget == math.inf else int(budget // (ERROR_CHAR if error else LABEL_CHAR))
     tail = f" → {error}" if error else ""
 
     def join(d: str) -> str:
         return rpc + (f" ({d})" if d else "") + tail
+
+    if budget == math.inf:
+        return join(detail)
+    n = int(budget // (ERROR_CHAR if error else LABEL_CHAR))
 
     room = n - len(join("")) - 3  # characters left for the detail in "rpc (detail) → ERROR"
     for label in (join(detail), join(shorten(detail, room)) if room >= 6 else "", join("…") if detail else ""):
@@ -351,7 +355,7 @@ def timeline(events: list[Mapping[str, Any]], clients: list[str], rows: int = 40
     arrows = []
     for i, e in enumerate(shown):
         y = TOP + 14 + i * ROW_H
-        x1, x2 = xs.get(e.get("src"), LEFT), xs.get(e.get("dst"), LEFT)
+        x1, x2 = xs.get(e.get("src") or "", LEFT), xs.get(e.get("dst") or "", LEFT)
         if x1 == x2:
             x2 = x1 + 30
         error = bool(e.get("error"))

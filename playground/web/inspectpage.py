@@ -95,7 +95,7 @@ def too_many_wrong_keys(client: str) -> bool:
         now = time.monotonic()
         while seen and now - seen[0] > 60:
             seen.popleft()
-        return bool(seen) and len(seen) >= WRONG_KEYS_PER_MINUTE
+        return seen is not None and len(seen) >= WRONG_KEYS_PER_MINUTE
 
 
 def count_wrong_key(client: str) -> None:
@@ -391,21 +391,23 @@ def strip_html(
                 )
             )
         slots = [_slot(e, lso, hw, pc, names, from_offset) for e in entries if w["start"] <= e["offset"] < w["end"]]
-        drawn, last = [], None
+        run: list[dict[str, Any]] = []  # the cells drawn side by side, up to a gap of cells not drawn
+        last: int | None = None
         for i in _drawn(slots, (lso, from_offset)):
             if last is not None and i > last + 1:
-                drawn.append(("gap", slots[last + 1]["offset"], slots[i - 1]["offset"], i - last - 1))
-            drawn.append(("slot", slots[i]))
+                out.append(tags.strip_cells({"hidden": 0, "slots": run}))
+                run = []
+                out.append(
+                    _more(
+                        i - last - 1,
+                        slots[last + 1]["offset"],
+                        slots[i - 1]["offset"],
+                        "read but not drawn (see the table below and the findings)",
+                    )
+                )
+            run.append(slots[i])
             last = i
-        run: list[dict[str, Any]] = []
-        for d in [*drawn, ("end",)]:
-            if d[0] == "slot":
-                run.append(d[1])
-                continue
-            out.append(tags.strip_cells({"hidden": 0, "slots": run}))
-            run = []
-            if d[0] == "gap":
-                out.append(_more(d[3], d[1], d[2], "read but not drawn (see the table below and the findings)"))
+        out.append(tags.strip_cells({"hidden": 0, "slots": run}))
         previous_end = w["end"]
     end = {
         "offset": hw,

@@ -507,7 +507,7 @@ def narrative(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
         if s.is_note and s.index < cursor and any(row["note"].values()):
             current_note = row["note"]
         steps.append(row)
-    mine = []
+    mine: list[dict[str, Any]] = []
     for i in range(live.length - 1, -1, -1):  # the user's own commands, newest first, only as many as are shown
         if len(mine) == MINE_ROWS:
             break

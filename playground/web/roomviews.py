@@ -121,9 +121,13 @@ def room(request: HttpRequest, code: str) -> HttpResponse:
     room = _room(code)
     room_secret, attendee_secret = rooms.secrets_from(request.COOKIES, room.pk)
     attendee = rooms.attendee_of(room, attendee_secret)
-    if attendee is None and not rooms.is_facilitator(room, room_secret):
+    owner: Attendee | None
+    if attendee is not None and attendee_secret:  # attendee_of found them by this secret
+        owner, secret = attendee, attendee_secret
+    elif room_secret and rooms.is_facilitator(room, room_secret):
+        owner, secret = None, room_secret
+    else:
         return redirect(reverse("join") + f"?code={room.code}")
-    owner, secret = (attendee, attendee_secret) if attendee is not None else (None, room_secret)
     sid, key = rooms.seat(room, owner, room.current, secret)
     response = redirect("session", sid=sid)
     _cookie(response, request, capability.cookie_name(sid), key)

@@ -62,7 +62,8 @@ def _to_session(request: HttpRequest, row: Any) -> HttpResponse:
 
 
 def _backend_choice(request_backend: str | None, profile: Profile = DEFAULT_PROFILE) -> str:
-    backend = request_backend or getattr(settings, "PLAYGROUND_DEFAULT_BACKEND", "sim")
+    default: str = getattr(settings, "PLAYGROUND_DEFAULT_BACKEND", "sim")
+    backend = request_backend or default
     if backend == "kafka" and not session.kafka_configured(profile):
         raise session.CommandError(_("%(problem)s Choose the simulator.") % {"problem": not_configured(profile)})
     return backend
@@ -104,10 +105,10 @@ def new_session(request: HttpRequest) -> HttpResponse:
     d = form.cleaned_data
     scenario, source = None, ""
     if d.get("scenario"):
-        entry = library.find(d["scenario"])
-        if entry is None:
+        scenario = library.get(d["scenario"])
+        if scenario is None:
             return problem(_("No scenario %(id)s in the library.") % {"id": d["scenario"]}, 404)
-        scenario, source = entry.scenario, entry.scenario.source
+        source = scenario.source
     profile = form.profile(scenario.profile if scenario is not None else DEFAULT_PROFILE)
     try:
         row = session.create(
@@ -306,10 +307,10 @@ def editor(request: HttpRequest) -> HttpResponse:
     """The editor, empty (an example), with a copy of a library scenario (?from=ID), of a shared one (?sc=ID), or a
     session written out as a scenario (?session=ID)."""
     if request.GET.get("from"):
-        entry = library.find(request.GET["from"])
-        if entry is None:
+        scenario = library.get(request.GET["from"])
+        if scenario is None:
             raise Http404(_("No scenario %(id)s in the library.") % {"id": request.GET["from"]})
-        return _editor(request, entry.scenario.source, origin=entry.scenario.id)
+        return _editor(request, scenario.source, origin=scenario.id)
     if request.GET.get("sc"):
         shared = ScenarioText.objects.filter(pk=request.GET["sc"][:32], shared=True).first()
         if shared is None:
@@ -511,12 +512,12 @@ def compare_scenario(request: HttpRequest) -> HttpResponse:
     scenario_id = request.GET.get("scenario", "")[:100]
     if not scenario_id:
         raise compare.CompareError(_("scenario: name a scenario of the library (?scenario=ID)."))
-    entry = library.find(scenario_id)
-    if entry is None:
+    scenario = library.get(scenario_id)
+    if scenario is None:
         raise compare.CompareError(_("No scenario %(id)s in the library.") % {"id": scenario_id}, status=404)
-    a, b = _pair(request, entry.scenario.profile)
-    c = compare.of_scenario(entry.scenario, a, b, entry.scenario.source)
-    return _compare_page(request, c, {"scenario": entry.scenario.id}, (reverse("gallery"), _("All scenarios")))
+    a, b = _pair(request, scenario.profile)
+    c = compare.of_scenario(scenario, a, b, scenario.source)
+    return _compare_page(request, c, {"scenario": scenario.id}, (reverse("gallery"), _("All scenarios")))
 
 
 @require_GET

@@ -39,7 +39,7 @@ def _when(ms: int | None) -> str:
 
 class Command(BaseCommand):
     help = "Inspect transactions on the Kafka cluster in settings (read-only): logs around the LSO, __transaction_state, find-hanging, findings."
-    requires_system_checks = []  # needs neither URLs, models nor the database
+    requires_system_checks: list[str] = []  # needs neither URLs, models nor the database
 
     def add_arguments(self, parser):
         parser.add_argument(

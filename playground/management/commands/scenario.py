@@ -25,7 +25,7 @@ DEFAULT_DIR = Path(__file__).resolve().parents[3] / "scenarios"
 class Command(BaseCommand):
     help = "Run, validate or list scenario files (scenarios/*.yaml)."
     # Needs neither URLs, models nor the database: skip the system checks (they import the whole site).
-    requires_system_checks = []
+    requires_system_checks: list[str] = []
 
     def add_arguments(self, parser):
         sub = parser.add_subparsers(dest="subcommand", required=True)

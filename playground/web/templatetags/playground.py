@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from django import template
@@ -62,11 +63,11 @@ OOB = ' hx-swap-oob="true"'
 
 
 @register.simple_tag
-def strips(p: dict) -> str:
+def strips(p: Mapping[str, Any]) -> str:
     return mark_safe("".join(strip(s) for s in p["strips"]))
 
 
-def strip(s: dict, oob: bool = False) -> str:
+def strip(s: Mapping[str, Any], oob: bool = False) -> str:
     leader = f"{_a(_('leader'))} b{s['leader']}" if s["leader"] else _a(_("no leader"))
     return (
         f'<div id="{_a(item_id("strip", s["tp"]))}"{OOB if oob else ""} class="strip" data-tp="{_a(s["tp"])}" data-hw="{s["hw"]}" data-lso="{s["lso"]}" data-leo="{s["leo"]}">'
@@ -76,7 +77,7 @@ def strip(s: dict, oob: bool = False) -> str:
 
 
 @register.simple_tag
-def strip_cells(s: dict) -> str:
+def strip_cells(s: Mapping[str, Any]) -> str:
     """One partition's slots: a cell per offset, cursors (HW, LSO, LEO) and consumer positions."""
     out = []
     if s["hidden"]:
@@ -137,7 +138,7 @@ def strip_cells(s: dict) -> str:
 
 
 @register.simple_tag
-def timeline_svg(p: dict) -> str:
+def timeline_svg(p: Mapping[str, Any]) -> str:
     # Drawn at the panel's width (width 100% of the viewBox), within the scale the layout allows: narrower, the
     # SVG keeps min-width and the panel scrolls; the hover tips (data-tip) give every name and label in full.
     size = f'width="100%" style="min-width:{p["min_width"]}px;max-width:{p["max_width"]}px"'
@@ -168,7 +169,7 @@ def timeline_svg(p: dict) -> str:
     return mark_safe("".join(out))
 
 
-def lane_name(lane: dict, x: str, y: int) -> str:
+def lane_name(lane: Mapping[str, Any], x: str, y: int) -> str:
     """A lane's header (one or two lines, maybe shortened); its full name on hover."""
     text = "".join(
         f'<tspan x="{x}" dy="{0 if i == 0 else 12}">{_a(line)}</tspan>' for i, line in enumerate(lane["lines"])
@@ -205,11 +206,11 @@ def state_machine_svg(sm: Any, state: str | None, pending: str | None, table: An
 
 
 @register.simple_tag
-def cmp_tables(p: dict) -> str:
+def cmp_tables(p: Mapping[str, Any]) -> str:
     return mark_safe("".join(cmp_table(t, p) for t in p["tables"]))
 
 
-def cmp_table(t: dict, p: dict, oob: bool = False) -> str:
+def cmp_table(t: Mapping[str, Any], p: Mapping[str, Any], oob: bool = False) -> str:
     """One partition: its records, and for each consumer whether it got them or why not (side by side)."""
     hidden = ""
     if t["hidden_rows"]:
@@ -232,7 +233,7 @@ def cmp_table(t: dict, p: dict, oob: bool = False) -> str:
 
 
 @register.simple_tag
-def cmp_rows(t: dict, lso: int) -> str:
+def cmp_rows(t: Mapping[str, Any], lso: int) -> str:
     words = {
         "got": '✓ <span class="sr">' + _a(_("received")) + "</span>",
         "aborted": '<span class="why">✗ ' + _a(_("hidden: aborted")) + "</span>",
@@ -252,7 +253,7 @@ def cmp_rows(t: dict, lso: int) -> str:
 
 
 @register.simple_tag
-def narrative_steps(steps: list, lang: str) -> str:
+def narrative_steps(steps: list[Any], lang: str) -> str:
     expected = _("as the scenario expects")
     out = []
     for s in steps:
@@ -302,11 +303,11 @@ def item_id(kind: str, key: str) -> str:
 
 
 @register.simple_tag
-def producer_cards(p: dict, u: dict) -> str:
+def producer_cards(p: Mapping[str, Any], u: Mapping[str, Any]) -> str:
     return mark_safe("".join(producer_card(c, p, u) for c in p["cards"]))
 
 
-def producer_card(c: dict, p: dict, u: dict, oob: bool = False) -> str:
+def producer_card(c: Mapping[str, Any], p: Mapping[str, Any], u: Mapping[str, Any], oob: bool = False) -> str:
     topic = p["topics"][0]["name"] if p["topics"] else ""
     crash_t, restart_t = (
         _("the process dies: no abort, no close"),
@@ -401,7 +402,7 @@ def producer_card(c: dict, p: dict, u: dict, oob: bool = False) -> str:
 
 
 @register.simple_tag
-def consumer_cards(cards: list, u: dict) -> str:
+def consumer_cards(cards: list[Any], u: Mapping[str, Any]) -> str:
     out = []
     for c in cards:
         name = c["name"]
@@ -442,7 +443,7 @@ def _listed(values: Any) -> str:
 
 
 @register.simple_tag
-def goal_item(item: dict) -> str:
+def goal_item(item: Mapping[str, Any]) -> str:
     """One check of an exercise's goal as a sentence, with what the session shows now when it does not hold yet."""
     kind, subject, wanted = item["kind"], item["subject"].split(" "), item["wanted"]
     if kind == "consumers":
