@@ -423,7 +423,7 @@ class Producer(_Client):
             )
 
             def handler(reply: Callable[..., None]) -> None:
-                c.txn_coordinator.handle_init_producer_id(
+                c.handle_init_producer_id(
                     broker,
                     self.transactional_id,
                     self.transaction_timeout_ms,
@@ -723,7 +723,7 @@ class Producer(_Client):
 
         def send(broker: int) -> None:
             def handler(reply: Callable[..., None]) -> None:
-                c.txn_coordinator.handle_add_partitions(
+                c.handle_add_partitions(
                     broker, txid, pid, epoch, parts, reply, version=API_VERSIONS["AddPartitionsToTxn"]
                 )
 
@@ -870,7 +870,7 @@ class Producer(_Client):
 
         def send(broker: int) -> None:
             def handler(reply: Callable[..., None]) -> None:
-                c.txn_coordinator.handle_add_offsets(
+                c.handle_add_offsets(
                     broker, txid, pid, epoch, gm.group_id, reply, version=API_VERSIONS["AddOffsetsToTxn"]
                 )
 
@@ -928,7 +928,7 @@ class Producer(_Client):
 
         def send(broker: int) -> None:
             def handler(reply: Callable[..., None]) -> None:
-                c.groups.txn_commit_offsets(
+                c.handle_txn_offset_commit(
                     broker, gm.group_id, pid, epoch, gm.generation_id, gm.member_id, offsets, reply
                 )
 
@@ -1073,9 +1073,7 @@ class Producer(_Client):
 
         def send(broker: int) -> None:
             def handler(reply: Callable[..., None]) -> None:
-                c.txn_coordinator.handle_end_txn(
-                    broker, txid, pid, epoch, commit, reply, version=API_VERSIONS["EndTxn"]
-                )
+                c.handle_end_txn(broker, txid, pid, epoch, commit, reply, version=API_VERSIONS["EndTxn"])
 
             self._rpc(
                 "EndTxn",
@@ -1257,7 +1255,7 @@ class Consumer(_Client):
 
             def send(broker: int) -> None:
                 def handler(reply: Callable[..., None]) -> None:
-                    c.groups.join(broker, self.group_id, self.name, self.topics, reply)
+                    c.handle_join_group(broker, self.group_id, self.name, self.topics, reply)
 
                 def on_response(error: str | None, result: dict[str, Any]) -> None:
                     if error:
@@ -1331,7 +1329,7 @@ class Consumer(_Client):
 
         def send(broker: int) -> None:
             def handler(reply: Callable[..., None]) -> None:
-                c.groups.fetch_offsets(broker, self.group_id, partitions, require_stable, reply)
+                c.handle_offset_fetch(broker, self.group_id, partitions, require_stable, reply)
 
             def on_response(error: str | None, result: dict[str, Any]) -> None:
                 box["error"] = error
@@ -1511,7 +1509,7 @@ class Consumer(_Client):
 
         def send(broker: int) -> None:
             def handler(reply: Callable[..., None]) -> None:
-                c.groups.commit_offsets(
+                c.handle_offset_commit(
                     broker,
                     self.group_id,
                     self.generation if not self.manual else -1,
@@ -1577,14 +1575,14 @@ class Consumer(_Client):
             except KafkaException:
                 pass
         if self.group_id and self.member_id:
-            self.cluster.groups.leave(self.group_id, self.member_id)
+            self.cluster.handle_leave_group(self.group_id, self.member_id)
         self.alive = False
         self.state = CLOSED
 
     def crash(self) -> None:
         """The process dies: no LeaveGroup; the group notices when the session times out."""
         if self.group_id and self.member_id:
-            self.cluster.groups.member_crashed(self.group_id, self.member_id)
+            self.cluster.member_crashed(self.group_id, self.member_id)
         self.alive = False
         self.state = CRASHED
         self._buffer.clear()

@@ -1,5 +1,11 @@
 """The simulated cluster: brokers, topics and partition leaders, RPCs in virtual time, the partition leaders'
-request handling (Produce, Fetch, ListOffsets, WriteTxnMarkers), and the periodic tasks of each broker.
+request handling (Produce, Fetch, ListOffsets, WriteTxnMarkers), the periodic tasks of each broker, and the one
+place requests come in: a `handle_*` method per request (Produce, Fetch, ListOffsets, FindCoordinator,
+InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, JoinGroup, LeaveGroup, OffsetCommit, TxnOffsetCommit,
+OffsetFetch), each taking the broker it arrives at, the request's fields and `reply(error, **result)`. The client
+models call them from inside `rpc` (which carries the request and the answer in virtual time); so may a Kafka
+protocol server. Requests for a coordinator are routed to it (KafkaApis' part), and what the coordinator returns
+(effects.py) is carried out here (`_carry_out`): the coordinators never call the cluster.
 
 `kafka` names the release ("3.9" or "4"). On 4.x a transactional Produce from a TV2 client (Produce v12+) has no
 AddPartitionsToTxn before it: the leader adds the partition to the transaction itself (ReplicaManager
@@ -29,26 +35,27 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from playground.engine import events as ev
-from playground.sim.clock import TIMER, Scheduler, SplitMix64
+from playground.sim.clock import TIMER, Entry, Scheduler, SplitMix64
 from playground.sim.coordinator import TransactionCoordinator
-from playground.sim.groups import GroupCoordinator
+from playground.sim.effects import Answer, Effects, Emit, Reply, Timer
+from playground.sim.groups import AddOffsetsPartition, AppendTxnOffsets, GroupCoordinator
 from playground.sim.log import PartitionLog
+from playground.sim.markers import SendMarkers
+from playground.sim.txnlog import AppendTxnState, WakeScans
+from playground.sim.txnstate import TV_0
 
 TXN_TOPIC = "__transaction_state"
 OFFSETS_TOPIC = "__consumer_offsets"
 INTERNAL_TOPICS = (TXN_TOPIC, OFFSETS_TOPIC)
-PRODUCER_ID_BLOCK_SIZE = 1000  # ProducerIdsBlock.PRODUCER_ID_BLOCK_SIZE
 
 
 class BrokerState:
-    __slots__ = ("broker_id", "incarnation", "pid_end", "pid_next", "up")
+    __slots__ = ("broker_id", "incarnation", "up")
 
     def __init__(self, broker_id: int) -> None:
         self.broker_id = broker_id
         self.up = True
         self.incarnation = 0
-        self.pid_next = 0
-        self.pid_end = 0
 
 
 class PartitionMeta:
@@ -105,7 +112,6 @@ class Cluster:
             b: int(self.config.get(f"sim.broker.{b}.replication.latency.ms", self.default_replication_ms))
             for b in self.broker_ids
         }
-        self._next_pid_block = 0
         self.markers_written = 0
         self.partitions: dict[str, PartitionMeta] = {}
         self.topics: dict[str, int] = {}
@@ -114,14 +120,20 @@ class Cluster:
         self._scans: dict[tuple[int, str], _PeriodicScan] = {}
         # replies owed by each broker: correlation -> fail(), so a stopped broker's requests fail at once
         self._outstanding: dict[int, dict[int, Callable[[], None]]] = {b: {} for b in self.broker_ids}
-        self.txn_coordinator = TransactionCoordinator(self)
-        self.groups = GroupCoordinator(self)
+        # the coordinators: state machines that answer with effects (effects.py), carried out by _carry_out
+        self.txn_coordinator = TransactionCoordinator(
+            self.config, kafka=kafka, brokers=self.broker_ids, marker_retry_backoff_ms=self.marker_retry_backoff_ms
+        )
+        self.groups = GroupCoordinator(self.config, kafka=kafka, brokers=self.broker_ids, topics=self.topics)
         for name, count in (topics or {}).items():
             self.create_topic(name, count)
         self._create_internal_topic(OFFSETS_TOPIC, self.groups.num_partitions)
         self._create_internal_topic(TXN_TOPIC, self.txn_coordinator.num_partitions)
+        for p in range(self.groups.num_partitions):
+            self.groups.on_leader_change(p, self.partitions[f"{OFFSETS_TOPIC}-{p}"].leader)
         for p in range(self.txn_coordinator.num_partitions):
-            self.txn_coordinator.on_leader_change(p, self.partitions[f"{TXN_TOPIC}-{p}"].leader, 0)
+            tc = self.txn_coordinator
+            self._carry_out(tc, tc.on_leader_change(p, self.partitions[f"{TXN_TOPIC}-{p}"].leader, 0, self.now_ms))
         for b in self.broker_ids:
             self._start_broker_tasks(b)
 
@@ -228,17 +240,6 @@ class Cluster:
             return self.interbroker_latency_ms + extra + self._extra_latency.get(src_broker, 0)
         return self.latency_ms + extra
 
-    def generate_producer_id(self, broker: int) -> int:
-        """ProducerIdManager: each broker hands out ids from a block of 1000 the controller gave it."""
-        state = self.brokers[broker]
-        if state.pid_next >= state.pid_end:
-            state.pid_next = self._next_pid_block
-            state.pid_end = self._next_pid_block + PRODUCER_ID_BLOCK_SIZE
-            self._next_pid_block += PRODUCER_ID_BLOCK_SIZE
-        pid = state.pid_next
-        state.pid_next += 1
-        return pid
-
     # -- brokers up/down --------------------------------------------------------------------------------------
     def stop_broker(self, broker: int) -> None:
         state = self.brokers[broker]
@@ -246,7 +247,8 @@ class Cluster:
             return
         state.up = False
         state.incarnation += 1
-        state.pid_next = state.pid_end = 0  # an unused id block is lost with the process, as in Kafka
+        self.txn_coordinator.broker_stopped(broker)  # an unused producer id block is lost with the process
+        self.groups.broker_stopped(broker)
         self.emit(ev.Broker, broker=broker, up=False)
         for fail in list(self._outstanding[broker].values()):
             fail()
@@ -261,6 +263,8 @@ class Cluster:
             return
         state.up = True
         state.incarnation += 1
+        self.txn_coordinator.broker_started(broker)
+        self.groups.broker_started(broker)
         self.emit(ev.Broker, broker=broker, up=True)
         for meta in self.partitions.values():
             if meta.leader is None and broker in meta.replicas:
@@ -276,7 +280,10 @@ class Cluster:
         if meta.topic not in INTERNAL_TOPICS:  # internal partitions: CoordinatorLoad tells what matters
             self.emit(ev.Leader, partition=meta.name, leader=new_leader, leader_epoch=meta.leader_epoch)
         if meta.topic == TXN_TOPIC:
-            self.txn_coordinator.on_leader_change(meta.partition, new_leader, self.coordinator_load_ms)
+            tc = self.txn_coordinator
+            self._carry_out(tc, tc.on_leader_change(meta.partition, new_leader, self.coordinator_load_ms, self.now_ms))
+        elif meta.topic == OFFSETS_TOPIC:
+            self.groups.on_leader_change(meta.partition, new_leader)
 
     def _start_broker_tasks(self, broker: int) -> None:
         tc = self.txn_coordinator
@@ -285,7 +292,7 @@ class Cluster:
             broker,
             tc.abort_interval_ms,
             f"transaction-abort b{broker}",
-            lambda: tc.abort_timed_out_transactions(broker),
+            lambda: self._carry_out(tc, tc.abort_timed_out_transactions(broker, self.now_ms)),
             lambda t: bool(tc.timed_out(broker, t)),
             lambda: tc.next_timeout_ms(broker),
         )
@@ -294,7 +301,7 @@ class Cluster:
             broker,
             tc.expire_interval_ms,
             f"transactionalId-expiration b{broker}",
-            lambda: tc.remove_expired_transactional_ids(broker),
+            lambda: self._carry_out(tc, tc.remove_expired_transactional_ids(broker, self.now_ms)),
             lambda t: bool(tc.expirable(broker, t)),
             lambda: tc.next_expiry_ms(broker),
         )
@@ -557,7 +564,6 @@ class Cluster:
             self._answer_produce(log, result, producer_id, epoch, base_sequence, True, values, acks, reply, client_id)
             return
         partition = log.name
-        coordinator = tc.coordinator_of(transactional_id)
 
         def added(error: str | None) -> None:
             if self.leader_of(partition) != broker or not self.broker_up(broker):
@@ -575,16 +581,39 @@ class Cluster:
             )
             self._answer_produce(log, result, producer_id, epoch, base_sequence, True, values, acks, reply, client_id)
 
-        def handler(answer: Callable[..., None]) -> None:
-            tc.add_partition_for_leader(coordinator, transactional_id, producer_id, epoch, partition, answer)
+        src = f"leader {partition}(b{broker})"
+        self._add_partition_to_txn(broker, src, transactional_id, producer_id, epoch, partition, added)
 
+    def _add_partition_to_txn(
+        self,
+        broker: int,
+        src: str,
+        transactional_id: str,
+        producer_id: int,
+        epoch: int,
+        partition: str,
+        added: Callable[[str | None], None],
+    ) -> None:
+        """AddPartitionsToTxnManager: the broker (a partition leader for a TV2 Produce, the group coordinator for a
+        TV2 TxnOffsetCommit) has the transaction coordinator add `partition` to the transaction, one inter-broker
+        request; `added(error)` runs when the answer is back here (NOT_ENOUGH_REPLICAS at once without a live
+        coordinator)."""
+        tc = self.txn_coordinator
+        coordinator = tc.coordinator_of(transactional_id)
         if coordinator is None or not self.broker_up(coordinator):
             added("NOT_ENOUGH_REPLICAS")
             return
-        # AddPartitionsToTxnManager: one inter-broker request; the answer comes back to this leader
+        at = coordinator
+
+        def handler(answer: Reply) -> None:
+            effects = tc.add_partition_for_leader(
+                at, transactional_id, producer_id, epoch, partition, answer, now_ms=self.now_ms
+            )
+            self._carry_out(tc, effects)
+
         self.rpc(
             "AddPartitionsToTxn",
-            f"leader {partition}(b{broker})",
+            src,
             coordinator,
             f"coordinator(b{coordinator})",
             f"{partition}, producer {producer_id} epoch {epoch} (verifyOnly=false)",
@@ -739,7 +768,7 @@ class Cluster:
                     )
                     self.emit_watermarks(log)
                     if log.topic == OFFSETS_TOPIC:
-                        self.groups.on_marker(tp, producer_id, control)
+                        self._carry_out(self.groups, self.groups.on_marker(tp, producer_id, control))
                     written.append((log, result.base_offset + 1))
             if not written:
                 reply(None, errors=errors)
@@ -770,6 +799,244 @@ class Cluster:
             src_alive=coordinator_alive,
             src_broker=coordinator,
         )
+
+    # -- requests to the coordinators: routed here, answered through `reply` ----------------------------------
+    def handle_init_producer_id(
+        self,
+        broker: int,
+        transactional_id: str | None,
+        timeout_ms: int,
+        expected: tuple[int, int] | None,
+        reply: Reply,
+        *,
+        version: int | None = None,
+    ) -> None:
+        """InitProducerId: `transactional_id` None for an idempotent producer; `expected` (producer id, epoch) for
+        an epoch bump of a producer that has one (KIP-360)."""
+        tc = self.txn_coordinator
+        effects = tc.init_producer_id(
+            broker, transactional_id, timeout_ms, expected, reply, version=version, now_ms=self.now_ms
+        )
+        self._carry_out(tc, effects)
+
+    def handle_add_partitions(
+        self,
+        broker: int,
+        transactional_id: str,
+        producer_id: int,
+        epoch: int,
+        partitions: frozenset[str],
+        reply: Reply,
+        *,
+        version: int | None = None,
+        client_tv: int = TV_0,
+    ) -> None:
+        """AddPartitionsToTxn (a TV1 client's; client_tv=TV_2: as a partition leader sends it for a TV2 client)."""
+        tc = self.txn_coordinator
+        effects = tc.add_partitions(
+            broker,
+            transactional_id,
+            producer_id,
+            epoch,
+            partitions,
+            reply,
+            version=version,
+            client_tv=client_tv,
+            now_ms=self.now_ms,
+        )
+        self._carry_out(tc, effects)
+
+    def handle_add_offsets(
+        self,
+        broker: int,
+        transactional_id: str,
+        producer_id: int,
+        epoch: int,
+        group_id: str,
+        reply: Reply,
+        *,
+        version: int | None = None,
+    ) -> None:
+        """AddOffsetsToTxn: KafkaApis asks the group coordinator for the group's `__consumer_offsets` partition and
+        has the transaction coordinator add it."""
+        tc = self.txn_coordinator
+        partition = self.groups.offsets_partition(group_id)
+        effects = tc.add_offsets(
+            broker, transactional_id, producer_id, epoch, partition, reply, version=version, now_ms=self.now_ms
+        )
+        self._carry_out(tc, effects)
+
+    def handle_end_txn(
+        self,
+        broker: int,
+        transactional_id: str,
+        producer_id: int,
+        epoch: int,
+        commit: bool,
+        reply: Reply,
+        *,
+        version: int | None = None,
+    ) -> None:
+        """EndTxn: answered once PrepareCommit/PrepareAbort is durable, before the markers are written; v5+ (TV2,
+        on 4.x) with the producer id and epoch the client continues with."""
+        tc = self.txn_coordinator
+        effects = tc.end_txn(
+            broker, transactional_id, producer_id, epoch, commit, reply, version=version, now_ms=self.now_ms
+        )
+        self._carry_out(tc, effects)
+
+    def handle_join_group(
+        self, broker: int, group_id: str, client_id: str, topics: tuple[str, ...], reply: Reply
+    ) -> None:
+        """JoinGroup (with SyncGroup: the member's assignment is GroupCoordinator.assignment once the group is
+        Stable): answered with the new member's id."""
+        self._carry_out(self.groups, self.groups.join(broker, group_id, client_id, topics, reply))
+
+    def handle_leave_group(self, group_id: str, member_id: str) -> None:
+        """LeaveGroup, as a consumer that closes sends it (the client models send no RPC: it takes effect at once)."""
+        self._carry_out(self.groups, self.groups.leave(group_id, member_id))
+
+    def member_crashed(self, group_id: str, member_id: str) -> None:
+        """Not a request: a consumer's process died, its heartbeats stop; the member is evicted when its session
+        times out."""
+        self._carry_out(self.groups, self.groups.member_crashed(group_id, member_id, self.now_ms))
+
+    def handle_offset_commit(
+        self, broker: int, group_id: str, generation: int, member_id: str, offsets: dict[str, int], reply: Reply
+    ) -> None:
+        """OffsetCommit (generation -1 and no member id: a consumer without group membership)."""
+        effects = self.groups.commit_offsets(broker, group_id, generation, member_id, offsets, reply)
+        self._carry_out(self.groups, effects)
+
+    def handle_txn_offset_commit(
+        self,
+        broker: int,
+        group_id: str,
+        producer_id: int,
+        epoch: int,
+        generation: int,
+        member_id: str,
+        offsets: dict[str, int],
+        reply: Reply,
+        *,
+        transactional_id: str | None = None,
+        version: int | None = None,
+    ) -> None:
+        """TxnOffsetCommit: the offsets are written to `__consumer_offsets` as the producer's transactional batch,
+        pending until its marker. v5+ on 4.x (a TV2 client): the offsets partition is added to the transaction
+        first."""
+        effects = self.groups.txn_commit_offsets(
+            broker,
+            group_id,
+            producer_id,
+            epoch,
+            generation,
+            member_id,
+            offsets,
+            reply,
+            transactional_id=transactional_id,
+            version=version,
+        )
+        self._carry_out(self.groups, effects)
+
+    def handle_offset_fetch(
+        self, broker: int, group_id: str, partitions: tuple[str, ...], require_stable: bool, reply: Reply
+    ) -> None:
+        """OffsetFetch: `require_stable` (read_committed consumers) gets UNSTABLE_OFFSET_COMMIT while a partition
+        has pending transactional offsets."""
+        effects = self.groups.fetch_offsets(broker, group_id, partitions, require_stable, reply)
+        self._carry_out(self.groups, effects)
+
+    # -- carrying out what the coordinators return ------------------------------------------------------------
+    def _carry_out(self, source: TransactionCoordinator | GroupCoordinator, effects: Effects) -> None:
+        """Do what a coordinator asked, in order. What the cluster learns on the way (an append's outcome, an
+        answer from another broker, a marker's result, a timer) goes back to `source` as its next input, and its
+        effects are carried out in turn, at once when the input comes at once (as a call would have)."""
+        for effect in effects:
+            if isinstance(effect, Answer):
+                effect.reply(effect.error, **effect.fields)
+            elif isinstance(effect, Emit):
+                self.emit(effect.event, **effect.fields)
+            elif isinstance(effect, AppendTxnState):
+                self._append_txn_state(effect)
+            elif isinstance(effect, SendMarkers):
+                self._send_markers(effect)
+            elif isinstance(effect, WakeScans):
+                self.wake_scans(effect.broker, effect.timeout_at_ms, effect.expiry_at_ms)
+            elif isinstance(effect, Timer):
+                self._timer(source, effect)
+            elif isinstance(effect, AddOffsetsPartition):
+                self._add_offsets_partition(effect)
+            elif isinstance(effect, AppendTxnOffsets):
+                self._append_txn_offsets(effect)
+            else:
+                raise TypeError(f"no way to carry out {effect!r}")
+
+    def _timer(self, source: TransactionCoordinator | GroupCoordinator, timer: Timer) -> Entry:
+        tick = timer.tick
+        return self.scheduler.at(
+            timer.at_ms,
+            lambda: self._carry_out(source, source.on_timer(tick, self.now_ms)),
+            category=timer.category,
+            label=timer.label,
+        )
+
+    def _append_txn_state(self, append: AppendTxnState) -> None:
+        """A `__transaction_state` record: durable once the followers have it (the leader's replication delay)."""
+        tc, job = self.txn_coordinator, append.job
+        self.scheduler.after(
+            self.replication_ms(append.broker),
+            lambda: self._carry_out(tc, tc.txn_state_appended(job, self.now_ms)),
+            label=f"__transaction_state append {append.transactional_id}",
+        )
+
+    def _send_markers(self, send: SendMarkers) -> None:
+        tc, job = self.txn_coordinator, send.job
+
+        def on_result(partition: str, error: str | None) -> None:
+            self._carry_out(tc, tc.marker_result(job, partition, error, self.now_ms))
+
+        self.send_markers(
+            send.coordinator,
+            send.transactional_id,
+            send.producer_id,
+            send.epoch,
+            send.control,
+            send.coordinator_epoch,
+            list(send.partitions),
+            on_result,
+        )
+
+    def _add_offsets_partition(self, add: AddOffsetsPartition) -> None:
+        groups, write = self.groups, add.write
+        assert write.transactional_id is not None
+        self._add_partition_to_txn(
+            add.broker,
+            f"group coordinator(b{add.broker})",
+            write.transactional_id,
+            write.producer_id,
+            write.epoch,
+            write.partition,
+            lambda error: self._carry_out(groups, groups.offsets_partition_added(write, error)),
+        )
+
+    def _append_txn_offsets(self, append: AppendTxnOffsets) -> None:
+        """The group coordinator's write to `__consumer_offsets` (GroupMetadataManager.storeOffsets): a
+        transactional batch of the producer, not a client's (no sequence check), behind the TV2 verification guard
+        when it has one."""
+        write, values = append.write, append.values
+        pid, epoch = write.producer_id, write.epoch
+        guard = append.verify
+        error: str | None
+        if guard is not None and self.txn_coordinator.in_transaction(guard, pid, epoch, write.partition) is not None:
+            error = "INVALID_PRODUCER_EPOCH"
+        else:
+            log = self.log(write.partition)
+            result = log.append(pid, epoch, -1, True, values, timestamp_ms=self.now_ms, from_client=False)
+            error = result.error
+            if error is None:
+                self.after_append(log, result, pid, epoch, True, values)
+        self._carry_out(self.groups, self.groups.txn_offsets_appended(write, error))
 
     # -- time -------------------------------------------------------------------------------------------------
     def advance(self, ms: int) -> None:

@@ -976,9 +976,7 @@ class JavaProducer(_Client):
             )
 
             def server(reply: Callable[..., None]) -> None:
-                c.txn_coordinator.handle_init_producer_id(
-                    broker, txid, self.transaction_timeout_ms, bump, reply, version=version
-                )
+                c.handle_init_producer_id(broker, txid, self.transaction_timeout_ms, bump, reply, version=version)
 
             label = f"coordinator(b{broker})" if txid else f"b{broker}"
             self._rpc(
@@ -1035,7 +1033,7 @@ class JavaProducer(_Client):
 
         def send(broker: int | None) -> None:
             def server(reply: Callable[..., None]) -> None:
-                c.txn_coordinator.handle_add_partitions(broker, txid, pid, epoch, parts, reply, version=version)
+                c.handle_add_partitions(broker, txid, pid, epoch, parts, reply, version=version)
 
             self._rpc(
                 "AddPartitionsToTxn",
@@ -1101,7 +1099,7 @@ class JavaProducer(_Client):
             pid, epoch = self.producer_id, self.epoch
 
             def server(reply: Callable[..., None]) -> None:
-                c.txn_coordinator.handle_end_txn(broker, txid, pid, epoch, commit, reply, version=version)
+                c.handle_end_txn(broker, txid, pid, epoch, commit, reply, version=version)
 
             self._rpc(
                 "EndTxn",
@@ -1137,7 +1135,7 @@ class JavaProducer(_Client):
 
         def send(broker: int | None) -> None:
             def server(reply: Callable[..., None]) -> None:
-                c.txn_coordinator.handle_add_offsets(broker, txid, pid, epoch, gm.group_id, reply, version=version)
+                c.handle_add_offsets(broker, txid, pid, epoch, gm.group_id, reply, version=version)
 
             self._rpc(
                 "AddOffsetsToTxn",
@@ -1176,7 +1174,7 @@ class JavaProducer(_Client):
             commit = dict(pending)
 
             def server(reply: Callable[..., None]) -> None:
-                c.groups.txn_commit_offsets(
+                c.handle_txn_offset_commit(
                     broker,
                     gm.group_id,
                     pid,

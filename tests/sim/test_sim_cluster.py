@@ -54,7 +54,8 @@ def test_it_fails_requests_to_a_stopped_broker_with_a_transport_error():
 
 def test_it_hands_out_producer_ids_from_blocks_of_1000_per_broker():
     c = Cluster(3, {}, {})
-    assert [c.generate_producer_id(1), c.generate_producer_id(1), c.generate_producer_id(2)] == [0, 1, 1000]
+    ids = c.txn_coordinator.producer_ids
+    assert [ids.generate(1), ids.generate(1), ids.generate(2)] == [0, 1, 1000]
 
 
 def test_it_advances_the_clock_and_records_it():
