@@ -317,7 +317,7 @@ class JavaProducer(_Client):
         if self.has_tm and not self.transactional_id:
             self._wakeup()  # bumpIdempotentEpochAndResetIdIfNeeded: an idempotent producer gets its id at once
 
-    # -- what the driver reads ----------------------------------------------------------------------------------
+    # -- what the driver reads --------------------------------------------------------------------------------
     @property
     def fatal_error(self) -> str | None:
         """The fatal exception's class name (the driver's `fenced` reads "ProducerFencedException")."""
@@ -339,7 +339,7 @@ class JavaProducer(_Client):
     def _incomplete(self) -> bool:
         return bool(self._inflight or self._retry_batch or any(self._accumulator.values()))
 
-    # -- plumbing -----------------------------------------------------------------------------------------------
+    # -- plumbing ---------------------------------------------------------------------------------------------
     def _rpc(
         self,
         name: str,
@@ -670,7 +670,7 @@ class JavaProducer(_Client):
         self.pending_partitions.clear()
         self.partitions_in_txn.clear()
 
-    # -- send / flush -------------------------------------------------------------------------------------------
+    # -- send / flush -----------------------------------------------------------------------------------------
     def send(
         self,
         topic: str,
@@ -780,7 +780,7 @@ class JavaProducer(_Client):
         finally:
             self._flushing -= 1
 
-    # -- lifecycle ----------------------------------------------------------------------------------------------
+    # -- lifecycle --------------------------------------------------------------------------------------------
     def close(self) -> None:
         """KafkaProducer.close(): the Sender sends what it can, then aborts a transaction still open ("Aborting
         incomplete transaction due to shutdown"), then stops."""
@@ -818,7 +818,7 @@ class JavaProducer(_Client):
         self._accumulator.clear()
         self._set_state(CRASHED)
 
-    # -- the transactional request queue ------------------------------------------------------------------------
+    # -- the transactional request queue ----------------------------------------------------------------------
     def _enqueue(self, handler: _Handler) -> None:
         self._requests.append((handler.priority, next(self._request_seq), handler))
         self._requests.sort(key=lambda t: (t[0], t[1]))
@@ -963,7 +963,7 @@ class JavaProducer(_Client):
             handler.on_response(error, result)
         self._wakeup()
 
-    # -- handlers -----------------------------------------------------------------------------------------------
+    # -- handlers ---------------------------------------------------------------------------------------------
     def _init_producer_id_handler(self, result: _Result, bump: tuple[int, int] | None) -> _Handler:
         c = self.cluster
         txid = self.transactional_id
@@ -1242,7 +1242,7 @@ class JavaProducer(_Client):
         )
         return handler
 
-    # -- the Sender loop ----------------------------------------------------------------------------------------
+    # -- the Sender loop --------------------------------------------------------------------------------------
     def _run_once(self) -> None:
         """Sender.runOnce."""
         if not self.alive:

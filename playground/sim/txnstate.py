@@ -123,7 +123,7 @@ class TransactionMetadata:
     def table(self) -> Mapping[str, frozenset[str]]:
         return TRANSITIONS_BY_KAFKA[self.kafka]
 
-    # -- prepare* (TransactionMetadata.scala / .java) -----------------------------------------------------------
+    # -- prepare* (TransactionMetadata.scala / .java) ---------------------------------------------------------
     def _prepare(
         self,
         state: str,
