@@ -60,7 +60,7 @@ from itertools import count
 from typing import TYPE_CHECKING, Any
 
 from playground.engine import events as ev
-from playground.sim.client import GroupMetadata, TopicPartition, _bool, _Client, _conf_ms
+from playground.sim.clientbase import CLOSED, CRASHED, Client, GroupMetadata, TopicPartition, conf_bool, conf_ms
 from playground.sim.clock import TIMER
 from playground.sim.javaerrors import JavaException, exception_for, fenced
 
@@ -77,9 +77,6 @@ ABORTING_TRANSACTION = "ABORTING_TRANSACTION"
 ABORTABLE_ERROR = "ABORTABLE_ERROR"
 FATAL_ERROR = "FATAL_ERROR"
 PREPARED_TRANSACTION = "PREPARED_TRANSACTION"
-# the process, not the TransactionManager
-CRASHED = "CRASHED"
-CLOSED = "CLOSED"
 
 # State.isTransitionValid: target -> the states it may be entered from (FATAL_ERROR from any state).
 TM_TRANSITIONS_39: dict[str, frozenset[str]] = {
@@ -255,7 +252,7 @@ class _Handler:
         self.on_response = on_response
 
 
-class JavaProducer(_Client):
+class JavaProducer(Client):
     """KafkaProducer on the simulated cluster: JavaProducer(conf, cluster=cluster, name="A", release="3.9"|"4").
 
     `release` is kafka-clients' version line; with "4" on a 4.x cluster the transactions run TV2."""
@@ -271,15 +268,15 @@ class JavaProducer(_Client):
         self.versions = API_VERSIONS[release]
         self.transactional_id: str | None = c.get("transactional.id") or None
         # kafka-clients 3.0+: idempotence is on by default (a transactional producer always has it)
-        self.idempotent = self.transactional_id is not None or _bool(c.get("enable.idempotence", True))
+        self.idempotent = self.transactional_id is not None or conf_bool(c.get("enable.idempotence", True))
         acks = str(c.get("acks", c.get("request.required.acks", "all"))).lower()
         self.acks = -1 if acks in ("all", "-1") or self.idempotent else int(acks)
-        self.linger_ms = _conf_ms(c, "linger.ms", _conf_ms(c, "queue.buffering.max.ms", 5 if release == "4" else 0))
-        self.delivery_timeout_ms = _conf_ms(c, "delivery.timeout.ms", _conf_ms(c, "message.timeout.ms", 120_000))
-        self.max_block_ms = _conf_ms(c, "max.block.ms", 60_000)
-        self.retry_backoff_ms = _conf_ms(c, "retry.backoff.ms", 100)
-        self.retry_backoff_max_ms = _conf_ms(c, "retry.backoff.max.ms", 1000)
-        self.transaction_timeout_ms = _conf_ms(c, "transaction.timeout.ms", 60_000)
+        self.linger_ms = conf_ms(c, "linger.ms", conf_ms(c, "queue.buffering.max.ms", 5 if release == "4" else 0))
+        self.delivery_timeout_ms = conf_ms(c, "delivery.timeout.ms", conf_ms(c, "message.timeout.ms", 120_000))
+        self.max_block_ms = conf_ms(c, "max.block.ms", 60_000)
+        self.retry_backoff_ms = conf_ms(c, "retry.backoff.ms", 100)
+        self.retry_backoff_max_ms = conf_ms(c, "retry.backoff.max.ms", 1000)
+        self.transaction_timeout_ms = conf_ms(c, "transaction.timeout.ms", 60_000)
         # TransactionManager (exists for idempotent and transactional producers)
         self.has_tm = self.idempotent
         self.tm_table = TM_TRANSITIONS_4 if release == "4" else TM_TRANSITIONS_39
