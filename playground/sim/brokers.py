@@ -14,7 +14,10 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from playground.engine import events as ev
-from playground.sim.clock import TIMER, Scheduler, SplitMix64
+from playground.sim.clock import TIMER, Entry, Scheduler, SplitMix64
+
+# A request's answer: reply(error, **result), error None or Kafka's name for it (handed to every request method).
+Reply = Callable[..., None]
 
 
 class BrokerState:
@@ -127,14 +130,14 @@ class Brokers:
         dst_broker: int | None,
         dst_label: str,
         detail: str,
-        handler: Callable[[Callable[..., None]], None],
+        handler: Callable[[int, Reply], None],
         on_response: Callable[[str | None, dict[str, Any]], None],
         *,
         src_alive: Callable[[], bool] = lambda: True,
         src_broker: int | None = None,
         version: int | None = None,
     ) -> int:
-        """Send a request; `handler(reply)` runs at the destination when it arrives, `reply(error, **result)`
+        """Send a request; `handler(broker, reply)` runs at the destination broker when it arrives, `reply(error, **result)`
         sends the answer back; `on_response(error, result)` runs at the source when the answer arrives (unless
         the source died meanwhile). A broker that is down, or stops before answering, yields `_TRANSPORT`.
         `version`: the request's ApiVersion, shown in the timeline as the real backend shows it ("v0, ...")."""
@@ -194,7 +197,7 @@ class Brokers:
                 fail_transport()
                 return
             self._outstanding[dst_broker][corr] = fail_transport
-            handler(reply)
+            handler(dst_broker, reply)
 
         self.scheduler.after(hop, arrive, label=f"{name} request")
         return corr
@@ -234,7 +237,7 @@ class PeriodicScan:
         self.next_deadline = next_deadline
         self.incarnation = cluster.brokers[broker].incarnation
         self.start_ms = cluster.now_ms
-        self.entry = None
+        self.entry: Entry | None = None
         self.scheduled_ms: int | None = None
         self._reschedule()
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from playground.sim.brokers import Reply
 from playground.sim.errors import KafkaError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -172,7 +173,7 @@ class Client:
         broker: int | None,
         dst_label: str,
         detail: str,
-        handler: Callable[[Callable[..., None]], None],
+        handler: Callable[[int, Reply], None],
         on_response: Callable[[str | None, dict[str, Any]], None],
     ) -> None:
         self.cluster.rpc(
@@ -192,7 +193,7 @@ class Client:
         c = self.cluster
         boot = c.any_up_broker()
 
-        def handler(reply: Callable[..., None]) -> None:
+        def handler(broker: int, reply: Reply) -> None:
             c.handle_find_coordinator(key, kind, reply)
 
         def on_response(error: str | None, result: dict[str, Any]) -> None:

@@ -10,10 +10,10 @@ read_committed, auto commit), rdkafka_fetcher.c (Fetch, one round trip per leade
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from playground.engine import events as ev
+from playground.sim.brokers import Reply
 from playground.sim.clientbase import (
     CLOSED,
     CRASHED,
@@ -61,6 +61,12 @@ class Consumer(Client):
         self.received: dict[str, list[tuple[int, Any]]] = {}
         self._auto_commit_started = False
 
+    @property
+    def group(self) -> str:
+        """group.id, where only a consumer with one gets: subscribe() requires it, and so do the group's requests."""
+        assert self.group_id is not None, "a group request from a consumer without group.id"
+        return self.group_id
+
     # -- assignment -------------------------------------------------------------------------------------------
     def subscribe(self, topics: list[str], on_assign: Any = None, on_revoke: Any = None) -> None:
         if not self.group_id:
@@ -95,12 +101,12 @@ class Consumer(Client):
             self._joining = True
 
             def send(broker: int) -> None:
-                def handler(reply: Callable[..., None]) -> None:
-                    c.handle_join_group(broker, self.group_id, self.name, self.topics, reply)
+                def handler(broker: int, reply: Reply) -> None:
+                    c.handle_join_group(broker, self.group, self.name, self.topics, reply)
 
                 def on_response(error: str | None, result: dict[str, Any]) -> None:
                     if error:
-                        self._after(self.api_retry_ms, lambda: self._find_coordinator(self.group_id, "group", send))
+                        self._after(self.api_retry_ms, lambda: self._find_coordinator(self.group, "group", send))
                         return
                     self._joining = False
                     self.member_id = result["member_id"]
@@ -114,11 +120,11 @@ class Consumer(Client):
                     on_response,
                 )
 
-            self._find_coordinator(self.group_id, "group", send)
+            self._find_coordinator(self.group, "group", send)
             self._wait(lambda: self.member_id is not None, deadline)
         if self.member_id is None:
             return False
-        current = c.groups.assignment(self.group_id, self.member_id)
+        current = c.groups.assignment(self.group, self.member_id)
         if current is None:
             return False
         generation, parts = current
@@ -169,8 +175,8 @@ class Consumer(Client):
         box: dict[str, Any] = {}
 
         def send(broker: int) -> None:
-            def handler(reply: Callable[..., None]) -> None:
-                c.handle_offset_fetch(broker, self.group_id, partitions, require_stable, reply)
+            def handler(broker: int, reply: Reply) -> None:
+                c.handle_offset_fetch(broker, self.group, partitions, require_stable, reply)
 
             def on_response(error: str | None, result: dict[str, Any]) -> None:
                 box["error"] = error
@@ -185,19 +191,20 @@ class Consumer(Client):
                 on_response,
             )
 
-        self._find_coordinator(self.group_id, "group", send)
+        self._find_coordinator(self.group, "group", send)
         self._wait(lambda: "error" in box, deadline)
         if box.get("error") is not None or "error" not in box:
             return None
-        return box["offsets"]
+        offsets: dict[str, int | None] = box["offsets"]
+        return offsets
 
     def _list_offset(self, tp: str, latest: bool, deadline: int) -> int | None:
         c = self.cluster
         leader = c.leader_of(tp)
         box: dict[str, Any] = {}
 
-        def handler(reply: Callable[..., None]) -> None:
-            c.handle_list_offsets(leader, tp, latest, self.isolation_level, reply)
+        def handler(broker: int, reply: Reply) -> None:
+            c.handle_list_offsets(broker, tp, latest, self.isolation_level, reply)
 
         def on_response(error: str | None, result: dict[str, Any]) -> None:
             box["error"] = error
@@ -227,11 +234,9 @@ class Consumer(Client):
             position = self.positions[tp]
             pending["n"] += 1
 
-            def handler(
-                reply: Callable[..., None], tp: str = tp, leader: int | None = leader, position: int = position
-            ) -> None:
+            def handler(broker: int, reply: Reply, tp: str = tp, position: int = position) -> None:
                 c.handle_fetch(
-                    leader, tp, position, self.isolation_level, max_records, reply, max_wait_ms=self.fetch_wait_max_ms
+                    broker, tp, position, self.isolation_level, max_records, reply, max_wait_ms=self.fetch_wait_max_ms
                 )
 
             def on_response(error: str | None, result: dict[str, Any], tp: str = tp, position: int = position) -> None:
@@ -272,7 +277,7 @@ class Consumer(Client):
                 self._ensure_positions(deadline)
                 self._fetch_round(num_messages, deadline)
                 self._start_auto_commit()
-        out = []
+        out: list[Message] = []
         while self._buffer and len(out) < num_messages:
             out.append(self._buffer.popleft())
         self._record(out)
@@ -326,9 +331,10 @@ class Consumer(Client):
         got = self._fetch_committed(names, require_stable=self.isolation_level == READ_COMMITTED, deadline=deadline)
         if got is None:
             raise KafkaException(KafkaError("_TIMED_OUT", "committed() did not get stable offsets"))
+        offsets = [got.get(tp.name) for tp in partitions]
         return [
-            TopicPartition(tp.topic, tp.partition, got.get(tp.name) if got.get(tp.name) is not None else -1001)
-            for tp in partitions
+            TopicPartition(tp.topic, tp.partition, offset if offset is not None else -1001)
+            for tp, offset in zip(partitions, offsets)
         ]
 
     def commit(
@@ -349,10 +355,10 @@ class Consumer(Client):
         box: dict[str, Any] = {}
 
         def send(broker: int) -> None:
-            def handler(reply: Callable[..., None]) -> None:
+            def handler(broker: int, reply: Reply) -> None:
                 c.handle_offset_commit(
                     broker,
-                    self.group_id,
+                    self.group,
                     self.generation if not self.manual else -1,
                     self.member_id or "",
                     to_commit,
@@ -371,7 +377,7 @@ class Consumer(Client):
                 on_response,
             )
 
-        self._find_coordinator(self.group_id, "group", send)
+        self._find_coordinator(self.group, "group", send)
         if asynchronous:
             return None
         self._wait(lambda: "error" in box, self._deadline(None, 10_000))

@@ -320,7 +320,9 @@ class SimBackend(Backend):
             elif action == "begin_transaction":
                 p.begin_transaction()
             elif action == "produce":
-                return self._java_produce(entry, p, args) if java else self._produce(entry, p, args)
+                return (
+                    self._java_produce(entry, p, args) if isinstance(p, JavaProducer) else self._produce(entry, p, args)
+                )
             elif action == "flush":
                 if p.flush() and not java:
                     return "_TIMED_OUT"
@@ -488,6 +490,7 @@ class SimBackend(Backend):
                     entry.last_error = None
                     return OK
                 outcome = JAVA_CONSUMER_EXCEPTIONS.get(outcome, "KafkaException")
+                assert entry.last_error is not None  # _fail has just set it
                 entry.last_error["error"] = outcome
             return outcome
         return OK

@@ -11,14 +11,13 @@ coordinator's own record of the work in progress, handed back with the input tha
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from playground.engine import events as ev
+from playground.sim.brokers import Reply as Reply  # the request's answer, handed in with a request and back in Answer
 from playground.sim.clock import WORK
-
-Reply = Callable[..., None]
 
 
 @dataclass(frozen=True, slots=True)

@@ -166,7 +166,7 @@ class TxnRequestHandler:
         name: str,
         priority: int,
         result: TxnResult,
-        send: Callable[[int], None],
+        send: Callable[[int | None], None],
         on_response: Callable[[str | None, dict[str, Any]], None],
         coordinator: str | None = "transaction",
         key: str | None = None,
@@ -241,6 +241,12 @@ class JavaProducerBase(Client):
         self._expiry_ms: int | None = None
         self._rr = 0
         self.stats = {"produce_calls": 0, "delivered": 0, "failed": 0}
+
+    @property
+    def txn_id(self) -> str:
+        """transactional.id, where only a transactional producer gets (the requests of its transactions)."""
+        assert self.transactional_id is not None, "a transactional request from a producer without transactional.id"
+        return self.transactional_id
 
     # -- what the driver reads --------------------------------------------------------------------------------
     @property

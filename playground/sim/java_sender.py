@@ -10,9 +10,9 @@ TransactionManager.java (isSendToPartitionAllowed, the sequence numbers per part
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
+from playground.sim.brokers import Reply
 from playground.sim.clock import TIMER
 from playground.sim.java_base import (
     ABORTING_TRANSACTION,
@@ -106,9 +106,9 @@ class JavaSender(JavaTxnManager):
         txid, acks = self.transactional_id, self.acks
         version = self.versions["Produce"]
 
-        def server(reply: Callable[..., None]) -> None:
+        def server(broker: int, reply: Reply) -> None:
             c.handle_produce(
-                leader,
+                broker,
                 tp,
                 txid,
                 pid,

@@ -11,9 +11,9 @@ and Sender.java (maybeSendAndPollTransactionalRequest).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
+from playground.sim.brokers import Reply
 from playground.sim.clientbase import GroupMetadata
 from playground.sim.java_base import (
     ABORTABLE_ERROR,
@@ -45,10 +45,10 @@ class JavaTxnManager(JavaProducerBase):
         self._coordinators[kind] = None
         result = TxnResult("FindCoordinator")
 
-        def send(broker: int) -> None:
+        def send(broker: int | None) -> None:
             c = self.cluster
 
-            def server(reply: Callable[..., None]) -> None:
+            def server(broker: int, reply: Reply) -> None:
                 c.handle_find_coordinator(key, kind, reply)
 
             self._rpc(
@@ -118,7 +118,7 @@ class JavaTxnManager(JavaProducerBase):
             handler.result.succeed()
             if self.state != FATAL_ERROR:
                 self._complete_transaction()
-            handler = self._requests.pop(0)[2] if self._requests else None
+            return self._requests.pop(0)[2] if self._requests else None
         return handler
 
     def _maybe_send_txn_request(self) -> bool:
@@ -193,7 +193,7 @@ class JavaTxnManager(JavaProducerBase):
                 f", bump {bump[0]}/{bump[1]}" if bump else ""
             )
 
-            def server(reply: Callable[..., None]) -> None:
+            def server(broker: int, reply: Reply) -> None:
                 c.handle_init_producer_id(broker, txid, self.transaction_timeout_ms, bump, reply, version=version)
 
             label = f"coordinator(b{broker})" if txid else f"b{broker}"
@@ -237,14 +237,14 @@ class JavaTxnManager(JavaProducerBase):
         self.pending_partitions |= self.new_partitions
         self.new_partitions = set()
         parts = frozenset(self.pending_partitions)
-        pid, epoch, txid = self.producer_id, self.epoch, self.transactional_id
+        pid, epoch, txid = self.producer_id, self.epoch, self.txn_id
         c = self.cluster
         version = self.versions["AddPartitionsToTxn"]
         result = TxnResult("AddPartitionsToTxn")
         handler: TxnRequestHandler
 
         def send(broker: int | None) -> None:
-            def server(reply: Callable[..., None]) -> None:
+            def server(broker: int, reply: Reply) -> None:
                 c.handle_add_partitions(broker, txid, pid, epoch, parts, reply, version=version)
 
             self._rpc(
@@ -302,7 +302,7 @@ class JavaTxnManager(JavaProducerBase):
 
     def _end_txn_handler(self, result: TxnResult, commit: bool) -> TxnRequestHandler:
         c = self.cluster
-        txid = self.transactional_id
+        txid = self.txn_id
         version = self.versions["EndTxn"]
         handler: TxnRequestHandler
 
@@ -310,7 +310,7 @@ class JavaTxnManager(JavaProducerBase):
             # the producer id and epoch at the time it goes out (a TV2 bump may have changed them)
             pid, epoch = self.producer_id, self.epoch
 
-            def server(reply: Callable[..., None]) -> None:
+            def server(broker: int, reply: Reply) -> None:
                 c.handle_end_txn(broker, txid, pid, epoch, commit, reply, version=version)
 
             self._rpc(
@@ -343,12 +343,12 @@ class JavaTxnManager(JavaProducerBase):
     def _add_offsets_handler(self, result: TxnResult, offsets: dict[str, int], gm: GroupMetadata) -> TxnRequestHandler:
         """AddOffsetsToTxnHandler (TV1): the result completes when the TxnOffsetCommit it queues does."""
         c = self.cluster
-        pid, epoch, txid = self.producer_id, self.epoch, self.transactional_id
+        pid, epoch, txid = self.producer_id, self.epoch, self.txn_id
         version = self.versions["AddOffsetsToTxn"]
         handler: TxnRequestHandler
 
         def send(broker: int | None) -> None:
-            def server(reply: Callable[..., None]) -> None:
+            def server(broker: int, reply: Reply) -> None:
                 c.handle_add_offsets(broker, txid, pid, epoch, gm.group_id, reply, version=version)
 
             self._rpc(
@@ -389,7 +389,7 @@ class JavaTxnManager(JavaProducerBase):
             pid, epoch = self.producer_id, self.epoch
             commit = dict(pending)
 
-            def server(reply: Callable[..., None]) -> None:
+            def server(broker: int, reply: Reply) -> None:
                 c.handle_txn_offset_commit(
                     broker,
                     gm.group_id,

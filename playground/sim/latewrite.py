@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from playground.sim.brokers import Reply
 from playground.sim.cluster import Cluster
 from playground.sim.coordinator import TransactionCoordinator
 from playground.sim.txnstate import PREPARE_ABORT, PREPARE_COMMIT
@@ -100,9 +101,9 @@ def deliver(
     answer: dict[str, Any] = {}
     info = {"partition": tp, "producer_id": pid, "epoch": epoch, "sequence": seq, "base_offset": -1}
 
-    def handler(reply: Any) -> None:
+    def handler(broker: int, reply: Reply) -> None:
         cluster.handle_produce(
-            leader,
+            broker,
             tp,
             transactional_id,
             pid,

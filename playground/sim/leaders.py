@@ -25,9 +25,9 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from playground.engine import events as ev
-from playground.sim.brokers import Brokers
+from playground.sim.brokers import Brokers, Reply
 from playground.sim.coordinator import TransactionCoordinator
-from playground.sim.effects import Effects, Reply
+from playground.sim.effects import Effects
 from playground.sim.groups import GroupCoordinator
 from playground.sim.log import PartitionLog
 
@@ -126,7 +126,7 @@ class PartitionLeaders(Brokers):
         producer_id: int,
         epoch: int,
         transactional: bool,
-        values: tuple,
+        values: tuple[Any, ...],
         sequence: int = -1,
         then: Callable[[], None] | None = None,
         client_id: str | None = None,
@@ -197,8 +197,8 @@ class PartitionLeaders(Brokers):
         epoch: int,
         base_sequence: int,
         transactional: bool,
-        values: tuple,
-        keys: tuple | None,
+        values: tuple[Any, ...],
+        keys: tuple[Any, ...] | None,
         acks: int,
         reply: Callable[..., None],
         client_id: str | None = None,
@@ -234,7 +234,7 @@ class PartitionLeaders(Brokers):
         epoch: int,
         base_sequence: int,
         transactional: bool,
-        values: tuple,
+        values: tuple[Any, ...],
         acks: int,
         reply: Callable[..., None],
         client_id: str | None,
@@ -242,7 +242,10 @@ class PartitionLeaders(Brokers):
         if result.error:
             reply(result.error)
             return
-        answer = lambda: reply(None, base_offset=result.base_offset, duplicate=result.duplicate)  # noqa: E731
+
+        def answer() -> None:
+            reply(None, base_offset=result.base_offset, duplicate=result.duplicate)
+
         # acks=all is answered once the followers have the batch (the high watermark passed it); acks=1 by the
         # leader right away; acks=0 never.
         self.after_append(
@@ -267,8 +270,8 @@ class PartitionLeaders(Brokers):
         producer_id: int,
         epoch: int,
         base_sequence: int,
-        values: tuple,
-        keys: tuple | None,
+        values: tuple[Any, ...],
+        keys: tuple[Any, ...] | None,
         acks: int,
         reply: Callable[..., None],
         client_id: str | None,
@@ -327,9 +330,8 @@ class PartitionLeaders(Brokers):
         if coordinator is None or not self.broker_up(coordinator):
             added("NOT_ENOUGH_REPLICAS")
             return
-        at = coordinator
 
-        def handler(answer: Reply) -> None:
+        def handler(at: int, answer: Reply) -> None:
             effects = tc.add_partition_for_leader(
                 at, transactional_id, producer_id, epoch, partition, answer, now_ms=self.now_ms
             )
@@ -437,11 +439,12 @@ class PartitionLeaders(Brokers):
         for leader, tps in by_leader.items():
             if leader is None:
                 for tp in tps:
-                    self.scheduler.after(
-                        self.marker_retry_backoff_ms,
-                        lambda tp=tp: coordinator_alive() and on_result(tp, "NOT_LEADER_OR_FOLLOWER"),
-                        label=f"marker {tp} has no leader",
-                    )
+
+                    def no_leader(tp: str = tp) -> None:
+                        if coordinator_alive():
+                            on_result(tp, "NOT_LEADER_OR_FOLLOWER")
+
+                    self.scheduler.after(self.marker_retry_backoff_ms, no_leader, label=f"marker {tp} has no leader")
                 continue
             self._send_marker_request(
                 coordinator,
@@ -469,7 +472,7 @@ class PartitionLeaders(Brokers):
         on_result: Callable[[str, str | None], None],
         coordinator_alive: Callable[[], bool],
     ) -> None:
-        def handler(reply: Callable[..., None]) -> None:
+        def handler(broker: int, reply: Reply) -> None:
             errors: dict[str, str | None] = {}
             written: list[tuple[PartitionLog, int]] = []
             for tp in tps:
@@ -508,7 +511,7 @@ class PartitionLeaders(Brokers):
                 self.replicate(log, upto, one_caught_up)
 
         def on_response(error: str | None, result: dict[str, Any]) -> None:
-            errors = result.get("errors") if error is None else dict.fromkeys(tps, error)
+            errors: dict[str, str | None] = result["errors"] if error is None else dict.fromkeys(tps, error)
             for tp in tps:
                 on_result(tp, errors.get(tp))
 

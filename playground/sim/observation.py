@@ -103,21 +103,21 @@ def view(
             "client": "java" if isinstance(p, JavaProducer) else "librdkafka",
         }
     shown_consumers = {}
-    for name, entry in consumers.items():
-        cons = entry.client
+    for name, actor in consumers.items():
+        cons = actor.client
         shown_consumers[name] = {
-            "isolation_level": cons.isolation_level if cons else entry.spec.isolation_level,
-            "group_id": entry.spec.group_id,
-            "topics": list(entry.spec.topics),
+            "isolation_level": cons.isolation_level if cons else actor.spec.isolation_level,
+            "group_id": actor.spec.group_id,
+            "topics": list(actor.spec.topics),
             "state": "CRASHED"
             if cons is None or cons.state == CRASHED
             else ("CLOSED" if cons.state == CLOSED else "RUNNING"),
             "positions": dict(sorted(cons.positions.items())) if cons else {},
             "received": {
-                tp: [{"offset": o, "value": v} for o, v in recs[-log_limit:]] for tp, recs in entry.received.items()
+                tp: [{"offset": o, "value": v} for o, v in recs[-log_limit:]] for tp, recs in actor.received.items()
             },
-            "received_total": sum(len(recs) for recs in entry.received.values()),
-            "last_error": entry.last_error,
+            "received_total": sum(len(recs) for recs in actor.received.values()),
+            "last_error": actor.last_error,
         }
     txns = {}
     for txid, snap in transactions(cluster).items():
@@ -202,7 +202,9 @@ def _entry(offset: int, batch: Any, j: int) -> dict[str, Any]:
 def _consumers_received(cluster: Cluster, consumers: Mapping[str, ConsumerActor]) -> dict[str, dict[str, list[Any]]]:
     out = {}
     for name, entry in consumers.items():
-        per = {f"{t}-{p}": [] for t in entry.spec.topics for p in range(cluster.partition_count(t))}
+        per: dict[str, list[Any]] = {
+            f"{t}-{p}": [] for t in entry.spec.topics for p in range(cluster.partition_count(t))
+        }
         for tp, records in entry.received.items():
             per.setdefault(tp, []).extend(v for _, v in records)
         out[name] = per

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from playground.engine import events as ev
+from playground.sim.brokers import Reply
 from playground.sim.clientbase import Client, Message, conf_bool, conf_ms
 from playground.sim.errors import KafkaError, KafkaException
 
@@ -128,6 +129,12 @@ class ProducerBase(Client):
         self.in_flight_count = 0  # messages queued or in flight (not yet reported)
         self.stats = {"app_sent_ok": 0, "produce_calls": 0, "delivered": 0, "failed": 0}
         self._epoch_bump_then: Callable[[], None] | None = None
+
+    @property
+    def txn_id(self) -> str:
+        """transactional.id, where only a transactional producer gets (the requests of its transactions)."""
+        assert self.transactional_id is not None, "a transactional request from a producer without transactional.id"
+        return self.transactional_id
 
     # -- states -----------------------------------------------------------------------------------------------
     def _set_state(self, new: str) -> None:
@@ -256,9 +263,9 @@ class ProducerBase(Client):
         txid = self.transactional_id
         acks = self.acks
 
-        def handler(reply: Callable[..., None]) -> None:
+        def handler(broker: int, reply: Reply) -> None:
             c.handle_produce(
-                leader, tp, txid, pid, epoch, seq, transactional, values, keys, acks, reply, client_id=self.name
+                broker, tp, txid, pid, epoch, seq, transactional, values, keys, acks, reply, client_id=self.name
             )
 
         def on_response(error: str | None, result: dict[str, Any]) -> None:

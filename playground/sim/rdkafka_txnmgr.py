@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from playground.sim.brokers import Reply
 from playground.sim.clientbase import GroupMetadata
 from playground.sim.errors import KafkaError
 from playground.sim.rdkafka_base import (
@@ -61,7 +62,7 @@ class TxnManager(ProducerBase):
                 f", bump {expected[0]}/{expected[1]}" if expected else ""
             )
 
-            def handler(reply: Callable[..., None]) -> None:
+            def handler(broker: int, reply: Reply) -> None:
                 c.handle_init_producer_id(
                     broker,
                     self.transactional_id,
@@ -150,11 +151,11 @@ class TxnManager(ProducerBase):
         self._pending_parts.clear()
         self._waitresp_parts |= parts
         self.txn_req_cnt += 1
-        pid, epoch, txid = self.producer_id, self.epoch, self.transactional_id
+        pid, epoch, txid = self.producer_id, self.epoch, self.txn_id
         c = self.cluster
 
         def send(broker: int) -> None:
-            def handler(reply: Callable[..., None]) -> None:
+            def handler(broker: int, reply: Reply) -> None:
                 c.handle_add_partitions(
                     broker, txid, pid, epoch, parts, reply, version=API_VERSIONS["AddPartitionsToTxn"]
                 )
@@ -207,10 +208,10 @@ class TxnManager(ProducerBase):
     # -- offsets (AddOffsetsToTxn, TxnOffsetCommit) -----------------------------------------------------------
     def _add_offsets(self, api: _Api, offsets: dict[str, int], gm: GroupMetadata, deadline: int) -> None:
         c = self.cluster
-        pid, epoch, txid = self.producer_id, self.epoch, self.transactional_id
+        pid, epoch, txid = self.producer_id, self.epoch, self.txn_id
 
         def send(broker: int) -> None:
-            def handler(reply: Callable[..., None]) -> None:
+            def handler(broker: int, reply: Reply) -> None:
                 c.handle_add_offsets(
                     broker, txid, pid, epoch, gm.group_id, reply, version=API_VERSIONS["AddOffsetsToTxn"]
                 )
@@ -268,7 +269,7 @@ class TxnManager(ProducerBase):
         pid, epoch, _txid = self.producer_id, self.epoch, self.transactional_id
 
         def send(broker: int) -> None:
-            def handler(reply: Callable[..., None]) -> None:
+            def handler(broker: int, reply: Reply) -> None:
                 c.handle_txn_offset_commit(
                     broker, gm.group_id, pid, epoch, gm.generation_id, gm.member_id, offsets, reply
                 )
@@ -322,10 +323,10 @@ class TxnManager(ProducerBase):
     # -- the end of the transaction (EndTxn) ------------------------------------------------------------------
     def _end_txn(self, commit: bool) -> None:
         c = self.cluster
-        pid, epoch, txid = self.producer_id, self.epoch, self.transactional_id
+        pid, epoch, txid = self.producer_id, self.epoch, self.txn_id
 
         def send(broker: int) -> None:
-            def handler(reply: Callable[..., None]) -> None:
+            def handler(broker: int, reply: Reply) -> None:
                 c.handle_end_txn(broker, txid, pid, epoch, commit, reply, version=API_VERSIONS["EndTxn"])
 
             self._rpc(

@@ -36,7 +36,7 @@ def test_it_answers_rpcs_after_the_configured_latency():
         2,
         "b2",
         "",
-        lambda reply: reply(None, value=1),
+        lambda broker, reply: reply(None, value=1),
         lambda err, res: got.append((c.now_ms, err, res)),
     )
     c.settle()
@@ -47,7 +47,7 @@ def test_it_fails_requests_to_a_stopped_broker_with_a_transport_error():
     c = Cluster(3, {}, {"orders": 1})
     got = []
     c.stop_broker(3)
-    c.rpc("Test", "client", 3, "b3", "", lambda reply: reply(None), lambda err, res: got.append(err))
+    c.rpc("Test", "client", 3, "b3", "", lambda broker, reply: reply(None), lambda err, res: got.append(err))
     c.settle()
     assert got == ["_TRANSPORT"]
 
