@@ -338,17 +338,17 @@ class Cluster(PartitionLeaders):
         """Do what a coordinator asked, in order. What the cluster learns on the way (an append's outcome, an
         answer from another broker, a marker's result, a timer) goes back to `source` as its next input, and its
         effects are carried out in turn, at once when the input comes at once (as a call would have)."""
-        for effect in effects:
-            if isinstance(effect, Answer):
-                effect.reply(effect.error, **effect.fields)
-            elif isinstance(effect, Emit):
+        for effect in effects:  # the most frequent kinds first: this runs for every effect of every request
+            if isinstance(effect, Emit):
                 self.emit(effect.event, **effect.fields)
+            elif isinstance(effect, Answer):
+                effect.reply(effect.error, **effect.fields)
             elif isinstance(effect, AppendTxnState):
                 self._append_txn_state(effect)
-            elif isinstance(effect, SendMarkers):
-                self._send_markers(effect)
             elif isinstance(effect, WakeScans):
                 self.wake_scans(effect.broker, effect.timeout_at_ms, effect.expiry_at_ms)
+            elif isinstance(effect, SendMarkers):
+                self._send_markers(effect)
             elif isinstance(effect, Timer):
                 self._timer(source, effect)
             elif isinstance(effect, AddOffsetsPartition):
