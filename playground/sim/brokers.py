@@ -15,9 +15,7 @@ from typing import Any
 
 from playground.engine import events as ev
 from playground.sim.clock import TIMER, Entry, Scheduler, SplitMix64
-
-# A request's answer: reply(error, **result), error None or Kafka's name for it (handed to every request method).
-Reply = Callable[..., None]
+from playground.sim.effects import Reply
 
 
 class BrokerState:

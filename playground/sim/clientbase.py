@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from playground.sim.brokers import Reply
+from playground.sim.effects import Reply
 from playground.sim.errors import KafkaError
 
 if TYPE_CHECKING:  # pragma: no cover

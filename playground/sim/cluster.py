@@ -29,10 +29,10 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from playground.engine import events as ev
-from playground.sim.brokers import PeriodicScan, Reply
+from playground.sim.brokers import PeriodicScan
 from playground.sim.clock import Entry
 from playground.sim.coordinator import TransactionCoordinator
-from playground.sim.effects import Answer, Effects, Emit, Timer
+from playground.sim.effects import Answer, Effects, Emit, Reply, Timer
 from playground.sim.groups import AddOffsetsPartition, AppendTxnOffsets, GroupCoordinator
 from playground.sim.leaders import INTERNAL_TOPICS, OFFSETS_TOPIC, TXN_TOPIC, PartitionLeaders, PartitionMeta
 from playground.sim.markers import SendMarkers

@@ -13,7 +13,6 @@ from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from playground.engine import events as ev
-from playground.sim.brokers import Reply
 from playground.sim.clientbase import (
     CLOSED,
     CRASHED,
@@ -24,6 +23,7 @@ from playground.sim.clientbase import (
     conf_bool,
     conf_ms,
 )
+from playground.sim.effects import Reply
 from playground.sim.errors import KafkaError, KafkaException
 from playground.sim.log import READ_COMMITTED
 

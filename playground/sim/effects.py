@@ -11,13 +11,16 @@ coordinator's own record of the work in progress, handed back with the input tha
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from playground.engine import events as ev
-from playground.sim.brokers import Reply as Reply  # the request's answer, handed in with a request and back in Answer
 from playground.sim.clock import WORK
+
+# A request's answer: reply(error, **result), error None or Kafka's name for it. Every request method of the cluster
+# takes one; a coordinator hands it back in Answer.
+Reply = Callable[..., None]
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from playground.sim.brokers import Reply
 from playground.sim.clock import TIMER
+from playground.sim.effects import Reply
 from playground.sim.java_base import (
     ABORTING_TRANSACTION,
     COMMITTING_TRANSACTION,

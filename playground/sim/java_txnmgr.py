@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from playground.sim.brokers import Reply
 from playground.sim.clientbase import GroupMetadata
+from playground.sim.effects import Reply
 from playground.sim.java_base import (
     ABORTABLE_ERROR,
     ABORTING_TRANSACTION,

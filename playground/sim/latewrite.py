@@ -31,9 +31,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from playground.sim.brokers import Reply
 from playground.sim.cluster import Cluster
 from playground.sim.coordinator import TransactionCoordinator
+from playground.sim.effects import Reply
 from playground.sim.txnstate import PREPARE_ABORT, PREPARE_COMMIT
 
 # The Produce version each client sends (librdkafka 2.16: v10; kafka-clients: javaclient.API_VERSIONS).

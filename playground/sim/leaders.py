@@ -25,9 +25,9 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from playground.engine import events as ev
-from playground.sim.brokers import Brokers, Reply
+from playground.sim.brokers import Brokers
 from playground.sim.coordinator import TransactionCoordinator
-from playground.sim.effects import Effects
+from playground.sim.effects import Effects, Reply
 from playground.sim.groups import GroupCoordinator
 from playground.sim.log import PartitionLog
 

@@ -21,8 +21,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from playground.engine import events as ev
-from playground.sim.brokers import Reply
 from playground.sim.clientbase import Client, Message, conf_bool, conf_ms
+from playground.sim.effects import Reply
 from playground.sim.errors import KafkaError, KafkaException
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -23,8 +23,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from playground.sim.brokers import Reply
 from playground.sim.clientbase import GroupMetadata
+from playground.sim.effects import Reply
 from playground.sim.errors import KafkaError
 from playground.sim.rdkafka_base import (
     ABORT_NOT_ACKED,
