@@ -177,8 +177,8 @@ class Cluster(PartitionLeaders):
         if expiry_at_ms is not None and (broker, "expire") in self._scans:
             self._scans[(broker, "expire")].wake(expiry_at_ms)
 
-    # -- requests: the one place they come in (the partition leaders' own: leaders.py) ------------------------
-    def handle_find_coordinator(self, key: str, kind: str, reply: Callable[..., None]) -> None:
+    # -- requests (Produce, Fetch and ListOffsets are the partition leaders': leaders.py) ---------------------
+    def handle_find_coordinator(self, key: str, kind: str, reply: Reply) -> None:
         """FindCoordinator as any broker answers it: the leader of the key's __transaction_state (kind
         "transaction") or __consumer_offsets partition, or COORDINATOR_NOT_AVAILABLE while it has none alive."""
         leader = self.txn_coordinator.coordinator_of(key) if kind == "transaction" else self.groups.coordinator_of(key)

@@ -408,29 +408,8 @@ class SimBackend(Backend):
         wait = args.get("await", True)
         if isinstance(wait, str):
             wait = wait.lower() not in ("false", "no", "0")
-        source = args.get("from")
-        if source is not None:
-            if source not in self.consumers:
-                raise BackendError(f"produce from unknown consumer {source!r}")
-            topic = args.get("topic")
-            records = [
-                (topic or m.topic(), m.partition(), m.key(), m.value()) for m in self.consumers[source].last_poll
-            ]
-        else:
-            topic = args.get("topic")
-            if topic is None:
-                raise BackendError("produce needs a topic")
-            # an undeclared topic or partition reaches librdkafka, which answers _UNKNOWN_TOPIC/_UNKNOWN_PARTITION
-            partition = args.get("partition")
-            key = args.get("key")
-            records = [
-                (
-                    str(topic),
-                    -1 if partition is None else int(partition),
-                    None if key is None else str(key),
-                    None if args.get("value") is None else str(args.get("value")),
-                )
-            ]
+        # an undeclared topic or partition reaches librdkafka, which answers _UNKNOWN_TOPIC/_UNKNOWN_PARTITION
+        records = self._records(args)
         reports: list[tuple[Any, Message]] = []
         outcome = OK
         for topic, partition, key, value in records:
