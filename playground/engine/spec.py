@@ -125,7 +125,8 @@ class ActorSpec:
 
     @property
     def isolation_level(self) -> str:
-        return self.config.get("isolation.level", "read_committed")
+        level: str = self.config.get("isolation.level", "read_committed")
+        return level
 
 
 @dataclass(frozen=True)

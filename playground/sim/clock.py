@@ -57,7 +57,7 @@ class Entry:
     __slots__ = ("cancelled", "category", "fn", "inert", "label", "time_ms")
 
     def __init__(
-        self, time_ms: int, fn: Callable[[], None], category: str, label: str, inert: Callable[[int], bool] | None
+        self, time_ms: int, fn: Callable[[], object], category: str, label: str, inert: Callable[[int], bool] | None
     ) -> None:
         self.time_ms = time_ms
         self.fn = fn
@@ -78,7 +78,7 @@ class Scheduler:
     def at(
         self,
         time_ms: int,
-        fn: Callable[[], None],
+        fn: Callable[[], object],
         *,
         category: str = WORK,
         label: str = "",
@@ -96,7 +96,7 @@ class Scheduler:
     def after(
         self,
         delay_ms: int,
-        fn: Callable[[], None],
+        fn: Callable[[], object],
         *,
         category: str = WORK,
         label: str = "",

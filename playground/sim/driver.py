@@ -28,14 +28,14 @@ from typing import Any
 from playground.engine import events as ev
 from playground.engine.backend import OK, Backend, BackendError, ProfileError
 from playground.engine.spec import CONSUMER, DEFAULT_PROFILE, PRODUCER, ActorSpec, ClusterSpec, Profile, Step
-from playground.sim import latewrite
-from playground.sim.client import CLOSED, CRASHED, Consumer, Message, Producer, TopicPartition
+from playground.sim import latewrite, observation
+from playground.sim.client import Consumer, Message, Producer, TopicPartition
 from playground.sim.cluster import Cluster
-from playground.sim.coordinator import transitions_for
 from playground.sim.errors import KafkaException
 from playground.sim.javaclient import API_VERSIONS, JavaProducer
 from playground.sim.javaerrors import JavaException
 from playground.sim.log import READ_COMMITTED
+from playground.sim.observation import ConsumerActor, ProducerActor
 
 # Client settings a cluster-level `config:` passes on to every client (the rest are broker settings).
 CLIENT_KEYS = frozenset(
@@ -87,24 +87,6 @@ def _ms(value: Any) -> int:
     raise BackendError(f"cannot read {value!r} as a duration")
 
 
-class _ProducerActor:
-    def __init__(self, spec: ActorSpec) -> None:
-        self.spec = spec
-        self.client: Producer | JavaProducer | None = None
-        self.app_sent_ok = 0
-        self.last_error: dict[str, Any] | None = None
-        self.fenced = False
-
-
-class _ConsumerActor:
-    def __init__(self, spec: ActorSpec) -> None:
-        self.spec = spec
-        self.client: Consumer | None = None
-        self.received: dict[str, list[tuple[int, Any]]] = {}
-        self.last_poll: list[Message] = []
-        self.last_error: dict[str, Any] | None = None
-
-
 class SimBackend(Backend):
     name = "sim"
 
@@ -143,8 +125,8 @@ class SimBackend(Backend):
         )
         if "session.timeout.ms" in self.config:
             self.cluster.groups.session_timeout_ms = int(self.config["session.timeout.ms"])
-        self.producers: dict[str, _ProducerActor] = {}
-        self.consumers: dict[str, _ConsumerActor] = {}
+        self.producers: dict[str, ProducerActor] = {}
+        self.consumers: dict[str, ConsumerActor] = {}
         for actor in actors.values():
             self.add_actor(actor)
 
@@ -181,14 +163,14 @@ class SimBackend(Backend):
         if actor.name in self.producers or actor.name in self.consumers:
             raise BackendError(f"actor {actor.name!r} already exists")
         if actor.kind == PRODUCER:
-            entry = _ProducerActor(actor)
+            entry = ProducerActor(actor)
             self.producers[actor.name] = entry
             entry.client = self._new_producer(actor)
         elif actor.kind == CONSUMER:
             for topic in actor.topics:
                 if self.cluster.partition_count(topic) == 0:
                     raise BackendError(f"actor {actor.name!r} subscribes to unknown topic {topic!r}")
-            entry_c = _ConsumerActor(actor)
+            entry_c = ConsumerActor(actor)
             self.consumers[actor.name] = entry_c
             entry_c.client = self._new_consumer(actor)
         else:
@@ -307,16 +289,16 @@ class SimBackend(Backend):
             wire = exc.wire_label()
             if wire is not None:
                 entry.last_error["wire"] = wire  # extension: the broker error behind the exception, with its code
-            if isinstance(entry, _ProducerActor) and exc.name == "ProducerFencedException":
+            if isinstance(entry, ProducerActor) and exc.name == "ProducerFencedException":
                 entry.fenced = True
             return exc.name
         error = exc.error
         entry.last_error = {"op": op, "error": error.name(), "detail": error.str()}
-        if isinstance(entry, _ProducerActor) and error.name() == "_FENCED":
+        if isinstance(entry, ProducerActor) and error.name() == "_FENCED":
             entry.fenced = True
         return error.name()
 
-    def _producer_step(self, entry: _ProducerActor, action: str, args: dict[str, Any]) -> str:
+    def _producer_step(self, entry: ProducerActor, action: str, args: dict[str, Any]) -> str:
         if action == "restart":
             if entry.client is not None and entry.client.alive:
                 entry.client.crash()
@@ -338,7 +320,9 @@ class SimBackend(Backend):
             elif action == "begin_transaction":
                 p.begin_transaction()
             elif action == "produce":
-                return self._java_produce(entry, p, args) if java else self._produce(entry, p, args)
+                return (
+                    self._java_produce(entry, p, args) if isinstance(p, JavaProducer) else self._produce(entry, p, args)
+                )
             elif action == "flush":
                 if p.flush() and not java:
                     return "_TIMED_OUT"
@@ -366,11 +350,11 @@ class SimBackend(Backend):
         self._note_fenced(entry)
         return OK
 
-    def _note_fenced(self, entry: _ProducerActor) -> None:
+    def _note_fenced(self, entry: ProducerActor) -> None:
         if entry.client is not None and entry.client.fatal_error in ("_FENCED", "ProducerFencedException"):
             entry.fenced = True
 
-    def _java_produce(self, entry: _ProducerActor, p: JavaProducer, args: dict[str, Any]) -> str:
+    def _java_produce(self, entry: ProducerActor, p: JavaProducer, args: dict[str, Any]) -> str:
         """send(); awaited: Future.get() on each record, whose failure the application sees as the
         ExecutionException's cause. Fire-and-forget: only what send() itself throws is seen."""
         wait = args.get("await", True)
@@ -420,33 +404,12 @@ class SimBackend(Backend):
             )
         ]
 
-    def _produce(self, entry: _ProducerActor, p: Producer, args: dict[str, Any]) -> str:
+    def _produce(self, entry: ProducerActor, p: Producer, args: dict[str, Any]) -> str:
         wait = args.get("await", True)
         if isinstance(wait, str):
             wait = wait.lower() not in ("false", "no", "0")
-        source = args.get("from")
-        if source is not None:
-            if source not in self.consumers:
-                raise BackendError(f"produce from unknown consumer {source!r}")
-            topic = args.get("topic")
-            records = [
-                (topic or m.topic(), m.partition(), m.key(), m.value()) for m in self.consumers[source].last_poll
-            ]
-        else:
-            topic = args.get("topic")
-            if topic is None:
-                raise BackendError("produce needs a topic")
-            # an undeclared topic or partition reaches librdkafka, which answers _UNKNOWN_TOPIC/_UNKNOWN_PARTITION
-            partition = args.get("partition")
-            key = args.get("key")
-            records = [
-                (
-                    str(topic),
-                    -1 if partition is None else int(partition),
-                    None if key is None else str(key),
-                    None if args.get("value") is None else str(args.get("value")),
-                )
-            ]
+        # an undeclared topic or partition reaches librdkafka, which answers _UNKNOWN_TOPIC/_UNKNOWN_PARTITION
+        records = self._records(args)
         reports: list[tuple[Any, Message]] = []
         outcome = OK
         for topic, partition, key, value in records:
@@ -476,7 +439,7 @@ class SimBackend(Backend):
         self._note_fenced(entry)
         return outcome
 
-    def _consumer_step(self, entry: _ConsumerActor, action: str, args: dict[str, Any]) -> str:
+    def _consumer_step(self, entry: ConsumerActor, action: str, args: dict[str, Any]) -> str:
         if action == "restart":
             if entry.client is not None and entry.client.alive:
                 entry.client.crash()
@@ -506,11 +469,12 @@ class SimBackend(Backend):
                     entry.last_error = None
                     return OK
                 outcome = JAVA_CONSUMER_EXCEPTIONS.get(outcome, "KafkaException")
+                assert entry.last_error is not None  # _fail has just set it
                 entry.last_error["error"] = outcome
             return outcome
         return OK
 
-    def _poll(self, entry: _ConsumerActor, c: Consumer, max_records: Any) -> None:
+    def _poll(self, entry: ConsumerActor, c: Consumer, max_records: Any) -> None:
         limit = None if max_records is None else int(max_records)
         got: list[Message] = []
         for _ in range(POLL_ROUNDS_MAX):
@@ -548,193 +512,26 @@ class SimBackend(Backend):
 
     def observe(self) -> dict[str, Any]:
         self.settle()
-        return {
-            "partitions": {name: self._partition(name) for name in self._user_partitions()},
-            "consumers": self._consumers_received(),
-            "transactions": {
-                txid: {k: snap[k] for k in ("state", "producer_id", "epoch")}
-                for txid, snap in self._transactions().items()
-            },
-            "groups": self._groups(),
-        }
+        return observation.observe(self.cluster, self.consumers)
 
     def polled(self, actor: str) -> list[tuple[str, int]]:
         entry = self.consumers.get(actor)
         return [(f"{m.topic()}-{m.partition()}", m.offset()) for m in entry.last_poll] if entry else []
 
     def stable_offsets(self) -> dict[str, int]:
-        return {name: self.cluster.log(name).last_stable_offset for name in self._user_partitions()}
-
-    def _user_partitions(self) -> list[str]:
-        return [f"{t}-{p}" for t in self.cluster.user_topics() for p in range(self.cluster.partition_count(t))]
-
-    def _entry(self, offset: int, batch: Any, j: int) -> dict[str, Any]:
-        if batch.control is not None:
-            return {"offset": offset, "control": batch.control, "producer_id": batch.producer_id, "epoch": batch.epoch}
-        return {
-            "offset": offset,
-            "key": batch.key_at(j),
-            "value": batch.values[j],
-            "producer_id": batch.producer_id,
-            "epoch": batch.epoch,
-            "sequence": batch.base_sequence + j if batch.base_sequence >= 0 else -1,
-            "transactional": batch.transactional,
-        }
-
-    def _partition(self, name: str, start: int = 0, fate: bool = False) -> dict[str, Any]:
-        log = self.cluster.log(name)
-        entries = []
-        for offset, batch, j in log.entries(start):
-            entry = self._entry(offset, batch, j)
-            if fate:
-                entry["fate"] = batch.fate()
-            entries.append(entry)
-        return {
-            "log": entries,
-            "high_watermark": log.high_watermark,
-            "last_stable_offset": log.last_stable_offset,
-            "log_end_offset": log.log_end_offset,
-        }
-
-    def _consumers_received(self) -> dict[str, dict[str, list[Any]]]:
-        out = {}
-        for name, entry in self.consumers.items():
-            per = {f"{t}-{p}": [] for t in entry.spec.topics for p in range(self.cluster.partition_count(t))}
-            for tp, records in entry.received.items():
-                per.setdefault(tp, []).extend(v for _, v in records)
-            out[name] = per
-        return out
-
-    def _transactions(self) -> dict[str, dict[str, Any]]:
-        tc = self.cluster.txn_coordinator
-        out = {}
-        for txid in tc.known_ids():
-            snap = tc.snapshot(txid)
-            if snap is not None:
-                out[txid] = snap
-        return out
-
-    def _groups(self) -> dict[str, dict[str, int | None]]:
-        out: dict[str, dict[str, int | None]] = {}
-        for entry in self.consumers.values():
-            gid = entry.spec.group_id
-            if not gid:
-                continue
-            per = out.setdefault(gid, {})
-            for t in entry.spec.topics:
-                for p in range(self.cluster.partition_count(t)):
-                    per.setdefault(f"{t}-{p}", None)
-        for gid, per in out.items():
-            per.update(self.cluster.groups.committed(gid))
-            out[gid] = dict(sorted(per.items()))
-        return out
+        return {name: self.cluster.log(name).last_stable_offset for name in observation.user_partitions(self.cluster)}
 
     def view(self, log_limit: int = 200) -> dict[str, Any]:
-        c = self.cluster
-        partitions = {}
-        for name in self._user_partitions():
-            log = c.log(name)
-            start = max(log.log_start_offset, log.log_end_offset - max(0, log_limit))
-            data = self._partition(name, start, fate=True)
-            meta = c.partitions[name]
-            data.update(
-                {
-                    "topic": meta.topic,
-                    "partition": meta.partition,
-                    "leader": meta.leader,
-                    "log_start_offset": log.log_start_offset,
-                    "window_start": start,
-                    # extensions
-                    "replicas": list(meta.replicas),
-                    "leader_epoch": meta.leader_epoch,
-                    "open_transactions": {str(pid): first for pid, first in log.open_transactions().items()},
-                    "abort_index": [t._asdict() for t in log.aborted[-50:]],
-                }
-            )
-            partitions[name] = data
-        producers = {}
-        for name, entry in self.producers.items():
-            p = entry.client
-            landed = self._landed.get(name, 0)
-            rc_received = self._rc_received.get(name, 0)
-            producers[name] = {
-                "transactional_id": entry.spec.transactional_id,
-                "producer_id": p.producer_id if p is not None and p.producer_id >= 0 else None,
-                "epoch": p.epoch if p is not None and p.epoch >= 0 else None,
-                "state": p.state if p is not None else CRASHED,
-                "last_error": entry.last_error,
-                "fenced": entry.fenced,
-                "counters": {
-                    "app_sent_ok": entry.app_sent_ok,
-                    "landed": landed,
-                    "read_committed_received": rc_received,
-                },
-                # extensions
-                "queued": p.outstanding() if p is not None and p.alive else 0,
-                "fatal_error": p.fatal_error if p is not None else None,
-                "client": "java" if isinstance(p, JavaProducer) else "librdkafka",
-            }
-        consumers = {}
-        for name, entry in self.consumers.items():
-            cons = entry.client
-            consumers[name] = {
-                "isolation_level": cons.isolation_level if cons else entry.spec.isolation_level,
-                "group_id": entry.spec.group_id,
-                "topics": list(entry.spec.topics),
-                "state": "CRASHED"
-                if cons is None or cons.state == CRASHED
-                else ("CLOSED" if cons.state == CLOSED else "RUNNING"),
-                "positions": dict(sorted(cons.positions.items())) if cons else {},
-                "received": {
-                    tp: [{"offset": o, "value": v} for o, v in recs[-log_limit:]] for tp, recs in entry.received.items()
-                },
-                "received_total": sum(len(recs) for recs in entry.received.values()),
-                "last_error": entry.last_error,
-            }
-        txns = {}
-        for txid, snap in self._transactions().items():
-            txns[txid] = {
-                k: snap[k]
-                for k in (
-                    "state",
-                    "producer_id",
-                    "epoch",
-                    "partitions",
-                    "timeout_ms",
-                    "coordinator_partition",
-                    "coordinator_broker",
-                    "txn_start_time_ms",
-                    "pending_state",
-                )
-            }
-        timeline = [
-            {
-                "seq": e.seq,
-                "time_ms": e.time_ms,
-                "rpc": e.rpc,
-                "src": e.src,
-                "dst": e.dst,
-                "direction": e.direction,
-                "error": e.error,
-                "detail": e.detail,
-            }
-            for e in c.timeline
-        ]
-        return {
-            "backend": self.name,
-            "time_ms": c.now_ms,
-            "brokers": {str(b): {"up": s.up} for b, s in c.brokers.items()},
-            "partitions": partitions,
-            "producers": producers,
-            "consumers": consumers,
-            "transactions": txns,
-            "groups": self._groups(),
-            "timeline": timeline,
-            "unobservable": [],
-            # extensions
-            "transitions": {k: sorted(v) for k, v in transitions_for(self.profile.kafka).items()},
-            "stats": c.stats(),
-        }
+        return observation.view(
+            self.cluster,
+            self.producers,
+            self.consumers,
+            backend=self.name,
+            kafka=self.profile.kafka,
+            landed=self._landed,
+            rc_received=self._rc_received,
+            log_limit=log_limit,
+        )
 
     def close(self) -> None:
         for entry in self.producers.values():

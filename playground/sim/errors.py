@@ -7,6 +7,8 @@ start with an underscore (_FENCED, _STATE, _FATAL, ...), exactly as confluent_ka
 
 from __future__ import annotations
 
+import builtins
+
 # Errors.java @ apache/kafka 3.9 (only the ones the simulator can produce or a client reacts to).
 BROKER_ERRORS: dict[str, int] = {
     "UNKNOWN_SERVER_ERROR": -1,
@@ -152,7 +154,7 @@ class KafkaError:
     def __hash__(self) -> int:
         return hash(self._code)
 
-    def __repr__(self) -> str:
+    def __repr__(self) -> builtins.str:  # `str` is the method above in here (confluent_kafka's KafkaError.str())
         flags = [
             f
             for f, on in (
@@ -183,7 +185,8 @@ class KafkaException(Exception):
 
     @property
     def error(self) -> KafkaError:
-        return self.args[0]
+        error: KafkaError = self.args[0]
+        return error
 
     def __str__(self) -> str:
         return str(self.args[0])

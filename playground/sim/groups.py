@@ -11,20 +11,28 @@ UNSTABLE_OFFSET_COMMIT while a partition has pending transactional offsets; read
 
 A consumer that crashes stays a member until session.timeout.ms passes without a heartbeat; a rebalance waits for
 it (eager protocol: nobody has an assignment while the group is PreparingRebalance).
+
+Follows core/src/main/scala/kafka/coordinator/group/GroupCoordinator.scala (handleJoinGroup, handleLeaveGroup,
+handleCommitOffsets, handleTxnCommitOffsets, handleFetchOffsets, onCompleteTxn), GroupMetadata.scala (pending
+transactional offsets) and GroupMetadataManager.scala (storeOffsets, partitionFor); the TV2 path
+group-coordinator/src/main/java/org/apache/kafka/coordinator/group/GroupCoordinatorService.java.
+
+A state machine in the h11 style (effects.py): every input returns the effects the cluster carries out (answers,
+events, the session timer, the offsets' write to `__consumer_offsets`, the AddPartitionsToTxn of a TV2
+TxnOffsetCommit); it never calls the cluster. It learns which broker leads each `__consumer_offsets` partition and
+which brokers are up from the cluster's inputs, and reads partition counts from the cluster's topic metadata.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Any
 
 from playground.engine import events as ev
 from playground.sim.clock import TIMER
-from playground.sim.coordinator import partition_for
-
-if TYPE_CHECKING:  # pragma: no cover
-    from playground.sim.cluster import Cluster
+from playground.sim.effects import Answer, Effect, Effects, Emit, Reply, Timer
+from playground.sim.placement import partition_for
 
 STABLE = "Stable"
 PREPARING_REBALANCE = "PreparingRebalance"
@@ -52,15 +60,62 @@ class Group:
     next_member: int = 0
 
 
-Reply = Callable[..., None]
+@dataclass(frozen=True, slots=True)
+class TxnOffsetWrite:
+    """A TxnOffsetCommit on its way to `__consumer_offsets`: what is written, and who waits for the answer."""
+
+    group_id: str
+    partition: str
+    producer_id: int
+    epoch: int
+    offsets: dict[str, int]
+    reply: Reply
+    transactional_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AddOffsetsPartition(Effect):
+    """A TV2 TxnOffsetCommit: the group coordinator on `broker` has the transaction coordinator add the offsets
+    partition to the transaction (AddPartitionsToTxn v5, verifyOnly=false, through the broker's
+    AddPartitionsToTxnManager); the answer comes back as GroupCoordinator.offsets_partition_added(write, error)."""
+
+    broker: int
+    write: TxnOffsetWrite
+
+
+@dataclass(frozen=True, slots=True)
+class AppendTxnOffsets(Effect):
+    """Append `values` to `write.partition` as a transactional batch of the producer (not a client's: no sequence
+    check). `verify`: the append's verification guard, the transaction (by transactional id) that must still hold
+    the partition (else INVALID_PRODUCER_EPOCH, nothing written). The outcome comes back as
+    GroupCoordinator.txn_offsets_appended(write, error)."""
+
+    write: TxnOffsetWrite
+    values: tuple[str, ...]
+    verify: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class SessionTimeout:
+    """A timer's tick: `member` sent no heartbeat for session.timeout.ms."""
+
+    group_id: str
+    member: Member
 
 
 class GroupCoordinator:
-    def __init__(self, cluster: Cluster) -> None:
-        self.c = cluster
-        self.num_partitions = int(cluster.config.get("offsets.topic.num.partitions", 50))
+    def __init__(
+        self, config: Mapping[str, Any], *, kafka: str, brokers: Iterable[int], topics: Mapping[str, int]
+    ) -> None:
+        self.kafka = kafka
+        self.num_partitions = int(config.get("offsets.topic.num.partitions", 50))
         self.session_timeout_ms = 45_000
         self.groups: dict[str, Group] = {}
+        # what the cluster tells: the leader of each __consumer_offsets partition, the brokers that are up, and the
+        # topics' partition counts (the cluster's metadata, read-only here)
+        self.leaders: dict[int, int | None] = {}
+        self.live_brokers: set[int] = set(brokers)
+        self.topics = topics
 
     def partition_for(self, group_id: str) -> int:
         return partition_for(group_id, self.num_partitions)
@@ -69,7 +124,7 @@ class GroupCoordinator:
         return f"__consumer_offsets-{self.partition_for(group_id)}"
 
     def coordinator_of(self, group_id: str) -> int | None:
-        return self.c.leader_of(self.offsets_partition(group_id))
+        return self.leaders.get(self.partition_for(group_id))
 
     def group(self, group_id: str) -> Group:
         g = self.groups.get(group_id)
@@ -78,55 +133,68 @@ class GroupCoordinator:
         return g
 
     def _check(self, broker: int, group_id: str) -> str | None:
-        if self.coordinator_of(group_id) != broker or not self.c.broker_up(broker):
+        if self.coordinator_of(group_id) != broker or broker not in self.live_brokers:
             return "NOT_COORDINATOR"
         return None
 
+    # -- what the cluster tells -------------------------------------------------------------------------------
+    def on_leader_change(self, partition: int, leader: int | None) -> None:
+        self.leaders[partition] = leader
+
+    def broker_stopped(self, broker: int) -> None:
+        self.live_brokers.discard(broker)
+
+    def broker_started(self, broker: int) -> None:
+        self.live_brokers.add(broker)
+
     # -- membership -------------------------------------------------------------------------------------------
-    def join(self, broker: int, group_id: str, client_id: str, topics: tuple[str, ...], reply: Reply) -> None:
+    def join(self, broker: int, group_id: str, client_id: str, topics: tuple[str, ...], reply: Reply) -> Effects:
         error = self._check(broker, group_id)
         if error:
-            reply(error)
-            return
+            return [Answer(reply, error)]
         g = self.group(group_id)
         g.next_member += 1
         member = Member(f"{client_id}-{g.next_member}", client_id, tuple(topics))
         g.members[member.member_id] = member
-        self._rebalance(g)
-        reply(None, member_id=member.member_id)
+        return [*self._rebalance(g), Answer(reply, None, {"member_id": member.member_id})]
 
-    def leave(self, group_id: str, member_id: str) -> None:
+    def leave(self, group_id: str, member_id: str) -> Effects:
         g = self.groups.get(group_id)
         if g is not None and g.members.pop(member_id, None) is not None:
-            self._rebalance(g)
+            return self._rebalance(g)
+        return []
 
-    def member_crashed(self, group_id: str, member_id: str) -> None:
+    def member_crashed(self, group_id: str, member_id: str, now_ms: int) -> Effects:
         """No more heartbeats: the member is evicted when its session times out."""
         g = self.groups.get(group_id)
         member = g.members.get(member_id) if g else None
         if member is None or not member.alive:
-            return
+            return []
         member.alive = False
-        deadline = self.c.now_ms + self.session_timeout_ms
+        tick = SessionTimeout(group_id, member)
+        return [Timer(now_ms + self.session_timeout_ms, f"session timeout {member_id}", tick, category=TIMER)]
 
-        def evict() -> None:
-            if g.members.get(member_id) is member:
-                del g.members[member_id]
-                self._rebalance(g)
+    def on_timer(self, tick: object, now_ms: int) -> Effects:
+        if not isinstance(tick, SessionTimeout):
+            raise ValueError(f"the group coordinator set no timer {tick!r}")
+        g, member = self.groups[tick.group_id], tick.member
+        if g.members.get(member.member_id) is member:
+            del g.members[member.member_id]
+            return self._rebalance(g)
+        return []
 
-        self.c.scheduler.at(deadline, evict, category=TIMER, label=f"session timeout {member_id}")
-
-    def _rebalance(self, g: Group) -> None:
+    def _rebalance(self, g: Group) -> Effects:
         for m in g.members.values():
             m.assignment = ()
         if any(not m.alive for m in g.members.values()):
             # the rebalance waits for members that will never rejoin, until their sessions time out
             g.state = PREPARING_REBALANCE
-            return
+            return []
         g.generation += 1
         g.state = STABLE if g.members else EMPTY
         self._assign_range(g)
-        self.c.emit(ev.GroupMembership, group=g.group_id, generation=g.generation, members=tuple(sorted(g.members)))
+        fields = {"group": g.group_id, "generation": g.generation, "members": tuple(sorted(g.members))}
+        return [Emit(ev.GroupMembership, fields)]
 
     def _assign_range(self, g: Group) -> None:
         """The range assignor: per topic, contiguous partition ranges to members sorted by member id."""
@@ -134,7 +202,7 @@ class GroupCoordinator:
         topics = sorted({t for m in g.members.values() for t in m.topics})
         for topic in topics:
             subscribers = sorted(mid for mid, m in g.members.items() if topic in m.topics)
-            n = self.c.partition_count(topic)
+            n = self.topics.get(topic, 0)
             if not subscribers or n == 0:
                 continue
             per, extra = divmod(n, len(subscribers))
@@ -156,27 +224,21 @@ class GroupCoordinator:
     # -- offsets ----------------------------------------------------------------------------------------------
     def commit_offsets(
         self, broker: int, group_id: str, generation: int, member_id: str, offsets: dict[str, int], reply: Reply
-    ) -> None:
+    ) -> Effects:
         error = self._check(broker, group_id)
         if error:
-            reply(error)
-            return
+            return [Answer(reply, error)]
         g = self.group(group_id)
         if member_id and generation >= 0:
             if member_id not in g.members:
-                reply("UNKNOWN_MEMBER_ID")
-                return
+                return [Answer(reply, "UNKNOWN_MEMBER_ID")]
             if g.state != STABLE:
-                reply("REBALANCE_IN_PROGRESS")
-                return
+                return [Answer(reply, "REBALANCE_IN_PROGRESS")]
             if generation != g.generation:
-                reply("ILLEGAL_GENERATION")
-                return
+                return [Answer(reply, "ILLEGAL_GENERATION")]
         g.committed.update(offsets)
-        self.c.emit(
-            ev.GroupOffsets, group=group_id, state="committed", offsets=tuple(sorted(offsets.items())), producer_id=-1
-        )
-        reply(None)
+        fields = {"group": group_id, "state": "committed", "offsets": tuple(sorted(offsets.items())), "producer_id": -1}
+        return [Emit(ev.GroupOffsets, fields), Answer(reply, None)]
 
     def txn_commit_offsets(
         self,
@@ -191,93 +253,55 @@ class GroupCoordinator:
         *,
         transactional_id: str | None = None,
         version: int | None = None,
-    ) -> None:
+    ) -> Effects:
         """`version`: the TxnOffsetCommit version; v5+ on a 4.x cluster comes from a TV2 client whose
         transaction does not hold the offsets partition yet: the group coordinator has it added first."""
         error = self._check(broker, group_id)
         if error:
-            reply(error)
-            return
+            return [Answer(reply, error)]
         g = self.group(group_id)
         if member_id and generation >= 0:  # KIP-447 zombie fencing by group generation
             if member_id not in g.members:
-                reply("UNKNOWN_MEMBER_ID")
-                return
+                return [Answer(reply, "UNKNOWN_MEMBER_ID")]
             if generation != g.generation:
-                reply("ILLEGAL_GENERATION")
-                return
-        if self.c.kafka == "4" and version is not None and version >= 5 and transactional_id:
-            self._add_then_write(broker, g, transactional_id, producer_id, epoch, offsets, reply)
-            return
-        self._write_txn_offsets(g, producer_id, epoch, offsets, reply)
+                return [Answer(reply, "ILLEGAL_GENERATION")]
+        partition = self.offsets_partition(group_id)
+        if self.kafka == "4" and version is not None and version >= 5 and transactional_id:
+            write = TxnOffsetWrite(group_id, partition, producer_id, epoch, offsets, reply, transactional_id)
+            return [AddOffsetsPartition(broker, write)]
+        return [self._append(TxnOffsetWrite(group_id, partition, producer_id, epoch, offsets, reply), None)]
 
-    def _add_then_write(
-        self,
-        broker: int,
-        g: Group,
-        transactional_id: str,
-        producer_id: int,
-        epoch: int,
-        offsets: dict[str, int],
-        reply: Reply,
-    ) -> None:
-        tc = self.c.txn_coordinator
-        partition = self.offsets_partition(g.group_id)
-        coordinator = tc.coordinator_of(transactional_id)
+    def offsets_partition_added(self, write: TxnOffsetWrite, error: str | None) -> Effects:
+        """The transaction coordinator's answer (as the leader's AddPartitionsToTxnManager reads it) to a TV2
+        TxnOffsetCommit's AddPartitionsToTxn."""
+        if error in ("NOT_ENOUGH_REPLICAS", "_TRANSPORT"):
+            # GroupCoordinatorService.handleOperationException: NOT_ENOUGH_REPLICAS -> COORDINATOR_NOT_AVAILABLE
+            error = "COORDINATOR_NOT_AVAILABLE"
+        if error:
+            return [Answer(write.reply, error)]
+        return [self._append(write, write.transactional_id)]
 
-        def added(error: str | None) -> None:
-            if error in ("NOT_ENOUGH_REPLICAS", "_TRANSPORT"):
-                # GroupCoordinatorService.handleOperationException: NOT_ENOUGH_REPLICAS -> COORDINATOR_NOT_AVAILABLE
-                error = "COORDINATOR_NOT_AVAILABLE"
-            if error:
-                reply(error)
-                return
-            if tc.in_transaction(transactional_id, producer_id, epoch, partition) is not None:
-                reply("INVALID_PRODUCER_EPOCH")
-                return
-            self._write_txn_offsets(g, producer_id, epoch, offsets, reply)
+    def _append(self, write: TxnOffsetWrite, verify: str | None) -> AppendTxnOffsets:
+        values = tuple(f"{write.group_id}:{tp}={off}" for tp, off in sorted(write.offsets.items()))
+        return AppendTxnOffsets(write, values, verify)
 
-        def handler(answer: Callable[..., None]) -> None:
-            tc.add_partition_for_leader(coordinator, transactional_id, producer_id, epoch, partition, answer)
+    def txn_offsets_appended(self, write: TxnOffsetWrite, error: str | None) -> Effects:
+        """The offsets are in `__consumer_offsets` (pending until the transaction's marker), or were refused."""
+        if error:
+            return [Answer(write.reply, error)]
+        self.group(write.group_id).pending.setdefault(write.producer_id, {}).update(write.offsets)
+        fields = {
+            "group": write.group_id,
+            "state": "pending",
+            "offsets": tuple(sorted(write.offsets.items())),
+            "producer_id": write.producer_id,
+        }
+        return [Emit(ev.GroupOffsets, fields), Answer(write.reply, None)]
 
-        if coordinator is None or not self.c.broker_up(coordinator):
-            added("NOT_ENOUGH_REPLICAS")
-            return
-        self.c.rpc(
-            "AddPartitionsToTxn",
-            f"group coordinator(b{broker})",
-            coordinator,
-            f"coordinator(b{coordinator})",
-            f"{partition}, producer {producer_id} epoch {epoch} (verifyOnly=false)",
-            handler,
-            lambda error, result: added(error),
-            src_alive=lambda: self.c.broker_up(broker),
-            src_broker=broker,
-            version=5,
-        )
-
-    def _write_txn_offsets(self, g: Group, producer_id: int, epoch: int, offsets: dict[str, int], reply: Reply) -> None:
-        group_id = g.group_id
-        log = self.c.log(self.offsets_partition(group_id))
-        values = tuple(f"{group_id}:{tp}={off}" for tp, off in sorted(offsets.items()))
-        result = log.append(producer_id, epoch, -1, True, values, timestamp_ms=self.c.now_ms, from_client=False)
-        if result.error:
-            reply(result.error)
-            return
-        self.c.after_append(log, result, producer_id, epoch, True, values)
-        g.pending.setdefault(producer_id, {}).update(offsets)
-        self.c.emit(
-            ev.GroupOffsets,
-            group=group_id,
-            state="pending",
-            offsets=tuple(sorted(offsets.items())),
-            producer_id=producer_id,
-        )
-        reply(None)
-
-    def on_marker(self, offsets_partition: str, producer_id: int, control: str) -> None:
+    def on_marker(self, offsets_partition: str, producer_id: int, control: str) -> Effects:
         """A transaction marker landed on a __consumer_offsets partition: settle that producer's pending offsets
         for the groups living there."""
+        effects: Effects = []
         for g in self.groups.values():
             if self.offsets_partition(g.group_id) != offsets_partition:
                 continue
@@ -289,28 +313,27 @@ class GroupCoordinator:
                 state = "committed"
             else:
                 state = "dropped"
-            self.c.emit(
-                ev.GroupOffsets,
-                group=g.group_id,
-                state=state,
-                offsets=tuple(sorted(pending.items())),
-                producer_id=producer_id,
-            )
+            fields = {
+                "group": g.group_id,
+                "state": state,
+                "offsets": tuple(sorted(pending.items())),
+                "producer_id": producer_id,
+            }
+            effects.append(Emit(ev.GroupOffsets, fields))
+        return effects
 
     def fetch_offsets(
         self, broker: int, group_id: str, partitions: tuple[str, ...], require_stable: bool, reply: Reply
-    ) -> None:
+    ) -> Effects:
         error = self._check(broker, group_id)
         if error:
-            reply(error)
-            return
+            return [Answer(reply, error)]
         g = self.group(group_id)
         if require_stable:
             for pending in g.pending.values():
                 if any(tp in pending for tp in partitions):
-                    reply("UNSTABLE_OFFSET_COMMIT")
-                    return
-        reply(None, offsets={tp: g.committed.get(tp) for tp in partitions})
+                    return [Answer(reply, "UNSTABLE_OFFSET_COMMIT")]
+        return [Answer(reply, None, {"offsets": {tp: g.committed.get(tp) for tp in partitions}})]
 
     def committed(self, group_id: str) -> dict[str, int]:
         g = self.groups.get(group_id)

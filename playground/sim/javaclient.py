@@ -1,5 +1,6 @@
 """KafkaProducer with kafka-clients' behaviour (3.9.1 and 4.x), on the simulated cluster, beside client.py's
-librdkafka model.
+librdkafka model: the application's calls here, the producer's state in java_base.py, its TransactionManager's
+requests in java_txnmgr.py, its Sender in java_sender.py.
 
 Follows clients/src/main/java/org/apache/kafka/clients/producer/: KafkaProducer.java (the public calls, the order
 of their checks, doSend), internals/TransactionManager.java (State and isTransitionValid, the request queue and its
@@ -56,74 +57,52 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Iterable
-from itertools import count
 from typing import TYPE_CHECKING, Any
 
-from playground.engine import events as ev
-from playground.sim.client import GroupMetadata, TopicPartition, _bool, _Client, _conf_ms
-from playground.sim.clock import TIMER
-from playground.sim.javaerrors import JavaException, exception_for, fenced
+from playground.sim.clientbase import CLOSED, CRASHED, GroupMetadata, TopicPartition
+from playground.sim.java_base import (
+    ABORTABLE_ERROR,
+    ABORTING_TRANSACTION,
+    API_VERSIONS,
+    COMMITTING_TRANSACTION,
+    FATAL_ERROR,
+    IN_TRANSACTION,
+    INITIALIZING,
+    PREPARED_TRANSACTION,
+    READY,
+    TM_TRANSITIONS_4,
+    TM_TRANSITIONS_39,
+    UNINITIALIZED,
+    RecordFuture,
+    TxnResult,
+)
+from playground.sim.java_sender import JavaSender
+from playground.sim.javaerrors import JavaException
 
 if TYPE_CHECKING:  # pragma: no cover
     from playground.sim.cluster import Cluster
 
-# TransactionManager.State (PREPARED_TRANSACTION: 4.1+, KIP-939's prepareTransaction(); no scenario step enters it)
-UNINITIALIZED = "UNINITIALIZED"
-INITIALIZING = "INITIALIZING"
-READY = "READY"
-IN_TRANSACTION = "IN_TRANSACTION"
-COMMITTING_TRANSACTION = "COMMITTING_TRANSACTION"
-ABORTING_TRANSACTION = "ABORTING_TRANSACTION"
-ABORTABLE_ERROR = "ABORTABLE_ERROR"
-FATAL_ERROR = "FATAL_ERROR"
-PREPARED_TRANSACTION = "PREPARED_TRANSACTION"
-# the process, not the TransactionManager
-CRASHED = "CRASHED"
-CLOSED = "CLOSED"
-
-# State.isTransitionValid: target -> the states it may be entered from (FATAL_ERROR from any state).
-TM_TRANSITIONS_39: dict[str, frozenset[str]] = {
-    UNINITIALIZED: frozenset({READY, ABORTABLE_ERROR}),
-    INITIALIZING: frozenset({UNINITIALIZED, ABORTING_TRANSACTION}),
-    READY: frozenset({INITIALIZING, COMMITTING_TRANSACTION, ABORTING_TRANSACTION}),
-    IN_TRANSACTION: frozenset({READY}),
-    COMMITTING_TRANSACTION: frozenset({IN_TRANSACTION}),
-    ABORTING_TRANSACTION: frozenset({IN_TRANSACTION, ABORTABLE_ERROR}),
-    ABORTABLE_ERROR: frozenset({IN_TRANSACTION, COMMITTING_TRANSACTION, ABORTABLE_ERROR, INITIALIZING}),
-}
-# 4.x: INITIALIZING also after a commit (the client-side epoch bump when a producer moves to TV2 mid-life), and
-# KIP-939's prepared state between IN_TRANSACTION and the end of the transaction
-TM_TRANSITIONS_4: dict[str, frozenset[str]] = {
-    **TM_TRANSITIONS_39,
-    INITIALIZING: frozenset({UNINITIALIZED, COMMITTING_TRANSACTION, ABORTING_TRANSACTION}),
-    PREPARED_TRANSACTION: frozenset({IN_TRANSACTION, INITIALIZING}),
-    COMMITTING_TRANSACTION: frozenset({IN_TRANSACTION, PREPARED_TRANSACTION}),
-    ABORTING_TRANSACTION: frozenset({IN_TRANSACTION, ABORTABLE_ERROR, PREPARED_TRANSACTION}),
-}
-
-# The request versions kafka-clients sends to a cluster of its own release (see the module docstring).
-API_VERSIONS = {
-    "3.9": {
-        "InitProducerId": 5,
-        "AddPartitionsToTxn": 3,
-        "AddOffsetsToTxn": 4,
-        "EndTxn": 4,
-        "TxnOffsetCommit": 4,
-        "Produce": 11,
-    },
-    "4": {
-        "InitProducerId": 6,
-        "AddPartitionsToTxn": 3,
-        "AddOffsetsToTxn": 4,
-        "EndTxn": 5,
-        "TxnOffsetCommit": 5,
-        "Produce": 12,
-    },
-}
-
-# TransactionManager.Priority: FindCoordinator first, the end of the transaction last (an epoch bump after it)
-FIND_COORDINATOR, INIT_PRODUCER_ID, ADD_PARTITIONS_OR_OFFSETS, END_TXN, EPOCH_BUMP = range(5)
-ADD_PARTITIONS_RETRY_BACKOFF_MS = 20  # the first AddPartitionsToTxn meeting CONCURRENT_TRANSACTIONS
+# The kafka-clients model's vocabulary, importable from here.
+__all__ = [
+    "ABORTABLE_ERROR",
+    "ABORTING_TRANSACTION",
+    "API_VERSIONS",
+    "CLOSED",
+    "COMMITTING_TRANSACTION",
+    "CRASHED",
+    "FATAL_ERROR",
+    "INITIALIZING",
+    "IN_TRANSACTION",
+    "PREPARED_TRANSACTION",
+    "READY",
+    "TM_TRANSITIONS_4",
+    "TM_TRANSITIONS_39",
+    "UNINITIALIZED",
+    "JavaException",
+    "JavaProducer",
+    "RecordFuture",
+    "murmur2",
+]
 
 
 def murmur2(data: bytes) -> int:
@@ -153,109 +132,7 @@ def murmur2(data: bytes) -> int:
     return h - (1 << 32) if h & 0x80000000 else h
 
 
-class RecordFuture:
-    """FutureRecordMetadata / FutureFailure: done once the record is acknowledged or failed."""
-
-    __slots__ = (
-        "callback",
-        "created_ms",
-        "done",
-        "epoch",
-        "exception",
-        "key",
-        "offset",
-        "partition",
-        "producer_id",
-        "topic",
-        "value",
-    )
-
-    def __init__(
-        self,
-        topic: str,
-        partition: int,
-        value: Any,
-        key: Any,
-        created_ms: int,
-        callback: Callable[[Any, JavaException | None], None] | None = None,
-    ) -> None:
-        self.topic = topic
-        self.partition = partition
-        self.value = value
-        self.key = key
-        self.created_ms = created_ms
-        self.done = False
-        self.exception: JavaException | None = None
-        self.offset = -1
-        self.callback = callback
-        self.producer_id = -1
-        self.epoch = -1
-
-    @property
-    def tp(self) -> str:
-        return f"{self.topic}-{self.partition}"
-
-
-class _Result:
-    """TransactionalRequestResult: a latch, the error it failed with, and whether the application saw it."""
-
-    __slots__ = ("acked", "done", "error", "operation")
-
-    def __init__(self, operation: str) -> None:
-        self.operation = operation
-        self.done = False
-        self.error: JavaException | None = None
-        self.acked = False
-
-    def fail(self, error: JavaException) -> None:
-        self.error = error
-        self.done = True
-
-    def succeed(self) -> None:
-        self.done = True
-
-
-class _Handler:
-    """A TxnRequestHandler: one transactional request, its priority, the coordinator it needs, its result, and
-    what its response does (`on_response(error, result)`)."""
-
-    __slots__ = (
-        "backoff_ms",
-        "coordinator",
-        "is_end_txn",
-        "is_retry",
-        "key",
-        "name",
-        "on_response",
-        "priority",
-        "result",
-        "send",
-    )
-
-    def __init__(
-        self,
-        name: str,
-        priority: int,
-        result: _Result,
-        send: Callable[[int], None],
-        on_response: Callable[[str | None, dict[str, Any]], None],
-        coordinator: str | None = "transaction",
-        key: str | None = None,
-        is_end_txn: bool = False,
-    ) -> None:
-        self.name = name
-        self.priority = priority
-        self.coordinator = coordinator  # "transaction", "group" or None (any broker)
-        self.key = key
-        self.result = result
-        self.is_end_txn = is_end_txn
-        self.is_retry = False
-        self.backoff_ms: int | None = None
-        self.send = send
-        self.on_response = on_response
-
-
-class JavaProducer(_Client):
+class JavaProducer(JavaSender):
     """KafkaProducer on the simulated cluster: JavaProducer(conf, cluster=cluster, name="A", release="3.9"|"4").
 
     `release` is kafka-clients' version line; with "4" on a 4.x cluster the transactions run TV2."""
@@ -263,291 +140,9 @@ class JavaProducer(_Client):
     def __init__(
         self, conf: dict[str, Any], *, cluster: Cluster, name: str | None = None, release: str = "3.9"
     ) -> None:
-        super().__init__(conf, cluster, name)
-        if release not in API_VERSIONS:
-            raise ValueError(f"no model of kafka-clients {release!r}")
-        self.release = release
-        c = self.conf
-        self.versions = API_VERSIONS[release]
-        self.transactional_id: str | None = c.get("transactional.id") or None
-        # kafka-clients 3.0+: idempotence is on by default (a transactional producer always has it)
-        self.idempotent = self.transactional_id is not None or _bool(c.get("enable.idempotence", True))
-        acks = str(c.get("acks", c.get("request.required.acks", "all"))).lower()
-        self.acks = -1 if acks in ("all", "-1") or self.idempotent else int(acks)
-        self.linger_ms = _conf_ms(c, "linger.ms", _conf_ms(c, "queue.buffering.max.ms", 5 if release == "4" else 0))
-        self.delivery_timeout_ms = _conf_ms(c, "delivery.timeout.ms", _conf_ms(c, "message.timeout.ms", 120_000))
-        self.max_block_ms = _conf_ms(c, "max.block.ms", 60_000)
-        self.retry_backoff_ms = _conf_ms(c, "retry.backoff.ms", 100)
-        self.retry_backoff_max_ms = _conf_ms(c, "retry.backoff.max.ms", 1000)
-        self.transaction_timeout_ms = _conf_ms(c, "transaction.timeout.ms", 60_000)
-        # TransactionManager (exists for idempotent and transactional producers)
-        self.has_tm = self.idempotent
-        self.tm_table = TM_TRANSITIONS_4 if release == "4" else TM_TRANSITIONS_39
-        # Kafka 4.x cluster + kafka-clients 4.x: transaction.version 2 finalized and Produce v12 / EndTxn v5 /
-        # TxnOffsetCommit v5 supported (maybeUpdateTransactionV2Enabled at initTransactions)
-        self.tv2 = release == "4" and getattr(cluster, "kafka", "3.9") == "4" and self.transactional_id is not None
-        self.state = UNINITIALIZED if self.has_tm else READY
-        self.last_error: JavaException | None = None
-        self.producer_id = -1
-        self.epoch = -1
-        self.epoch_bump_required = False
-        self.transaction_started = False
-        self.new_partitions: set[str] = set()
-        self.pending_partitions: set[str] = set()
-        self.partitions_in_txn: set[str] = set()
-        self._pending_transition: tuple[_Result, str, str] | None = None  # (result, state, operation)
-        self._coordinators: dict[str, int | None] = {"transaction": None, "group": None}
-        self._requests: list[tuple[int, int, _Handler]] = []
-        self._request_seq = count()
-        self._txn_inflight = False
-        self._dequeued = False
-        self._accumulator: dict[str, deque[RecordFuture]] = {}
-        self._inflight: dict[str, list[RecordFuture]] = {}
-        self._attempts: dict[str, int] = {}
-        self._retry_at: dict[str, int] = {}
-        # a batch to retry keeps its records and sequence numbers (the broker may have it already)
-        self._retry_batch: dict[str, tuple[list[RecordFuture], int, int, int]] = {}  # (batch, seq, pid, epoch)
-        self._next_seq: dict[str, int] = {}
-        self._seq_owner: dict[str, tuple[int, int]] = {}
-        self._flushing = 0
-        self._wake_times: set[int] = set()
-        self._expiry_ms: int | None = None
-        self._rr = 0
-        self.stats = {"produce_calls": 0, "delivered": 0, "failed": 0}
+        super().__init__(conf, cluster=cluster, name=name, release=release)
         if self.has_tm and not self.transactional_id:
             self._wakeup()  # bumpIdempotentEpochAndResetIdIfNeeded: an idempotent producer gets its id at once
-
-    # -- what the driver reads ----------------------------------------------------------------------------------
-    @property
-    def fatal_error(self) -> str | None:
-        """The fatal exception's class name (the driver's `fenced` reads "ProducerFencedException")."""
-        if self.state == FATAL_ERROR and self.last_error is not None:
-            return self.last_error.name
-        return None
-
-    @property
-    def fenced(self) -> bool:
-        return self.fatal_error == "ProducerFencedException"
-
-    def outstanding(self) -> int:
-        return (
-            sum(len(q) for q in self._accumulator.values())
-            + sum(len(b) for b in self._inflight.values())
-            + sum(len(r[0]) for r in self._retry_batch.values())
-        )
-
-    def _incomplete(self) -> bool:
-        return bool(self._inflight or self._retry_batch or any(self._accumulator.values()))
-
-    # -- plumbing -----------------------------------------------------------------------------------------------
-    def _rpc(
-        self,
-        name: str,
-        broker: int | None,
-        dst_label: str,
-        detail: str,
-        handler: Callable[[Callable[..., None]], None],
-        on_response: Callable[[str | None, dict[str, Any]], None],
-    ) -> None:
-        self.cluster.rpc(
-            name,
-            self.name,
-            broker,
-            dst_label,
-            detail,
-            handler,
-            on_response,
-            src_alive=self._is_alive,
-            version=self.versions.get(name),
-        )
-
-    def _wakeup(self, delay_ms: int = 0) -> None:
-        """Sender.wakeup() (or its poll timeout: linger, backoff): run the Sender loop then, once however often
-        it is asked for that instant."""
-        at = self.now_ms + max(0, delay_ms)
-        if at in self._wake_times:
-            return
-        self._wake_times.add(at)
-
-        def run() -> None:
-            self._wake_times.discard(at)
-            self._run_once()
-
-        self._after(max(0, delay_ms), run, f"{self.name} sender")
-
-    def _transition(self, target: str, error: JavaException | None = None, *, sender_thread: bool = False) -> None:
-        """TransactionManager.transitionTo: an invalid transition throws IllegalStateException on the
-        application thread (state unchanged) and poisons the manager on the Sender thread (FATAL_ERROR)."""
-        if target != FATAL_ERROR and self.state not in self.tm_table.get(target, frozenset()):
-            ident = f"TransactionalId {self.transactional_id}: " if self.transactional_id else ""
-            exc = JavaException(
-                "IllegalStateException",
-                f"{ident}Invalid transition attempted from state {self.state} to state {target}",
-            )
-            if sender_thread:
-                self._set_state(FATAL_ERROR)
-                self.last_error = exc
-            raise exc
-        if target in (FATAL_ERROR, ABORTABLE_ERROR):
-            self.last_error = error
-        else:
-            self.last_error = None
-        self._set_state(target)
-
-    def _set_state(self, new: str) -> None:
-        if new == self.state:
-            return
-        old, self.state = self.state, new
-        self.cluster.emit(ev.ClientState, actor=self.name, from_state=old, to_state=new)
-
-    def _emit_error(self, op: str, error: JavaException, fatal: bool = False, abortable: bool = False) -> None:
-        self.cluster.emit(
-            ev.ClientError,
-            actor=self.name,
-            op=op,
-            error=error.name,
-            fatal=fatal,
-            txn_requires_abort=abortable,
-            detail=error.describe(),
-        )
-
-    def _transition_to_fatal(self, error: JavaException, *, sender_thread: bool = True) -> None:
-        self._transition(FATAL_ERROR, error, sender_thread=sender_thread)
-        self._emit_error("background", error, fatal=True)
-        if self._pending_transition is not None:
-            self._pending_transition[0].fail(error)
-
-    def _transition_to_abortable(self, error: JavaException, *, sender_thread: bool = True) -> None:
-        if self.state == ABORTING_TRANSACTION:
-            return  # "the transaction is already being aborted"
-        try:
-            self._transition(ABORTABLE_ERROR, error, sender_thread=sender_thread)
-        except JavaException as exc:
-            if sender_thread:
-                self._emit_error("background", exc, fatal=True)
-                if self._pending_transition is not None:
-                    self._pending_transition[0].fail(exc)
-                return
-            raise
-        self._emit_error("background", error, abortable=True)
-
-    def _can_handle_abortable(self) -> bool:
-        # coordinatorSupportsBumpingEpoch (InitProducerId v3+: always here) or TV2
-        return True
-
-    def _client_bump_needed(self) -> bool:
-        """needToTriggerEpochBumpFromClient: TV1 bumps the epoch itself after an abortable error (KIP-360);
-        TV2 gets a new epoch from every EndTxn."""
-        return not self.tv2
-
-    def maybe_transition_to_error_state(self, error: JavaException, *, sender_thread: bool = True) -> None:
-        fatal = {
-            "ClusterAuthorizationException",
-            "TransactionalIdAuthorizationException",
-            "ProducerFencedException",
-            "UnsupportedVersionException",
-        }
-        if self.release == "4":
-            fatal.add("InvalidPidMappingException")  # KAFKA-18019
-        if error.name in fatal:
-            self._transition_to_fatal(error, sender_thread=sender_thread)
-        elif self.transactional_id:
-            if self._client_bump_needed() and self.state not in (COMMITTING_TRANSACTION, ABORTING_TRANSACTION):
-                self.epoch_bump_required = True
-            self._transition_to_abortable(error, sender_thread=sender_thread)
-
-    def _maybe_fail_with_error(self) -> None:
-        """TransactionManager.maybeFailWithError: a previous error, re-raised for this call."""
-        if self.state not in (ABORTABLE_ERROR, FATAL_ERROR) or self.last_error is None:
-            return
-        last = self.last_error
-        pid = f"ProducerIdAndEpoch(producerId={self.producer_id}, epoch={self.epoch})"
-        if last.name == "ProducerFencedException":
-            raise JavaException(
-                "ProducerFencedException",
-                f"Producer with transactionalId "
-                f"'{self.transactional_id}' and {pid} has been fenced by another producer with "
-                "the same transactionalId",
-                wire=last.wire,
-            )
-        if last.name == "InvalidProducerEpochException":
-            raise JavaException(
-                "InvalidProducerEpochException",
-                f"Producer with transactionalId "
-                f"'{self.transactional_id}' and {pid} attempted to produce with an old epoch",
-                wire=last.wire,
-            )
-        if last.name == "IllegalStateException":
-            raise JavaException(
-                "IllegalStateException",
-                f"Producer with transactionalId '{self.transactional_id}' "
-                f"and {pid} cannot execute transactional method because of previous invalid state "
-                "transition attempt",
-                cause=last,
-            )
-        raise JavaException(
-            "KafkaException", "Cannot execute transactional method because we are in an error state", cause=last
-        )
-
-    def _throw_if_pending_state(self, operation: str) -> None:
-        pending = self._pending_transition
-        if pending is not None:
-            if pending[0].acked:
-                self._pending_transition = None
-            else:
-                raise JavaException(
-                    "IllegalStateException",
-                    f"Cannot attempt operation `{operation}` because the "
-                    f"previous call to `{pending[2]}` timed out and must be retried",
-                )
-
-    def _cached_result(self, supplier: Callable[[], _Result], next_state: str, operation: str) -> _Result:
-        """handleCachedTransactionRequestResult: a call that timed out is resumed by calling it again."""
-        self._ensure_transactional()
-        pending = self._pending_transition
-        if pending is not None:
-            if pending[0].acked:
-                self._pending_transition = None
-            elif next_state != pending[1]:
-                raise JavaException(
-                    "IllegalStateException",
-                    f"Cannot attempt operation `{operation}` because the "
-                    f"previous call to `{pending[2]}` timed out and must be retried",
-                )
-            else:
-                return pending[0]
-        result = supplier()
-        self._pending_transition = (result, next_state, operation)
-        return result
-
-    def _ensure_transactional(self) -> None:
-        if not self.transactional_id:
-            raise JavaException(
-                "IllegalStateException", "Transactional method invoked on a non-transactional producer."
-            )
-
-    def _throw_if_no_transaction_manager(self) -> None:
-        if not self.transactional_id:
-            raise JavaException(
-                "IllegalStateException",
-                "Cannot use transactional methods without enabling "
-                "transactions by setting the transactional.id configuration property",
-            )
-
-    def _throw_if_closed(self) -> None:
-        if not self.alive:
-            raise JavaException("IllegalStateException", "Cannot perform operation after producer has been closed")
-
-    def _await(self, result: _Result, timeout_ms: int) -> None:
-        """TransactionalRequestResult.await(max.block.ms)."""
-        self._wait(lambda: result.done, self.now_ms + timeout_ms)
-        if not result.done:
-            raise JavaException(
-                "TimeoutException", f"Timeout expired after {timeout_ms}ms while awaiting {result.operation}"
-            )
-        result.acked = True
-        if result.error is not None:
-            raise result.error
 
     # -- the transactional API (KafkaProducer + TransactionManager) -------------------------------------------
     def init_transactions(self) -> None:
@@ -557,14 +152,14 @@ class JavaProducer(_Client):
         self._wakeup()
         self._await(result, self.max_block_ms)
 
-    def _initialize_transactions(self, bump: tuple[int, int] | None) -> _Result:
+    def _initialize_transactions(self, bump: tuple[int, int] | None) -> TxnResult:
         self._maybe_fail_with_error()
 
-        def supply() -> _Result:
+        def supply() -> TxnResult:
             if bump is None:
                 # an epoch bump changes the state when the EndTxn completes
                 self._transition(INITIALIZING)
-            result = _Result("InitProducerId")
+            result = TxnResult("InitProducerId")
             self._enqueue(self._init_producer_id_handler(result, bump))
             return result
 
@@ -602,7 +197,7 @@ class JavaProducer(_Client):
                 "IllegalStateException",
                 f"Cannot send offsets if a transaction is not in progress (currentState= {self.state})",
             )
-        result = _Result("AddOffsetsToTxn" if not self.tv2 else "TxnOffsetCommitHandler")
+        result = TxnResult("AddOffsetsToTxn" if not self.tv2 else "TxnOffsetCommitHandler")
         if self.tv2:
             # no AddOffsetsToTxn: the group coordinator adds __consumer_offsets to the transaction itself
             self.transaction_started = True
@@ -616,7 +211,7 @@ class JavaProducer(_Client):
         self._throw_if_no_transaction_manager()
         self._throw_if_closed()
 
-        def supply() -> _Result:
+        def supply() -> TxnResult:
             self._maybe_fail_with_error()
             self._transition(COMMITTING_TRANSACTION)
             return self._begin_completing(commit=True)
@@ -632,8 +227,8 @@ class JavaProducer(_Client):
         self._wakeup()
         self._await(result, self.max_block_ms)
 
-    def _begin_abort(self) -> _Result:
-        def supply() -> _Result:
+    def _begin_abort(self) -> TxnResult:
+        def supply() -> TxnResult:
             if self.state != ABORTABLE_ERROR:
                 self._maybe_fail_with_error()
             self._transition(ABORTING_TRANSACTION)
@@ -642,7 +237,7 @@ class JavaProducer(_Client):
 
         return self._cached_result(supply, ABORTING_TRANSACTION, "abortTransaction")
 
-    def _begin_completing(self, commit: bool) -> _Result:
+    def _begin_completing(self, commit: bool) -> TxnResult:
         """beginCompletingTransaction: AddPartitionsToTxn for what is still new (TV1), EndTxn, and an epoch bump
         after it when one is required (TV1 after an abortable error); in 3.9 an INVALID_PRODUCER_ID_MAPPING skips
         the EndTxn (the coordinator would refuse it) and goes straight to the bump."""
@@ -653,24 +248,14 @@ class JavaProducer(_Client):
             and self.last_error is not None
             and self.last_error.name == "InvalidPidMappingException"
         )
-        end_result = _Result(f"EndTxn({str(commit).lower()})")
+        end_result = TxnResult(f"EndTxn({str(commit).lower()})")
         if not skip_end_txn:
             self._enqueue(self._end_txn_handler(end_result, commit))
             if not self.epoch_bump_required:
                 return end_result
         return self._initialize_transactions((self.producer_id, self.epoch))
 
-    def _complete_transaction(self) -> None:
-        """completeTransaction: READY, or INITIALIZING when an epoch bump follows."""
-        self._transition(INITIALIZING if self.epoch_bump_required else READY, sender_thread=True)
-        self.last_error = None
-        self.epoch_bump_required = False
-        self.transaction_started = False
-        self.new_partitions.clear()
-        self.pending_partitions.clear()
-        self.partitions_in_txn.clear()
-
-    # -- send / flush -------------------------------------------------------------------------------------------
+    # -- send / flush -----------------------------------------------------------------------------------------
     def send(
         self,
         topic: str,
@@ -780,7 +365,7 @@ class JavaProducer(_Client):
         finally:
             self._flushing -= 1
 
-    # -- lifecycle ----------------------------------------------------------------------------------------------
+    # -- lifecycle --------------------------------------------------------------------------------------------
     def close(self) -> None:
         """KafkaProducer.close(): the Sender sends what it can, then aborts a transaction still open ("Aborting
         incomplete transaction due to shutdown"), then stops."""
@@ -817,657 +402,3 @@ class JavaProducer(_Client):
         self.alive = False
         self._accumulator.clear()
         self._set_state(CRASHED)
-
-    # -- the transactional request queue ------------------------------------------------------------------------
-    def _enqueue(self, handler: _Handler) -> None:
-        self._requests.append((handler.priority, next(self._request_seq), handler))
-        self._requests.sort(key=lambda t: (t[0], t[1]))
-
-    def _lookup_coordinator(self, kind: str, key: str) -> None:
-        self._coordinators[kind] = None
-        result = _Result("FindCoordinator")
-
-        def send(broker: int) -> None:
-            c = self.cluster
-
-            def server(reply: Callable[..., None]) -> None:
-                c.handle_find_coordinator(key, kind, reply)
-
-            self._rpc(
-                "FindCoordinator",
-                broker,
-                f"b{broker}",
-                f"{kind} {key}",
-                server,
-                lambda err, res: self._txn_response(handler, err, res),
-            )
-
-        def on_response(error: str | None, res: dict[str, Any]) -> None:
-            if error is None:
-                self._coordinators[kind] = res["coordinator"]
-                result.succeed()
-            elif exception_for(error).retriable:
-                self._reenqueue(handler)
-            else:
-                self._fatal(handler, exception_for(error))
-
-        handler = _Handler("FindCoordinator", FIND_COORDINATOR, result, send, on_response, coordinator=None)
-        self._enqueue(handler)
-
-    def _reenqueue(self, handler: _Handler, backoff_ms: int | None = None) -> None:
-        handler.is_retry = True
-        if backoff_ms is not None:
-            handler.backoff_ms = backoff_ms
-        self._enqueue(handler)
-
-    def _fatal(self, handler: _Handler, error: JavaException) -> None:
-        handler.result.fail(error)
-        self._transition_to_fatal(error)
-
-    def _abortable(self, handler: _Handler, error: JavaException) -> None:
-        handler.result.fail(error)
-        self._transition_to_abortable(error)
-
-    def _abortable_if_possible(self, handler: _Handler, error: JavaException) -> None:
-        if self._can_handle_abortable():
-            if self._client_bump_needed():
-                self.epoch_bump_required = True
-            self._abortable(handler, error)
-        else:
-            self._fatal(handler, error)
-
-    def _next_request(self, has_incomplete: bool) -> _Handler | None:
-        """TransactionManager.nextRequest."""
-        if self.new_partitions:
-            self._enqueue(self._add_partitions_handler())
-        if not self._requests:
-            return None
-        handler = self._requests[0][2]
-        if handler.is_end_txn and has_incomplete:
-            return None  # "Do not send the EndTxn until all batches have been flushed"
-        self._requests.pop(0)
-        self._dequeued = True
-        # maybeTerminateRequestWithError (a FindCoordinator may go on if the transaction will be aborted)
-        if (
-            self.state in (ABORTABLE_ERROR, FATAL_ERROR)
-            and self.last_error is not None
-            and not (self.state == ABORTABLE_ERROR and handler.name == "FindCoordinator")
-        ):
-            handler.result.fail(self.last_error)
-            return None
-        if handler.is_end_txn and not self.transaction_started:
-            # nothing was added to the transaction (TV2: nothing sent): no EndTxn
-            handler.result.succeed()
-            if self.state != FATAL_ERROR:
-                self._complete_transaction()
-            handler = self._requests.pop(0)[2] if self._requests else None
-        return handler
-
-    def _maybe_send_txn_request(self) -> bool:
-        """Sender.maybeSendAndPollTransactionalRequest: True when a transactional request is in flight or was
-        dealt with (then no produce data goes out in this round)."""
-        if self._txn_inflight:
-            return True
-        if self.state in (ABORTABLE_ERROR, ABORTING_TRANSACTION) and (
-            any(self._accumulator.values()) or self._retry_batch
-        ):
-            reason = self.last_error or JavaException(
-                "TransactionAbortedException", "Failing batch since transaction was aborted"
-            )
-            self._abort_undrained(reason)
-        has_incomplete = self._incomplete()
-        self._dequeued = False
-        handler = self._next_request(has_incomplete)
-        if handler is None:
-            if self._dequeued:
-                self._wakeup()  # a request was failed or skipped: the Sender loops on at once
-            return False
-        if handler.coordinator is not None and self._coordinators[handler.coordinator] is None:
-            key = handler.key or self.transactional_id or ""
-            self._lookup_coordinator(handler.coordinator, key)
-            self._reenqueue(handler)
-            self._wakeup()
-            return True
-        target = (
-            self._coordinators[handler.coordinator] if handler.coordinator is not None else self.cluster.any_up_broker()
-        )
-        if target is None:
-            self._reenqueue(handler)
-            self._wakeup(self.retry_backoff_ms)
-            return True
-        self._txn_inflight = True
-        delay = 0
-        if handler.is_retry:
-            delay = handler.backoff_ms if handler.backoff_ms is not None else self.retry_backoff_ms
-        if delay:
-            self._after(delay, lambda: handler.send(self._target_of(handler)), f"{self.name} {handler.name} retry")
-        else:
-            handler.send(target)
-        return True
-
-    def _target_of(self, handler: _Handler) -> int | None:
-        if handler.coordinator is not None:
-            return self._coordinators[handler.coordinator]
-        return self.cluster.any_up_broker()
-
-    def _txn_response(self, handler: _Handler, error: str | None, result: dict[str, Any]) -> None:
-        """TxnRequestHandler.onComplete: a disconnect looks the coordinator up again and retries."""
-        self._txn_inflight = False
-        if not self.alive:
-            return
-        if error == "_TRANSPORT":
-            if handler.coordinator is not None:
-                self._lookup_coordinator(handler.coordinator, handler.key or self.transactional_id or "")
-            self._reenqueue(handler)
-        else:
-            handler.on_response(error, result)
-        self._wakeup()
-
-    # -- handlers -----------------------------------------------------------------------------------------------
-    def _init_producer_id_handler(self, result: _Result, bump: tuple[int, int] | None) -> _Handler:
-        c = self.cluster
-        txid = self.transactional_id
-        version = self.versions["InitProducerId"]
-        handler: _Handler
-
-        def send(broker: int | None) -> None:
-            detail = f"{txid or '(idempotent)'} timeout {self.transaction_timeout_ms} ms" + (
-                f", bump {bump[0]}/{bump[1]}" if bump else ""
-            )
-
-            def server(reply: Callable[..., None]) -> None:
-                c.txn_coordinator.handle_init_producer_id(
-                    broker, txid, self.transaction_timeout_ms, bump, reply, version=version
-                )
-
-            label = f"coordinator(b{broker})" if txid else f"b{broker}"
-            self._rpc(
-                "InitProducerId", broker, label, detail, server, lambda err, res: self._txn_response(handler, err, res)
-            )
-
-        def on_response(error: str | None, res: dict[str, Any]) -> None:
-            if error is None:
-                self._set_producer_id(res["producer_id"], res["producer_epoch"])
-                self._transition(READY, sender_thread=True)
-                self.last_error = None
-                result.succeed()
-            elif error in ("NOT_COORDINATOR", "COORDINATOR_NOT_AVAILABLE"):
-                self._lookup_coordinator("transaction", txid or "")
-                self._reenqueue(handler)
-            elif exception_for(error).retriable:
-                self._reenqueue(handler)
-            elif error in ("INVALID_PRODUCER_EPOCH", "PRODUCER_FENCED"):
-                self._fatal(handler, fenced(error))
-            elif error == "TRANSACTION_ABORTABLE":
-                self._abortable(handler, exception_for(error))
-            else:
-                self._fatal(
-                    handler,
-                    JavaException("KafkaException", f"Unexpected error in InitProducerIdResponse; {error}", wire=error),
-                )
-
-        handler = _Handler(
-            "InitProducerId",
-            EPOCH_BUMP if bump else INIT_PRODUCER_ID,
-            result,
-            send,
-            on_response,
-            coordinator="transaction" if txid else None,
-        )
-        return handler
-
-    def _set_producer_id(self, producer_id: int, epoch: int) -> None:
-        if (producer_id, epoch) != (self.producer_id, self.epoch):
-            self.producer_id, self.epoch = producer_id, epoch
-            self._next_seq.clear()  # resetSequenceNumbers: a new epoch starts every partition at 0
-            self._seq_owner.clear()
-
-    def _add_partitions_handler(self) -> _Handler:
-        """AddPartitionsToTxnHandler (TV1 only)."""
-        self.pending_partitions |= self.new_partitions
-        self.new_partitions = set()
-        parts = frozenset(self.pending_partitions)
-        pid, epoch, txid = self.producer_id, self.epoch, self.transactional_id
-        c = self.cluster
-        version = self.versions["AddPartitionsToTxn"]
-        result = _Result("AddPartitionsToTxn")
-        handler: _Handler
-
-        def send(broker: int | None) -> None:
-            def server(reply: Callable[..., None]) -> None:
-                c.txn_coordinator.handle_add_partitions(broker, txid, pid, epoch, parts, reply, version=version)
-
-            self._rpc(
-                "AddPartitionsToTxn",
-                broker,
-                f"coordinator(b{broker})",
-                f"{', '.join(sorted(parts))}, producer {pid} epoch {epoch}",
-                server,
-                lambda err, res: self._txn_response(handler, err, res),
-            )
-
-        def on_response(error: str | None, res: dict[str, Any]) -> None:
-            handler.backoff_ms = None
-            if error is None:
-                self.pending_partitions -= parts
-                self.partitions_in_txn |= parts
-                self.transaction_started = True
-                result.succeed()
-            elif error == "CONCURRENT_TRANSACTIONS":
-                # the previous transaction is still completing: retry soon (maybeOverrideRetryBackoffMs)
-                self._reenqueue(handler, ADD_PARTITIONS_RETRY_BACKOFF_MS if not self.partitions_in_txn else None)
-            elif not self._coordinator_error(handler, error, txid):
-                self.pending_partitions -= parts
-                self._abortable(
-                    handler,
-                    JavaException(
-                        "KafkaException", f"Could not add partitions to transaction due to errors: {error}", wire=error
-                    ),
-                )
-
-        handler = _Handler("AddPartitionsToTxn", ADD_PARTITIONS_OR_OFFSETS, result, send, on_response)
-        return handler
-
-    def _coordinator_error(self, handler: _Handler, error: str, txid: str | None) -> bool:
-        """An error TransactionManager.java's coordinator handlers (AddPartitionsToTxnHandler,
-        AddOffsetsToTxnHandler, EndTxnHandler) all treat alike, handled; False for one each handles its own way."""
-        if error in ("COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR"):
-            self._lookup_coordinator("transaction", txid or "")
-            self._reenqueue(handler)
-        elif exception_for(error).retriable:
-            self._reenqueue(handler)
-        elif error in ("INVALID_PRODUCER_EPOCH", "PRODUCER_FENCED"):
-            self._fatal(handler, fenced(error))
-        elif error in ("TRANSACTIONAL_ID_AUTHORIZATION_FAILED", "INVALID_TXN_STATE") or (
-            error == "INVALID_PRODUCER_ID_MAPPING" and self.release == "4"
-        ):
-            self._fatal(handler, exception_for(error))
-        elif error in ("UNKNOWN_PRODUCER_ID", "INVALID_PRODUCER_ID_MAPPING"):
-            self._abortable_if_possible(handler, exception_for(error))
-        elif error == "TRANSACTION_ABORTABLE":
-            self._abortable(handler, exception_for(error))
-        else:
-            return False
-        return True
-
-    def _end_txn_handler(self, result: _Result, commit: bool) -> _Handler:
-        c = self.cluster
-        txid = self.transactional_id
-        version = self.versions["EndTxn"]
-        handler: _Handler
-
-        def send(broker: int | None) -> None:
-            # the producer id and epoch at the time it goes out (a TV2 bump may have changed them)
-            pid, epoch = self.producer_id, self.epoch
-
-            def server(reply: Callable[..., None]) -> None:
-                c.txn_coordinator.handle_end_txn(broker, txid, pid, epoch, commit, reply, version=version)
-
-            self._rpc(
-                "EndTxn",
-                broker,
-                f"coordinator(b{broker})",
-                f"{'commit' if commit else 'abort'}, producer {pid} epoch {epoch}",
-                server,
-                lambda err, res: self._txn_response(handler, err, res),
-            )
-
-        def on_response(error: str | None, res: dict[str, Any]) -> None:
-            if error is None:
-                # EndTxn v5+: the producer id and epoch of the next transaction (bumped; a new id at epoch 0 after
-                # an overflow); older versions answer -1
-                if res.get("producer_id", -1) != -1:
-                    self._set_producer_id(res["producer_id"], res["producer_epoch"])
-                self._complete_transaction()
-                result.succeed()
-            elif not self._coordinator_error(handler, error, txid):
-                self._fatal(
-                    handler, JavaException("KafkaException", f"Unhandled error in EndTxnResponse: {error}", wire=error)
-                )
-
-        handler = _Handler(f"EndTxn({str(commit).lower()})", END_TXN, result, send, on_response, is_end_txn=True)
-        return handler
-
-    def _add_offsets_handler(self, result: _Result, offsets: dict[str, int], gm: GroupMetadata) -> _Handler:
-        """AddOffsetsToTxnHandler (TV1): the result completes when the TxnOffsetCommit it queues does."""
-        c = self.cluster
-        pid, epoch, txid = self.producer_id, self.epoch, self.transactional_id
-        version = self.versions["AddOffsetsToTxn"]
-        handler: _Handler
-
-        def send(broker: int | None) -> None:
-            def server(reply: Callable[..., None]) -> None:
-                c.txn_coordinator.handle_add_offsets(broker, txid, pid, epoch, gm.group_id, reply, version=version)
-
-            self._rpc(
-                "AddOffsetsToTxn",
-                broker,
-                f"coordinator(b{broker})",
-                f"group {gm.group_id}, producer {pid} epoch {epoch}",
-                server,
-                lambda err, res: self._txn_response(handler, err, res),
-            )
-
-        def on_response(error: str | None, res: dict[str, Any]) -> None:
-            if error is None:
-                self._enqueue(self._txn_offset_commit_handler(result, offsets, gm))
-                self.transaction_started = True
-            elif not self._coordinator_error(handler, error, txid):
-                self._fatal(
-                    handler,
-                    JavaException(
-                        "KafkaException", f"Unexpected error in AddOffsetsToTxnResponse: {error}", wire=error
-                    ),
-                )
-
-        handler = _Handler("AddOffsetsToTxn", ADD_PARTITIONS_OR_OFFSETS, result, send, on_response)
-        return handler
-
-    def _txn_offset_commit_handler(self, result: _Result, offsets: dict[str, int], gm: GroupMetadata) -> _Handler:
-        """TxnOffsetCommitHandler, to the group coordinator."""
-        c = self.cluster
-        pending = dict(offsets)
-        txid = self.transactional_id
-        version = self.versions["TxnOffsetCommit"]
-        handler: _Handler
-
-        def send(broker: int | None) -> None:
-            pid, epoch = self.producer_id, self.epoch
-            commit = dict(pending)
-
-            def server(reply: Callable[..., None]) -> None:
-                c.groups.txn_commit_offsets(
-                    broker,
-                    gm.group_id,
-                    pid,
-                    epoch,
-                    gm.generation_id,
-                    gm.member_id,
-                    commit,
-                    reply,
-                    transactional_id=txid,
-                    version=version,
-                )
-
-            self._rpc(
-                "TxnOffsetCommit",
-                broker,
-                f"group coordinator(b{broker})",
-                f"group {gm.group_id} {', '.join(f'{k}={v}' for k, v in sorted(commit.items()))}, "
-                f"producer {pid} epoch {epoch}",
-                server,
-                lambda err, res: self._txn_response(handler, err, res),
-            )
-
-        def on_response(error: str | None, res: dict[str, Any]) -> None:
-            if error is None:
-                pending.clear()
-            elif error in ("COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR", "REQUEST_TIMED_OUT"):
-                self._lookup_coordinator("group", gm.group_id)
-            elif exception_for(error).retriable:
-                pass  # retried with the same coordinator
-            elif error in ("FENCED_INSTANCE_ID", "TRANSACTION_ABORTABLE"):
-                self._abortable(handler, exception_for(error))
-            elif error in ("UNKNOWN_MEMBER_ID", "ILLEGAL_GENERATION"):
-                self._abortable(
-                    handler,
-                    JavaException(
-                        "CommitFailedException",
-                        "Transaction offset Commit failed due to consumer group metadata mismatch: " + error,
-                        wire=error,
-                    ),
-                )
-            elif error in ("INVALID_PRODUCER_EPOCH", "PRODUCER_FENCED"):
-                self._fatal(handler, fenced(error))
-            else:
-                self._fatal(
-                    handler,
-                    JavaException(
-                        "KafkaException", f"Unexpected error in TxnOffsetCommitResponse: {error}", wire=error
-                    ),
-                )
-            if result.done:
-                pending.clear()
-            elif not pending:
-                result.succeed()
-            else:
-                self._reenqueue(handler)
-
-        handler = _Handler(
-            "TxnOffsetCommit",
-            ADD_PARTITIONS_OR_OFFSETS,
-            result,
-            send,
-            on_response,
-            coordinator="group",
-            key=gm.group_id,
-        )
-        return handler
-
-    # -- the Sender loop ----------------------------------------------------------------------------------------
-    def _run_once(self) -> None:
-        """Sender.runOnce."""
-        if not self.alive:
-            return
-        if self.has_tm:
-            if self.state == FATAL_ERROR:
-                if self.last_error is not None:
-                    self._abort_all(self.last_error)  # maybeAbortBatches
-                return
-            if not self.transactional_id and self.producer_id < 0 and self.state == UNINITIALIZED:
-                # bumpIdempotentEpochAndResetIdIfNeeded: an idempotent producer asks any broker for an id
-                self._transition(INITIALIZING, sender_thread=True)
-                self._enqueue(self._init_producer_id_handler(_Result("InitProducerId"), None))
-            if self._maybe_send_txn_request():
-                return
-        self._send_producer_data()
-
-    def _sendable(self, tp: str) -> bool:
-        """RecordAccumulator.shouldStopDrainBatchesForPartition / TransactionManager.isSendToPartitionAllowed."""
-        if not self.has_tm:
-            return True
-        if self.state == FATAL_ERROR:
-            return False
-        if self.transactional_id and tp not in self.partitions_in_txn:
-            return False
-        return self.producer_id >= 0
-
-    def _send_producer_data(self) -> None:
-        """RecordAccumulator.ready + drain: a partition's records go once linger.ms has passed, at once while
-        flushing or while the transaction completes, after the backoff when retried."""
-        now = self.now_ms
-        completing = self.state in (COMMITTING_TRANSACTION, ABORTING_TRANSACTION)
-        for tp in sorted(set(self._accumulator) | set(self._retry_batch)):
-            queue = self._accumulator.get(tp)
-            if tp in self._inflight or not self._sendable(tp):
-                continue
-            if tp in self._retry_batch:
-                retry_at = self._retry_at.get(tp, now)
-                if retry_at > now:
-                    self._wakeup(retry_at - now)
-                    continue
-                batch, seq, pid, epoch = self._retry_batch.pop(tp)
-                self._send_batch(tp, batch, (seq, pid, epoch))
-                continue
-            if not queue:
-                continue
-            ready_at = queue[0].created_ms + self.linger_ms
-            if ready_at > now and not self._flushing and not completing:
-                self._wakeup(ready_at - now)
-                continue
-            batch = list(queue)
-            queue.clear()
-            self._send_batch(tp, batch)
-
-    def _send_batch(self, tp: str, batch: list[RecordFuture], retry: tuple[int, int, int] | None = None) -> None:
-        c = self.cluster
-        leader = c.leader_of(tp)
-        pid, epoch = (self.producer_id, self.epoch) if self.idempotent else (-1, -1)
-        seq = -1
-        if retry is not None:
-            seq, pid, epoch = retry  # a retried batch keeps its producer state (ProducerBatch.hasSequence)
-        elif self.idempotent:
-            if self._seq_owner.get(tp) != (pid, epoch):
-                self._seq_owner[tp] = (pid, epoch)
-                self._next_seq[tp] = 0
-            seq = self._next_seq.get(tp, 0)
-            self._next_seq[tp] = seq + len(batch)
-        for f in batch:
-            f.producer_id, f.epoch = pid, epoch
-        self._inflight[tp] = batch
-        values = tuple(f.value for f in batch)
-        keys = None if all(f.key is None for f in batch) else tuple(f.key for f in batch)
-        transactional = self.transactional_id is not None
-        txid, acks = self.transactional_id, self.acks
-        version = self.versions["Produce"]
-
-        def server(reply: Callable[..., None]) -> None:
-            c.handle_produce(
-                leader,
-                tp,
-                txid,
-                pid,
-                epoch,
-                seq,
-                transactional,
-                values,
-                keys,
-                acks,
-                reply,
-                client_id=self.name,
-                version=version,
-            )
-
-        detail = f"{tp} {len(batch)} record(s), producer {pid} epoch {epoch} seq {seq}"
-        self._rpc(
-            "Produce",
-            leader,
-            f"leader {tp}(b{leader})",
-            detail,
-            server,
-            lambda err, res: self._on_produce_response(tp, batch, seq, pid, epoch, err, res),
-        )
-        if acks == 0:
-            self._after(0, lambda: self._on_produce_response(tp, batch, seq, pid, epoch, None, {"base_offset": -1}))
-
-    def _on_produce_response(
-        self, tp: str, batch: list[RecordFuture], seq: int, pid: int, epoch: int, error: str | None, res: dict[str, Any]
-    ) -> None:
-        """Sender.completeBatch: retry what is retriable within delivery.timeout.ms, else complete or fail."""
-        if self._inflight.get(tp) is not batch:
-            return
-        del self._inflight[tp]
-        if error is not None:
-            exc = exception_for(error if error != "_TRANSPORT" else "NETWORK_EXCEPTION")
-            attempts = self._attempts.get(tp, 0) + 1
-            backoff = min(self.retry_backoff_ms * (2 ** (attempts - 1)), self.retry_backoff_max_ms)
-            created = min(f.created_ms for f in batch)
-            if (
-                exc.retriable
-                and self.now_ms + backoff < created + self.delivery_timeout_ms
-                and self.state != FATAL_ERROR
-            ):
-                self._attempts[tp] = attempts
-                self._retry_at[tp] = self.now_ms + backoff
-                # Sender.reenqueueBatch: the same batch, the same producer id, epoch and sequence
-                self._retry_batch[tp] = (batch, seq, pid, epoch)
-                self._wakeup(backoff)
-                return
-            self._attempts.pop(tp, None)
-            self._retry_at.pop(tp, None)
-            if (
-                seq >= 0
-                and self._next_seq.get(tp) == seq + len(batch)
-                and (pid, epoch) == (self.producer_id, self.epoch)
-            ):
-                self._next_seq[tp] = seq  # adjustSequencesDueToFailedBatch
-            self._fail_batch(batch, exc)
-        else:
-            self._attempts.pop(tp, None)
-            self._retry_at.pop(tp, None)
-            base = res.get("base_offset", -1)
-            for i, f in enumerate(batch):
-                f.offset = base + i if base >= 0 else -1
-                self._complete(f, None)
-        self._wakeup()
-
-    def _complete(self, f: RecordFuture, exc: JavaException | None) -> None:
-        if f.done:
-            return
-        f.done = True
-        f.exception = exc
-        self.stats["delivered" if exc is None else "failed"] += 1
-        cluster = self.cluster
-        if cluster.observed:
-            cluster.emit(
-                ev.Delivery,
-                actor=self.name,
-                partition=f.tp,
-                offset=f.offset if exc is None else None,
-                value=f.value,
-                error=None if exc is None else exc.name,
-            )
-        else:
-            cluster.skip_event()
-        if f.callback is not None:
-            f.callback(None if exc else f, exc)
-
-    def _fail_batch(self, batch: list[RecordFuture], exc: JavaException) -> None:
-        """Sender.failBatch: the records' futures fail, and the transaction manager hears of it
-        (handleFailedBatch -> maybeTransitionToErrorState, on the Sender thread)."""
-        for f in batch:
-            self._complete(f, exc)
-        if self.has_tm and self.alive:
-            self.maybe_transition_to_error_state(exc)
-
-    def _abort_undrained(self, reason: JavaException) -> None:
-        """RecordAccumulator.abortUndrainedBatches: queued records fail; the transaction manager is not told."""
-        for tp in sorted(self._retry_batch):
-            for f in self._retry_batch.pop(tp)[0]:
-                self._complete(f, reason)
-        for queue in self._accumulator.values():
-            while queue:
-                self._complete(queue.popleft(), reason)
-
-    def _abort_all(self, reason: JavaException) -> None:
-        """RecordAccumulator.abortBatches: everything incomplete fails (a fatal error)."""
-        self._abort_undrained(reason)
-
-    def _schedule_expiry(self, at_ms: int) -> None:
-        """Batch expiry (RecordAccumulator.expiredBatches): a timer, so that observing never expires a batch."""
-        if self._expiry_ms is not None and self._expiry_ms <= at_ms:
-            return
-        self._expiry_ms = at_ms
-
-        def expire() -> None:
-            self._expiry_ms = None
-            if not self.alive:
-                return
-            now = self.now_ms
-            expired: list[RecordFuture] = []
-            earliest: int | None = None
-            for tp in sorted(self._accumulator):
-                queue = self._accumulator[tp]
-                while queue and queue[0].created_ms + self.delivery_timeout_ms <= now:
-                    expired.append(queue.popleft())
-                if queue:
-                    due = queue[0].created_ms + self.delivery_timeout_ms
-                    earliest = due if earliest is None else min(earliest, due)
-            if expired:
-                exc = JavaException(
-                    "TimeoutException",
-                    f"Expiring {len(expired)} record(s) for "
-                    f"{expired[0].tp}:{now - expired[0].created_ms} ms has passed since batch "
-                    "creation",
-                )
-                self._fail_batch(expired, exc)
-                self._wakeup()
-            if earliest is not None:
-                self._schedule_expiry(earliest)
-
-        def inert(t: int) -> bool:
-            return not self.alive or not any(
-                q and q[0].created_ms + self.delivery_timeout_ms <= t for q in self._accumulator.values()
-            )
-
-        self.cluster.scheduler.at(at_ms, expire, category=TIMER, label=f"{self.name} batch expiry", inert=inert)

@@ -32,7 +32,9 @@ from __future__ import annotations
 from typing import Any
 
 from playground.sim.cluster import Cluster
-from playground.sim.coordinator import PREPARE_ABORT, PREPARE_COMMIT, TransactionCoordinator
+from playground.sim.coordinator import TransactionCoordinator
+from playground.sim.effects import Reply
+from playground.sim.txnstate import PREPARE_ABORT, PREPARE_COMMIT
 
 # The Produce version each client sends (librdkafka 2.16: v10; kafka-clients: javaclient.API_VERSIONS).
 LIBRDKAFKA_PRODUCE_VERSION = 10
@@ -43,7 +45,7 @@ SETTLE_WAIT_MS = 5_000
 
 
 def _settled(tc: TransactionCoordinator, transactional_id: str) -> bool:
-    md = tc.cache.get(transactional_id)
+    md = tc.metadata(transactional_id)
     return md is None or (md.state not in (PREPARE_COMMIT, PREPARE_ABORT) and md.pending_state is None)
 
 
@@ -99,9 +101,9 @@ def deliver(
     answer: dict[str, Any] = {}
     info = {"partition": tp, "producer_id": pid, "epoch": epoch, "sequence": seq, "base_offset": -1}
 
-    def handler(reply: Any) -> None:
+    def handler(broker: int, reply: Reply) -> None:
         cluster.handle_produce(
-            leader,
+            broker,
             tp,
             transactional_id,
             pid,

@@ -36,7 +36,7 @@ def test_it_answers_rpcs_after_the_configured_latency():
         2,
         "b2",
         "",
-        lambda reply: reply(None, value=1),
+        lambda broker, reply: reply(None, value=1),
         lambda err, res: got.append((c.now_ms, err, res)),
     )
     c.settle()
@@ -47,14 +47,15 @@ def test_it_fails_requests_to_a_stopped_broker_with_a_transport_error():
     c = Cluster(3, {}, {"orders": 1})
     got = []
     c.stop_broker(3)
-    c.rpc("Test", "client", 3, "b3", "", lambda reply: reply(None), lambda err, res: got.append(err))
+    c.rpc("Test", "client", 3, "b3", "", lambda broker, reply: reply(None), lambda err, res: got.append(err))
     c.settle()
     assert got == ["_TRANSPORT"]
 
 
 def test_it_hands_out_producer_ids_from_blocks_of_1000_per_broker():
     c = Cluster(3, {}, {})
-    assert [c.generate_producer_id(1), c.generate_producer_id(1), c.generate_producer_id(2)] == [0, 1, 1000]
+    ids = c.txn_coordinator.producer_ids
+    assert [ids.generate(1), ids.generate(1), ids.generate(2)] == [0, 1, 1000]
 
 
 def test_it_advances_the_clock_and_records_it():

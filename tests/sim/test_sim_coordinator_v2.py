@@ -60,11 +60,11 @@ def produce(cluster, tp, txid, pid, epoch, value="v", seq=None, version=12):
 
 
 def end_txn(cluster, txid, pid, epoch, commit, version=V2):
-    return call(cluster, cluster.txn_coordinator.handle_end_txn, txid, pid, epoch, commit, version=version)
+    return call(cluster, cluster.handle_end_txn, txid, pid, epoch, commit, version=version)
 
 
 def init(cluster, txid="t", expected=None, version=6):
-    return call(cluster, cluster.txn_coordinator.handle_init_producer_id, txid, 60000, expected, version=version)
+    return call(cluster, cluster.handle_init_producer_id, txid, 60000, expected, version=version)
 
 
 @pytest.fixture
@@ -117,7 +117,9 @@ def test_it_keeps_the_epoch_for_a_v1_client_on_the_same_4x_cluster(cluster):
     # shouldAppendPrepareCommitToLogOnEndTxnWhenStatusIsOngoingAndResultIsCommit (TV_0): endTransactionWithTV1
     tc = cluster.txn_coordinator
     pid = init(cluster, version=4)["producer_id"]
-    assert call(cluster, tc.handle_add_partitions, "t", pid, 0, frozenset({"orders-0"}), version=0)["error"] is None
+    assert (
+        call(cluster, cluster.handle_add_partitions, "t", pid, 0, frozenset({"orders-0"}), version=0)["error"] is None
+    )
     answer = end_txn(cluster, "t", pid, 0, True, version=1)
     assert answer["error"] is None and "producer_epoch" not in answer
     cluster.settle()
@@ -177,7 +179,7 @@ def test_it_waits_for_the_previous_completion_instead_of_self_fencing(cluster):
     assert (md.state, md.pending_state) == (PREPARE_COMMIT, COMPLETE_COMMIT)
     assert end_txn(cluster, "t", pid, 1, False)["error"] == "CONCURRENT_TRANSACTIONS"
     assert (
-        call(cluster, tc.handle_add_partitions, "t", pid, 1, frozenset({"orders-1"}), client_tv=2)["error"]
+        call(cluster, cluster.handle_add_partitions, "t", pid, 1, frozenset({"orders-1"}), client_tv=2)["error"]
         == "CONCURRENT_TRANSACTIONS"
     )
     cluster.settle()
@@ -193,7 +195,8 @@ def test_it_checks_the_pending_transition_before_the_producer_id_on_add_partitio
         pid = init(cluster)["producer_id"]
         tc.metadata("t").pending_state = COMPLETE_COMMIT
         assert (
-            call(cluster, tc.handle_add_partitions, "t", pid + 500, 0, frozenset({"orders-0"}))["error"] == expected
+            call(cluster, cluster.handle_add_partitions, "t", pid + 500, 0, frozenset({"orders-0"}))["error"]
+            == expected
         ), kafka
 
 
@@ -252,8 +255,8 @@ def test_it_aborts_a_timed_out_transaction_with_one_bump_on_a_4x_cluster_whateve
     # shouldAbortExpiredTransactionsInOngoingStateAndBumpEpoch / shouldHandleTimeoutAtEpochOverflowBoundaryCorrectlyTV2:
     # the timeout abort runs with the server's transaction.version (2), bumping once
     tc = cluster.txn_coordinator
-    pid = call(cluster, tc.handle_init_producer_id, "t", 15000, None, version=4)["producer_id"]
-    call(cluster, tc.handle_add_partitions, "t", pid, 0, frozenset({"orders-0"}), version=0)
+    pid = call(cluster, cluster.handle_init_producer_id, "t", 15000, None, version=4)["producer_id"]
+    call(cluster, cluster.handle_add_partitions, "t", pid, 0, frozenset({"orders-0"}), version=0)
     cluster.advance(21_000)
     cluster.settle()
     md = tc.metadata("t")
@@ -301,10 +304,10 @@ def test_it_lets_a_late_batch_land_in_the_next_transaction_under_v1():
     cluster = Cluster(3, {}, {"orders": 3}, seed=1)
     tc = cluster.txn_coordinator
     pid = init(cluster, version=4)["producer_id"]
-    call(cluster, tc.handle_add_partitions, "t", pid, 0, frozenset({"orders-0"}), version=0)
+    call(cluster, cluster.handle_add_partitions, "t", pid, 0, frozenset({"orders-0"}), version=0)
     end_txn(cluster, "t", pid, 0, True, version=1)
     cluster.settle()
-    call(cluster, tc.handle_add_partitions, "t", pid, 0, frozenset({"orders-2"}), version=0)
+    call(cluster, cluster.handle_add_partitions, "t", pid, 0, frozenset({"orders-2"}), version=0)
     assert produce(cluster, "orders-2", "t", pid, 0, "late", seq=0, version=10) is None
     assert tc.metadata("t").state == ONGOING and "orders-2" in tc.metadata("t").partitions
 

@@ -1,0 +1,435 @@
+"""The consumer: confluent_kafka.Consumer with librdkafka's (2.16) behaviour, on the simulated cluster. One model
+for both profiles' clients: what a consumer reads and when its offsets count is the brokers' doing (the driver names
+a Java consumer's errors as KafkaConsumer raises them).
+
+Follows librdkafka's src/rdkafka_cgrp.c (JoinGroup/SyncGroup, OffsetCommit, OffsetFetch with RequireStable for
+read_committed, auto commit), rdkafka_fetcher.c (Fetch, one round trip per leader), rdkafka_offset.c
+(auto.offset.reset through ListOffsets) and rdkafka_assignment.c (the application's position).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import TYPE_CHECKING, Any
+
+from playground.engine import events as ev
+from playground.sim.clientbase import (
+    CLOSED,
+    CRASHED,
+    Client,
+    GroupMetadata,
+    Message,
+    TopicPartition,
+    conf_bool,
+    conf_ms,
+)
+from playground.sim.effects import Reply
+from playground.sim.errors import KafkaError, KafkaException
+from playground.sim.log import READ_COMMITTED
+
+if TYPE_CHECKING:  # pragma: no cover
+    from playground.sim.cluster import Cluster
+
+
+class Consumer(Client):
+    """confluent_kafka.Consumer on the simulated cluster: Consumer(conf, cluster=cluster, name="rc").
+
+    poll/consume fetch from the partition leaders (one Fetch round trip per leader), capped at the LSO for
+    read_committed (the default isolation level, as in librdkafka) and at the high watermark otherwise."""
+
+    def __init__(self, conf: dict[str, Any], *, cluster: Cluster, name: str | None = None) -> None:
+        super().__init__(conf, cluster, name)
+        c = self.conf
+        self.group_id: str | None = c.get("group.id") or None
+        self.isolation_level = str(c.get("isolation.level", READ_COMMITTED))
+        self.auto_offset_reset = str(c.get("auto.offset.reset", "latest"))
+        self.enable_auto_commit = conf_bool(c.get("enable.auto.commit", True))
+        self.auto_commit_interval_ms = conf_ms(c, "auto.commit.interval.ms", 5000)
+        self.fetch_wait_max_ms = conf_ms(c, "fetch.wait.max.ms", 500)
+        self.state = "RUNNING"
+        self.topics: tuple[str, ...] = ()
+        self.member_id: str | None = None
+        self.generation = -1
+        self.assigned: list[str] = []
+        self.manual = False
+        self.positions: dict[str, int] = {}
+        # partitions where the application has been served something (a record or, silently, a control record):
+        # librdkafka's app position is INVALID (-1001) until then
+        self._served: set[str] = set()
+        self._joining = False
+        self._buffer: deque[Message] = deque()
+        self.received: dict[str, list[tuple[int, Any]]] = {}
+        self._auto_commit_started = False
+
+    @property
+    def group(self) -> str:
+        """group.id, where only a consumer with one gets: subscribe() requires it, and so do the group's requests."""
+        assert self.group_id is not None, "a group request from a consumer without group.id"
+        return self.group_id
+
+    # -- assignment -------------------------------------------------------------------------------------------
+    def subscribe(self, topics: list[str], on_assign: Any = None, on_revoke: Any = None) -> None:
+        if not self.group_id:
+            raise KafkaException(KafkaError("_INVALID_ARG", "subscribe() requires group.id"))
+        self.topics = tuple(topics)
+        self.manual = False
+
+    def assign(self, partitions: list[TopicPartition]) -> None:
+        self.manual = True
+        self.assigned = [tp.name for tp in partitions]
+        self._served.clear()
+        for tp in partitions:
+            if tp.offset >= 0:
+                self.positions[tp.name] = tp.offset
+            else:
+                self.positions.pop(tp.name, None)
+
+    def assignment(self) -> list[TopicPartition]:
+        return [self._tp(name) for name in self.assigned]
+
+    @staticmethod
+    def _tp(name: str, offset: int = -1001) -> TopicPartition:
+        topic, _, part = name.rpartition("-")
+        return TopicPartition(topic, int(part), offset)
+
+    def _ensure_member(self, deadline: int) -> bool:
+        """JoinGroup/SyncGroup until this member has an assignment in a Stable group (False while rebalancing)."""
+        if self.manual:
+            return True
+        c = self.cluster
+        if self.member_id is None and not self._joining:
+            self._joining = True
+
+            def send(broker: int) -> None:
+                def handler(broker: int, reply: Reply) -> None:
+                    c.handle_join_group(broker, self.group, self.name, self.topics, reply)
+
+                def on_response(error: str | None, result: dict[str, Any]) -> None:
+                    if error:
+                        self._after(self.api_retry_ms, lambda: self._find_coordinator(self.group, "group", send))
+                        return
+                    self._joining = False
+                    self.member_id = result["member_id"]
+
+                self._rpc(
+                    "JoinGroup",
+                    broker,
+                    f"group coordinator(b{broker})",
+                    f"group {self.group_id}, topics {', '.join(self.topics)}",
+                    handler,
+                    on_response,
+                )
+
+            self._find_coordinator(self.group, "group", send)
+            self._wait(lambda: self.member_id is not None, deadline)
+        if self.member_id is None:
+            return False
+        current = c.groups.assignment(self.group, self.member_id)
+        if current is None:
+            return False
+        generation, parts = current
+        if generation != self.generation:
+            # eager rebalance: everything revoked, the new assignment starts from the committed offsets
+            self.generation = generation
+            self.assigned = list(parts)
+            self.positions.clear()
+            self._served.clear()
+            self._buffer.clear()
+            c.emit(
+                ev.ClientState,
+                actor=self.name,
+                from_state="REBALANCING",
+                to_state=f"ASSIGNED {','.join(parts) or '-'} (generation {generation})",
+            )
+        return True
+
+    api_retry_ms = 100
+
+    def _ensure_positions(self, deadline: int) -> None:
+        missing = [tp for tp in self.assigned if tp not in self.positions]
+        if not missing:
+            return
+        committed: dict[str, int | None] = {}
+        if self.group_id:
+            got = self._fetch_committed(
+                tuple(missing), require_stable=self.isolation_level == READ_COMMITTED, deadline=deadline
+            )
+            if got is None:
+                return  # UNSTABLE_OFFSET_COMMIT or coordinator trouble: try again on the next poll
+            committed = got
+        for tp in missing:
+            off = committed.get(tp)
+            if off is not None:
+                self.positions[tp] = off
+            else:
+                reset = self._list_offset(
+                    tp, latest=self.auto_offset_reset in ("latest", "end", "largest"), deadline=deadline
+                )
+                if reset is not None:
+                    self.positions[tp] = reset
+
+    def _fetch_committed(
+        self, partitions: tuple[str, ...], require_stable: bool, deadline: int
+    ) -> dict[str, int | None] | None:
+        c = self.cluster
+        box: dict[str, Any] = {}
+
+        def send(broker: int) -> None:
+            def handler(broker: int, reply: Reply) -> None:
+                c.handle_offset_fetch(broker, self.group, partitions, require_stable, reply)
+
+            def on_response(error: str | None, result: dict[str, Any]) -> None:
+                box["error"] = error
+                box["offsets"] = result.get("offsets")
+
+            self._rpc(
+                "OffsetFetch",
+                broker,
+                f"group coordinator(b{broker})",
+                f"group {self.group_id} {', '.join(partitions)}{' (require stable)' if require_stable else ''}",
+                handler,
+                on_response,
+            )
+
+        self._find_coordinator(self.group, "group", send)
+        self._wait(lambda: "error" in box, deadline)
+        if box.get("error") is not None or "error" not in box:
+            return None
+        offsets: dict[str, int | None] = box["offsets"]
+        return offsets
+
+    def _list_offset(self, tp: str, latest: bool, deadline: int) -> int | None:
+        c = self.cluster
+        leader = c.leader_of(tp)
+        box: dict[str, Any] = {}
+
+        def handler(broker: int, reply: Reply) -> None:
+            c.handle_list_offsets(broker, tp, latest, self.isolation_level, reply)
+
+        def on_response(error: str | None, result: dict[str, Any]) -> None:
+            box["error"] = error
+            box["offset"] = result.get("offset")
+
+        self._rpc(
+            "ListOffsets",
+            leader,
+            f"leader {tp}(b{leader})",
+            f"{tp} {'LATEST' if latest else 'EARLIEST'} {self.isolation_level}",
+            handler,
+            on_response,
+        )
+        self._wait(lambda: "error" in box, deadline)
+        return box.get("offset") if box.get("error") is None else None
+
+    # -- consuming --------------------------------------------------------------------------------------------
+    def _fetch_round(self, max_records: int | None, deadline: int) -> None:
+        """One Fetch round trip to every leader of an assigned partition with a known position."""
+        c = self.cluster
+        wanted = [tp for tp in self.assigned if tp in self.positions]
+        if not wanted:
+            return
+        pending = {"n": 0}
+        for tp in wanted:
+            leader = c.leader_of(tp)
+            position = self.positions[tp]
+            pending["n"] += 1
+
+            def handler(broker: int, reply: Reply, tp: str = tp, position: int = position) -> None:
+                c.handle_fetch(
+                    broker, tp, position, self.isolation_level, max_records, reply, max_wait_ms=self.fetch_wait_max_ms
+                )
+
+            def on_response(error: str | None, result: dict[str, Any], tp: str = tp, position: int = position) -> None:
+                pending["n"] -= 1
+                if error is not None or self.positions.get(tp) != position:
+                    return
+                for offset, key, value, pid, epoch in result["records"]:
+                    msg = Message(*self._split(tp), value, key, offset)
+                    msg.producer_id, msg.epoch = pid, epoch
+                    self._buffer.append(msg)
+                if result["records"] or result["position"] != position:
+                    self._served.add(tp)
+                self.positions[tp] = result["position"]
+
+            self._rpc(
+                "Fetch",
+                leader,
+                f"leader {tp}(b{leader})",
+                f"{tp} from {position} ({self.isolation_level})",
+                handler,
+                on_response,
+            )
+        self._wait(lambda: pending["n"] == 0, deadline)
+
+    @staticmethod
+    def _split(tp: str) -> tuple[str, int]:
+        topic, _, part = tp.rpartition("-")
+        return topic, int(part)
+
+    def consume(self, num_messages: int = 1, timeout: float | None = -1) -> list[Message]:
+        if not self.alive:
+            raise RuntimeError("Consumer closed")
+        deadline = self._deadline(timeout, 1000)
+        if not self._buffer:
+            if self.group_id and not self.manual and not self.topics:
+                return []
+            if self._ensure_member(deadline):
+                self._ensure_positions(deadline)
+                self._fetch_round(num_messages, deadline)
+                self._start_auto_commit()
+        out: list[Message] = []
+        while self._buffer and len(out) < num_messages:
+            out.append(self._buffer.popleft())
+        self._record(out)
+        return out
+
+    def poll(self, timeout: float | None = None) -> Message | None:
+        got = self.consume(1, timeout)
+        return got[0] if got else None
+
+    def _record(self, messages: list[Message]) -> None:
+        by_tp: dict[str, list[Message]] = {}
+        for m in messages:
+            tp = f"{m._topic}-{m._partition}"
+            by_tp.setdefault(tp, []).append(m)
+            self.received.setdefault(tp, []).append((m._offset, m._value))
+        for tp, msgs in by_tp.items():
+            self.cluster.emit(
+                ev.Consume,
+                actor=self.name,
+                partition=tp,
+                offsets=tuple(m._offset for m in msgs),
+                values=tuple(m._value for m in msgs),
+                position=self.positions.get(tp, msgs[-1]._offset + 1),
+            )
+
+    def position(self, partitions: list[TopicPartition]) -> list[TopicPartition]:
+        out = []
+        for tp in partitions:
+            # the application's position: what was returned to it (records still buffered do not count)
+            buffered = next(
+                (m._offset for m in self._buffer if m._topic == tp.topic and m._partition == tp.partition), None
+            )
+            pos = buffered if buffered is not None else self.positions.get(tp.name, -1001)
+            if tp.name not in self._served:
+                pos = -1001
+            out.append(TopicPartition(tp.topic, tp.partition, pos))
+        return out
+
+    def seek(self, partition: TopicPartition) -> None:
+        self.positions[partition.name] = partition.offset
+        self._served.add(partition.name)
+        self._buffer = deque(
+            m for m in self._buffer if not (m._topic == partition.topic and m._partition == partition.partition)
+        )
+
+    def committed(self, partitions: list[TopicPartition], timeout: float | None = None) -> list[TopicPartition]:
+        if not self.group_id:
+            raise KafkaException(KafkaError("_INVALID_ARG", "committed() requires group.id"))
+        deadline = self._deadline(timeout, 10_000)
+        names = tuple(tp.name for tp in partitions)
+        got = self._fetch_committed(names, require_stable=self.isolation_level == READ_COMMITTED, deadline=deadline)
+        if got is None:
+            raise KafkaException(KafkaError("_TIMED_OUT", "committed() did not get stable offsets"))
+        offsets = [got.get(tp.name) for tp in partitions]
+        return [
+            TopicPartition(tp.topic, tp.partition, offset if offset is not None else -1001)
+            for tp, offset in zip(partitions, offsets)
+        ]
+
+    def commit(
+        self, message: Message | None = None, offsets: list[TopicPartition] | None = None, asynchronous: bool = True
+    ) -> list[TopicPartition] | None:
+        if not self.group_id:
+            raise KafkaException(KafkaError("_INVALID_ARG", "commit() requires group.id"))
+        if offsets is not None:
+            to_commit = {tp.name: tp.offset for tp in offsets}
+        elif message is not None:
+            to_commit = {f"{message._topic}-{message._partition}": message._offset + 1}
+        else:
+            current = self.position(self.assignment())
+            to_commit = {tp.name: tp.offset for tp in current if tp.offset >= 0}
+        if not to_commit:
+            raise KafkaException(KafkaError("_NO_OFFSET", "No offset to commit"))
+        c = self.cluster
+        box: dict[str, Any] = {}
+
+        def send(broker: int) -> None:
+            def handler(broker: int, reply: Reply) -> None:
+                c.handle_offset_commit(
+                    broker,
+                    self.group,
+                    self.generation if not self.manual else -1,
+                    self.member_id or "",
+                    to_commit,
+                    reply,
+                )
+
+            def on_response(error: str | None, result: dict[str, Any]) -> None:
+                box["error"] = error
+
+            self._rpc(
+                "OffsetCommit",
+                broker,
+                f"group coordinator(b{broker})",
+                f"group {self.group_id} {', '.join(f'{k}={v}' for k, v in sorted(to_commit.items()))}",
+                handler,
+                on_response,
+            )
+
+        self._find_coordinator(self.group, "group", send)
+        if asynchronous:
+            return None
+        self._wait(lambda: "error" in box, self._deadline(None, 10_000))
+        if "error" not in box:
+            raise KafkaException(KafkaError("_TIMED_OUT", "commit timed out"))
+        if box["error"] is not None:
+            raise KafkaException(KafkaError(box["error"]))
+        return [self._tp(k, v) for k, v in sorted(to_commit.items())]
+
+    def _start_auto_commit(self) -> None:
+        if not self.enable_auto_commit or not self.group_id or self._auto_commit_started:
+            return
+        self._auto_commit_started = True
+
+        def tick() -> None:
+            if not self.alive:
+                return
+            try:
+                if any(tp in self.positions for tp in self.assigned):
+                    self.commit(asynchronous=True)
+            except KafkaException:
+                pass
+            self.cluster.scheduler.after(
+                self.auto_commit_interval_ms, tick, category="timer", label=f"{self.name} auto commit"
+            )
+
+        self.cluster.scheduler.after(
+            self.auto_commit_interval_ms, tick, category="timer", label=f"{self.name} auto commit"
+        )
+
+    def consumer_group_metadata(self) -> GroupMetadata:
+        if not self.group_id:
+            raise KafkaException(KafkaError("_INVALID_ARG", "consumer_group_metadata() requires group.id"))
+        return GroupMetadata(self.group_id, self.generation, self.member_id or "")
+
+    def close(self) -> None:
+        if not self.alive:
+            return
+        if self.enable_auto_commit and self.group_id and self.positions:
+            try:
+                self.commit(asynchronous=False)
+            except KafkaException:
+                pass
+        if self.group_id and self.member_id:
+            self.cluster.handle_leave_group(self.group_id, self.member_id)
+        self.alive = False
+        self.state = CLOSED
+
+    def crash(self) -> None:
+        """The process dies: no LeaveGroup; the group notices when the session times out."""
+        if self.group_id and self.member_id:
+            self.cluster.member_crashed(self.group_id, self.member_id)
+        self.alive = False
+        self.state = CRASHED
+        self._buffer.clear()
