@@ -49,6 +49,8 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
 
+from playground.kafka.clusters import SETTINGS, kafka_settings
+
 log = logging.getLogger(__name__)
 
 PREFIX_RE = re.compile(r"^pg-[0-9a-f]{8}-$")  # what KafkaBackend makes: secrets.token_hex(4)
@@ -499,9 +501,6 @@ def sweep_at_startup(background: bool = True) -> threading.Thread | list[dict[st
     configured cluster (one per profile's Kafka version, clusters.SETTINGS). By default in a daemon thread, so
     start-up does not wait for the clusters (returns the thread); `background=False` sweeps now and returns the
     reports. None when no cluster is configured."""
-    from playground.kafka.backend import kafka_settings  # backend.py imports this module
-    from playground.kafka.clusters import SETTINGS
-
     targets: list[tuple[Any, ...]] = []
     for kafka in SETTINGS:
         s = kafka_settings(kafka)
