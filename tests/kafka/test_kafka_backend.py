@@ -497,9 +497,9 @@ def test_it_reports_the_transaction_start_on_the_sessions_clock():
     try:
         run(b, "T.init_transactions")
         assert b.view()["transactions"]["timed"]["txn_start_time_ms"] is None  # Empty: no transaction yet
-        before = b._now_ms()
+        before = b.events.now_ms()
         run(b, "T.begin_transaction", produce("T", "t-1"))
-        after = b._now_ms()
+        after = b.events.now_ms()
         time.sleep(0.3)  # so that "now" (what a clamped wrong value would be) is clearly later than `after`
         view = b.view()
         txn = view["transactions"]["timed"]
