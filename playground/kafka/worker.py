@@ -27,6 +27,8 @@ import time
 from collections import deque
 from typing import Any
 
+from playground.kafka import boot
+
 # ------------------------------------------------------------------------------------------- parent side
 
 SPAWN = multiprocessing.get_context("spawn")
@@ -38,31 +40,34 @@ class WorkerError(Exception):
 
 
 class ActorProcess:
-    """Parent-side handle of one worker process."""
+    """Parent-side handle of one worker process. It starts in the background (boot.py: a bounded number at a time,
+    waited for until ready); wait_ready() returns its first answer."""
 
-    def __init__(self, name: str, kind: str, config: dict[str, Any], *, start_timeout_s: float = 20.0) -> None:
+    def __init__(self, name: str, kind: str, config: dict[str, Any], *, start_timeout_s: float | None = None) -> None:
         self.name = name
         self.kind = kind
         self.config = dict(config)
         self._next_id = 0
-        self.conn, child = SPAWN.Pipe(duplex=True)
+        self.conn, self._child = SPAWN.Pipe(duplex=True)
         self.proc = SPAWN.Process(
-            target=worker_main, args=(child, kind, name, self.config), name=f"kafka-actor-{name}", daemon=True
+            target=worker_main, args=(self._child, kind, name, self.config), name=f"kafka-actor-{name}", daemon=True
         )
-        self.proc.start()
-        child.close()
-        self.start_timeout_s = start_timeout_s
-        self._ready: dict[str, Any] | None = None
+        self.start_timeout_s = start_timeout_s or boot.READY_TIMEOUT_S
+        self._boot = boot.Boot(name, self._start, self._first_answer, WorkerError)
 
-    # start is split in two so that several workers can boot (import confluent_kafka) in parallel
+    def _start(self) -> None:
+        self.proc.start()
+        self._child.close()
+
+    def _first_answer(self, cap_s: float) -> dict[str, Any]:
+        return self._recv(None, min(cap_s, self.start_timeout_s))
+
     def wait_ready(self) -> dict[str, Any]:
-        if self._ready is None:
-            self._ready = self._recv(None, self.start_timeout_s)
-        return self._ready
+        return self._boot.wait()
 
     @property
     def alive(self) -> bool:
-        return self.proc.is_alive()
+        return self._boot.started and self.proc.is_alive()
 
     @property
     def pid(self) -> int | None:
@@ -114,13 +119,17 @@ class ActorProcess:
             pass
 
     def join(self, timeout_s: float) -> None:
-        self.proc.join(max(0.0, timeout_s))
+        if self._boot.started:
+            self.proc.join(max(0.0, timeout_s))
 
     def kill(self) -> None:
         """A crash: SIGKILL, no goodbye. librdkafka's buffers die with the process."""
-        if self.proc.is_alive():
-            self.proc.kill()
-        self.proc.join(5)
+        if self._boot.cancel():
+            if self.proc.is_alive():
+                self.proc.kill()
+            self.proc.join(5)
+        else:
+            self._child.close()  # never started: its end of the pipe is still ours
         try:
             self.conn.close()
         except OSError:
@@ -128,7 +137,7 @@ class ActorProcess:
 
     def stop(self, timeout_s: float = 5.0) -> None:
         """Orderly end: ask the worker to close its client, then make sure the process is gone."""
-        if self.proc.is_alive():
+        if self.alive:
             try:
                 self.call("exit", timeout_s=timeout_s)
             except WorkerError:
