@@ -285,7 +285,7 @@ class ClusterInspector:
         starts = w.list_offsets(tps, EARLIEST, errors=errors)
         hws = w.list_offsets(tps, errors=errors)
         lsos = w.list_offsets(tps, committed=True, errors=errors)
-        producers = w.describe_producers([tp for tp in tps if tp not in errors]) if tps else {}
+        producers = w.describe_producers_of([tp for tp in tps if tp not in errors]) if tps else {}
         parts: dict[TP, logview.PartitionRead] = {}
         for tp in tps:
             if tp in errors or hws.get(tp) is None:

@@ -207,7 +207,7 @@ def observation(snap: dict[str, Any], actors: dict[str, Actor], names: SessionNa
     for txid, d in snap["transactions"].items():
         if d.get("state") is None:
             continue
-        transactions[txid] = {"state": d["state"], "producer_id": d["producer_id"], "epoch": d["epoch"]}
+        transactions[txid] = {"state": d["state"], "producer_id": d["producer_id"], "epoch": d["producer_epoch"]}
     return {
         "partitions": partitions,
         "consumers": consumers,
@@ -305,14 +305,14 @@ def transaction_views(snap: dict[str, Any], names: SessionNames, events: EventEm
         transactions[txid] = {
             "state": d["state"],
             "producer_id": d["producer_id"],
-            "epoch": d["epoch"],
+            "epoch": d["producer_epoch"],
             "partitions": sorted(
                 names.scenario_tp(t, p) for t, p in d.get("partitions", []) if t.startswith(names.prefix)
             ),
-            "timeout_ms": d.get("timeout_ms"),
+            "timeout_ms": d.get("transaction_timeout_ms"),
             "coordinator_partition": d.get("coordinator_partition"),
             "coordinator_broker": d.get("coordinator_broker"),
-            "txn_start_time_ms": events.session_ms(d.get("txn_start_time_ms")),
+            "txn_start_time_ms": events.session_ms(d.get("transaction_start_time_ms")),
             "pending_state": None,
         }
     return transactions
