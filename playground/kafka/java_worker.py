@@ -85,19 +85,72 @@ def jvm_opts(release: str) -> list[str]:
     return [*JVM_OPTS, *extra, "-Xlog:disable", "-Xlog:all=warning:stderr"]
 
 
+def _built_on_disk(release: str) -> bool:
+    d = build_dir() / release
+    stamp = d / "stamp"
+    return (
+        stamp.is_file()
+        and stamp.read_text().strip() == stamp_for(release)
+        and (d / "lib" / ".complete").is_file()
+        and (d / "worker.jar").is_file()
+    )
+
+
+_background: dict[str, threading.Thread] = {}
+_background_lock = threading.Lock()
+_failed: dict[str, str] = {}
+
+
+def build_in_background(releases: list[str] | None = None) -> None:
+    """Build the worker for these releases (default: every pinned one), each in a daemon thread, unless built or
+    being built: the server serves at once (the simulator needs no JVM), and a Java session waits for its release's
+    build only (`waiting`)."""
+    from playground.engine.spec import KAFKA_RELEASES
+
+    tools = bool(shutil.which("javac") and shutil.which("mvn"))
+    for release in releases or sorted(set(KAFKA_RELEASES.values())):
+        with _background_lock:
+            running = release in _background and _background[release].is_alive()
+            if running or release in _built or _built_on_disk(release):
+                continue
+            if not tools:
+                _failed[release] = "javac or mvn is missing"
+                continue
+
+            def build(release: str = release) -> None:
+                try:
+                    ensure_built(release)
+                except WorkerError as e:
+                    _failed[release] = str(e)
+
+            _failed.pop(release, None)
+            _background[release] = threading.Thread(target=build, name=f"java-worker-build-{release}", daemon=True)
+            _background[release].start()
+
+
+def waiting(release: str) -> str | None:
+    """None when the worker for kafka-clients `release` is built (a Java session can start now); else the sentence
+    a Java session's page shows while its build runs (started here if it is not yet), or why it cannot be built."""
+    if release in _built or _built_on_disk(release):
+        return None
+    if release not in _failed:
+        build_in_background([release])
+    if release in _failed:
+        return (
+            f"The Java client's worker for kafka-clients {release} cannot be built on this server: {_failed[release]}"
+        )
+    return (
+        f"The Java client's worker for kafka-clients {release} is being built on this server (once, about a "
+        "minute): the session starts when it is ready."
+    )
+
+
 def ensure_built(release: str) -> str:
     """The worker's class path for kafka-clients `release`, building it first when it is missing or stale."""
     with _build_lock:
         if release in _built:
             return _built[release]
-        d = build_dir() / release
-        stamp = d / "stamp"
-        if not (
-            stamp.is_file()
-            and stamp.read_text().strip() == stamp_for(release)
-            and (d / "lib" / ".complete").is_file()
-            and (d / "worker.jar").is_file()
-        ):
+        if not _built_on_disk(release):
             try:
                 proc = subprocess.run(
                     ["bash", str(BUILD_SH), release], cwd=ROOT, capture_output=True, text=True, timeout=BUILD_TIMEOUT_S
