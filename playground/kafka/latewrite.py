@@ -180,9 +180,13 @@ def apply_late_write(backend: Any, step: Any) -> str:
                 entries, _marks = obs.read_log(backend.prefix + name, p)
             except Exception as e:  # ObserverError
                 raise BackendError(f"{step.label}: {e}") from None
-            for e in entries:
-                if not e.control and e.value is not None and e.value.decode("utf-8", "replace") == str(args["of"]):
-                    found = (name, p, e)
+            for entry in entries:
+                if (
+                    not entry.control
+                    and entry.value is not None
+                    and entry.value.decode("utf-8", "replace") == str(args["of"])
+                ):
+                    found = (name, p, entry)
                     break
             if found:
                 break

@@ -427,6 +427,9 @@ def _delete_prefixes(
                 return p
         return None
 
+    def owner(name: str) -> str:  # a name listed because owner_of() found its prefix
+        return next(p for p in prefixes if name.startswith(p))
+
     conf = {
         "bootstrap.servers": bootstrap,
         **{
@@ -451,30 +454,30 @@ def _delete_prefixes(
         except Exception as e:
             futures = {}
             for t in topics:
-                out[owner_of(t)]["errors"].append(f"deleting {t}: {_kafka_msg(e)}")
+                out[owner(t)]["errors"].append(f"deleting {t}: {_kafka_msg(e)}")
         for t, fut in futures.items():
             try:
                 fut.result(timeout=left() + 1)
-                out[owner_of(t)]["topics"].append(t)
+                out[owner(t)]["topics"].append(t)
             except Exception as e:
                 if _error_code(e) == KafkaError.UNKNOWN_TOPIC_OR_PART:
                     continue  # deleted meanwhile (by whom does not matter)
-                out[owner_of(t)]["errors"].append(f"deleting topic {t}: {_kafka_msg(e)}")
+                out[owner(t)]["errors"].append(f"deleting topic {t}: {_kafka_msg(e)}")
     if groups:
         try:
             futures = admin.delete_consumer_groups(groups, request_timeout=left())
         except Exception as e:
             futures = {}
             for g in groups:
-                out[owner_of(g)]["errors"].append(f"deleting group {g}: {_kafka_msg(e)}")
+                out[owner(g)]["errors"].append(f"deleting group {g}: {_kafka_msg(e)}")
         for g, fut in futures.items():
             try:
                 fut.result(timeout=left() + 1)
-                out[owner_of(g)]["groups"].append(g)
+                out[owner(g)]["groups"].append(g)
             except Exception as e:
                 if _error_code(e) == KafkaError.GROUP_ID_NOT_FOUND:
                     continue
-                out[owner_of(g)]["errors"].append(f"deleting group {g}: {_kafka_msg(e)}")
+                out[owner(g)]["errors"].append(f"deleting group {g}: {_kafka_msg(e)}")
     return out
 
 

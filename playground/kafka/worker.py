@@ -18,6 +18,7 @@ into RPC request/response lines and transaction state changes): the client-obser
 
 from __future__ import annotations
 
+import builtins
 import logging
 import multiprocessing
 import os
@@ -597,7 +598,7 @@ class _ConsumerActor:
                         "value": _text(m.value()),
                     }
                 )
-                self.pos[key] = max_(self.pos.get(key, 0), m.offset() + 1)
+                self.pos[key] = builtins.max(self.pos.get(key, 0), m.offset() + 1)  # `max` is a parameter here
         self._sync_positions()
         return {
             "outcome": "ok",
@@ -658,7 +659,7 @@ class _ConsumerActor:
 COORDINATOR_MOVING = ("NOT_COORDINATOR", "COORDINATOR_LOAD_IN_PROGRESS", "COORDINATOR_NOT_AVAILABLE")
 
 
-def max_(a: int, b: int) -> int:
+def max_(a: float, b: float) -> float:
     return a if a >= b else b
 
 
