@@ -10,6 +10,7 @@ import struct
 import pytest
 
 from playground.kafka.observation import log_fates
+from playground.kafka.rdkafka_log import LogCollector, camel_to_state
 from playground.kafka.wire import (
     BrokerError,
     decode_batches,
@@ -26,7 +27,6 @@ from playground.kafka.wire import (
     list_transactions_request,
     transaction_state_partition,
 )
-from playground.kafka.worker import _LogCollector, camel_to_state
 
 # Fetch response records of one partition: a committed transaction (k1=v1, v2), its COMMIT marker, an aborted
 # record (gone) and its ABORT marker; producer id 1002, epoch 0, one broker, compression none.
@@ -230,7 +230,7 @@ def test_describe_transactions_answers_are_parsed_once_for_the_backend_and_the_i
 
 
 def test_librdkafka_log_lines_become_timeline_items():
-    c = _LogCollector(
+    c = LogCollector(
         {
             "Producer attempted an operation with an old epoch": "INVALID_PRODUCER_EPOCH",
             "Producer attempted to update a transaction while another concurrent operation on the same transaction was ongoing": "CONCURRENT_TRANSACTIONS",
