@@ -81,6 +81,17 @@ def broker_label(raw: str) -> str:
     return f"b{nid}" if nid.isdigit() else raw
 
 
+def partition_for(actor: Actor, partitions: int, key: str | None) -> int | None:
+    """No partition given: a keyed record goes where the client's default partitioner puts it (librdkafka:
+    consistent_random, CRC32 of the key; kafka-clients: murmur2 of the key), so None is passed on; a keyless one
+    round robin over the producer's sends, as the scenario format says (librdkafka itself would pick at random)."""
+    if key is not None:
+        return None
+    i = actor.rr.get("*", 0)
+    actor.rr["*"] = i + 1
+    return i % partitions
+
+
 def spawn(actor: Actor, profile: Profile) -> None:
     """Start the actor's worker process; `finish_start` waits until it is ready (several boot in parallel)."""
     try:

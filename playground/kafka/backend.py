@@ -280,16 +280,6 @@ class KafkaBackend(Backend):
         self.observer.wait_broker(broker, up=action == "start", timeout_s=brokers.BROKER_SETTLE_TIMEOUT_S)
         return OK
 
-    def _partition_for(self, actor: Actor, topic: str, key: str | None) -> int | None:
-        """No partition given: a keyed record goes where the client's default partitioner puts it (librdkafka:
-        consistent_random, CRC32 of the key; kafka-clients: murmur2 of the key), so None is passed on; a keyless one
-        round robin over the producer's sends, as the scenario format says (librdkafka itself would pick at random)."""
-        if key is not None:
-            return None
-        i = actor.rr.get("*", 0)
-        actor.rr["*"] = i + 1
-        return i % self.topics[topic].partitions
-
     def _actor_step(self, actor: Actor, step: Step) -> str:
         action = step.action
         name = actor.spec.name
@@ -364,7 +354,7 @@ class KafkaBackend(Backend):
             key = args.get("key")
             part = args.get("partition")
             if part is None:
-                part = self._partition_for(actor, topic, key)
+                part = act.partition_for(actor, self.topics[topic].partitions, key)
             res = self._call(actor, "produce", topic=real, partition=part, key=key, value=args.get("value"), wait=wait)
             if res.get("delivery"):
                 self._delivery_event(actor, res["delivery"])
@@ -565,7 +555,9 @@ class KafkaBackend(Backend):
             deadline = time.monotonic() + 6.0
             for p in procs:
                 p.join(max(0.0, deadline - time.monotonic()))
-                p.kill()
+            for a in self.actors.values():  # every one, a worker still waiting to start included (boot.py)
+                if a.proc is not None:
+                    a.proc.kill()
             # a session that stopped brokers of a shared cluster starts them again
             for broker in sorted(self.stopped_brokers):
                 try:
