@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import struct
 
+import cramjam
 import pytest
 
 from playground.kafka.observation import log_fates
@@ -276,3 +277,38 @@ def test_librdkafka_log_lines_become_timeline_items():
     assert (items[3]["from"], items[3]["to"]) == ("WAIT_PID", "READY_NOT_ACKED")
     assert c.txn_state == "READY_NOT_ACKED" and c.pid_epochs == [(2001, 2)]
     assert camel_to_state("InTransaction") == "IN_TRANSACTION" and camel_to_state("AbortableError") == "ABORTABLE_ERROR"
+
+
+def _compressed(batch: bytes, codec: int, compress) -> bytes:
+    """The same batch with its records compressed as DefaultRecordBatch does: attributes' codec bits, the records
+    after the 61-byte header compressed, the length field adjusted (the CRC is not checked by the reader)."""
+    head, records = bytearray(batch[:61]), batch[61:]
+    body = compress(records)
+    head[21:23] = struct.pack(">h", struct.unpack(">h", bytes(head[21:23]))[0] | codec)
+    head[8:12] = struct.pack(">i", 61 - 12 + len(body))
+    return bytes(head) + body
+
+
+def _xerial(data: bytes) -> bytes:
+    """Snappy as Kafka's Java client frames it: a 16-byte header, then length-prefixed raw snappy blocks."""
+    block = bytes(cramjam.snappy.compress_raw(data))
+    return b"\x82SNAPPY\x00" + struct.pack(">ii", 1, 1) + struct.pack(">i", len(block)) + block
+
+
+@pytest.mark.parametrize(
+    "codec, compress",
+    [
+        (1, lambda d: bytes(cramjam.gzip.compress(d))),
+        (2, lambda d: bytes(cramjam.snappy.compress_raw(d))),  # librdkafka's raw snappy
+        (2, _xerial),  # the Java client's framing
+        (3, lambda d: bytes(cramjam.lz4.compress(d))),
+        (4, lambda d: bytes(cramjam.zstd.compress(d))),
+    ],
+)
+def test_compressed_batches_decode_as_the_uncompressed_ones(codec, compress):
+    first_batch = RECORDS[: 12 + struct.unpack(">i", RECORDS[8:12])[0]]  # k1=v1, v2 of producer 1002
+    plain = decode_batches(first_batch)
+    got = decode_batches(_compressed(first_batch, codec, compress) + RECORDS[len(first_batch) :])
+    assert [e.to_dict() for e in got[:2]] == [e.to_dict() for e in plain]
+    assert [e.timestamp_ms for e in got[:2]] == [e.timestamp_ms for e in plain]
+    assert [e.offset for e in got] == [0, 1, 2, 3, 4]
