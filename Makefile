@@ -28,19 +28,18 @@ $(VENV)/.test-installed: pyproject.toml requirements.lock | $(VENV)/bin/python
 venv: $(VENV)/.run-installed
 venv-test: $(VENV)/.test-installed
 
-## Serve the dashboard on the embedded simulator: in-memory channel layer, SQLite.
+## Serve the dashboard on the embedded simulator: in-memory channel layer, SQLite. It serves at once: the Java client's
+## worker (for Java sessions on a real cluster) is built by the server in the background (playground/asgi.py).
 ## `make run HOST=0.0.0.0` serves a room: production mode, and "Join at http://<this machine>:8000/w/".
 ifeq ($(PRODUCTION),)
 run: venv
 	$(PY) manage.py migrate --noinput
-	$(PY) -m playground.kafka.java_worker build --if-possible
 	@echo "Kafka Transaction Playground: http://$(HOST):$(PORT)/"
 	$(VENV)/bin/daphne -b $(HOST) -p $(PORT) playground.asgi:application
 else
 run: export PLAYGROUND_MODE := production
 run: venv
 	$(PY) manage.py migrate --noinput
-	$(PY) -m playground.kafka.java_worker build --if-possible
 	$(PY) manage.py collectstatic --noinput -v 0
 	$(PY) -m playground.deploy serve --host $(HOST) --port $(PORT)
 endif

@@ -19,9 +19,11 @@ from playground.routing import websocket_urlpatterns  # noqa: E402
 if settings.KAFKA_BOOTSTRAP_SERVERS or settings.KAFKA4_BOOTSTRAP_SERVERS:
     # Topics a killed server process left on the cluster: deleted once its owner is known dead (never a live
     # process's); in a thread, so that the server does not wait for the cluster to start.
+    from playground.kafka.java_worker import build_in_background
     from playground.kafka.owners import sweep_at_startup
 
     sweep_at_startup()
+    build_in_background()  # the Java client's worker, for Java sessions: the server does not wait for it
 
 # Static files: in production mode WhiteNoise serves them from collectstatic's output (a middleware, see settings.py);
 # otherwise Django's handler serves them straight from static/, so that `daphne` alone serves the whole dashboard.

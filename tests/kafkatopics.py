@@ -5,9 +5,8 @@ from __future__ import annotations
 import time
 
 from confluent_kafka.admin import AdminClient, NewTopic
-from kafka.protocol.metadata import MetadataRequest_v5
 
-from playground.kafka.wire import WireClient
+from playground.kafka.wire import WireClient, metadata_request
 
 LISTED_S = 20.0  # a new topic reaches every broker's metadata soon, not at once
 
@@ -20,8 +19,8 @@ def listed_everywhere(bootstrap: str, names: set[str], timeout_s: float = LISTED
         deadline = time.monotonic() + timeout_s
         for node in sorted(wire.metadata([]).brokers):
             while True:
-                resp = wire.send_to(node, MetadataRequest_v5(topics=None, allow_auto_topic_creation=False))
-                if names <= {t[1] for t in resp.topics}:
+                resp = wire.send_to(node, metadata_request(None))
+                if names <= {str(t.name) for t in resp.topics}:
                     break
                 assert time.monotonic() < deadline, f"broker {node} does not list {sorted(names)} after {timeout_s} s"
                 time.sleep(0.2)

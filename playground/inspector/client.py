@@ -20,21 +20,25 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 
-from kafka.protocol.api import Request
-from kafka.protocol.list_offsets import ListOffsetsRequest_v2
+from kio.schema.list_offsets.v2.request import ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic
+from kio.schema.types import BrokerId, TopicName
+from kio.static.primitive import i8, i32, i64
 
 from playground.kafka.wire import (
     ERROR_NAMES,
     RETRIABLE,
     BrokerError,
-    DescribeProducersRequest_v0,
-    DescribeTransactionsRequest_v0,
-    ListTransactionsRequest_v0,
     LogEntry,
     WireClient,
     WireError,
     decode_batches,
+    describe_producers_request,
+    describe_transaction_state,
+    describe_transactions_request,
     error_name,
+    list_transactions_request,
+    listed_transactions,
+    producer_state,
     transaction_state_partition,
 )
 
@@ -61,21 +65,20 @@ class ReadOnlyWire(WireClient):
         self.sent: dict[str, int] = defaultdict(int)  # requests by API name: what the inspector cost the cluster
 
     @staticmethod
-    def _check(req: Request) -> None:
-        name = READ_ONLY_APIS.get(req.API_KEY)
+    def _check(req: Any) -> str:
+        name = READ_ONLY_APIS.get(int(req.__api_key__))
         if name is None:
             from playground.inspector.config import RefusedError
 
-            raise RefusedError(f"the inspector never sends {type(req).__name__} (API key {req.API_KEY}): read-only")
+            raise RefusedError(f"the inspector never sends {type(req).__name__} (API key {req.__api_key__}): read-only")
+        return name
 
-    def _send_any(self, req: Request) -> Any:
-        self._check(req)
-        self.sent[READ_ONLY_APIS[req.API_KEY]] += 1
+    def _send_any(self, req: Any) -> Any:
+        self.sent[self._check(req)] += 1
         return super()._send_any(req)
 
-    def send_to(self, node_id: int, req: Request, timeout_s: float | None = None) -> Any:
-        self._check(req)
-        self.sent[READ_ONLY_APIS[req.API_KEY]] += 1
+    def send_to(self, node_id: int, req: Any, timeout_s: float | None = None) -> Any:
+        self.sent[self._check(req)] += 1
         return super().send_to(node_id, req, timeout_s)
 
     def find_coordinator(self, key: str, key_type: int) -> int:
@@ -153,14 +156,24 @@ class ReadOnlyWire(WireClient):
                 by_topic: dict[str, list[int]] = defaultdict(list)
                 for t, p in group:
                     by_topic[t].append(p)
-                req = ListOffsetsRequest_v2(
-                    replica_id=-1,
-                    isolation_level=1 if committed else 0,
-                    topics=[(t, [(p, timestamp) for p in ps]) for t, ps in by_topic.items()],
+                req = ListOffsetsRequest(
+                    replica_id=BrokerId(-1),
+                    isolation_level=i8(1 if committed else 0),
+                    topics=tuple(
+                        ListOffsetsTopic(
+                            name=TopicName(t),
+                            partitions=tuple(
+                                ListOffsetsPartition(partition_index=i32(p), timestamp=i64(timestamp)) for p in ps
+                            ),
+                        )
+                        for t, ps in by_topic.items()
+                    ),
                 )
                 resp = self.send_to(leader, req)
-                for t, parts in resp.topics:
-                    for p, err, _ts, offset in parts:
+                for topic in resp.topics:
+                    t = str(topic.name)
+                    for part in topic.partitions:
+                        p, err, offset = int(part.partition_index), int(part.error_code), int(part.offset)
                         if err in RETRIABLE and attempt < 2:
                             continue
                         if err and errors is None:
@@ -211,7 +224,7 @@ class ReadOnlyWire(WireClient):
 
     # ----------------------------------------------------------------------------------------- KIP-664
 
-    def describe_producers(self, tps: Iterable[TP]) -> dict[TP, list[dict[str, Any]] | str]:
+    def describe_producers_of(self, tps: Iterable[TP]) -> dict[TP, list[dict[str, Any]] | str]:
         """DescribeProducers, one request per leader. Per partition: its active producers, or an error name."""
         out: dict[TP, list[dict[str, Any]] | str] = {}
         errors: dict[TP, str] = {}
@@ -221,25 +234,15 @@ class ReadOnlyWire(WireClient):
             by_topic: dict[str, list[int]] = defaultdict(list)
             for t, p in group:
                 by_topic[t].append(p)
-            resp = self.send_to(
-                leader, DescribeProducersRequest_v0(topics=[(t, ps, {}) for t, ps in by_topic.items()], tags={})
-            )
-            for name, parts, _t in resp.topics:
-                for pidx, err, msg, producers, _t2 in parts:
+            resp = self.send_to(leader, describe_producers_request(dict(by_topic)))
+            for topic in resp.topics:
+                for part in topic.partitions:
+                    tp = (str(topic.name), int(part.partition_index))
+                    err, msg = int(part.error_code), part.error_message
                     if err:
-                        out[(name, pidx)] = f"{error_name(err)}{': ' + msg if msg else ''}"
+                        out[tp] = f"{error_name(err)}{': ' + msg if msg else ''}"
                         continue
-                    out[(name, pidx)] = [
-                        {
-                            "producer_id": pid,
-                            "producer_epoch": epoch,
-                            "last_sequence": last_seq,
-                            "last_timestamp": last_ts,
-                            "coordinator_epoch": coord_epoch,
-                            "current_txn_start_offset": start if start >= 0 else None,
-                        }
-                        for pid, epoch, last_seq, last_ts, coord_epoch, start, _t3 in producers
-                    ]
+                    out[tp] = [producer_state(p) for p in part.active_producers]
         return out
 
     def coordinator_of(self, txid: str, n_partitions: int) -> tuple[int, int]:
@@ -253,31 +256,21 @@ class ReadOnlyWire(WireClient):
         for attempt in range(5):
             part, coord = self.coordinator_of(txid, n_partitions)
             try:
-                resp = self.send_to(coord, DescribeTransactionsRequest_v0(transactional_ids=[txid], tags={}))
+                resp = self.send_to(coord, describe_transactions_request([txid]))
             except WireError as e:
                 last = e
                 self.metadata([TXN_TOPIC])
                 continue
-            (err, _tid, state, timeout_ms, start_ms, pid, epoch, topics, _t) = resp.transaction_states[0]
-            if err == 105:  # TRANSACTIONAL_ID_NOT_FOUND
-                return {"state": None, "coordinator_broker": coord, "coordinator_partition": part}
-            if err in RETRIABLE:
-                last = BrokerError(err, f"DescribeTransactions {txid}")
+            try:
+                described = describe_transaction_state(resp.transaction_states[0], coord)
+            except BrokerError as e:
+                if not e.retriable:
+                    raise
+                last = e
                 self.metadata([TXN_TOPIC])  # the coordinator moved: NOT_COORDINATOR / loading
                 time.sleep(0.1 * (attempt + 1))
                 continue
-            if err:
-                raise BrokerError(err, f"DescribeTransactions {txid}")
-            return {
-                "state": state,
-                "producer_id": pid,
-                "producer_epoch": epoch,
-                "transaction_timeout_ms": timeout_ms,
-                "transaction_start_time_ms": start_ms if start_ms >= 0 else None,
-                "partitions": sorted((t, p) for t, ps, _tg in topics for p in ps),
-                "coordinator_broker": coord,
-                "coordinator_partition": part,
-            }
+            return {**described, "coordinator_partition": part}
         raise last or WireError(f"DescribeTransactions {txid}: no answer")
 
     def list_transactions(
@@ -286,11 +279,7 @@ class ReadOnlyWire(WireClient):
         """ListTransactions on every broker (each lists the ids it coordinates), with the request's own filters."""
         meta = self.metadata([])
         out = []
-        req = ListTransactionsRequest_v0(state_filters=list(states), producer_id_filters=list(producer_ids), tags={})
+        req = list_transactions_request(states, producer_ids)
         for nid in sorted(meta.brokers):
-            resp = self.send_to(nid, req)
-            if resp.error_code:
-                raise BrokerError(resp.error_code, f"ListTransactions on broker {nid}")
-            for tid, pid, state, _t in resp.transaction_states:
-                out.append({"transactional_id": tid, "producer_id": pid, "state": state, "coordinator_broker": nid})
+            out.extend(listed_transactions(self.send_to(nid, req), nid))
         return out

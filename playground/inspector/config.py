@@ -1,7 +1,7 @@
 """The inspector's settings, its allow-lists and how it shows keys and values.
 
 Everything is read from Django settings with `getattr(settings, NAME, default)`; the cluster itself comes from the
-same KAFKA_BOOTSTRAP_SERVERS / KAFKA_CLIENT_* settings as the real-cluster backend (playground/kafka/backend.py,
+same KAFKA_BOOTSTRAP_SERVERS / KAFKA_CLIENT_* settings as the real-cluster backend (playground/kafka/clusters.py,
 `kafka_settings`). Nothing a user types becomes a network address: a form or a command line names topics and
 transactional ids, and those are checked against INSPECTOR_TOPICS / INSPECTOR_TRANSACTIONAL_IDS (fnmatch patterns).
 
@@ -17,7 +17,7 @@ import hashlib
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
-from playground.kafka.backend import kafka_settings
+from playground.kafka.clusters import kafka_settings
 
 
 class InspectorError(Exception):

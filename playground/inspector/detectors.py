@@ -137,13 +137,13 @@ def shared_id_findings(
             prev = init.get("previous")
             if not prev or prev.get("producer_epoch") is None:
                 continue
-            fence = init.get("fence")
+            fence: dict[str, Any] = init.get("fence") or {}
             pid, old_epoch = prev["producer_id"], prev["producer_epoch"]
             data_last, data_offsets = _epoch_activity(parts, pid, old_epoch)
             acts = [t for t in (prev.get("last_activity_ms"), data_last) if t is not None]
             last_activity = max(acts) if acts else None
-            fenced_open = bool(fence and fence["event"] == "fenced_by_init")
-            if fence and fence["event"] == "timed_out":
+            fenced_open = fence.get("event") == "fenced_by_init"
+            if fence.get("event") == "timed_out":
                 continue  # the coordinator aborted it on timeout; the re-init came after (the same instance, late)
             if not fence and prev.get("last_event") == "abort_requested":
                 continue  # KIP-360: an instance bumps its own epoch with InitProducerId right after its abort
@@ -217,7 +217,7 @@ def frequent_reinit_findings(inits_by_id: dict[str, list[dict[str, Any]]], max_p
     out = []
     for txid, inits in sorted(inits_by_id.items()):
         times = sorted(i["time_ms"] for i in inits if i.get("time_ms") is not None)
-        best, best_at, j = 0, None, 0
+        best, best_at, j = 0, (0, 0), 0
         for k, t in enumerate(times):  # the most inits within any hour
             while t - times[j] > HOUR_MS:
                 j += 1

@@ -108,7 +108,7 @@ def find_hanging(
 ) -> list[dict[str, Any]]:
     """The whole search on `tps` (already allowed). `producers`: DescribeProducers answers already at hand."""
     if producers is None:
-        producers = client.describe_producers(tps)
+        producers = client.describe_producers_of(tps)
     cands = candidates({tp: producers[tp] for tp in tps if tp in producers}, now_ms, max_timeout_ms)
     if not cands:
         return []

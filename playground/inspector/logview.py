@@ -128,25 +128,27 @@ def transactions(
                     spans.append(span)
                     del current[pid]
         if e.control:
-            span = current.pop(e.producer_id, None)
-            if span is None:
+            ended = current.pop(e.producer_id, None)
+            if ended is None:
                 # a marker of a transaction whose data lies before the window (or in a gap)
                 bound = last_marker.get(e.producer_id, win_starts[w_index] - 1) + 1
-                span = Span(e.producer_id, [], None, max(bound, win_starts[w_index]), [])
-            span.outcome = e.control
-            span.marker_offset = e.offset
-            span.marker_epoch = e.epoch
-            span.coordinator_epoch = e.coordinator_epoch
-            span.marker_timestamp_ms = e.timestamp_ms
-            spans.append(span)
+                ended = Span(e.producer_id, [], None, max(bound, win_starts[w_index]), [])
+            ended.outcome = e.control
+            ended.marker_offset = e.offset
+            ended.marker_epoch = e.epoch
+            ended.coordinator_epoch = e.coordinator_epoch
+            ended.marker_timestamp_ms = e.timestamp_ms
+            spans.append(ended)
             last_marker[e.producer_id] = e.offset
             continue
         if not e.transactional:
             continue
-        span = current.get(e.producer_id)
-        if span is None:
+        found = current.get(e.producer_id)
+        if found is None:
             span = Span(e.producer_id, [], e.offset, e.offset, [], first_timestamp_ms=e.timestamp_ms)
             current[e.producer_id] = span
+        else:
+            span = found
         if e.epoch not in span.epochs:
             span.epochs.append(e.epoch)
         span.data_offsets.append(e.offset)

@@ -285,7 +285,7 @@ class ClusterInspector:
         starts = w.list_offsets(tps, EARLIEST, errors=errors)
         hws = w.list_offsets(tps, errors=errors)
         lsos = w.list_offsets(tps, committed=True, errors=errors)
-        producers = w.describe_producers([tp for tp in tps if tp not in errors]) if tps else {}
+        producers = w.describe_producers_of([tp for tp in tps if tp not in errors]) if tps else {}
         parts: dict[TP, logview.PartitionRead] = {}
         for tp in tps:
             if tp in errors or hws.get(tp) is None:
@@ -293,7 +293,10 @@ class ClusterInspector:
                     tp[0], tp[1], None, 0, 0, 0, [], [], [], None, errors.get(tp, "no offsets")
                 )
                 continue
-            hw, lso = hws[tp], lsos.get(tp) if lsos.get(tp) is not None else hws[tp]
+            hw = hws[tp]
+            assert hw is not None  # checked above
+            stable = lsos.get(tp)
+            lso = stable if stable is not None else hw
             log_start = starts.get(tp) or 0
             windows = logview.plan_windows(
                 log_start,

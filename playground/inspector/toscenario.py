@@ -213,6 +213,7 @@ class _Builder:
             if marker is None and end not in ("open", "unknown"):
                 end, cause = "unknown", None
             if end in ("COMMIT", "ABORT"):
+                assert marker is not None  # a marker-less span ended "unknown" above
                 own.append((inst, end, marker, records))
                 continue
             key = (
@@ -227,17 +228,17 @@ class _Builder:
         own.sort(key=lambda x: (x[2].ts, x[2].tp))
         current: dict[int, Unit] = {}
         for inst, end, marker, records in own:
-            u = current.get(id(inst))
+            last = current.get(id(inst))
             if (
-                u is None
-                or u.end != end
-                or marker.ts - u.markers[0].ts > MARKER_GROUP_MS
-                or marker.tp in {m.tp for m in u.markers}
+                last is None
+                or last.end != end
+                or marker.ts - last.markers[0].ts > MARKER_GROUP_MS
+                or marker.tp in {m.tp for m in last.markers}
             ):
-                u = current[id(inst)] = Unit(inst, end=end)
-                inst.units.append(u)
-            u.records += records
-            u.markers.append(marker)
+                last = current[id(inst)] = Unit(inst, end=end)
+                inst.units.append(last)
+            last.records += records
+            last.markers.append(marker)
         for inst in self.inst.values():
             for u in inst.units:
                 u.records.sort(key=lambda e: (e.ts, e.tp, e.offset))
@@ -374,9 +375,9 @@ def _steps(insts: list[Instance], plain: list[Entry], b: _Builder) -> list[Node]
         by_txid.setdefault(inst.txid or inst.pid, []).append(inst)
     for group in by_txid.values():
         group.sort(key=lambda i: (i.init_ts or 0, i.pid, i.epoch))
-        for a, b in itertools.pairwise(group):
-            last = [n for n in nodes if n.actor is a][-1]
-            edges.append((last, init_of[id(b)]))
+        for earlier, later in itertools.pairwise(group):
+            last = [n for n in nodes if n.actor is earlier][-1]
+            edges.append((last, init_of[id(later)]))
     for name in ("plain", "idem"):
         mine = [produce(name, e) for e in plain if (e.pid < 0) == (name == "plain")]
         edges += list(itertools.pairwise(mine))

@@ -46,7 +46,10 @@ class TxnStateLog:
         self.records_read = 0
 
     def reset(self) -> None:
-        self.__init__()
+        self.next_offset.clear()
+        self.read_from.clear()
+        self.records.clear()
+        self.records_read = 0
 
     def poll(
         self,
@@ -115,7 +118,7 @@ def annotate(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The records of one id with what each one means (`event`), in offset order."""
     out = []
     prev: dict[str, Any] | None = None
-    client_epoch: tuple[int, int] | None = None  # (producer id, epoch) of the last client-driven record
+    client_epoch: tuple[Any, Any] | None = None  # (producer id, epoch) of the last client-driven record
     for r in sorted(records, key=lambda r: r["offset"]):
         r = dict(r)
         state, key = r.get("state"), (r.get("producer_id"), r.get("epoch"))
@@ -141,7 +144,9 @@ def annotate(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
             tv2 = (r.get("client_transaction_version") or 0) >= 2
             if not tv2 and client_epoch is not None and key[0] == client_epoch[0] and key[1] > client_epoch[1]:
                 start, timeout = r.get("txn_start_time_ms"), r.get("timeout_ms")
-                timed_out = start is not None and timeout is not None and r.get("last_update_ms", 0) >= start + timeout
+                timed_out = (
+                    start is not None and timeout is not None and (r.get("last_update_ms") or 0) >= start + timeout
+                )
                 event = "timed_out" if timed_out else "fenced_by_init"
             else:
                 event = "abort_requested"

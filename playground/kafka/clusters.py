@@ -1,7 +1,8 @@
 """Which real cluster a profile's sessions run on, and whether the cluster reached is that Kafka.
 
-A profile's Kafka version picks the server's settings: 3.9 sessions run on KAFKA_BOOTSTRAP_SERVERS (as before
-profiles existed), 4.x sessions on KAFKA4_BOOTSTRAP_SERVERS; each has its broker control beside it. An address is
+A profile's Kafka version picks the server's settings (`kafka_settings`): 3.9 sessions run on
+KAFKA_BOOTSTRAP_SERVERS (as before profiles existed), 4.x sessions on KAFKA4_BOOTSTRAP_SERVERS; each has its broker
+control beside it. An address is
 only ever read from the server's settings, never from a session's profile or any other user input.
 
 A broker does not say its release. What it does say, in ApiVersions, is the highest `metadata.version` its software
@@ -12,16 +13,20 @@ reported as the cluster has it, never assumed.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from playground.engine.spec import Profile
+from playground.engine.spec import DEFAULT_PROFILE, Profile
 
 # Settings by a profile's Kafka version: (bootstrap servers, broker control).
 SETTINGS = {
     "3.9": ("KAFKA_BOOTSTRAP_SERVERS", "KAFKA_BROKER_CONTROL"),
     "4": ("KAFKA4_BOOTSTRAP_SERVERS", "KAFKA4_BROKER_CONTROL"),
 }
+
+MAX_SLEEP_S = 120.0  # clock.advance sleeps for real; one step sleeps at most this (settings: KAFKA_MAX_SLEEP_S)
 
 # The first metadata.version level of each release line, from MetadataVersion.java (Kafka 4.4.0): IBP_3_9_IV0 is
 # 21, IBP_4_0_IV0 22, IBP_4_1_IV0 26, IBP_4_2_IV0 28, IBP_4_3_IV0 30, IBP_4_4_IV0 31 (4.4's last, IBP_4_4_IV2, is 33),
@@ -104,3 +109,50 @@ def check(wire: Any, profile: Profile, setting: str) -> ClusterVersion:
             f"transactions (kafka-features.sh upgrade --feature transaction.version=2)"
         )
     return found
+
+
+def kafka_settings(kafka: str = DEFAULT_PROFILE.kafka) -> dict[str, Any]:
+    """The cluster this server may talk to for sessions of Kafka version `kafka` (SETTINGS: 3.9 on
+    KAFKA_BOOTSTRAP_SERVERS, 4.x on KAFKA4_BOOTSTRAP_SERVERS, each with its broker control). Django settings decide
+    when they are configured (settings.py reads them and KAFKA_CLIENT_* from the environment); a setting they do not
+    define, and every setting outside Django (tools/bench), comes from the environment variable of the same name."""
+    bootstrap_setting, control_setting = SETTINGS[kafka]
+    conf: Any = None
+    try:
+        from django.conf import settings
+
+        if settings.configured:
+            conf = settings
+    except Exception:  # Django not installed/configured: the environment decides
+        conf = None
+
+    def get(name: str, default: Any) -> Any:
+        if conf is not None and hasattr(conf, name):
+            return getattr(conf, name)
+        return os.environ.get(name, default)
+
+    bootstrap = str(get(bootstrap_setting, "") or "")
+    client = get("KAFKA_CLIENT_CONFIG", None)
+    if not isinstance(client, dict):
+        client = {
+            k[len("KAFKA_CLIENT_") :].lower().replace("_", "."): v
+            for k, v in os.environ.items()
+            if k.startswith("KAFKA_CLIENT_") and k != "KAFKA_CLIENT_CONFIG"
+        }
+    client = dict(client)
+    for forbidden in ("bootstrap.servers", "metadata.broker.list", "debug", "logger"):
+        client.pop(forbidden, None)  # the cluster comes from KAFKA_BOOTSTRAP_SERVERS only
+    base_dir = (
+        Path(conf.BASE_DIR) if conf is not None and hasattr(conf, "BASE_DIR") else Path(__file__).resolve().parents[2]
+    )
+    # the registry of which process owns which prefixes (owners.py): KAFKA_OWNERS_DIR, else VAR_DIR/kafka-owners
+    var_dir = conf.VAR_DIR if conf is not None and hasattr(conf, "VAR_DIR") else os.environ.get("PLAYGROUND_VAR_DIR")
+    owners_dir = str(get("KAFKA_OWNERS_DIR", "") or "")
+    return {
+        "bootstrap": bootstrap.strip(),
+        "client": client,
+        "broker_control": str(get(control_setting, "") or "").strip(),
+        "base_dir": base_dir,
+        "max_sleep_s": float(get("KAFKA_MAX_SLEEP_S", MAX_SLEEP_S) or MAX_SLEEP_S),
+        "owners_dir": Path(owners_dir) if owners_dir else Path(var_dir or base_dir / "var") / "kafka-owners",
+    }

@@ -34,6 +34,7 @@ from collections import deque
 from pathlib import Path
 from typing import Any
 
+from playground.kafka import boot
 from playground.kafka.worker import MARGIN_S, WorkerError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -84,19 +85,72 @@ def jvm_opts(release: str) -> list[str]:
     return [*JVM_OPTS, *extra, "-Xlog:disable", "-Xlog:all=warning:stderr"]
 
 
+def _built_on_disk(release: str) -> bool:
+    d = build_dir() / release
+    stamp = d / "stamp"
+    return (
+        stamp.is_file()
+        and stamp.read_text().strip() == stamp_for(release)
+        and (d / "lib" / ".complete").is_file()
+        and (d / "worker.jar").is_file()
+    )
+
+
+_background: dict[str, threading.Thread] = {}
+_background_lock = threading.Lock()
+_failed: dict[str, str] = {}
+
+
+def build_in_background(releases: list[str] | None = None) -> None:
+    """Build the worker for these releases (default: every pinned one), each in a daemon thread, unless built or
+    being built: the server serves at once (the simulator needs no JVM), and a Java session waits for its release's
+    build only (`waiting`)."""
+    from playground.engine.spec import KAFKA_RELEASES
+
+    tools = bool(shutil.which("javac") and shutil.which("mvn"))
+    for release in releases or sorted(set(KAFKA_RELEASES.values())):
+        with _background_lock:
+            running = release in _background and _background[release].is_alive()
+            if running or release in _built or _built_on_disk(release):
+                continue
+            if not tools:
+                _failed[release] = "javac or mvn is missing"
+                continue
+
+            def build(release: str = release) -> None:
+                try:
+                    ensure_built(release)
+                except WorkerError as e:
+                    _failed[release] = str(e)
+
+            _failed.pop(release, None)
+            _background[release] = threading.Thread(target=build, name=f"java-worker-build-{release}", daemon=True)
+            _background[release].start()
+
+
+def waiting(release: str) -> str | None:
+    """None when the worker for kafka-clients `release` is built (a Java session can start now); else the sentence
+    a Java session's page shows while its build runs (started here if it is not yet), or why it cannot be built."""
+    if release in _built or _built_on_disk(release):
+        return None
+    if release not in _failed:
+        build_in_background([release])
+    if release in _failed:
+        return (
+            f"The Java client's worker for kafka-clients {release} cannot be built on this server: {_failed[release]}"
+        )
+    return (
+        f"The Java client's worker for kafka-clients {release} is being built on this server (once, about a "
+        "minute): the session starts when it is ready."
+    )
+
+
 def ensure_built(release: str) -> str:
     """The worker's class path for kafka-clients `release`, building it first when it is missing or stale."""
     with _build_lock:
         if release in _built:
             return _built[release]
-        d = build_dir() / release
-        stamp = d / "stamp"
-        if not (
-            stamp.is_file()
-            and stamp.read_text().strip() == stamp_for(release)
-            and (d / "lib" / ".complete").is_file()
-            and (d / "worker.jar").is_file()
-        ):
+        if not _built_on_disk(release):
             try:
                 proc = subprocess.run(
                     ["bash", str(BUILD_SH), release], cwd=ROOT, capture_output=True, text=True, timeout=BUILD_TIMEOUT_S
@@ -123,26 +177,31 @@ def java_binary() -> str:
 
 
 class JavaActorProcess:
-    """Parent-side handle of one Java worker process (the counterpart of worker.ActorProcess)."""
+    """Parent-side handle of one Java worker process (the counterpart of worker.ActorProcess). The JVM starts in the
+    background (boot.py: a bounded number at a time, waited for until ready); wait_ready() returns its first answer."""
 
     client = "java"
 
     def __init__(
-        self, name: str, kind: str, config: dict[str, Any], *, release: str, start_timeout_s: float = 40.0
+        self, name: str, kind: str, config: dict[str, Any], *, release: str, start_timeout_s: float | None = None
     ) -> None:
         self.name = name
         self.kind = kind
         self.config = dict(config)
         self.release = release
         self._next_id = 0
-        self.start_timeout_s = start_timeout_s
-        self._ready: dict[str, Any] | None = None
+        self.start_timeout_s = start_timeout_s or boot.READY_TIMEOUT_S
         self._answers: queue.Queue[dict[str, Any] | None] = queue.Queue()
         self._stderr: deque[str] = deque(maxlen=40)
         self._send_lock = threading.Lock()
-        cp = ensure_built(release)
+        self._cp = ensure_built(release)
+        self._java = java_binary()
+        self.proc: subprocess.Popen[bytes] | None = None
+        self._boot = boot.Boot(name, self._start, self._first_answer, WorkerError)
+
+    def _start(self) -> None:
         self.proc = subprocess.Popen(
-            [java_binary(), *jvm_opts(release), "-cp", cp, "Worker"],
+            [self._java, *jvm_opts(self.release), "-cp", self._cp, "Worker"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -150,14 +209,17 @@ class JavaActorProcess:
             # own session and process group: signals aimed at the server's group do not reach the JVM
             start_new_session=True,
         )
-        threading.Thread(target=self._read_stdout, name=f"java-actor-{name}-out", daemon=True).start()
-        threading.Thread(target=self._read_stderr, name=f"java-actor-{name}-err", daemon=True).start()
-        self._write({"kind": kind, "name": name, "config": self.config})
+        threading.Thread(target=self._read_stdout, name=f"java-actor-{self.name}-out", daemon=True).start()
+        threading.Thread(target=self._read_stderr, name=f"java-actor-{self.name}-err", daemon=True).start()
+        self._write({"kind": self.kind, "name": self.name, "config": self.config})
+
+    def _first_answer(self, cap_s: float) -> dict[str, Any]:
+        return self._recv(None, min(cap_s, self.start_timeout_s))
 
     # ---------------------------------------------------------------------------------------------- pipes
 
     def _read_stdout(self) -> None:
-        assert self.proc.stdout is not None
+        assert self.proc is not None and self.proc.stdout is not None
         try:
             for raw in self.proc.stdout:
                 try:
@@ -169,7 +231,7 @@ class JavaActorProcess:
         self._answers.put(None)  # end of stream: the process is gone
 
     def _read_stderr(self) -> None:
-        assert self.proc.stderr is not None
+        assert self.proc is not None and self.proc.stderr is not None
         try:
             for raw in self.proc.stderr:
                 self._stderr.append(raw.decode("utf-8", "replace").rstrip()[:500])
@@ -180,7 +242,8 @@ class JavaActorProcess:
         data = (json.dumps(msg, separators=(",", ":")) + "\n").encode("utf-8")
         with self._send_lock:
             try:
-                assert self.proc.stdin is not None
+                if self.proc is None or self.proc.stdin is None:
+                    raise ValueError("not started")
                 self.proc.stdin.write(data)
                 self.proc.stdin.flush()
             except (OSError, ValueError) as e:
@@ -192,17 +255,15 @@ class JavaActorProcess:
     # ---------------------------------------------------------------------------------------------- calls
 
     def wait_ready(self) -> dict[str, Any]:
-        if self._ready is None:
-            self._ready = self._recv(None, self.start_timeout_s)
-        return self._ready
+        return self._boot.wait()
 
     @property
     def alive(self) -> bool:
-        return self.proc.poll() is None
+        return self.proc is not None and self.proc.poll() is None
 
     @property
     def pid(self) -> int | None:
-        return self.proc.pid
+        return self.proc.pid if self.proc is not None else None
 
     def call(self, op: str, timeout_s: float = 15.0, **args: Any) -> dict[str, Any]:
         """Run one operation in the worker. `timeout_s` is the operation's own budget; the parent waits that plus a
@@ -226,10 +287,13 @@ class JavaActorProcess:
                 continue
             if msg is None:
                 self._answers.put(None)  # every later wait sees the end too
-                self.proc.wait(5)
-                raise WorkerError(
-                    f"actor {self.name}: Java worker exited (code {self.proc.returncode}): {self.stderr_tail()}"
-                )
+                code = None
+                if self.proc is not None:
+                    try:
+                        code = self.proc.wait(5)
+                    except subprocess.TimeoutExpired:
+                        pass
+                raise WorkerError(f"actor {self.name}: Java worker exited (code {code}): {self.stderr_tail()}")
             if rid is not None and msg.get("id") != rid:
                 continue  # a late answer to a call that already timed out
             if not msg.get("ok"):
@@ -244,6 +308,8 @@ class JavaActorProcess:
             pass
 
     def join(self, timeout_s: float) -> None:
+        if self.proc is None:
+            return
         try:
             self.proc.wait(max(0.0, timeout_s))
         except subprocess.TimeoutExpired:
@@ -251,6 +317,10 @@ class JavaActorProcess:
 
     def kill(self) -> None:
         """A crash: SIGKILL, no goodbye. The producer's buffers and its open transaction are left as they are."""
+        self._boot.cancel()
+        if self.proc is None:
+            self._answers.put(None)  # never started: a wait for an answer ends now
+            return
         if self.proc.poll() is None:
             try:
                 os.killpg(self.proc.pid, signal.SIGKILL)  # its own group: the JVM and nothing else

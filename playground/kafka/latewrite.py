@@ -4,8 +4,7 @@
 earlier transaction and that the network held back. No client library can be told to do that, so the real backend
 builds the request itself, as the producer's client would have built it:
 - one RecordBatch v2 (magic 2, uncompressed, the transactional attribute bit, the producer id and epoch of the earlier
-  transaction, a base sequence, CRC-32C over the batch from attributes on: kafka-python's `DefaultRecordBatchBuilder`,
-  whose CRC-32C is pure Python);
+  transaction, a base sequence, CRC-32C over the batch from attributes on: kio's batch writer);
 - a Produce request carrying the producer's `transactional.id` (the field the leader's KIP-890 verification needs,
   ReplicaManager.handleProduceAppend), acks=-1, at the version the actor's client sends: librdkafka 2.16 sends
   Produce v10, kafka-clients 3.9.1 sends v11 (the first that is answered TRANSACTION_ABORTABLE, KIP-890 part 1) and
@@ -18,17 +17,29 @@ The leader's checks decide its fate; this module only reports the answer (error 
 
 from __future__ import annotations
 
+import datetime
+import io
+import time
 from dataclasses import dataclass
 from typing import Any
 
-from kafka.protocol.api import Request, Response
-from kafka.protocol.types import CompactArray, CompactBytes, CompactString, Int16, Int32, Int64, Schema, TaggedFields
-from kafka.record.default_records import DefaultRecordBatchBuilder
+from kio.records.schema import NewRecordBatch, Record
+from kio.records.writers import write_new_batch
+from kio.schema.produce.v9 import request as produce_v9
+from kio.schema.produce.v10 import request as produce_v10
+from kio.schema.produce.v11 import request as produce_v11
+from kio.schema.produce.v12 import request as produce_v12
+from kio.static.primitive import Records, TZAwareMicros, i8, i16, i32, i32Timedelta, i64
+
+from playground.engine import events as ev
+from playground.engine.backend import OK, BackendError
 
 from .wire import WireClient, WireError, error_name
 
 # Produce versions per client (see the module docstring); 9..12 share one flexible schema (ProduceRequest.json).
 PRODUCE_VERSION = {"librdkafka": 10, "java-3.9": 11, "java-4": 12}
+PRODUCE_MESSAGES: dict[int, Any] = {9: produce_v9, 10: produce_v10, 11: produce_v11, 12: produce_v12}
+TRANSACTIONAL_BIT = 0x10  # DefaultRecordBatch's attributes
 
 # Errors a late write can meet, by code, beside wire.ERROR_NAMES (Errors.java).
 LATE_WRITE_ERRORS = {
@@ -50,86 +61,30 @@ def _error(code: int) -> str | None:
     return LATE_WRITE_ERRORS.get(code) or error_name(code)
 
 
-_PARTITION_RESPONSE = (
-    ("index", Int32),
-    ("error_code", Int16),
-    ("base_offset", Int64),
-    ("log_append_time_ms", Int64),
-    ("log_start_offset", Int64),
-    (
-        "record_errors",
-        CompactArray(
-            ("batch_index", Int32), ("batch_index_error_message", CompactString("utf-8")), ("tags", TaggedFields)
-        ),
-    ),
-    ("error_message", CompactString("utf-8")),
-    ("tags", TaggedFields),
-)
-_RESPONSE_SCHEMA = Schema(
-    (
-        "responses",
-        CompactArray(
-            ("name", CompactString("utf-8")),
-            ("partition_responses", CompactArray(*_PARTITION_RESPONSE)),
-            ("tags", TaggedFields),
-        ),
-    ),
-    ("throttle_time_ms", Int32),
-    ("tags", TaggedFields),
-)
-_REQUEST_SCHEMA = Schema(
-    ("transactional_id", CompactString("utf-8")),
-    ("acks", Int16),
-    ("timeout_ms", Int32),
-    (
-        "topic_data",
-        CompactArray(
-            ("name", CompactString("utf-8")),
-            ("partition_data", CompactArray(("index", Int32), ("records", CompactBytes), ("tags", TaggedFields))),
-            ("tags", TaggedFields),
-        ),
-    ),
-    ("tags", TaggedFields),
-)
-
-
-def _produce_classes(version: int) -> type[Request]:
-    resp = type(
-        f"ProduceResponse_v{version}",
-        (Response,),
-        {"API_KEY": 0, "API_VERSION": version, "FLEXIBLE_VERSION": True, "SCHEMA": _RESPONSE_SCHEMA},
-    )
-    return type(
-        f"ProduceRequest_v{version}",
-        (Request,),
-        {
-            "API_KEY": 0,
-            "API_VERSION": version,
-            "FLEXIBLE_VERSION": True,
-            "RESPONSE_TYPE": resp,
-            "SCHEMA": _REQUEST_SCHEMA,
-        },
-    )
-
-
-PRODUCE_REQUESTS = {v: _produce_classes(v) for v in (9, 10, 11, 12)}
-
-
 def transactional_batch(
     producer_id: int, epoch: int, sequence: int, value: bytes, key: bytes | None = None, timestamp_ms: int | None = None
 ) -> bytes:
-    """One RecordBatch v2 holding one record, with the transactional bit, as a transactional producer writes it."""
-    b = DefaultRecordBatchBuilder(
-        magic=2,
-        compression_type=0,
-        is_transactional=True,
-        producer_id=producer_id,
-        producer_epoch=epoch,
-        base_sequence=sequence,
-        batch_size=1 << 20,
+    """One RecordBatch v2 holding one record, with the transactional bit, as a transactional producer writes it
+    (kio's batch writer: CRC-32C over the batch from the attributes on)."""
+    ms = int(time.time() * 1000) if timestamp_ms is None else timestamp_ms
+    record = Record(
+        attributes=i8(0),
+        timestamp=TZAwareMicros.parse(datetime.datetime.fromtimestamp(ms / 1000, datetime.UTC)),
+        offset=i64(0),
+        key=key,
+        value=value,
+        headers=(),
     )
-    b.append(0, timestamp=timestamp_ms, key=key, value=value, headers=[])
-    return bytes(b.build())
+    batch = NewRecordBatch(
+        producer_id=i64(producer_id),
+        producer_epoch=i16(epoch),
+        base_sequence=i32(sequence),
+        records=(record,),
+        attributes=i16(TRANSACTIONAL_BIT),
+    )
+    buf = io.BytesIO()
+    write_new_batch(buf, batch)
+    return buf.getvalue()
 
 
 @dataclass
@@ -157,21 +112,26 @@ def send_late_write(
     timeout_ms: int = 10_000,
 ) -> LateWriteResult:
     """Send the batch to the partition's leader and return its answer (one attempt: a late write is not retried)."""
-    req_cls = PRODUCE_REQUESTS[version]
+    module = PRODUCE_MESSAGES[version]
     records = transactional_batch(producer_id, epoch, sequence, value, key)
-    req = req_cls(
+    req = module.ProduceRequest(
         transactional_id=transactional_id,
-        acks=-1,
-        timeout_ms=timeout_ms,
-        topic_data=[(topic, [(partition, records, {})], {})],
-        tags={},
+        acks=i16(-1),
+        timeout=i32Timedelta.parse(datetime.timedelta(milliseconds=timeout_ms)),
+        topic_data=(
+            module.TopicProduceData(
+                name=topic,
+                partition_data=(module.PartitionProduceData(index=i32(partition), records=Records(records)),),
+            ),
+        ),
     )
     leader = wire.leader(topic, partition, refresh=True)
     resp: Any = wire.send_to(leader, req, timeout_s=timeout_ms / 1000 + 5)
-    for _name, parts, _tags in resp.responses:
-        for index, code, base_offset, _lat, _lso, _rerr, message, _ptags in parts:
-            if index == partition:
-                return LateWriteResult(_error(code), code, base_offset, message, version, leader)
+    for t in resp.responses:
+        for part in t.partition_responses:
+            if int(part.index) == partition:
+                code = int(part.error_code)
+                return LateWriteResult(_error(code), code, int(part.base_offset), part.error_message, version, leader)
     raise WireError(f"Produce {topic}-{partition}: the leader's answer names no such partition")
 
 
@@ -206,11 +166,6 @@ def apply_late_write(backend: Any, step: Any) -> str:
     `of` in the session's logs (raw Fetch), wait until the coordinator has no transaction of the actor's id
     half-completed, ask the leader for its producer state (DescribeProducers) for the sequence number, send the
     batch, and return the leader's answer as the step's outcome."""
-    import time
-
-    from playground.engine import events as ev
-    from playground.engine.backend import OK, BackendError
-
     args = step.args
     actor = backend.actors.get(str(args.get("actor")))
     if actor is None or not actor.spec.transactional_id:
@@ -225,9 +180,13 @@ def apply_late_write(backend: Any, step: Any) -> str:
                 entries, _marks = obs.read_log(backend.prefix + name, p)
             except Exception as e:  # ObserverError
                 raise BackendError(f"{step.label}: {e}") from None
-            for e in entries:
-                if not e.control and e.value is not None and e.value.decode("utf-8", "replace") == str(args["of"]):
-                    found = (name, p, e)
+            for entry in entries:
+                if (
+                    not entry.control
+                    and entry.value is not None
+                    and entry.value.decode("utf-8", "replace") == str(args["of"])
+                ):
+                    found = (name, p, entry)
                     break
             if found:
                 break
@@ -257,7 +216,7 @@ def apply_late_write(backend: Any, step: Any) -> str:
             f"v{version}, {topic}-{partition} 1 record(s), producer {rec.producer_id} epoch {rec.epoch} seq {seq} "
             f"(held back since {args['of']!r})"
         )
-        backend._emit(
+        backend.events.emit(
             ev.Rpc,
             rpc="Produce",
             src=src,
@@ -281,7 +240,7 @@ def apply_late_write(backend: Any, step: Any) -> str:
         )
     except WireError as e:
         raise BackendError(f"{step.label}: {e}") from None
-    backend._emit(
+    backend.events.emit(
         ev.Rpc,
         rpc="Produce",
         src=f"leader {topic}-{partition}",

@@ -49,6 +49,8 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
 
+from playground.kafka.clusters import SETTINGS, kafka_settings
+
 log = logging.getLogger(__name__)
 
 PREFIX_RE = re.compile(r"^pg-[0-9a-f]{8}-$")  # what KafkaBackend makes: secrets.token_hex(4)
@@ -425,6 +427,9 @@ def _delete_prefixes(
                 return p
         return None
 
+    def owner(name: str) -> str:  # a name listed because owner_of() found its prefix
+        return next(p for p in prefixes if name.startswith(p))
+
     conf = {
         "bootstrap.servers": bootstrap,
         **{
@@ -449,30 +454,30 @@ def _delete_prefixes(
         except Exception as e:
             futures = {}
             for t in topics:
-                out[owner_of(t)]["errors"].append(f"deleting {t}: {_kafka_msg(e)}")
+                out[owner(t)]["errors"].append(f"deleting {t}: {_kafka_msg(e)}")
         for t, fut in futures.items():
             try:
                 fut.result(timeout=left() + 1)
-                out[owner_of(t)]["topics"].append(t)
+                out[owner(t)]["topics"].append(t)
             except Exception as e:
                 if _error_code(e) == KafkaError.UNKNOWN_TOPIC_OR_PART:
                     continue  # deleted meanwhile (by whom does not matter)
-                out[owner_of(t)]["errors"].append(f"deleting topic {t}: {_kafka_msg(e)}")
+                out[owner(t)]["errors"].append(f"deleting topic {t}: {_kafka_msg(e)}")
     if groups:
         try:
             futures = admin.delete_consumer_groups(groups, request_timeout=left())
         except Exception as e:
             futures = {}
             for g in groups:
-                out[owner_of(g)]["errors"].append(f"deleting group {g}: {_kafka_msg(e)}")
+                out[owner(g)]["errors"].append(f"deleting group {g}: {_kafka_msg(e)}")
         for g, fut in futures.items():
             try:
                 fut.result(timeout=left() + 1)
-                out[owner_of(g)]["groups"].append(g)
+                out[owner(g)]["groups"].append(g)
             except Exception as e:
                 if _error_code(e) == KafkaError.GROUP_ID_NOT_FOUND:
                     continue
-                out[owner_of(g)]["errors"].append(f"deleting group {g}: {_kafka_msg(e)}")
+                out[owner(g)]["errors"].append(f"deleting group {g}: {_kafka_msg(e)}")
     return out
 
 
@@ -499,9 +504,6 @@ def sweep_at_startup(background: bool = True) -> threading.Thread | list[dict[st
     configured cluster (one per profile's Kafka version, clusters.SETTINGS). By default in a daemon thread, so
     start-up does not wait for the clusters (returns the thread); `background=False` sweeps now and returns the
     reports. None when no cluster is configured."""
-    from playground.kafka.backend import kafka_settings  # backend.py imports this module
-    from playground.kafka.clusters import SETTINGS
-
     targets: list[tuple[Any, ...]] = []
     for kafka in SETTINGS:
         s = kafka_settings(kafka)

@@ -1,12 +1,16 @@
 """A minimal, blocking Kafka protocol client for what confluent-kafka does not expose: a raw Fetch that keeps
 control batches (COMMIT/ABORT markers with their producer id and epoch), DescribeTransactions, ListTransactions,
-DescribeProducers, FindCoordinator, and ApiVersions' feature levels (which Kafka a broker runs, and the cluster's
-finalized transaction.version).
+DescribeProducers, FindCoordinator, ListOffsets, Metadata, and ApiVersions' feature levels (which Kafka a broker runs,
+and the cluster's finalized transaction.version).
 
-Encoding and decoding use kafka-python's protocol classes (`kafka.protocol.*`, flexible versions through its
-Compact*/TaggedFields types); the requests kafka-python lacks (KIP-664's admin APIs) are declared below in the same
-style. The transport is ours: one plain socket per broker, every connect, send and receive bounded by a timeout, so
-an unreachable or stopped broker turns into `WireError` within seconds instead of a hang.
+Messages are kio's (dataclasses generated from Kafka's own schemas, clients/src/main/resources/common/message/*.json;
+`kio.serial` writes and reads them, their header versions included). One message is declared here instead: the
+DescribeTransactions response, whose TransactionStartTimeMs is -1 while no transaction is open, which kio's
+timestamp type refuses (DescribeTransactionsResponse.json types it int64, as here). `describe_transaction_state` is
+the one parser of its answers, for the backend and the inspector alike. Record batches are decoded in records.py.
+
+The transport is ours: one plain socket per broker, every connect, send and receive bounded by a timeout, so an
+unreachable or stopped broker turns into `WireError` within seconds instead of a hang.
 
 Addresses: the only addresses this client ever connects to are the bootstrap servers it is given (from server
 settings) and the brokers those servers advertise in Metadata. Nothing a user types reaches it.
@@ -14,6 +18,7 @@ settings) and the brokers those servers advertise in Metadata. Nothing a user ty
 
 from __future__ import annotations
 
+import datetime
 import io
 import socket
 import struct
@@ -22,151 +27,103 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from kafka.protocol.api import Request, Response
-from kafka.protocol.api_versions import ApiVersionsRequest_v3
-from kafka.protocol.fetch import FetchRequest_v11
-from kafka.protocol.find_coordinator import FindCoordinatorRequest_v2
-from kafka.protocol.metadata import MetadataRequest_v5
-from kafka.protocol.types import (
-    CompactArray,
-    CompactString,
-    Int16,
-    Int32,
-    Int64,
-    Schema,
-    TaggedFields,
+from kio.index import load_response_from_request
+from kio.schema.api_versions.v3.request import ApiVersionsRequest
+from kio.schema.describe_producers.v0.request import DescribeProducersRequest, TopicRequest
+from kio.schema.describe_transactions.v0.request import DescribeTransactionsRequest
+from kio.schema.fetch.v11.request import FetchPartition, FetchRequest, FetchTopic
+from kio.schema.find_coordinator.v2.request import FindCoordinatorRequest
+from kio.schema.list_transactions.v0.request import ListTransactionsRequest
+from kio.schema.metadata.v5.request import MetadataRequest, MetadataRequestTopic
+from kio.schema.types import BrokerId, ProducerId, TopicName, TransactionalId
+from kio.serial import entity_reader, entity_writer
+from kio.static.primitive import i8, i32, i32Timedelta, i64
+
+from playground.kafka.messages import DescribeTransactionsResponse
+from playground.kafka.records import (
+    TXN_STATES,
+    LogEntry,
+    decode_batches,
+    decode_control_key,
+    decode_control_value,
+    decode_txn_key,
+    decode_txn_value,
+    java_string_hash,
+    transaction_state_partition,
 )
-from kafka.record import MemoryRecords
 
-# --------------------------------------------------------------------------------------------- KIP-664 APIs
+__all__ = [
+    "TXN_STATES",
+    "BrokerError",
+    "LogEntry",
+    "WireClient",
+    "WireError",
+    "decode_batches",
+    "decode_control_key",
+    "decode_control_value",
+    "decode_txn_key",
+    "decode_txn_value",
+    "describe_transaction_state",
+    "java_string_hash",
+    "transaction_state_partition",
+]
+
+# --------------------------------------------------------------------------------------------- messages
 
 
-class DescribeTransactionsResponse_v0(Response):
-    API_KEY = 65
-    API_VERSION = 0
-    FLEXIBLE_VERSION = True
-    SCHEMA = Schema(
-        ("throttle_time_ms", Int32),
-        (
-            "transaction_states",
-            CompactArray(
-                ("error_code", Int16),
-                ("transactional_id", CompactString("utf-8")),
-                ("transaction_state", CompactString("utf-8")),
-                ("transaction_timeout_ms", Int32),
-                ("transaction_start_time_ms", Int64),
-                ("producer_id", Int64),
-                ("producer_epoch", Int16),
-                (
-                    "topics",
-                    CompactArray(
-                        ("topic", CompactString("utf-8")),
-                        ("partitions", CompactArray(Int32)),
-                        ("tags", TaggedFields),
-                    ),
-                ),
-                ("tags", TaggedFields),
-            ),
-        ),
-        ("tags", TaggedFields),
+RESPONSES: dict[tuple[int, int], type[Any]] = {(65, 0): DescribeTransactionsResponse}
+
+
+def response_type(request_type: type[Any]) -> type[Any]:
+    key = (int(request_type.__api_key__), int(request_type.__version__))
+    return RESPONSES.get(key) or load_response_from_request(request_type)
+
+
+def encode_request(req: Any, correlation_id: int, client_id: str) -> bytes:
+    """The request's header (the version its schema names) and body, without the size prefix."""
+    header_type = req.__header_schema__
+    header = header_type(
+        request_api_key=req.__api_key__,
+        request_api_version=req.__version__,
+        correlation_id=i32(correlation_id),
+        client_id=client_id,
     )
+    buf = io.BytesIO()
+    entity_writer(header_type)(buf, header)
+    entity_writer(type(req))(buf, req)
+    return buf.getvalue()
 
 
-class DescribeTransactionsRequest_v0(Request):
-    API_KEY = 65
-    API_VERSION = 0
-    FLEXIBLE_VERSION = True
-    RESPONSE_TYPE = DescribeTransactionsResponse_v0
-    SCHEMA = Schema(("transactional_ids", CompactArray(CompactString("utf-8"))), ("tags", TaggedFields))
+def decode_response(request_type: type[Any], data: bytes) -> tuple[int, Any]:
+    """(correlation id, response) of an answer to a request of that type, without the size prefix."""
+    resp_type = response_type(request_type)
+    try:
+        header, size = entity_reader(resp_type.__header_schema__)(data, 0)
+        resp, _ = entity_reader(resp_type)(data, size)
+    except Exception as e:  # kio raises ValueError and friends on what it cannot read
+        raise WireError(f"cannot read the answer to {request_type.__name__}: {e}") from None
+    return int(header.correlation_id), resp
 
 
-class ListTransactionsResponse_v0(Response):
-    API_KEY = 66
-    API_VERSION = 0
-    FLEXIBLE_VERSION = True
-    SCHEMA = Schema(
-        ("throttle_time_ms", Int32),
-        ("error_code", Int16),
-        ("unknown_state_filters", CompactArray(CompactString("utf-8"))),
-        (
-            "transaction_states",
-            CompactArray(
-                ("transactional_id", CompactString("utf-8")),
-                ("producer_id", Int64),
-                ("transaction_state", CompactString("utf-8")),
-                ("tags", TaggedFields),
-            ),
-        ),
-        ("tags", TaggedFields),
-    )
-
-
-class ListTransactionsRequest_v0(Request):
-    API_KEY = 66
-    API_VERSION = 0
-    FLEXIBLE_VERSION = True
-    RESPONSE_TYPE = ListTransactionsResponse_v0
-    SCHEMA = Schema(
-        ("state_filters", CompactArray(CompactString("utf-8"))),
-        ("producer_id_filters", CompactArray(Int64)),
-        ("tags", TaggedFields),
-    )
-
-
-class DescribeProducersResponse_v0(Response):
-    API_KEY = 61
-    API_VERSION = 0
-    FLEXIBLE_VERSION = True
-    SCHEMA = Schema(
-        ("throttle_time_ms", Int32),
-        (
-            "topics",
-            CompactArray(
-                ("name", CompactString("utf-8")),
-                (
-                    "partitions",
-                    CompactArray(
-                        ("partition_index", Int32),
-                        ("error_code", Int16),
-                        ("error_message", CompactString("utf-8")),
-                        (
-                            "active_producers",
-                            CompactArray(
-                                ("producer_id", Int64),
-                                ("producer_epoch", Int32),
-                                ("last_sequence", Int32),
-                                ("last_timestamp", Int64),
-                                ("coordinator_epoch", Int32),
-                                ("current_txn_start_offset", Int64),
-                                ("tags", TaggedFields),
-                            ),
-                        ),
-                        ("tags", TaggedFields),
-                    ),
-                ),
-                ("tags", TaggedFields),
-            ),
-        ),
-        ("tags", TaggedFields),
-    )
-
-
-class DescribeProducersRequest_v0(Request):
-    API_KEY = 61
-    API_VERSION = 0
-    FLEXIBLE_VERSION = True
-    RESPONSE_TYPE = DescribeProducersResponse_v0
-    SCHEMA = Schema(
-        (
-            "topics",
-            CompactArray(
-                ("name", CompactString("utf-8")),
-                ("partition_indexes", CompactArray(Int32)),
-                ("tags", TaggedFields),
-            ),
-        ),
-        ("tags", TaggedFields),
-    )
+def describe_transaction_state(state: Any, coordinator: int) -> dict[str, Any]:
+    """One transactional id's DescribeTransactions answer at its coordinator, in Kafka's words:
+    {"state": None, ...} when the coordinator does not know the id (TRANSACTIONAL_ID_NOT_FOUND); BrokerError for any
+    other error (`.retriable` when the coordinator moved or is loading)."""
+    err = int(state.error_code)
+    if err == TRANSACTIONAL_ID_NOT_FOUND:
+        return {"state": None, "coordinator_broker": coordinator}
+    if err:
+        raise BrokerError(err, f"DescribeTransactions {state.transactional_id}")
+    start_ms = int(state.transaction_start_time_ms)
+    return {
+        "state": state.transaction_state,
+        "producer_id": int(state.producer_id),
+        "producer_epoch": int(state.producer_epoch),
+        "transaction_timeout_ms": int(state.transaction_timeout_ms),
+        "transaction_start_time_ms": start_ms if start_ms >= 0 else None,
+        "partitions": sorted((str(t.topic), int(p)) for t in state.topics for p in t.partitions),
+        "coordinator_broker": coordinator,
+    }
 
 
 # ------------------------------------------------------------------------------------------------ errors
@@ -189,6 +146,7 @@ ERROR_NAMES = {
 }
 
 RETRIABLE = {5, 6, 7, 14, 15, 16, 74, 75}
+TRANSACTIONAL_ID_NOT_FOUND = 105
 
 
 def error_name(code: int) -> str | None:
@@ -249,24 +207,21 @@ class _Connection:
             n -= len(chunk)
         return b"".join(chunks)
 
-    def request(self, req: Request, timeout_s: float | None = None) -> Any:
+    def request(self, req: Any, timeout_s: float | None = None) -> Any:
         self.correlation_id += 1
         corr = self.correlation_id
-        header = req.build_header(correlation_id=corr, client_id=self.client_id)
-        message = header.encode() + req.encode()
+        message = encode_request(req, corr, self.client_id)
         deadline = time.monotonic() + (timeout_s or self.timeout_s)
         try:
             self.sock.settimeout(max(0.05, deadline - time.monotonic()))
-            self.sock.sendall(Int32.encode(len(message)) + message)
+            self.sock.sendall(struct.pack(">i", len(message)) + message)
         except OSError as e:
             raise WireError(f"sending to {self.addr[0]}:{self.addr[1]} failed: {e}") from None
         (size,) = struct.unpack(">i", self._recv_exactly(4, deadline))
-        buf = io.BytesIO(self._recv_exactly(size, deadline))
-        resp_type = req.RESPONSE_TYPE
-        got = resp_type.parse_header(buf).correlation_id
+        got, resp = decode_response(type(req), self._recv_exactly(size, deadline))
         if got != corr:
             raise WireError(f"correlation id mismatch from {self.addr}: sent {corr}, got {got}")
-        return resp_type.decode(buf)
+        return resp
 
 
 @dataclass
@@ -330,7 +285,7 @@ class WireClient:
         if c:
             c.close()
 
-    def _send_any(self, req: Request) -> Any:
+    def _send_any(self, req: Any) -> Any:
         """Send to any reachable broker (known brokers first, then the bootstrap list), all within one timeout:
         a cluster whose every address hangs costs timeout_s, not timeout_s per address."""
         errors = []
@@ -355,7 +310,7 @@ class WireClient:
                 errors.append(str(e))
         raise WireError("no broker of the configured cluster answered: " + "; ".join(errors[-3:]))
 
-    def send_to(self, node_id: int, req: Request, timeout_s: float | None = None) -> Any:
+    def send_to(self, node_id: int, req: Any, timeout_s: float | None = None) -> Any:
         if self.meta is None or node_id not in self.meta.brokers:
             self.metadata()
         assert self.meta is not None
@@ -371,16 +326,22 @@ class WireClient:
     # -- Metadata
 
     def metadata(self, topics: Iterable[str] | None = None) -> ClusterMeta:
-        req = MetadataRequest_v5(topics=list(topics) if topics is not None else None, allow_auto_topic_creation=False)
-        resp = self._send_any(req)
-        brokers = {b[0]: (b[1], b[2]) for b in resp.brokers}
-        meta = ClusterMeta(brokers=brokers, controller=resp.controller_id)
-        for err, topic, _internal, parts in resp.topics:
-            if err:
-                meta.topic_errors[topic] = error_name(err) or ""
-            for perr, pidx, leader, replicas, isr, _offline in parts:
+        resp = self._send_any(metadata_request(topics))
+        brokers = {int(b.node_id): (b.host, int(b.port)) for b in resp.brokers}
+        meta = ClusterMeta(brokers=brokers, controller=int(resp.controller_id))
+        for t in resp.topics:
+            topic = str(t.name)
+            if int(t.error_code):
+                meta.topic_errors[topic] = error_name(int(t.error_code)) or ""
+            for part in t.partitions:
+                pidx = int(part.partition_index)
                 meta.partitions[(topic, pidx)] = PartitionMeta(
-                    topic, pidx, leader, list(replicas), list(isr), error_name(perr)
+                    topic,
+                    pidx,
+                    int(part.leader_id),
+                    [int(r) for r in part.replica_nodes],
+                    [int(r) for r in part.isr_nodes],
+                    error_name(int(part.error_code)),
                 )
         if self.meta is not None and topics is not None:
             # keep what we knew about other topics
@@ -408,16 +369,29 @@ class WireClient:
     ) -> FetchedPartition:
         for attempt in range(3):
             leader = self.leader(topic, partition, refresh=attempt > 0)
-            req = FetchRequest_v11(
-                replica_id=-1,
-                max_wait_time=0,
-                min_bytes=0,
-                max_bytes=max_bytes,
-                isolation_level=1 if read_committed else 0,
-                session_id=0,
-                session_epoch=-1,
-                topics=[(topic, [(partition, -1, offset, -1, max_bytes)])],
-                forgotten_topics_data=[],
+            req = FetchRequest(
+                replica_id=BrokerId(-1),
+                max_wait=i32Timedelta.parse(datetime.timedelta(0)),
+                min_bytes=i32(0),
+                max_bytes=i32(max_bytes),
+                isolation_level=i8(1 if read_committed else 0),
+                session_id=i32(0),
+                session_epoch=i32(-1),
+                topics=(
+                    FetchTopic(
+                        topic=TopicName(topic),
+                        partitions=(
+                            FetchPartition(
+                                partition=i32(partition),
+                                current_leader_epoch=i32(-1),
+                                fetch_offset=i64(offset),
+                                log_start_offset=i64(-1),
+                                partition_max_bytes=i32(max_bytes),
+                            ),
+                        ),
+                    ),
+                ),
+                forgotten_topics_data=(),
                 rack_id="",
             )
             try:
@@ -426,14 +400,22 @@ class WireClient:
                 if attempt == 2:
                     raise
                 continue
-            if resp.error_code:
-                raise BrokerError(resp.error_code, "Fetch")
-            for t, parts in resp.topics:
-                for p, err, hw, lso, lstart, aborted, _pref, records in parts:
+            if int(resp.error_code):
+                raise BrokerError(int(resp.error_code), "Fetch")
+            for t in resp.responses:
+                for p in t.partitions:
+                    err = int(p.error_code)
                     if err in RETRIABLE and attempt < 2:
                         break
                     return FetchedPartition(
-                        t, p, error_name(err), hw, lso, lstart, [tuple(a) for a in (aborted or [])], records or b""
+                        str(t.topic),
+                        int(p.partition_index),
+                        error_name(err),
+                        int(p.high_watermark),
+                        int(p.last_stable_offset),
+                        int(p.log_start_offset),
+                        [(int(a.producer_id), int(a.first_offset)) for a in (p.aborted_transactions or ())],
+                        bytes(p.records or b""),
                     )
             time.sleep(0.2)
         raise WireError(f"Fetch {topic}-{partition}: no usable answer")
@@ -469,42 +451,33 @@ class WireClient:
         """key_type 0 = group, 1 = transaction. Returns the coordinator's broker id."""
         last = None
         for _ in range(10):
-            resp = self._send_any(FindCoordinatorRequest_v2(coordinator_key=key, coordinator_type=key_type))
-            if not resp.error_code:
-                if self.meta is None or resp.coordinator_id not in self.meta.brokers:
+            resp = self._send_any(FindCoordinatorRequest(key=key, key_type=i8(key_type)))
+            code, node = int(resp.error_code), int(resp.node_id)
+            if not code:
+                if self.meta is None or node not in self.meta.brokers:
                     self.meta = self.meta or ClusterMeta({}, -1)
-                    self.meta.brokers[resp.coordinator_id] = (resp.host, resp.port)
-                return resp.coordinator_id
-            last = BrokerError(resp.error_code, "FindCoordinator")
-            if resp.error_code not in RETRIABLE:
+                    self.meta.brokers[node] = (resp.host, int(resp.port))
+                return node
+            last = BrokerError(code, "FindCoordinator")
+            if code not in RETRIABLE:
                 raise last
             time.sleep(0.2)
         raise last or WireError("FindCoordinator failed")
 
     def describe_transactions(self, transactional_ids: list[str]) -> dict[str, dict[str, Any]]:
+        """Each id's state at its coordinator (found with FindCoordinator), parsed by describe_transaction_state."""
         out: dict[str, dict[str, Any]] = {}
         for txid in transactional_ids:
             for attempt in range(6):
                 coord = self.find_coordinator(txid, 1)
-                resp = self.send_to(coord, DescribeTransactionsRequest_v0(transactional_ids=[txid], tags={}))
-                (err, _tid, state, timeout_ms, start_ms, pid, epoch, topics, _t) = resp.transaction_states[0]
-                if err in RETRIABLE and attempt < 5:
-                    time.sleep(0.2)
-                    continue
-                if err == 105:
-                    out[txid] = {"state": None, "coordinator_broker": coord}
-                elif err:
-                    raise BrokerError(err, f"DescribeTransactions {txid}")
-                else:
-                    out[txid] = {
-                        "state": state,
-                        "producer_id": pid,
-                        "epoch": epoch,
-                        "timeout_ms": timeout_ms,
-                        "txn_start_time_ms": start_ms if start_ms >= 0 else None,
-                        "partitions": sorted((t, p) for t, ps, _tg in topics for p in ps),
-                        "coordinator_broker": coord,
-                    }
+                resp = self.send_to(coord, describe_transactions_request([txid]))
+                try:
+                    out[txid] = describe_transaction_state(resp.transaction_states[0], coord)
+                except BrokerError as e:
+                    if e.retriable and attempt < 5:
+                        time.sleep(0.2)
+                        continue
+                    raise
                 break
         return out
 
@@ -512,33 +485,24 @@ class WireClient:
         meta = self.metadata([])
         out = []
         for nid in sorted(meta.brokers):
-            resp = self.send_to(nid, ListTransactionsRequest_v0(state_filters=[], producer_id_filters=[], tags={}))
-            for tid, pid, state, _t in resp.transaction_states:
-                out.append({"transactional_id": tid, "producer_id": pid, "state": state, "coordinator_broker": nid})
+            resp = self.send_to(nid, list_transactions_request())
+            out.extend(listed_transactions(resp, nid))
         return out
 
     def describe_producers(self, topic: str, partition: int) -> list[dict[str, Any]]:
         leader = self.leader(topic, partition)
-        resp = self.send_to(
-            leader,
-            DescribeProducersRequest_v0(topics=[(topic, [partition], {})], tags={}),
-        )
+        resp = self.send_to(leader, describe_producers_request({topic: [partition]}))
         out = []
-        for _name, parts, _t in resp.topics:
-            for _pidx, err, msg, producers, _t2 in parts:
-                if err:
-                    raise BrokerError(err, f"DescribeProducers {topic}-{partition}: {msg}")
-                for pid, epoch, last_seq, last_ts, coord_epoch, txn_start, _t3 in producers:
-                    out.append(
-                        {
-                            "producer_id": pid,
-                            "epoch": epoch,
-                            "last_sequence": last_seq,
-                            "last_timestamp": last_ts,
-                            "coordinator_epoch": coord_epoch,
-                            "current_txn_start_offset": txn_start if txn_start >= 0 else None,
-                        }
+        for t in resp.topics:
+            for part in t.partitions:
+                if int(part.error_code):
+                    raise BrokerError(
+                        int(part.error_code), f"DescribeProducers {topic}-{partition}: {part.error_message}"
                     )
+                for p in part.active_producers:
+                    state = producer_state(p)
+                    state["epoch"] = state.pop("producer_epoch")
+                    out.append(state)
         return out
 
     # -- ApiVersions (KIP-584's feature levels ride in its tagged fields)
@@ -547,18 +511,14 @@ class WireClient:
         """One broker's ApiVersions v3: the API versions it serves, the feature levels its software supports
         (tag 0) and the cluster-wide finalized levels (tag 2; a feature not listed is at level 0)."""
         resp = self.send_to(
-            node_id,
-            ApiVersionsRequest_v3(
-                client_software_name="txn-playground", client_software_version="1", _tagged_fields={}
-            ),
+            node_id, ApiVersionsRequest(client_software_name="txn-playground", client_software_version="1")
         )
-        if resp.error_code:
-            raise BrokerError(resp.error_code, f"ApiVersions (broker {node_id})")
-        tags = resp._tagged_fields or {}
+        if int(resp.error_code):
+            raise BrokerError(int(resp.error_code), f"ApiVersions (broker {node_id})")
         return BrokerVersions(
-            api_keys={key: (lo, hi) for key, lo, hi, _t in resp.api_versions},
-            supported={name: (lo, hi) for name, lo, hi in _features(tags.get(0))},
-            finalized={name: hi for name, hi, _lo in _features(tags.get(2))},
+            api_keys={int(k.api_key): (int(k.min_version), int(k.max_version)) for k in resp.api_keys},
+            supported={f.name: (int(f.min_version), int(f.max_version)) for f in resp.supported_features},
+            finalized={f.name: int(f.max_version_level) for f in resp.finalized_features},
         )
 
 
@@ -567,20 +527,6 @@ class BrokerVersions:
     api_keys: dict[int, tuple[int, int]]
     supported: dict[str, tuple[int, int]]  # feature -> (min, max) level this broker's software supports
     finalized: dict[str, int]  # feature -> the cluster's finalized (max) level
-
-
-def _features(raw: bytes | None) -> list[tuple[str, int, int]]:
-    """ApiVersionsResponse's SupportedFeatures / FinalizedFeatures: a compact array of (name, int16, int16, tags)."""
-    if not raw:
-        return []
-    buf = io.BytesIO(raw)
-    out = []
-    for _ in range(max(_read_uvarint(buf) - 1, 0)):
-        name = buf.read(_read_uvarint(buf) - 1).decode("utf-8")
-        first, second = struct.unpack(">hh", buf.read(4))
-        _skip_tags(buf)
-        out.append((name, first, second))
-    return out
 
 
 def _merge_marks(first: FetchedPartition, last: FetchedPartition) -> FetchedPartition:
@@ -607,241 +553,58 @@ def _parse_hostport(s: str) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
-# --------------------------------------------------------------------------------------------- records
+# --------------------------------------------------------------------------------------------- requests
 
 
-@dataclass
-class LogEntry:
-    offset: int
-    next_offset: int
-    producer_id: int
-    epoch: int
-    sequence: int
-    transactional: bool
-    control: str | None = None  # "COMMIT" | "ABORT" | None
-    coordinator_epoch: int | None = None
-    key: bytes | None = None
-    value: bytes | None = None
-    timestamp_ms: int | None = None
-    batch_bytes: int = 0  # size of the record batch this entry came in (on disk and on the wire)
+def metadata_request(topics: Iterable[str] | None) -> MetadataRequest:
+    """Metadata v5 for these topics (None: every topic), never creating one (allow_auto_topic_creation=false)."""
+    return MetadataRequest(
+        topics=None if topics is None else tuple(MetadataRequestTopic(name=TopicName(t)) for t in topics),
+        allow_auto_topic_creation=False,
+    )
 
-    def to_dict(self) -> dict[str, Any]:
-        if self.control:
-            return {
-                "offset": self.offset,
-                "control": self.control,
-                "producer_id": self.producer_id,
-                "epoch": self.epoch,
-            }
-        return {
-            "offset": self.offset,
-            "key": _text(self.key),
-            "value": _text(self.value),
-            "producer_id": self.producer_id,
-            "epoch": self.epoch,
-            "sequence": self.sequence,
-            "transactional": self.transactional,
+
+def describe_transactions_request(transactional_ids: Iterable[str]) -> DescribeTransactionsRequest:
+    return DescribeTransactionsRequest(transactional_ids=tuple(TransactionalId(t) for t in transactional_ids))
+
+
+def list_transactions_request(states: Iterable[str] = (), producer_ids: Iterable[int] = ()) -> ListTransactionsRequest:
+    return ListTransactionsRequest(
+        state_filters=tuple(states), producer_id_filters=tuple(ProducerId(p) for p in producer_ids)
+    )
+
+
+def listed_transactions(resp: Any, broker: int) -> list[dict[str, Any]]:
+    """One broker's ListTransactions answer: the ids it coordinates."""
+    if int(resp.error_code):
+        raise BrokerError(int(resp.error_code), f"ListTransactions on broker {broker}")
+    return [
+        {
+            "transactional_id": str(t.transactional_id),
+            "producer_id": int(t.producer_id),
+            "state": t.transaction_state,
+            "coordinator_broker": broker,
         }
+        for t in resp.transaction_states
+    ]
 
 
-def _text(b: bytes | None) -> str | None:
-    if b is None:
-        return None
-    try:
-        return b.decode("utf-8")
-    except UnicodeDecodeError:
-        return b.hex()
+def describe_producers_request(partitions: dict[str, list[int]]) -> DescribeProducersRequest:
+    return DescribeProducersRequest(
+        topics=tuple(
+            TopicRequest(name=TopicName(t), partition_indexes=tuple(i32(p) for p in ps)) for t, ps in partitions.items()
+        )
+    )
 
 
-CONTROL_TYPES = {0: "ABORT", 1: "COMMIT"}
-
-
-def decode_control_key(key: bytes) -> str:
-    """Control record key: int16 version (0), int16 type (ABORT=0, COMMIT=1)."""
-    if key is None or len(key) < 4:
-        raise ValueError("control record key too short")
-    _version, ctype = struct.unpack(">hh", key[:4])
-    return CONTROL_TYPES.get(ctype, f"CONTROL_{ctype}")
-
-
-def decode_control_value(value: bytes | None) -> int | None:
-    """Control record value (markers): int16 version (0), int32 coordinator epoch."""
-    if not value or len(value) < 6:
-        return None
-    _version, coord_epoch = struct.unpack(">hi", value[:6])
-    return coord_epoch
-
-
-def decode_batches(data: bytes) -> list[LogEntry]:
-    """Decode a Fetch response's records (magic 2 batches), control batches INCLUDED.
-
-    kafka-python's consumer drops control batches; here we read the batch header ourselves (producer id, epoch,
-    base sequence, the transactional and control attribute bits) through `kafka.record.MemoryRecords`.
-    """
-    out: list[LogEntry] = []
-    if not data:
-        return out
-    mr = MemoryRecords(data)
-    while True:
-        batch = mr.next_batch()
-        if batch is None:
-            break
-        if getattr(batch, "magic", 2) != 2:  # pre-0.11 formats carry no producer state
-            for rec in batch:
-                out.append(LogEntry(rec.offset, rec.offset + 1, -1, -1, -1, False, key=rec.key, value=rec.value))
-            continue
-        pid, epoch, base_seq = batch.producer_id, batch.producer_epoch, batch.base_sequence
-        txn, ctrl = batch.is_transactional, batch.is_control_batch
-        next_offset = batch.next_offset
-        size = batch.size_in_bytes
-        first = len(out)
-        for _i, rec in enumerate(batch):
-            if ctrl:
-                # kafka-python yields ControlRecord objects: raw key/value still available
-                key = rec.key
-                out.append(
-                    LogEntry(
-                        rec.offset,
-                        rec.offset + 1,
-                        pid,
-                        epoch,
-                        -1,
-                        txn,
-                        control=decode_control_key(key),
-                        coordinator_epoch=decode_control_value(rec.value),
-                        timestamp_ms=rec.timestamp,
-                    )
-                )
-            else:
-                seq = base_seq + (rec.offset - batch.base_offset) if base_seq >= 0 else -1
-                out.append(
-                    LogEntry(
-                        rec.offset,
-                        rec.offset + 1,
-                        pid,
-                        epoch,
-                        seq,
-                        txn,
-                        key=rec.key,
-                        value=rec.value,
-                        timestamp_ms=rec.timestamp,
-                    )
-                )
-        for e in out[first:]:
-            e.batch_bytes = size
-        if out:
-            out[-1].next_offset = max(out[-1].next_offset, next_offset)
-    return out
-
-
-# ------------------------------------------------------------------------------------ __transaction_state
-
-TXN_STATES = {
-    0: "Empty",
-    1: "Ongoing",
-    2: "PrepareCommit",
-    3: "PrepareAbort",
-    4: "CompleteCommit",
-    5: "CompleteAbort",
-    6: "Dead",
-    7: "PrepareEpochFence",
-}
-
-
-def java_string_hash(s: str) -> int:
-    """Java's String.hashCode over UTF-16 code units, as a signed 32-bit int."""
-    h = 0
-    data = s.encode("utf-16-be")
-    for i in range(0, len(data), 2):
-        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
-    return h - (1 << 32) if h >= 1 << 31 else h
-
-
-def transaction_state_partition(transactional_id: str, partitions: int = 50) -> int:
-    """Utils.abs(hashCode) % partitions, where Kafka's abs maps Integer.MIN_VALUE to 0."""
-    h = java_string_hash(transactional_id)
-    return (0 if h == -(1 << 31) else abs(h)) % partitions
-
-
-def decode_txn_key(key: bytes) -> str | None:
-    """Key: int16 version (0), string transactional id (int16 length). None for keys of other versions."""
-    buf = io.BytesIO(key)
-    (version,) = struct.unpack(">h", buf.read(2))
-    if version != 0:
-        return None
-    (n,) = struct.unpack(">h", buf.read(2))
-    return buf.read(n).decode("utf-8")
-
-
-def _read_uvarint(buf: io.BytesIO) -> int:
-    shift = result = 0
-    while True:
-        b = buf.read(1)
-        if not b:
-            raise ValueError("buffer underrun in varint")
-        result |= (b[0] & 0x7F) << shift
-        if not b[0] & 0x80:
-            return result
-        shift += 7
-
-
-def decode_txn_value(value: bytes | None) -> dict[str, Any] | None:
-    """TransactionLogValue v0 (classic encoding) or v1 (flexible). None = tombstone (expired id)."""
-    if value is None:
-        return None
-    buf = io.BytesIO(value)
-    (version,) = struct.unpack(">h", buf.read(2))
-    pid, epoch, timeout_ms, status = struct.unpack(">qhib", buf.read(15))
-    partitions: list[tuple[str, int]] = []
-    tags: dict[int, bytes] = {}
-    if version == 0:
-        (n,) = struct.unpack(">i", buf.read(4))
-        for _ in range(max(n, 0)):
-            (tl,) = struct.unpack(">h", buf.read(2))
-            topic = buf.read(tl).decode("utf-8")
-            (pn,) = struct.unpack(">i", buf.read(4))
-            for _ in range(pn):
-                partitions.append((topic, struct.unpack(">i", buf.read(4))[0]))
-        last_update, start = struct.unpack(">qq", buf.read(16))
-    else:
-        n = _read_uvarint(buf) - 1
-        for _ in range(max(n, 0)):
-            tl = _read_uvarint(buf) - 1
-            topic = buf.read(tl).decode("utf-8")
-            pn = _read_uvarint(buf) - 1
-            for _ in range(pn):
-                partitions.append((topic, struct.unpack(">i", buf.read(4))[0]))
-            _skip_tags(buf)
-        last_update, start = struct.unpack(">qq", buf.read(16))
-        tags = _read_tags(buf)
-    out = {
-        "version": version,
-        "producer_id": pid,
-        "epoch": epoch,
-        "timeout_ms": timeout_ms,
-        "state": TXN_STATES.get(status, f"UNKNOWN_{status}"),
-        "partitions": sorted(partitions),
-        "last_update_ms": last_update,
-        "txn_start_time_ms": start if start >= 0 else None,
+def producer_state(p: Any) -> dict[str, Any]:
+    """One active producer of a DescribeProducers answer (the partition leader's ProducerStateEntry)."""
+    start = int(p.current_txn_start_offset)
+    return {
+        "producer_id": int(p.producer_id),
+        "producer_epoch": int(p.producer_epoch),
+        "last_sequence": int(p.last_sequence),
+        "last_timestamp": int(p.last_timestamp),
+        "coordinator_epoch": int(p.coordinator_epoch),
+        "current_txn_start_offset": start if start >= 0 else None,
     }
-    if 0 in tags:
-        out["previous_producer_id"] = struct.unpack(">q", tags[0][:8])[0]
-    if 1 in tags:
-        out["next_producer_id"] = struct.unpack(">q", tags[1][:8])[0]
-    if 2 in tags:
-        out["client_transaction_version"] = struct.unpack(">h", tags[2][:2])[0]
-    return out
-
-
-def _read_tags(buf: io.BytesIO) -> dict[int, bytes]:
-    n = _read_uvarint(buf)
-    out = {}
-    for _ in range(n):
-        tag = _read_uvarint(buf)
-        size = _read_uvarint(buf)
-        out[tag] = buf.read(size)
-    return out
-
-
-def _skip_tags(buf: io.BytesIO) -> None:
-    _read_tags(buf)

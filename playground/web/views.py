@@ -20,6 +20,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from playground import session
 from playground.engine.spec import DEFAULT_PROFILE, Profile
+from playground.kafka import java_worker
 from playground.models import ScenarioText
 from playground.scenario import check_text, library, pick
 from playground.scenario.i18n import normalize
@@ -76,7 +77,9 @@ def _profile_choice(request: HttpRequest, base: Profile) -> Profile:
 
 
 # ------------------------------------------------------------------------------------------------------ pages
-def _gallery(request: HttpRequest, error: str = "", status: int = 200, chosen: str = "") -> HttpResponse:
+def _gallery(
+    request: HttpRequest, error: str = "", status: int = 200, chosen: str = "", waiting: dict[str, Any] | None = None
+) -> HttpResponse:
     # The backend choice is offered only when the server names a cluster (nothing a user types is an address).
     return render(
         request,
@@ -87,6 +90,7 @@ def _gallery(request: HttpRequest, error: str = "", status: int = 200, chosen: s
             "error": error,
             "chosen": chosen,
             "default_profile": DEFAULT_PROFILE,
+            "waiting": waiting,
         },
         status=status,
     )
@@ -111,10 +115,17 @@ def new_session(request: HttpRequest) -> HttpResponse:
         source = scenario.source
     profile = form.profile(scenario.profile if scenario is not None else DEFAULT_PROFILE)
     try:
+        backend = _backend_choice(d.get("backend"), profile)
+        building = java_worker.waiting(profile.release) if backend == "kafka" and profile.client == "java" else None
+        if building:
+            # Not an error: the Java client's worker is built once, in the background; the page asks again until
+            # the build is done, and the session starts then.
+            fields = [(k, v) for k, v in request.POST.items() if k != "csrfmiddlewaretoken"]
+            return _gallery(request, status=202, chosen=backend, waiting={"sentence": building, "fields": fields})
         row = session.create(
             scenario,
             source=source,
-            backend=_backend_choice(d.get("backend"), profile),
+            backend=backend,
             seed=d.get("seed"),
             client=client(request),
             profile=profile,

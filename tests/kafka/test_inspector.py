@@ -8,6 +8,7 @@ let through, and deletes its topics at the end.
 
 from __future__ import annotations
 
+import datetime
 import io
 import os
 import secrets
@@ -22,7 +23,8 @@ import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 from django.core.management import call_command
-from kafka.protocol.init_producer_id import InitProducerIdRequest_v0
+from kio.schema.init_producer_id.v0.request import InitProducerIdRequest
+from kio.static.primitive import i32Timedelta
 
 from playground.inspector import InspectorError, RefusedError, forget_inspectors, get_inspector
 from playground.inspector.hanging import classify
@@ -472,7 +474,10 @@ def test_it_changes_nothing_on_the_cluster(kafka_bootstrap, admin, prefix, setti
     with pytest.raises(RefusedError):
         insp._read(
             lambda w: w.send_to(
-                next(iter(w.meta.brokers)), InitProducerIdRequest_v0(transactional_id=txid, transaction_timeout_ms=1000)
+                next(iter(w.meta.brokers)),
+                InitProducerIdRequest(
+                    transactional_id=txid, transaction_timeout=i32Timedelta.parse(datetime.timedelta(seconds=1))
+                ),
             )
         )
     with pytest.raises(RefusedError):

@@ -497,9 +497,9 @@ def test_it_reports_the_transaction_start_on_the_sessions_clock():
     try:
         run(b, "T.init_transactions")
         assert b.view()["transactions"]["timed"]["txn_start_time_ms"] is None  # Empty: no transaction yet
-        before = b._now_ms()
+        before = b.events.now_ms()
         run(b, "T.begin_transaction", produce("T", "t-1"))
-        after = b._now_ms()
+        after = b.events.now_ms()
         time.sleep(0.3)  # so that "now" (what a clamped wrong value would be) is clearly later than `after`
         view = b.view()
         txn = view["transactions"]["timed"]
@@ -508,3 +508,22 @@ def test_it_reports_the_transaction_start_on_the_sessions_clock():
         assert before - 1 <= txn["txn_start_time_ms"] <= after + 1  # ±1: both sides truncate to whole ms
     finally:
         b.close()
+
+
+def test_it_takes_a_topic_of_its_own_prefix_that_exists_already_as_created(kafka_bootstrap):
+    # On a loaded machine the admin client resends a CreateTopics whose answer came late, and the broker answers the
+    # resend TOPIC_ALREADY_EXISTS: under the session's fresh prefix, that topic is the session's own.
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    from playground.kafka.names import new_prefix
+
+    prefix = new_prefix()
+    obs = Observer(kafka_bootstrap, {}, prefix)
+    admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
+    try:
+        admin.create_topics([NewTopic(f"{prefix}orders", 2, 1)])[f"{prefix}orders"].result(timeout=30)
+        obs.create_topics({f"{prefix}orders": 2}, 1)  # no error, and its leaders serve it
+        assert obs.read_log(f"{prefix}orders", 1)[1]["high_watermark"] == 0
+    finally:
+        obs.delete_session([f"{prefix}orders"], [])
+        obs.close()

@@ -208,9 +208,16 @@ class _KafkaRuns:
         finally:
             self.timings[key] = time.monotonic() - t0
 
-    def start(self, clusters: dict[str, tuple[str, str]], tmp_dir: Path) -> None:
+    def start(
+        self,
+        clusters: dict[str, tuple[str, str]],
+        tmp_dir: Path,
+        selected: set[tuple[Profile, str]] | None = None,
+    ) -> None:
         """`clusters`: a profile's Kafka version -> (bootstrap servers, broker control) of its test cluster; the
-        profiles of versions without one are not run (their tests fail, asking for the cluster)."""
+        profiles of versions without one are not run (their tests fail, asking for the cluster). `selected`: the
+        (profile, scenario id) pairs the session's tests compare (`-k`), so that a run of a few tests starts only
+        theirs; None runs every pair."""
         with self._lock:
             if self._pools:
                 return
@@ -220,6 +227,10 @@ class _KafkaRuns:
             solo_runs: list[tuple[Profile, Any, dict[str, Any]]] = []
             versions = [k for k in dict.fromkeys(p.kafka for p in PROFILES) if k in clusters]
             profiles = [p for p in PROFILES if p.kafka in clusters]
+
+            def wanted(profile: Profile, sid: str) -> bool:
+                return (profile, sid) not in EXCLUDED and (selected is None or (profile, sid) in selected)
+
             # one solo pool per Kafka version, shared by its clients: a scenario that stops brokers moves the
             # partition leaders under everything else on that cluster, so it runs alone there
             solo_pools = {
@@ -235,7 +246,7 @@ class _KafkaRuns:
                         spec["broker_props"],
                         kafka,
                         COMPRESSED_BASE_PORT + (i * len(TIME_COMPRESSED) + j) * COMPRESSED_PORT_STEP,
-                        users=sum(1 for p in profiles if p.kafka == kafka),
+                        users=sum(1 for p in profiles if p.kafka == kafka and wanted(p, sid)),
                     )
                     compressed_clusters[(kafka, sid)] = cluster
                     self._clusters.append(cluster)
@@ -250,7 +261,7 @@ class _KafkaRuns:
 
                 # the dedicated clusters start first: their JVM start-up overlaps with the shared runs' sleeps
                 for sid, spec in TIME_COMPRESSED.items():
-                    if (profile, sid) in EXCLUDED:
+                    if not wanted(profile, sid):
                         continue
 
                     def compressed(
@@ -273,9 +284,7 @@ class _KafkaRuns:
                     key = (profile, sid)
                     self._futures[key] = compressed_pool.submit(self._timed, key, compressed)
 
-                others = [
-                    s for s in SCENARIOS.values() if s.id not in TIME_COMPRESSED and (profile, s.id) not in EXCLUDED
-                ]
+                others = [s for s in SCENARIOS.values() if s.id not in TIME_COMPRESSED and wanted(profile, s.id)]
                 shared_runs += [(_sleep_ms(s), profile, s, main) for s in others if not _has_broker_steps(s)]
                 solo_runs += [(profile, s, main) for s in others if _has_broker_steps(s)]
 
@@ -337,10 +346,20 @@ def _test_clusters() -> dict[str, tuple[str, str]]:
     return out
 
 
+def _selected(items: list[Any]) -> set[tuple[Profile, str]]:
+    """The (profile, scenario id) pairs of the collected comparison tests."""
+    out = set()
+    for item in items:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        if item.originalname == "test_scenario_agrees_with_kafka" and "scenario_id" in params:
+            out.add((params["profile"], params["scenario_id"]))
+    return out
+
+
 @pytest.fixture(scope="module")
-def kafka_runs(tmp_path_factory):
+def kafka_runs(request, tmp_path_factory):
     try:
-        _RUNS.start(_test_clusters(), tmp_path_factory.mktemp("fidelity"))
+        _RUNS.start(_test_clusters(), tmp_path_factory.mktemp("fidelity"), _selected(request.session.items))
         yield _RUNS
     finally:
         _RUNS.shutdown()

@@ -7,23 +7,27 @@ from __future__ import annotations
 
 import struct
 
+import cramjam
 import pytest
 
-from playground.kafka.backend import log_fates
+from playground.kafka.observation import log_fates
+from playground.kafka.rdkafka_log import LogCollector, camel_to_state
 from playground.kafka.wire import (
-    DescribeProducersRequest_v0,
-    DescribeTransactionsRequest_v0,
-    DescribeTransactionsResponse_v0,
-    ListTransactionsRequest_v0,
+    BrokerError,
     decode_batches,
     decode_control_key,
     decode_control_value,
+    decode_response,
     decode_txn_key,
     decode_txn_value,
+    describe_producers_request,
+    describe_transaction_state,
+    describe_transactions_request,
+    encode_request,
     java_string_hash,
+    list_transactions_request,
     transaction_state_partition,
 )
-from playground.kafka.worker import _LogCollector, camel_to_state
 
 # Fetch response records of one partition: a committed transaction (k1=v1, v2), its COMMIT marker, an aborted
 # record (gone) and its ABORT marker; producer id 1002, epoch 0, one broker, compression none.
@@ -167,29 +171,30 @@ def test_java_string_hash():
 
 
 def test_kip664_requests_encode_as_flexible_versions():
-    req = DescribeTransactionsRequest_v0(transactional_ids=["a"], tags={})
-    assert req.encode() == b"\x02\x02a\x00"
-    header = req.build_header(correlation_id=7, client_id="c")
-    assert header.encode() == struct.pack(">hhih", 65, 0, 7, 1) + b"c" + b"\x00"
-    assert ListTransactionsRequest_v0(state_filters=[], producer_id_filters=[], tags={}).encode() == b"\x01\x01\x00"
-    assert (
-        DescribeProducersRequest_v0(topics=[("t", [0], {})], tags={}).encode()
-        == b"\x02\x02t\x02\x00\x00\x00\x00\x00\x00"
+    # header v2 (api key, version, correlation id, client id, no tags), then the flexible body
+    assert encode_request(describe_transactions_request(["a"]), 7, "c") == (
+        struct.pack(">hhih", 65, 0, 7, 1) + b"c" + b"\x00" + b"\x02\x02a\x00"
+    )
+    body = encode_request(list_transactions_request(), 1, "c")
+    assert body.endswith(b"\x00" + b"\x01\x01\x00")
+    assert encode_request(describe_producers_request({"t": [0]}), 1, "c").endswith(
+        b"\x00" + b"\x02\x02t\x02\x00\x00\x00\x00\x00\x00"
     )
 
 
-def test_describe_transactions_response_decodes():
-    import io
-
-    body = (
-        struct.pack(">i", 0)
+def _described(state: bytes, start_ms: int, error: int = 0) -> bytes:
+    """A DescribeTransactions v0 answer (response header v1: correlation id 9, no tags) for transactional id "a"."""
+    return (
+        struct.pack(">i", 9)
+        + b"\x00"
+        + struct.pack(">i", 0)
         + _uvarint(2)  # one state
-        + struct.pack(">h", 0)
+        + struct.pack(">h", error)
         + _uvarint(2)
         + b"a"
-        + _uvarint(8)
-        + b"Ongoing"
-        + struct.pack(">iqqh", 60000, 1_700_000_000_000, 1000, 2)
+        + _uvarint(len(state) + 1)
+        + state
+        + struct.pack(">iqqh", 60000, start_ms, 1000, 2)
         + _uvarint(2)
         + _uvarint(2)
         + b"t"
@@ -199,14 +204,34 @@ def test_describe_transactions_response_decodes():
         + b"\x00"
         + b"\x00"
     )
-    resp = DescribeTransactionsResponse_v0.decode(io.BytesIO(body))
-    (err, tid, state, timeout, _start, pid, epoch, topics, _tags) = resp.transaction_states[0]
-    assert (err, tid, state, timeout, pid, epoch) == (0, "a", "Ongoing", 60000, 1000, 2)
-    assert [(t, ps) for t, ps, _ in topics] == [("t", [1])]
+
+
+def test_describe_transactions_answers_are_parsed_once_for_the_backend_and_the_inspector():
+    request = type(describe_transactions_request(["a"]))
+    corr, resp = decode_response(request, _described(b"Ongoing", 1_700_000_000_000))
+    assert corr == 9
+    assert describe_transaction_state(resp.transaction_states[0], coordinator=2) == {
+        "state": "Ongoing",
+        "producer_id": 1000,
+        "producer_epoch": 2,
+        "transaction_timeout_ms": 60000,
+        "transaction_start_time_ms": 1_700_000_000_000,
+        "partitions": [("t", 1)],
+        "coordinator_broker": 2,
+    }
+    # an id with no open transaction: TransactionStartTimeMs -1, which kio's timestamp type would refuse
+    _corr, resp = decode_response(request, _described(b"Empty", -1))
+    assert describe_transaction_state(resp.transaction_states[0], 2)["transaction_start_time_ms"] is None
+    _corr, resp = decode_response(request, _described(b"", -1, error=105))
+    assert describe_transaction_state(resp.transaction_states[0], 2) == {"state": None, "coordinator_broker": 2}
+    _corr, resp = decode_response(request, _described(b"", -1, error=16))
+    with pytest.raises(BrokerError) as info:
+        describe_transaction_state(resp.transaction_states[0], 2)
+    assert info.value.retriable and "NOT_COORDINATOR" in str(info.value)
 
 
 def test_librdkafka_log_lines_become_timeline_items():
-    c = _LogCollector(
+    c = LogCollector(
         {
             "Producer attempted an operation with an old epoch": "INVALID_PRODUCER_EPOCH",
             "Producer attempted to update a transaction while another concurrent operation on the same transaction was ongoing": "CONCURRENT_TRANSACTIONS",
@@ -252,3 +277,38 @@ def test_librdkafka_log_lines_become_timeline_items():
     assert (items[3]["from"], items[3]["to"]) == ("WAIT_PID", "READY_NOT_ACKED")
     assert c.txn_state == "READY_NOT_ACKED" and c.pid_epochs == [(2001, 2)]
     assert camel_to_state("InTransaction") == "IN_TRANSACTION" and camel_to_state("AbortableError") == "ABORTABLE_ERROR"
+
+
+def _compressed(batch: bytes, codec: int, compress) -> bytes:
+    """The same batch with its records compressed as DefaultRecordBatch does: attributes' codec bits, the records
+    after the 61-byte header compressed, the length field adjusted (the CRC is not checked by the reader)."""
+    head, records = bytearray(batch[:61]), batch[61:]
+    body = compress(records)
+    head[21:23] = struct.pack(">h", struct.unpack(">h", bytes(head[21:23]))[0] | codec)
+    head[8:12] = struct.pack(">i", 61 - 12 + len(body))
+    return bytes(head) + body
+
+
+def _xerial(data: bytes) -> bytes:
+    """Snappy as Kafka's Java client frames it: a 16-byte header, then length-prefixed raw snappy blocks."""
+    block = bytes(cramjam.snappy.compress_raw(data))
+    return b"\x82SNAPPY\x00" + struct.pack(">ii", 1, 1) + struct.pack(">i", len(block)) + block
+
+
+@pytest.mark.parametrize(
+    "codec, compress",
+    [
+        (1, lambda d: bytes(cramjam.gzip.compress(d))),
+        (2, lambda d: bytes(cramjam.snappy.compress_raw(d))),  # librdkafka's raw snappy
+        (2, _xerial),  # the Java client's framing
+        (3, lambda d: bytes(cramjam.lz4.compress(d))),
+        (4, lambda d: bytes(cramjam.zstd.compress(d))),
+    ],
+)
+def test_compressed_batches_decode_as_the_uncompressed_ones(codec, compress):
+    first_batch = RECORDS[: 12 + struct.unpack(">i", RECORDS[8:12])[0]]  # k1=v1, v2 of producer 1002
+    plain = decode_batches(first_batch)
+    got = decode_batches(_compressed(first_batch, codec, compress) + RECORDS[len(first_batch) :])
+    assert [e.to_dict() for e in got[:2]] == [e.to_dict() for e in plain]
+    assert [e.timestamp_ms for e in got[:2]] == [e.timestamp_ms for e in plain]
+    assert [e.offset for e in got] == [0, 1, 2, 3, 4]

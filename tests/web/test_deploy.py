@@ -531,7 +531,6 @@ def test_make_run_on_loopback_is_unchanged(tmp_path):
         host = dict(a.split("=", 1) for a in args).get("HOST", "127.0.0.1")
         assert make_run(tmp_path, *args) == [
             "python manage.py migrate --noinput [mode=]",
-            "python -m playground.kafka.java_worker build --if-possible [mode=]",  # the Java client's worker
             f"Kafka Transaction Playground: http://{host}:8000/",
             f"daphne -b {host} -p 8000 playground.asgi:application [mode=]",
         ]
@@ -552,7 +551,6 @@ def test_make_run_elsewhere_than_loopback_collects_static_files_and_serves_in_pr
     port = "8080" if "PORT=8080" in args else "8000"
     assert make_run(tmp_path, *args, **environ) == [
         "python manage.py migrate --noinput [mode=production]",
-        "python -m playground.kafka.java_worker build --if-possible [mode=production]",
         "python manage.py collectstatic --noinput -v 0 [mode=production]",
         f"python -m playground.deploy serve --host {host} --port {port} [mode=production]",
     ]
