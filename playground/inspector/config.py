@@ -44,6 +44,7 @@ SETTINGS: dict[str, tuple[str, Any]] = {
     "INSPECTOR_TXN_HISTORY_MAX": ("txn_history_max", 1000),
     "INSPECTOR_MAX_TRANSACTION_TIMEOUT_MS": ("max_transaction_timeout_ms", 900_000),
     "INSPECTOR_REINIT_MAX_PER_HOUR": ("reinit_max_per_hour", 12),
+    "INSPECTOR_LSO_STALL_MS": ("lso_stall_ms", None),
     "INSPECTOR_LIVE_GAP_S": ("live_gap_s", 5.0),
     "INSPECTOR_REQUEST_TIMEOUT_S": ("request_timeout_s", 5.0),
 }
@@ -67,6 +68,7 @@ class InspectorSettings:
     txn_history_max: int = 1000
     max_transaction_timeout_ms: int = 900_000
     reinit_max_per_hour: int = 12
+    lso_stall_ms: int | None = None  # None: half of the open transaction's own transaction.timeout.ms
     live_gap_s: float | None = 5.0
     request_timeout_s: float = 5.0
 

@@ -2,17 +2,26 @@
 
 Stable kinds (the web page and `manage.py inspect --json` key on them):
 
+* `lso_stall`: an open transaction has held a partition's LSO longer than a threshold: INSPECTOR_LSO_STALL_MS, or
+  by default half of that transaction's own transaction.timeout.ms as its coordinator describes it (Kafka's
+  default 60 s when it does not): a healthy transaction ends well within its timeout, and by half of it the
+  partition's read_committed consumers have waited long enough to page someone. Evidence: how many offsets it
+  holds back (LSO to HW), the records of other producers among them, what read_committed consumers get.
 * `hanging_transaction`: kafka-transactions.sh find-hanging's definition (see hanging.py): an open transaction on
   a partition that its coordinator will never end; the abort command is attached.
 * `long_open_transaction`: an open transaction older than INSPECTOR_MAX_TRANSACTION_TIMEOUT_MS that the
   coordinator still tracks (find-hanging leaves these out): it holds the partition's LSO, read_committed consumers
   see nothing past it until the coordinator aborts it. The abort command is attached too.
-* `shared_transactional_id`: an InitProducerId bumped the epoch of a transactional id while the previous epoch
-  was live: it wrote (or changed its transaction) less than INSPECTOR_LIVE_GAP_S before the bump. Two instances
-  with one transactional.id fence each other this way; a crashed instance restarting does too, but only after a
-  pause (its restart), which is what the gap tells apart. Evidence: the fenced and new epochs, the fencing abort
+* `shared_transactional_id`: an InitProducerId replaced an epoch that was still live (classify_inits): the old
+  epoch wrote after the new one started (certain), or the InitProducerId aborted an open transaction active less
+  than INSPECTOR_LIVE_GAP_S before (likely; certain when consecutive InitProducerIds do so: instances alternating).
+  A re-init after the previous transaction completed is a restart, never this finding (a rolling deploy does it);
+  frequent_reinit counts restarts past its threshold. Evidence: the fenced and new epochs, the fencing abort
   (PrepareAbort at epoch+1, as TransactionCoordinator.handleInitProducerId does over an Ongoing transaction), the
   records it aborted and the ABORT markers, from the partition logs read.
+
+Each finding says how sure it is (`confidence`: certain, likely, possible) and why (`why`). `group_findings` folds
+them by kind and subject, newest first, for people and for alerting: one line per group.
 * `frequent_reinit`: more than INSPECTOR_REINIT_MAX_PER_HOUR InitProducerId for one id within an hour, far more
   than deployments cause: instances fencing each other in turn, or a crash loop.
 * `interleaved_plain_records`: non-transactional records (producer id -1, or an idempotent producer without a
@@ -29,8 +38,9 @@ from typing import Any
 from playground.inspector.logview import PartitionRead, producer_kind
 
 # current conditions (not filtered by --since: they hold now, whenever they began)
-CURRENT_KINDS = ("hanging_transaction", "long_open_transaction")
+CURRENT_KINDS = ("lso_stall", "hanging_transaction", "long_open_transaction")
 KINDS = (
+    "lso_stall",
     "hanging_transaction",
     "long_open_transaction",
     "shared_transactional_id",
@@ -48,6 +58,8 @@ class Finding:
     evidence: dict[str, Any] = field(default_factory=dict)
     time_ms: int | None = None  # when it happened (the coordinator's or the record's clock)
     command: str | None = None  # what an operator would run (shown, never run)
+    confidence: str = "certain"  # certain | likely | possible (CONFIDENCE)
+    why: str = ""  # what in the cluster makes it so, and how sure that is
 
     def to_dict(self) -> dict[str, Any]:
         d = {
@@ -55,6 +67,8 @@ class Finding:
             "subject": self.subject,
             "summary": self.summary,
             "time_ms": self.time_ms,
+            "confidence": self.confidence,
+            "why": self.why,
             "evidence": self.evidence,
         }
         if self.command:
@@ -64,6 +78,12 @@ class Finding:
 
 def _fmt_s(ms: int | float | None) -> str:
     return "?" if ms is None else f"{ms / 1000:.1f} s"
+
+
+def _listed(items: list[Any], limit: int = 10) -> str:
+    """A list for a sentence, saying how many it leaves out."""
+    shown = ", ".join(str(x) for x in items[:limit])
+    return shown + (f", … ({len(items) - limit} more)" if len(items) > limit else "")
 
 
 # ------------------------------------------------------------------------------------------------- hanging
@@ -103,12 +123,18 @@ def hanging_findings(found: list[dict[str, Any]], show_txid) -> list[Finding]:
                 ev,
                 h["last_timestamp"],
                 h.get("command"),
+                why=f"DescribeProducers shows its last write {_fmt_s(h['duration_ms'])} ago, past the maximum "
+                f"transaction timeout, and {h['reason']}",
             )
         )
     return out
 
 
 # ------------------------------------------------------------------------------------------------- shared id
+
+# how sure a finding is: certain (the cluster shows it directly), likely (the cluster shows what two instances do,
+# and one instance does only in an unusual way), possible (could as well be one instance)
+CONFIDENCE = ("certain", "likely", "possible")
 
 
 def _epoch_activity(
@@ -125,6 +151,114 @@ def _epoch_activity(
     return last, offsets
 
 
+def _late_writes(
+    parts: dict[tuple[str, int], PartitionRead], pid: int, epoch: int, after_ms: int | None
+) -> dict[str, list[int]]:
+    """Records of (producer id, epoch) created after `after_ms` (their CreateTime): the old epoch still writing once
+    the new one had started, which a stopped instance cannot do."""
+    if after_ms is None:
+        return {}
+    out: dict[str, list[int]] = {}
+    for pr in parts.values():
+        late = [
+            e.offset
+            for e in pr.entries
+            if not e.control and e.producer_id == pid and e.epoch == epoch and (e.timestamp_ms or 0) > after_ms
+        ]
+        if late:
+            out[pr.name] = late
+    return out
+
+
+def classify_inits(inits: list[dict[str, Any]], parts: dict[tuple[str, int], PartitionRead], live_gap_ms: float | None):
+    """Each InitProducerId that replaced an earlier epoch, told apart as a restart or a second live instance.
+
+    What one instance restarting looks like: its previous transaction had completed (committed or aborted, its
+    markers written) before the InitProducerId, or it had crashed with a transaction open and the restart came
+    after a pause. What two instances sharing the id look like, as the cluster shows it:
+    * the old epoch still writing after the new one started (records created after the bump);
+    * an InitProducerId that aborts an open transaction whose instance was active up to a moment before (within
+      INSPECTOR_LIVE_GAP_S), and the same again at the next InitProducerId: instances alternating.
+    Yields (init, verdict, confidence, why, facts) with verdict "shared" or "restart" (timed-out transactions and an
+    instance's own KIP-360 epoch bump after its abort are neither and are left out)."""
+    out = []
+    live: list[bool] = []  # per entry of out: did its InitProducerId abort a live transaction
+    previous_live_fence = False
+    for init in inits:
+        prev = init.get("previous")
+        if not prev or prev.get("producer_epoch") is None:
+            previous_live_fence = False
+            continue
+        fence: dict[str, Any] = init.get("fence") or {}
+        if fence.get("event") == "timed_out":
+            previous_live_fence = False
+            continue  # the coordinator aborted it on timeout; the re-init came after (the same instance, late)
+        if not fence and prev.get("last_event") == "abort_requested":
+            continue  # KIP-360: an instance bumps its own epoch with InitProducerId right after its abort
+        pid, old_epoch = prev["producer_id"], prev["producer_epoch"]
+        fenced_open = fence.get("event") == "fenced_by_init"
+        bump_ms = fence.get("time_ms") if fenced_open else init.get("time_ms")
+        data_last, data_offsets = _epoch_activity(parts, pid, old_epoch)
+        acts = [t for t in (prev.get("last_activity_ms"), data_last) if t is not None]
+        last_activity = max(acts) if acts else None
+        gap = None if (last_activity is None or bump_ms is None) else max(0, bump_ms - last_activity)
+        late = _late_writes(parts, pid, old_epoch, bump_ms)
+        live_fence = fenced_open and (live_gap_ms is None or (gap is not None and gap <= live_gap_ms))
+        gap_setting = (
+            "no INSPECTOR_LIVE_GAP_S" if live_gap_ms is None else f"INSPECTOR_LIVE_GAP_S={live_gap_ms / 1000:g}"
+        )
+        facts = {
+            "pid": pid,
+            "old_epoch": old_epoch,
+            "fenced_open": fenced_open,
+            "bump_ms": bump_ms,
+            "last_activity": last_activity,
+            "gap": gap,
+            "data_offsets": data_offsets,
+            "late_writes": late,
+            "fence": fence,
+        }
+        gap_s = "?" if gap is None else f"{gap / 1000:.1f} s"
+        if late:
+            where = ", ".join(f"{tp} {offs}" for tp, offs in late.items())
+            why = (
+                f"epoch {old_epoch} still wrote after epoch {init['producer_epoch']} started (records created after "
+                f"the InitProducerId at {where}): a stopped instance cannot write"
+            )
+            out.append((init, "shared", "certain", why, facts))
+        elif live_fence and previous_live_fence:
+            why = (
+                f"this InitProducerId aborted an open transaction whose instance was active {gap_s} before, and so "
+                "did the one before it: instances alternating, each fencing the other mid-transaction"
+            )
+            out.append((init, "shared", "certain", why, facts))
+        elif live_fence:
+            why = (
+                f"this InitProducerId aborted an open transaction whose instance was active {gap_s} before "
+                f"({gap_setting}): a second instance fencing a live one, or one that "
+                "crashed mid-transaction and restarted within that time"
+            )
+            out.append((init, "shared", "likely", why, facts))
+        elif fenced_open:
+            why = (
+                f"its InitProducerId aborted a transaction idle for {gap_s}: an instance that died mid-transaction, "
+                "restarted"
+            )
+            out.append((init, "restart", "likely", why, facts))
+        else:
+            why = f"the previous transaction had completed ({prev.get('last_outcome') or prev.get('last_event') or 'none open'}) before this InitProducerId: a restart"
+            out.append((init, "restart", "likely", why, facts))
+        live.append(live_fence)
+        previous_live_fence = live_fence
+    # alternation is seen at its second fence; the first of the pair is the same story
+    for k in range(len(out) - 1):
+        if live[k] and live[k + 1] and out[k + 1][2] == "certain" and out[k][2] == "likely":
+            init, verdict, _c, _why, facts = out[k]
+            why = out[k][3].split(": a second instance")[0] + ", and so did the next one: instances alternating"
+            out[k] = (init, verdict, "certain", why, facts)
+    return out
+
+
 def shared_id_findings(
     timelines: dict[str, list[dict[str, Any]]],
     inits_by_id: dict[str, list[dict[str, Any]]],
@@ -133,25 +267,10 @@ def shared_id_findings(
 ) -> list[Finding]:
     out = []
     for txid, inits in sorted(inits_by_id.items()):
-        for init in inits:
-            prev = init.get("previous")
-            if not prev or prev.get("producer_epoch") is None:
+        for init, verdict, confidence, why, f in classify_inits(inits, parts, live_gap_ms):
+            if verdict != "shared":
                 continue
-            fence: dict[str, Any] = init.get("fence") or {}
-            pid, old_epoch = prev["producer_id"], prev["producer_epoch"]
-            data_last, data_offsets = _epoch_activity(parts, pid, old_epoch)
-            acts = [t for t in (prev.get("last_activity_ms"), data_last) if t is not None]
-            last_activity = max(acts) if acts else None
-            fenced_open = fence.get("event") == "fenced_by_init"
-            if fence.get("event") == "timed_out":
-                continue  # the coordinator aborted it on timeout; the re-init came after (the same instance, late)
-            if not fence and prev.get("last_event") == "abort_requested":
-                continue  # KIP-360: an instance bumps its own epoch with InitProducerId right after its abort
-            bump_ms = fence["time_ms"] if fenced_open else init["time_ms"]
-            gap = None if (last_activity is None or bump_ms is None) else max(0, bump_ms - last_activity)
-            live = gap is not None and live_gap_ms is not None and gap <= live_gap_ms
-            if not (live or (live_gap_ms is None and fenced_open)):
-                continue
+            pid, old_epoch, fence, fenced_open = f["pid"], f["old_epoch"], f["fence"], f["fenced_open"]
             aborted, markers = {}, {}
             if fenced_open:
                 for pr in parts.values():
@@ -179,11 +298,12 @@ def shared_id_findings(
                 "new_producer_id": init["producer_id"],
                 "new_epoch": init["producer_epoch"],
                 "init_txn_state_offset": init["offset"],
-                "bump_time_ms": bump_ms,
-                "fenced_epoch_last_activity_ms": last_activity,
-                "gap_ms": gap,
+                "bump_time_ms": f["bump_ms"],
+                "fenced_epoch_last_activity_ms": f["last_activity"],
+                "gap_ms": f["gap"],
                 "fenced_open_transaction": fenced_open,
-                "fenced_epoch_writes": data_offsets,
+                "fenced_epoch_writes": f["data_offsets"],
+                "writes_after_bump": f["late_writes"],
             }
             if fenced_open:
                 ev.update(
@@ -204,18 +324,26 @@ def shared_id_findings(
                     "shared_transactional_id",
                     txid,
                     f"{txid}: epoch {old_epoch} of producer id {pid} was fenced by an InitProducerId (new epoch "
-                    f"{init['producer_epoch']}) {_fmt_s(gap)} after its last activity, {what}: another live instance "
-                    "uses the same transactional.id",
+                    f"{init['producer_epoch']}) {_fmt_s(f['gap'])} after its last activity, {what}: another live "
+                    "instance uses the same transactional.id",
                     ev,
-                    bump_ms,
+                    f["bump_ms"],
+                    confidence=confidence,
+                    why=why,
                 )
             )
     return out
 
 
-def frequent_reinit_findings(inits_by_id: dict[str, list[dict[str, Any]]], max_per_hour: int) -> list[Finding]:
+def frequent_reinit_findings(
+    inits_by_id: dict[str, list[dict[str, Any]]],
+    max_per_hour: int,
+    parts: dict[tuple[str, int], PartitionRead] | None = None,
+    live_gap_ms: float | None = None,
+) -> list[Finding]:
     out = []
     for txid, inits in sorted(inits_by_id.items()):
+        restarts = sum(1 for x in classify_inits(inits, parts or {}, live_gap_ms) if x[1] == "restart")
         times = sorted(i["time_ms"] for i in inits if i.get("time_ms") is not None)
         best, best_at, j = 0, (0, 0), 0
         for k, t in enumerate(times):  # the most inits within any hour
@@ -242,12 +370,16 @@ def frequent_reinit_findings(inits_by_id: dict[str, list[dict[str, Any]]], max_p
                     {
                         "transactional_id": txid,
                         "inits_in_hour": best,
+                        "restarts": restarts,
                         "first_ms": best_at[0],
                         "last_ms": best_at[1],
                         "threshold_per_hour": max_per_hour,
                         "inits": shown,
                     },
                     best_at[1],
+                    why=f"__transaction_state holds {best} InitProducerId records of this id between "
+                    f"{_fmt_s(best_at[1] - best_at[0])} of each other ({restarts} of them after the previous "
+                    "transaction had completed: restarts)",
                 )
             )
     return out
@@ -307,11 +439,146 @@ def interleaved_findings(
                 Finding(
                     "interleaved_plain_records",
                     pr.name,
-                    f"{pr.name}: {len(plain)} non-transactional record(s) at offset(s) {', '.join(str(e.offset) for e in plain[:10])} "
+                    f"{pr.name}: {len(plain)} non-transactional record(s) at offset(s) {_listed([e.offset for e in plain])} "
                     f"inside the transaction of producer id {s.producer_id} epoch {','.join(map(str, s.epochs))} "
                     f"(offsets {s.first_offset}..{end}, {outcome}): {effect}",
                     ev,
                     plain[0].timestamp_ms,
+                    why="the partition's log holds records without a transaction (isTransactional false) between "
+                    "this transaction's first record and its marker",
                 )
             )
     return out
+
+
+# ------------------------------------------------------------------------------------------------- LSO stalls
+
+DEFAULT_TRANSACTION_TIMEOUT_MS = 60_000  # transaction.timeout.ms when a client does not set it (librdkafka, Java)
+
+
+def lso_stall_threshold_ms(open_txn: dict[str, Any], setting_ms: int | None) -> tuple[int, str]:
+    """The stall threshold for one open transaction, and where it comes from."""
+    if setting_ms is not None:
+        return int(setting_ms), f"INSPECTOR_LSO_STALL_MS={setting_ms}"
+    timeout = open_txn.get("transaction_timeout_ms")
+    if timeout:
+        return int(timeout) // 2, f"half its transaction.timeout.ms ({timeout} ms, from its coordinator)"
+    return DEFAULT_TRANSACTION_TIMEOUT_MS // 2, (
+        f"half of Kafka's default transaction.timeout.ms ({DEFAULT_TRANSACTION_TIMEOUT_MS} ms: its coordinator "
+        "does not describe this transaction)"
+    )
+
+
+def lso_stall_findings(partitions: list[dict[str, Any]], setting_ms: int | None, now_ms: int) -> list[Finding]:
+    """From the report's partitions (ClusterInspector._partition_dict): the open transaction holding each LSO."""
+    out = []
+    for part in partitions:
+        for o in part.get("open_transactions", []):
+            if not o["holds_lso"] or o["age_ms"] is None:
+                continue
+            threshold, source = lso_stall_threshold_ms(o, setting_ms)
+            if o["age_ms"] <= threshold:
+                continue
+            tp = f"{part['topic']}-{part['partition']}"
+            lso, hw = part["last_stable_offset"], part["high_watermark"]
+            held = [e for e in part["entries"] if e["kind"] == "data" and e["offset"] >= lso]
+            others = [e for e in held if e["producer_id"] != o["producer_id"]]
+            timeout = o.get("transaction_timeout_ms")
+            aborts_at = (o["started_ms"] + timeout) if (timeout and o.get("started_ms")) else None
+            who = o["transactional_id"] or "a transactional id not shown"
+            ev = {
+                "topic": part["topic"],
+                "partition": part["partition"],
+                "producer_id": o["producer_id"],
+                "producer_epoch": o["producer_epoch"],
+                "transactional_id": o["transactional_id"],
+                "start_offset": o["start_offset"],
+                "last_stable_offset": lso,
+                "high_watermark": hw,
+                "offsets_held": hw - lso,
+                "records_held_read": len(held),
+                "other_producers_records_held": len(others),
+                "open_for_ms": o["age_ms"],
+                "last_write_age_ms": o["last_write_age_ms"],
+                "threshold_ms": threshold,
+                "threshold_from": source,
+                "transaction_timeout_ms": timeout,
+                "coordinator_state": o["coordinator_state"],
+                "coordinator_aborts_at_ms": aborts_at,
+                "held_back": (
+                    f"every read_committed consumer of {tp} stops at offset {lso} (a consumer group's position there "
+                    f"or past it gets nothing) until the transaction ends; read_uncommitted consumers are not held"
+                ),
+            }
+            when = (
+                f"; its coordinator aborts it at {_fmt_s(aborts_at - now_ms)} from now"
+                if aborts_at and aborts_at > now_ms
+                else ""
+            )
+            out.append(
+                Finding(
+                    "lso_stall",
+                    tp,
+                    f"{tp}: the open transaction of {who} (producer id {o['producer_id']} epoch {o['producer_epoch']}) "
+                    f"has held the LSO at offset {lso} for {_fmt_s(o['age_ms'])}: {hw - lso} offset(s) up to the HW "
+                    f"{hw} held back from read_committed consumers"
+                    + (f", {len(others)} of them other producers' records" if others else "")
+                    + when,
+                    ev,
+                    o["started_ms"],
+                    why=f"DescribeProducers lists it with CurrentTransactionStartOffset {lso} = the LSO (ListOffsets "
+                    f"read_committed), open {_fmt_s(o['age_ms'])}, longer than {_fmt_s(threshold)}: {source}",
+                )
+            )
+    return out
+
+
+# ------------------------------------------------------------------------------------------------- grouping
+
+
+RANK = {c: n for n, c in enumerate(CONFIDENCE)}
+
+
+def group_findings(findings: list[dict[str, Any]], evidence_max: int = 50) -> list[dict[str, Any]]:
+    """Findings (Finding.to_dict) folded by kind and subject: a count, the first and last seen, the surest
+    confidence, the newest finding's summary and why; each group's findings newest first (at most
+    `evidence_max`, saying how many more). Groups: current conditions (CURRENT_KINDS) first, then newest first."""
+    groups: dict[tuple[str, str], dict[str, Any]] = {}
+    for f in findings:
+        g = groups.setdefault(
+            (f["kind"], f["subject"]), {"kind": f["kind"], "subject": f["subject"], "count": 0, "findings": []}
+        )
+        g["count"] += 1
+        g["findings"].append(f)
+    out = []
+    for g in groups.values():
+        fs = sorted(g["findings"], key=lambda f: f["time_ms"] if f["time_ms"] is not None else -1, reverse=True)
+        times = [f["time_ms"] for f in fs if f["time_ms"] is not None]
+        newest = fs[0]
+        g.update(
+            first_ms=min(times) if times else None,
+            last_ms=max(times) if times else None,
+            confidence=min((f.get("confidence", "certain") for f in fs), key=lambda c: RANK.get(c, 9)),
+            summary=newest["summary"],
+            why=newest.get("why", ""),
+            command=newest.get("command"),
+            current=g["kind"] in CURRENT_KINDS,
+            findings=fs[:evidence_max],
+            more=max(0, len(fs) - evidence_max),
+        )
+        out.append(g)
+    out.sort(
+        key=lambda g: (
+            0 if g["current"] else 1,
+            -(g["last_ms"] if g["last_ms"] is not None else -1),
+            g["kind"],
+            g["subject"],
+        )
+    )
+    return out
+
+
+def group_line(g: dict[str, Any], when) -> str:
+    """One line per group (the CLI's summary, an alert's text)."""
+    times = when(g["last_ms"]) if g["count"] == 1 else f"{when(g['first_ms'])}..{when(g['last_ms'])}"
+    return f"[{g['kind']}] {g['subject']}: {g['count']}x, {times}, {g['confidence']}: {g['summary']}"

@@ -391,13 +391,21 @@ class ClusterInspector:
         findings += detectors.shared_id_findings(
             timelines, inits_by_id, parts, None if s.live_gap_s is None else s.live_gap_s * 1000
         )
-        findings += detectors.frequent_reinit_findings(inits_by_id, s.reinit_max_per_hour)
+        live_gap_ms = None if s.live_gap_s is None else s.live_gap_s * 1000
+        findings += detectors.frequent_reinit_findings(inits_by_id, s.reinit_max_per_hour, parts, live_gap_ms)
         findings += detectors.interleaved_findings(parts, txid_of, show)
+        partition_dicts = [
+            self._partition_dict(pr, now, txid_of, described, from_offsets.get(tp)) for tp, pr in parts.items()
+        ]
+        findings += detectors.lso_stall_findings(partition_dicts, s.lso_stall_ms, now)
         if since_s is not None:
             horizon = now - since_s * 1000
             findings = [
                 f for f in findings if f.kind in detectors.CURRENT_KINDS or f.time_ms is None or f.time_ms >= horizon
             ]
+        # newest first: the incident going on now is at the top, the one of an hour ago below it
+        findings.sort(key=lambda f: f.time_ms if f.time_ms is not None else -1, reverse=True)
+        found_dicts = [f.to_dict() for f in findings]
 
         sent = {k: v - sent0.get(k, 0) for k, v in w.sent.items() if v - sent0.get(k, 0)}
         return {
@@ -406,21 +414,21 @@ class ClusterInspector:
             "elapsed_ms": round((time.monotonic() - t0) * 1000),
             "started_from": started_from,
             "transactions": listing,
-            "partitions": [
-                self._partition_dict(pr, now, txid_of, described, from_offsets.get(tp)) for tp, pr in parts.items()
-            ],
+            "partitions": partition_dicts,
             "transactional_ids": [
                 self._txid_dict(t, described[t], timelines[t], inits_by_id[t], parts, n_txn, since_s, now)
                 for t in txids
             ],
             "hanging": found,
-            "findings": [f.to_dict() for f in findings],
+            "findings": found_dicts,
+            "groups": detectors.group_findings(found_dicts),
             "notes": notes,
             "requests": sent,
             "settings": {
                 "max_transaction_timeout_ms": s.max_transaction_timeout_ms,
                 "live_gap_s": s.live_gap_s,
                 "reinit_max_per_hour": s.reinit_max_per_hour,
+                "lso_stall_ms": s.lso_stall_ms,
                 "window_records": s.window_records,
                 "poll_interval_s": s.poll_interval_s,
             },

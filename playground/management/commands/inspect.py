@@ -3,7 +3,8 @@
 Read-only inspection of the Kafka cluster in settings (KAFKA_BOOTSTRAP_SERVERS), with playground/inspector: the
 topics' partitions around their LSO and end, the transactional ids' __transaction_state timelines, hanging
 transactions as `kafka-transactions.sh find-hanging` finds them (with the abort command, shown, never run), and
-findings. Without --topic and --transactional-id it starts from ListTransactions (ongoing transactions of allowed
+findings: first one line per group of findings (kind and subject, with a count, first and last seen and how sure),
+then the details. Without --topic and --transactional-id it starts from ListTransactions (ongoing transactions of allowed
 ids) and every topic INSPECTOR_TOPICS allows.
 
 Exit codes: 0 no finding, 1 at least one finding, 2 the cluster cannot be read, or a topic/id is not allowed
@@ -19,8 +20,10 @@ from datetime import UTC, datetime
 from django.core.management.base import BaseCommand
 
 from playground.inspector import InspectorError, get_inspector
+from playground.inspector.detectors import group_line
 
 EXIT_FINDINGS, EXIT_UNREADABLE = 1, 2
+ENTRIES_SHOWN, TIMELINE_SHOWN, OFFSETS_SHOWN, FINDINGS_SHOWN = 12, 15, 20, 5  # the text's lists; --json has all
 UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
@@ -29,6 +32,13 @@ def parse_duration(text: str) -> float:
     if not m:
         raise ValueError(f"bad duration {text!r} (examples: 90s, 15m, 2h, 1d)")
     return float(m.group(1)) * UNITS[m.group(2) or "s"]
+
+
+def _offsets(records: list[dict]) -> str:
+    shown = [x["offset"] for x in records[:OFFSETS_SHOWN]]
+    if len(records) > OFFSETS_SHOWN:
+        return f"{shown} (the first {OFFSETS_SHOWN} of {len(records)})"
+    return str(shown)
 
 
 def _when(ms: int | None) -> str:
@@ -102,6 +112,12 @@ class Command(BaseCommand):
         )
         for note in r["notes"]:
             out(f"note: {note}")
+        groups = r.get("groups") or []
+        if groups:
+            # one line per group first: what an alert shows; the details follow
+            out(f"{len(r['findings'])} finding(s) in {len(groups)} group(s), current conditions first, then newest:")
+            for g in groups:
+                out(group_line(g, _when))
         for p in r["partitions"]:
             name = f"{p['topic']}-{p['partition']}"
             if p["error"]:
@@ -119,7 +135,9 @@ class Command(BaseCommand):
                     f"{age} old{' (holds the LSO)' if o['holds_lso'] else ''}; id {o['transactional_id'] or '?'}; "
                     f"coordinator {o['coordinator_state'] or '?'}"
                 )
-            for e in p["entries"][-12:]:
+            if len(p["entries"]) > ENTRIES_SHOWN:
+                out(f"    (the last {ENTRIES_SHOWN} of {len(p['entries'])} entries read; --json has them all)")
+            for e in p["entries"][-ENTRIES_SHOWN:]:
                 if e["kind"] == "control":
                     out(
                         f"    {e['offset']:>8}  {e['control']:<6} pid {e['producer_id']} epoch {e['producer_epoch']} coordinator epoch {e['coordinator_epoch']}"
@@ -131,8 +149,8 @@ class Command(BaseCommand):
                     )
             c = p["consumers"]
             out(
-                f"    from offset {c['from_offset']}: read_committed gets {[x['offset'] for x in c['read_committed']][:20]}, "
-                f"read_uncommitted {[x['offset'] for x in c['read_uncommitted']][:20]}"
+                f"    from offset {c['from_offset']}: read_committed gets {_offsets(c['read_committed'])}, "
+                f"read_uncommitted {_offsets(c['read_uncommitted'])}"
             )
         for t in r["transactional_ids"]:
             cur = t["current"]
@@ -141,7 +159,9 @@ class Command(BaseCommand):
                 + (f", producer id {cur['producer_id']} epoch {cur['producer_epoch']}" if cur.get("state") else "")
                 + f"; coordinator: broker {t['coordinator']['broker']}, __transaction_state-{t['coordinator']['txn_state_partition']}"
             )
-            for rec in t["timeline"][-15:]:
+            if len(t["timeline"]) > TIMELINE_SHOWN:
+                out(f"    (the last {TIMELINE_SHOWN} of {len(t['timeline'])} __transaction_state records read)")
+            for rec in t["timeline"][-TIMELINE_SHOWN:]:
                 parts = ",".join(f"{a}-{b}" for a, b in rec.get("partitions", []))
                 out(
                     f"    {_when(rec.get('last_update_ms'))}  {rec['event']:<16} {rec['state']:<14} pid {rec['producer_id']} "
@@ -159,7 +179,14 @@ class Command(BaseCommand):
             out("no findings")
             return
         out(f"{len(r['findings'])} finding(s):")
-        for f in r["findings"]:
-            out(f"[{f['kind']}] {f['summary']}")
-            if f.get("command"):
-                out(f"    to abort it (not run): {f['command']}")
+        for g in groups:
+            out(group_line(g, _when))
+            out(f"    why ({g['confidence']}): {g['why']}")
+            if g.get("command"):
+                out(f"    to abort it (not run): {g['command']}")
+            shown = g["findings"][:FINDINGS_SHOWN]
+            for f in shown:
+                out(f"    {_when(f['time_ms'])}  {f['summary']}")
+            left = g["count"] - len(shown)
+            if left:
+                out(f"    … {left} older finding(s) of this group not listed (--json has {g['count'] - g['more']})")
