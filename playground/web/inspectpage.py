@@ -572,11 +572,54 @@ def finding_context(f: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+CONFIDENCE_WORDS = {"certain": "certain", "likely": "likely", "possible": "possible"}
+GROUP_FINDINGS_SHOWN = 10  # findings listed inside an expanded group (newest first); the JSON report has them all
+
+
+def group_context(g: Mapping[str, Any]) -> dict[str, Any]:
+    shown = g["findings"][:GROUP_FINDINGS_SHOWN]
+    return {
+        **g,
+        "id": dom_id("g", f"{g['kind']}|{g['subject']}"),
+        "first": hms(g["first_ms"]),
+        "last": hms(g["last_ms"]),
+        "items": [finding_context(f) for f in shown],
+        "not_listed": g["count"] - len(shown),
+    }
+
+
+def stall_context(f: Mapping[str, Any]) -> dict[str, Any]:
+    ev = f["evidence"]
+    tp = f"{ev['topic']}-{ev['partition']}"
+    return {
+        **f,
+        "tp": tp,
+        "anchor": dom_id("p", tp),
+        "open_for": age(ev["open_for_ms"]),
+        "threshold": age(ev["threshold_ms"]),
+        "aborts_at": hms(ev.get("coordinator_aborts_at_ms")),
+    }
+
+
+def max_timeout_minutes(ms: int) -> str:
+    """find-hanging's --max-transaction-timeout takes minutes, as a number (TransactionsCommand)."""
+    return str(ms // 60_000) if ms % 60_000 == 0 else f"{ms / 60_000:.3f}".rstrip("0")
+
+
 def contexts(report: Mapping[str, Any], sel: Selection) -> dict[str, Any]:
     """Everything the page's sections draw, from one report (or {"error": ...} when the cluster cannot be read)."""
     if "error" in report:
         return {"error": report["error"]}
     pc, names = colours(report), txid_names(report)
+    stalls = [f for f in report["findings"] if f["kind"] == "lso_stall"]
+    stalled = {(f["evidence"]["topic"], f["evidence"]["partition"]): f["evidence"]["open_for_ms"] for f in stalls}
+    # a partition whose LSO is stalled comes first (longest first): the incident, not the third panel of four
+    parts = sorted(
+        report["partitions"],
+        key=lambda p: (
+            (0, -stalled[(p["topic"], p["partition"])]) if (p["topic"], p["partition"]) in stalled else (1, 0)
+        ),
+    )
     return {
         "status": {
             "bootstrap": report["cluster"]["bootstrap"],
@@ -591,11 +634,14 @@ def contexts(report: Mapping[str, Any], sel: Selection) -> dict[str, Any]:
             "started_from": report["started_from"],
             "transactions": report.get("transactions") or [],
         },
-        "partitions": [partition_context(p, pc, names, sel) for p in report["partitions"]],
+        "partitions": [partition_context(p, pc, names, sel) for p in parts],
+        "stalls": [stall_context(f) for f in stalls],
+        "groups": [group_context(g) for g in report.get("groups", [])],
         "txids": [txid_context(t, report) for t in report["transactional_ids"]],
         "hanging": [{**h, "when": hms(h["last_timestamp"]), "for": age(h["duration_ms"])} for h in report["hanging"]],
         "findings": [finding_context(f) for f in report["findings"]],
         "max_timeout": age(report["settings"]["max_transaction_timeout_ms"]),
+        "max_timeout_minutes": max_timeout_minutes(report["settings"]["max_transaction_timeout_ms"]),
     }
 
 
@@ -603,7 +649,7 @@ def contexts(report: Mapping[str, Any], sel: Selection) -> dict[str, Any]:
 
 # The page's sections (templates _<name>.html), in the order a snapshot sends them; in the two that hold items (a
 # partition, a transactional id: their own templates), the items that changed are sent alone.
-SECTIONS = ("status", "findings", "hanging", "partitions", "txids")
+SECTIONS = ("status", "stalls", "findings", "hanging", "partitions", "txids")
 ITEMS = {"partitions": "_partition.html", "txids": "_txid.html"}
 
 

@@ -16,7 +16,16 @@
   }
 
   function scrollStrips() {
-    document.querySelectorAll(".strip .cells").forEach(function (ol) { ol.scrollLeft = ol.scrollWidth; });
+    document.querySelectorAll(".strip .cells").forEach(function (ol) {
+      ol.scrollLeft = ol.scrollWidth;
+      // The inspector's strips: an LSO behind the HW is what the viewer must see, however far the end is past it.
+      var part = ol.closest(".ipart");
+      var slot = part && +part.dataset.lso < +part.dataset.hw && ol.querySelector('.slot[data-offset="' + part.dataset.lso + '"]');
+      if (slot) {
+        var dx = slot.getBoundingClientRect().left - ol.getBoundingClientRect().left;
+        if (dx < 0 || dx > ol.clientWidth - 40) ol.scrollLeft = Math.max(0, ol.scrollLeft + dx - ol.clientWidth / 3);
+      }
+    });
     // Keep the narrative's current step in view (inside its list, without moving the page).
     var list = document.querySelector("#p-narrative .steps");
     var cur = list && (list.querySelector("li.next") || list.querySelector("li.current"));

@@ -222,7 +222,7 @@ def test_it_shows_the_window_markers_lso_and_findings_of_a_shared_id_live(kafka_
     assert re.search(
         r'data-offset="7"><span class="curs"><i class="cur cur-HW">HW</i><i class="cur cur-LSO">LSO</i>', page
     )
-    findings = re.findall(r'<article class="finding k-(\w+)"', page)
+    findings = re.findall(r'<article class="finding fgroup k-(\w+)', page)  # one group each
     assert sorted(findings) == ["interleaved_plain_records", "shared_transactional_id"]
     assert "fenced by InitProducerId" in page  # the __transaction_state timeline
     assert re.search(r'<g class="node lit" data-state="CompleteCommit">', page)  # the state diagram, lit
