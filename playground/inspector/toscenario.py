@@ -16,12 +16,18 @@ COMMIT/ABORT markers) and the transactional ids' __transaction_state timelines. 
 What no client can observe is not there: calls that wrote nothing (a fenced commit, a flush, a failed send), the
 applications' own timing, records outside the windows read. A transaction whose records begin before the window is
 replayed from the window's start; a marker whose transaction lies wholly before it is left out.
+
+Within the loader's limits (MAX_RECORDS, MAX_ACTORS) the selection comes first: an instance whose transaction is still
+open (it holds an LSO) or that a current finding names, then the instances of the selected transactional ids, then
+the newest; the file's comment says what was left out and why, and its title names only the ids it holds. Notes
+word epochs by difference (the replay's producer ids start at epoch 0) with the cluster's own epochs beside.
 """
 
 from __future__ import annotations
 
 import heapq
 import itertools
+import textwrap
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -139,6 +145,12 @@ class _Builder:
         self.plain: list[Entry] = []
         self.orphans: set[tuple[str, int]] = set()  # markers of transactions that lie before the window
         self.parts = [p for p in report.get("partitions", []) if p["entries"]]
+        self.selected_ids = {t["transactional_id"] for t in report.get("transactional_ids", [])}
+        self.current = {
+            (f["evidence"].get("producer_id"), f["evidence"].get("producer_epoch"))
+            for f in report.get("findings", [])
+            if f["kind"] in ("lso_stall", "hanging_transaction", "long_open_transaction")
+        }
         self._instances_from_timelines()
         self._units_from_logs()
 
@@ -253,31 +265,50 @@ class _Builder:
         times = [t for t, w in self.moments.get((inst.pid, inst.epoch), []) if w == what and t <= before]
         return max(times) if times else default
 
-    def keep(self) -> tuple[list[Instance], list[Entry], str]:
-        dropped = ""
+    def priority(self, inst: Instance) -> int:
+        """What the selection points at comes first: 0, an instance whose transaction is still open (it holds an
+        LSO) or that a current finding names; 1, an instance of a transactional id the viewer selected; 2, the rest."""
+        if any(u.end == "open" for u in inst.units) or (inst.pid, inst.epoch) in self.current:
+            return 0
+        return 1 if inst.txid in self.selected_ids else 2
+
+    def keep(self) -> tuple[list[Instance], list[Entry], list[str]]:
+        dropped: list[str] = []
         plain = sorted(self.plain, key=lambda e: (e.ts, e.tp, e.offset))
         insts = [i for i in self.inst.values() if i.units]
         ts = sorted([e.ts for e in plain] + [e.ts for i in insts for u in i.units for e in u.records])
         if len(ts) > MAX_RECORDS:
             cut = ts[-MAX_RECORDS]
             for i in insts:
-                i.units = [u for u in i.units if u.first_ts >= cut]
+                # the newest stretch; an open transaction stays whenever it began (it is what holds the LSO)
+                i.units = [u for u in i.units if u.first_ts >= cut or (self.priority(i) == 0 and u.end == "open")]
             plain = [e for e in plain if e.ts >= cut]
-            dropped = f"records before {_utc(cut)} are left out (at most {MAX_RECORDS} records)"
+            dropped.append(f"records before {_utc(cut)} (at most {MAX_RECORDS} records in a scenario)")
         room = (
             MAX_ACTORS
             - CONSUMERS
             - (1 if any(e.pid < 0 for e in plain) else 0)
             - (1 if any(e.pid >= 0 for e in plain) else 0)
         )
-        insts = sorted((i for i in insts if i.units), key=lambda i: (i.init_ts or i.units[0].first_ts, i.pid, i.epoch))
+
+        def start(i: Instance) -> float:
+            return i.init_ts or i.units[0].first_ts
+
+        insts = sorted((i for i in insts if i.units), key=lambda i: (start(i), i.pid, i.epoch))
         if len(insts) > room:
-            first = insts[-room].init_ts or insts[-room].units[0].first_ts
-            insts = insts[-room:]
-            plain = [e for e in plain if e.ts >= first]
-            dropped = (
-                dropped + "; " if dropped else ""
-            ) + f"only the newest {room} producer instances are kept (at most {MAX_ACTORS} actors)"
+            # the selection first (open transactions, then the selected ids), newest first within each; then the newest
+            ranked = sorted(insts, key=lambda i: (self.priority(i), -start(i)))
+            kept, left = ranked[:room], ranked[room:]
+            insts = sorted(kept, key=lambda i: (start(i), i.pid, i.epoch))
+            names = ", ".join(
+                f"{i.txid or f'producer id {i.pid}'} epoch {i.epoch} ({_utc(start(i))})"
+                for i in sorted(left, key=start)
+            )
+            dropped.append(
+                f"{len(left)} producer instance(s), a scenario has at most {MAX_ACTORS} actors; kept first: those "
+                f"with a transaction still open or named by a current finding, then those of the selected "
+                f"transactional ids, then the newest. Left out: {names}"
+            )
         # an init that fenced a transaction kept is kept with it, even when it wrote nothing itself (if there is
         # room; if not, that transaction's end is left out)
         for i in list(insts):
@@ -287,6 +318,10 @@ class _Builder:
                         insts.append(u.cause)
                     else:
                         u.end, u.cause, u.markers = "unknown", None, []
+                        dropped.append(
+                            f"the InitProducerId that fenced {i.txid} epoch {i.epoch} (no room for its instance: its "
+                            "ABORT markers are not replayed)"
+                        )
         return insts, plain, dropped
 
 
@@ -400,10 +435,18 @@ def _notes(order: list[Node], insts: list[Instance]) -> None:
         if n.action == "init_transactions" and n.writes:
             fenced = sorted({u.inst.name for i in insts for u in i.units if u.end == "fenced" and u.cause is n.actor})
             tps = ", ".join(sorted({e.tp for e in n.writes}))
+            who = " and ".join(fenced)
+            old = min((i.epoch for i in insts if i.name in fenced), default=None)
+            cluster = (
+                f" (on the cluster: epoch {old}, ABORT at {n.actor.fence_epoch}, then {n.actor.epoch})"
+                if old is not None
+                else ""
+            )
+            # the replay's epochs start at 0, the cluster's where that producer id had got to: say it by difference
             n.note = (
                 f"{n.actor.name} starts with the same transactional.id {n.actor.txid}: its InitProducerId aborts "
-                f"{' and '.join(fenced)}'s open transaction (ABORT at epoch {n.actor.fence_epoch} on {tps}) and gets "
-                f"epoch {n.actor.epoch}. {' and '.join(fenced)} is fenced."
+                f"{who}'s open transaction with an ABORT at {who}'s epoch + 1 on {tps}, and gets epoch + 2{cluster}. "
+                f"{who} is fenced."
             )
         elif n.action == "advance":
             n.note = (
@@ -430,6 +473,7 @@ def scenario_text(report: Mapping[str, Any]) -> str:
     """The scenario file's text for what the report shows (parses with playground.scenario.check_text)."""
     b = _Builder(report)
     insts, plain, dropped = b.keep()
+    kept_ids = sorted({i.txid for i in insts if i.txid})
     order = _steps(insts, plain, b)
     # actors named in the order they first act: A, B, C... for instances
     letters = iter("ABCDEFGHIJKLMNOPQRSTUVWXYZ")
@@ -499,13 +543,8 @@ def scenario_text(report: Mapping[str, Any]) -> str:
     return writer.write(
         scenario_id="observed-"
         + datetime.fromtimestamp(report.get("fetched_at_ms", 0) / 1000, tz=UTC).strftime("%Y%m%d-%H%M%S"),
-        title={
-            "en": "Observed on the cluster: "
-            + ", ".join(
-                [t["transactional_id"] for t in report.get("transactional_ids", [])] or list(topics) or ["nothing"]
-            )
-        },
-        summary={"en": _summary(report)},
+        title={"en": "Observed on the cluster: " + ", ".join(kept_ids or list(topics) or ["nothing"])},
+        summary={"en": _summary(report, dropped)},
         tags=["observed", *sorted({f["kind"].replace("_", "-") for f in report.get("findings", [])})],
         seed=0,
         cluster=ClusterSpec(
@@ -519,13 +558,17 @@ def scenario_text(report: Mapping[str, Any]) -> str:
     )
 
 
-def _summary(report: Mapping[str, Any]) -> str:
-    found = [f"{f['kind']} on {f['subject']}" for f in report.get("findings", [])]
+def _summary(report: Mapping[str, Any], dropped: list[str]) -> str:
+    counts: dict[tuple[str, str], int] = {}
+    for f in report.get("findings", []):
+        counts[(f["kind"], f["subject"])] = counts.get((f["kind"], f["subject"]), 0) + 1
+    found = [f"{k} on {s}" + (f" ({n}x)" if n > 1 else "") for (k, s), n in counts.items()]
     text = "What the inspector read on a real cluster, replayed step by step."
-    return text + (f" Findings: {'; '.join(found)}." if found else "")
+    text += f" Findings: {'; '.join(found)}." if found else ""
+    return text + (" Some of what was read is left out (see the comment at the top)." if dropped else "")
 
 
-def _comment(report: Mapping[str, Any], insts: list[Instance], plain: list[Entry], dropped: str) -> str:
+def _comment(report: Mapping[str, Any], insts: list[Instance], plain: list[Entry], dropped: list[str]) -> str:
     lines = [
         f"Made by the inspector (/inspect/) from the Kafka cluster at {report.get('cluster', {}).get('bootstrap', '?')}, "
         f"read at {_utc(report.get('fetched_at_ms'))}."
@@ -546,8 +589,8 @@ def _comment(report: Mapping[str, Any], insts: list[Instance], plain: list[Entry
         lines.append(
             f"idem: records of idempotent producers without a transaction (producer ids {', '.join(str(p) for p in pids if p >= 0)})."
         )
-    if dropped:
-        lines.append(f"Left out: {dropped}.")
+    for d in dropped:
+        lines += textwrap.wrap(f"Left out: {d}.", 110, subsequent_indent="  ")
     lines.append(
         "Not observable, so not here: calls that wrote nothing (a fenced commit, a flush, a send that failed),"
     )

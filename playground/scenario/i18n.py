@@ -30,6 +30,7 @@ def pick(text: Any, django_lang: str | None) -> str:
         for value in text.values():
             if value:
                 return str(value)
+        return ""  # every language empty: nothing to show (never the dict's repr)
     return str(text)
 
 

@@ -42,15 +42,27 @@ def prefix(settings, admin):
 LEFT_OPEN = r"""
 import sys, time
 from confluent_kafka import Producer
-bootstrap, topic, txid = sys.argv[1:4]
+bootstrap, topic, txid, partition = sys.argv[1:5]
 p = Producer({"bootstrap.servers": bootstrap, "transactional.id": txid, "transaction.timeout.ms": 80000})
 p.init_transactions(30)
 p.begin_transaction()
-p.produce(topic, b"left-open", partition=0)
+p.produce(topic, b"left-open", partition=int(partition))
 p.flush(30)
 print("written", flush=True)
 time.sleep(600)
 """
+
+
+def left_open(bootstrap: str, topic: str, txid: str, partition: int) -> None:
+    """A transaction left open by a killed producer."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", LEFT_OPEN, bootstrap, topic, txid, str(partition)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert proc.stdout.readline().strip() == "written"
+    finally:
+        proc.kill()
+        proc.wait(10)
 
 
 def test_it_counts_a_restart_loop_of_one_instance_as_restarts_not_a_shared_id(kafka_bootstrap, admin, prefix):
@@ -118,14 +130,7 @@ def test_it_reports_two_alternating_instances_as_one_group_of_certain_shared_id_
 def test_it_raises_an_lso_stall_within_one_poll_of_the_threshold(kafka_bootstrap, admin, prefix, settings):
     topic = create_topic(admin, f"{prefix}shop-orders")
     txid = f"{prefix}checkout"
-    proc = subprocess.Popen(
-        [sys.executable, "-c", LEFT_OPEN, kafka_bootstrap, topic, txid], stdout=subprocess.PIPE, text=True
-    )
-    try:
-        assert proc.stdout.readline().strip() == "written"
-    finally:
-        proc.kill()
-        proc.wait(10)
+    left_open(kafka_bootstrap, topic, txid, 0)
     # the application carries on: a clean transactional producer and plain records pile up behind the LSO
     other = txn_producer(kafka_bootstrap, f"{prefix}refunds")
     other.begin_transaction()
@@ -236,3 +241,33 @@ def test_it_does_not_mistake_the_fencing_of_a_long_dead_instance_for_a_shared_id
     assert "shared_transactional_id" not in kinds(report["findings"])
     [tid] = report["transactional_ids"]
     assert [r["event"] for r in tid["timeline"]][:4] == ["init", "begin", "fenced_by_init", "aborted"]
+
+
+def test_it_makes_a_scenario_of_the_selection_first_and_says_what_it_left_out(kafka_bootstrap, admin, prefix):
+    from playground.inspector.toscenario import scenario_text
+    from playground.scenario import check_text, run_scenario
+
+    topic = create_topic(admin, f"{prefix}shop-orders", partitions=2)
+    stuck, busy = f"{prefix}shop-refund", f"{prefix}payment-svc"
+    left_open(kafka_bootstrap, topic, stuck, 1)  # the oldest: what the viewer came for
+    for n in range(12):  # then a dozen instances of another service, each newer than it
+        p = txn_producer(kafka_bootstrap, busy)
+        p.begin_transaction()
+        send(p, topic, f"pay-{n}", partition=1)
+        p.commit_transaction(20)
+        p.close()
+    settle(busy)
+    report = get_inspector().inspect([topic], [stuck], partitions={topic: [1]}, max_age_s=0)
+    text = scenario_text(report)
+    scenario, errors = check_text(text)
+    assert scenario is not None, errors
+    by_id = {a.transactional_id for a in scenario.actors.values() if a.transactional_id}
+    assert by_id == {stuck, busy}  # the open transaction's producer is there, whatever its age
+    assert f"Observed on the cluster: {busy}, {stuck}" in text
+    comment = " ".join(line[1:].strip() for line in text.splitlines() if line.startswith("#"))
+    assert "Left out: 3 producer instance(s)" in comment and "with a transaction still open" in comment
+    assert f"{busy} epoch 0 (" in comment  # the oldest of the busy service's instances, named
+    observed = run_scenario(scenario, "sim")
+    assert observed["expect"]["failed"] == 0, observed["expect"]
+    assert [e.get("control") or e["value"] for e in observed["partitions"][f"{topic}-1"]["log"]][:1] == ["left-open"]
+    txn_producer(kafka_bootstrap, stuck)  # end it: the next instance aborts the dead one's transaction
