@@ -424,10 +424,13 @@ def step_view(c: Comparison, k: int, lang: str) -> dict[str, Any]:
         "notes_after": [pick(n, lang) for n in c.commands[k].notes] if k < c.length else [],
         "outcome": by_key["outcome"],
         "wire": by_key["wire"],
+        "tv_epochs": _tv_epoch_note(c, rows),
         "sides": [
             {
                 "name": name,
                 "label": p.label,
+                # as a session's header shows it: the level the cluster has finalized / the protocol this client runs
+                "cluster_tv": p.finalized_transaction_version,
                 "tv": p.transaction_version,
                 "outcome": getattr(by_key["outcome"], name),
                 "wire": getattr(by_key["wire"], name),
@@ -443,3 +446,18 @@ def step_view(c: Comparison, k: int, lang: str) -> dict[str, Any]:
         "prev_diff": c.previous_difference(k),
         "next_diff": c.next_difference(k),
     }
+
+
+def _tv_epoch_note(c: Any, rows: list[Any]) -> str:
+    """Why epochs differ when only one side runs KIP-890's protocol: the coordinator bumps the epoch at every EndTxn
+    under transaction.version 2 (TransactionCoordinator.endTransaction), never under 1. Empty when it does not apply."""
+    if c.a.transaction_version == c.b.transaction_version:
+        return ""
+    if not any(r.differs and r.field.key.endswith(".epoch") for r in rows):
+        return ""
+    v2 = c.a if c.a.transaction_version == 2 else c.b
+    return _(
+        "The epochs differ because %(side)s runs transaction.version 2 (KIP-890): its coordinator bumps the producer "
+        "epoch at every commit and abort (EndTxn), so each transaction ended adds one; under transaction.version 1 "
+        "the epoch changes only at InitProducerId and when a transaction is fenced or times out."
+    ) % {"side": v2.label}

@@ -56,3 +56,18 @@ def test_it_steps_both_profiles_together_and_lights_the_fenced_commit(page, serv
     page.wait_for_selector('#compare[data-at="4"]')
     page.go_back()  # and history goes back to the address before
     page.wait_for_selector('#compare[data-at="5"]')
+
+
+def test_it_takes_every_key_press_as_a_step_however_fast(page, server):
+    page.goto(server.url + "/compare/?scenario=zombie-fencing&a=3.9-librdkafka&b=4-java&at=0")
+    page.wait_for_selector('#compare[data-at="0"]')
+    for _ in range(6):
+        page.keyboard.press("n", delay=10)  # faster than a step's answer: htmx alone dropped some of these
+    page.wait_for_selector('#compare[data-at="6"]', timeout=20_000)
+    assert page.url.endswith("at=6")
+    for _ in range(2):
+        page.keyboard.press("b", delay=10)
+    page.wait_for_selector('#compare[data-at="4"]', timeout=20_000)
+    page.keyboard.press("ArrowRight")  # and one more, from where it stopped: no press was left over
+    page.wait_for_selector('#compare[data-at="5"]', timeout=20_000)
+    assert page.url.endswith("at=5")

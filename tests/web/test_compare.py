@@ -89,6 +89,23 @@ def test_it_lights_the_epoch_bumped_by_a_commit_under_transaction_protocol_2(cli
     assert "COMMIT @3 · epoch 2" in markers and "COMMIT @3 · epoch 3" in markers
 
 
+def test_it_explains_the_extra_epoch_bump_of_transaction_version_2_where_epochs_differ(client):
+    html = client.get(f"{ZOMBIE}&at=8").content.decode()
+    assert "Kafka 4.4.0 · java runs transaction.version 2 (KIP-890)" in html and "bumps the producer epoch" in html
+    assert "transaction.version 2" not in client.get(f"{ZOMBIE}&at=3").content.decode()  # the epochs agree there
+
+
+def test_it_names_transaction_version_as_a_sessions_header_does(client):
+    html = client.get(f"{ZOMBIE}&at=1").content.decode()
+    # the level the cluster finalized / the protocol the client runs: 3.9 finalizes none, librdkafka runs 1
+    assert re.search(
+        r'data-side="a">\s*<h3>Kafka 3.9.1 · librdkafka <small[^>]*>transaction.version <b class="tv">0/1</b>', html
+    )
+    assert re.search(
+        r'data-side="b">\s*<h3>Kafka 4.4.0 · java <small[^>]*>transaction.version <b class="tv">2/2</b>', html
+    )
+
+
 def test_it_shows_what_read_committed_got_on_each_side(client):
     html = client.get(f"{ZOMBIE}&at=24").content.decode()
     row = _row(html, "consumer.rc.got")

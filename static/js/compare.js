@@ -1,0 +1,33 @@
+// The compare view's keys (n or →, b or ←): every press is a step. htmx drops a trigger while the element's last
+// request is in flight, so pressing n every 100 ms moved fewer steps than presses; here presses are counted, and
+// each is taken by clicking the step button once the previous step has been swapped in (the button's own hx-get
+// keeps the address and the history as a click does).
+(function () {
+  "use strict";
+  var pending = 0; // steps asked for, not taken yet: forwards > 0, backwards < 0
+  var busy = false;
+
+  function take() {
+    if (busy || pending === 0) return;
+    var button = document.getElementById(pending > 0 ? "cmp-next" : "cmp-prev");
+    if (!button) { pending = 0; return; } // the first or last step: nothing further
+    busy = true;
+    pending += pending > 0 ? -1 : 1;
+    button.click();
+  }
+
+  document.addEventListener("keyup", function (e) {
+    if (e.ctrlKey || e.metaKey || e.altKey) return;
+    var tag = (e.target.tagName || "").toLowerCase();
+    if (tag === "input" || tag === "select" || tag === "textarea" || !document.getElementById("compare")) return;
+    var d = e.key === "n" || e.key === "ArrowRight" ? 1 : e.key === "b" || e.key === "ArrowLeft" ? -1 : 0;
+    if (!d) return;
+    // a press the other way cancels the ones not taken yet
+    pending = (pending > 0 && d < 0) || (pending < 0 && d > 0) ? 0 : pending + d;
+    take();
+  });
+  document.addEventListener("htmx:afterSettle", function () { busy = false; take(); });
+  function reset() { busy = false; pending = 0; }
+  document.addEventListener("htmx:responseError", reset);
+  document.addEventListener("htmx:sendError", reset);
+})();
