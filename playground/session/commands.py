@@ -9,6 +9,7 @@ panels). Who may do this is checked before, by the one place every route goes th
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,7 +32,7 @@ from playground.scenario.exercise import SKIP, pending_question
 from playground.session import limits, realcluster, signals, store
 from playground.session.backends import cluster_problem, detached_message, live_only
 from playground.session.cache import CACHE
-from playground.session.live import CommandError, Live, run_entry
+from playground.session.live import PACE_MAX_MS, PACE_OFF, PACE_WALL, CommandError, Live, run_entry
 from playground.session.replay import catch_up, fresh, replay, restore
 
 log = logging.getLogger(__name__)
@@ -186,13 +187,39 @@ def validate_step(live: Live, step: Step) -> None:
 
 
 # --------------------------------------------------------------------------------------------------- commands
+def _paced(live: Live, entry: dict[str, Any]) -> dict[str, Any]:
+    """The entry with the wall time since the previous paced command, when the session runs at its user's pace."""
+    if not live.paced or live.moment is not None:
+        return entry
+    now_ms = int(time.time() * 1000)
+    elapsed = 0 if live.paced_at_ms is None else max(0, min(PACE_MAX_MS, now_ms - live.paced_at_ms))
+    return {**entry, "at_ms": now_ms, **({"elapsed_ms": elapsed} if elapsed else {})}
+
+
+def set_pace(session_id: str, on: bool) -> Live:
+    """The simulator's clock follows the user's pace (on), or steps run back to back in virtual time (off)."""
+
+    def mutate(live: Live) -> Change:
+        if live_only(live.backend_name):
+            raise CommandError(_("A real cluster keeps its own time: the pace is the simulator's."))
+        if live.paced == on:
+            return Change()
+        entry: dict[str, Any] = {"pace": PACE_WALL if on else PACE_OFF}
+        if on:
+            entry["at_ms"] = int(time.time() * 1000)
+        return Change(append=[entry], message="ok")
+
+    live, _change = commit(session_id, mutate)
+    return live
+
+
 def apply_step(session_id: str, step: Step) -> tuple[Live, str]:
     """A command from the UI (a button, a form): one step outside the scenario's narrative."""
 
     def mutate(live: Live) -> Change:
         limits.check_commands(live.length + 1)
         validate_step(live, step)
-        entry = run_entry(live, {"step": step.to_dict()})
+        entry = run_entry(live, _paced(live, {"step": step.to_dict()}))
         return Change(append=[entry], message=entry["outcome"])
 
     live, change = commit(session_id, mutate)
@@ -205,7 +232,7 @@ def _next_scenario_step(live: Live) -> Change:
     if k >= len(steps):
         return Change(running=False if live.running else None, message="end")
     limits.check_commands(live.length + 1)
-    entry = run_entry(live, {"step": steps[k].to_dict(), "n": k})
+    entry = run_entry(live, _paced(live, {"step": steps[k].to_dict(), "n": k}))
     done = k + 1 >= len(steps)
     return Change(append=[entry], running=False if (done and live.running) else None, message=entry["outcome"])
 

@@ -456,8 +456,11 @@ def _tv_epoch_note(c: Any, rows: list[Any]) -> str:
     if not any(r.differs and r.field.key.endswith(".epoch") for r in rows):
         return ""
     v2 = c.a if c.a.transaction_version == 2 else c.b
-    return _(
-        "The epochs differ because %(side)s runs transaction.version 2 (KIP-890): its coordinator bumps the producer "
-        "epoch at every commit and abort (EndTxn), so each transaction ended adds one; under transaction.version 1 "
-        "the epoch changes only at InitProducerId and when a transaction is fenced or times out."
-    ) % {"side": v2.label}
+    return str(
+        _(
+            "The epochs differ because %(side)s runs transaction.version 2 (KIP-890): its coordinator bumps the producer "
+            "epoch at every commit and abort (EndTxn), so each transaction ended adds one; under transaction.version 1 "
+            "the epoch changes only at InitProducerId and when a transaction is fenced or times out."
+        )
+        % {"side": v2.label}
+    )

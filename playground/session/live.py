@@ -33,6 +33,8 @@ from playground.scenario.anomalies import reads
 from playground.scenario.model import Scenario
 
 GROUP_PREFIX = "session-"
+PACE_WALL, PACE_OFF = "wall", "off"  # a {"pace": ...} entry of the log
+PACE_MAX_MS = 10 * 60_000  # a longer pause between two commands passes as this much (a break, not a pace)
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 # Outcomes that say the producer was fenced (librdkafka's and Kafka's names), for the scrubber's marks.
@@ -133,6 +135,8 @@ class Checkpoint:
     produced: Mapping[str, int]
     predictions: Mapping[int, int]
     hints_shown: int
+    paced: bool = False
+    paced_at_ms: int | None = None
 
 
 @dataclass
@@ -173,6 +177,10 @@ class Live:
     produced: dict[str, int] = field(default_factory=dict)  # produce commands per actor, for one-click values
     predictions: dict[int, int] = field(default_factory=dict)  # exercise: scenario step -> the answer given
     hints_shown: int = 0  # exercise: hints revealed so far
+    # At its user's pace (a {"pace": "wall"} entry; the simulator only): each command records the wall time since
+    # the previous one (elapsed_ms) and that time passes on the simulator's clock before it (run_entry).
+    paced: bool = False
+    paced_at_ms: int | None = None  # the wall clock (ms) of the last paced entry
 
     # ---- the log -------------------------------------------------------------------------------------------
     def record(self, entry: dict[str, Any], row_id: int = 0) -> None:
@@ -182,6 +190,11 @@ class Live:
         self._derive(len(self.commands) - 1, entry)
 
     def _derive(self, seq: int, entry: Mapping[str, Any]) -> None:
+        if "at_ms" in entry:
+            self.paced_at_ms = int(entry["at_ms"])
+        if "pace" in entry:  # the pace switched on or off: not a command
+            self.paced = entry["pace"] == PACE_WALL
+            return
         if "predict" in entry:  # an exercise's answer, not a command: nothing else to derive
             self.predictions[int(entry["predict"]["n"])] = int(entry["predict"]["choice"])
             return
@@ -215,6 +228,8 @@ class Live:
             dict(self.produced),
             dict(self.predictions),
             self.hints_shown,
+            self.paced,
+            self.paced_at_ms,
         )
 
     def resume(self, head: Live, length: int, cp: Checkpoint) -> None:
@@ -224,6 +239,7 @@ class Live:
         self.cursor, self.step_outcomes, self.own_count = cp.cursor, dict(cp.step_outcomes), cp.own_count
         self.marks, self.produced = head.marks[: cp.marks], dict(cp.produced)
         self.predictions, self.hints_shown = dict(cp.predictions), cp.hints_shown
+        self.paced, self.paced_at_ms = cp.paced, cp.paced_at_ms
 
     @property
     def length(self) -> int:
@@ -266,10 +282,21 @@ def run_entry(live: Live, entry: Mapping[str, Any]) -> dict[str, Any]:
         return {"add": entry["add"], "outcome": "ok"}
     step = step_from_entry(entry["step"], int(entry.get("n", 0)))
     before = live.backend.fenced_actors()
-    outcome = live.backend.apply(step)
     out: dict[str, Any] = {"step": entry["step"]}
     if "n" in entry:
         out["n"] = entry["n"]
+    elapsed = int(entry.get("elapsed_ms") or 0)
+    pass_time = getattr(live.backend, "pass_time", None)
+    if elapsed > 0 and pass_time is not None and not step.is_note:
+        # the wall time the user took before this command passes on the simulator's clock first (recorded: a
+        # replay passes the same time); what changed meanwhile is what made the outcome depend on timing
+        out["elapsed_ms"] = elapsed
+        meanwhile = pass_time(elapsed)
+        if meanwhile:
+            out["meanwhile_fatal"] = meanwhile
+    if "at_ms" in entry:
+        out["at_ms"] = entry["at_ms"]
+    outcome = live.backend.apply(step)
     out["outcome"] = outcome
     newly = sorted(live.backend.fenced_actors() - before)
     if newly:

@@ -106,6 +106,10 @@ def apply_entry(live: Live, entry: Mapping[str, Any]) -> str:
         live.actors[spec.name] = spec
         return "ok"
     step = step_from_entry(entry["step"], int(entry.get("n", 0)))
+    elapsed = int(entry.get("elapsed_ms") or 0)
+    pass_time = getattr(live.backend, "pass_time", None)
+    if elapsed > 0 and pass_time is not None and not step.is_note:
+        pass_time(elapsed)  # the time the user took before it, as recorded (see run_entry)
     return live.backend.apply(step)
 
 

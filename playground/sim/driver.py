@@ -5,6 +5,10 @@ send_offsets, a consumer poll) runs the scheduler until its answer is in, so wha
 (other clients' background sends, markers) happens meanwhile in time order. A fire-and-forget produce only
 queues the record; it goes out with the next thing that lets time pass.
 
+Pace: a live session at its user's pace records the wall time between commands with each command; `pass_time`
+lets it pass on the virtual clock before the step (so background work happens meanwhile, as on a real cluster), and
+a replay passes the same time: still deterministic.
+
 Quiescence (what `observe()` waits for): in-flight work is finished: markers are written, the high watermark
 and LSO caught up, queued records sent, retries done. Timers that would change the story (the coordinator's
 transaction-timeout abort scan finding a timed-out transaction, transactional.id expiry, a consumer's session
@@ -504,6 +508,23 @@ class SimBackend(Backend):
         for tp in committed:
             offset = tp.offset if tp.offset >= 0 else self.cluster.log(tp.name).log_start_offset
             c.seek(TopicPartition(tp.topic, tp.partition, offset))
+
+    # -- pace -------------------------------------------------------------------------------------------------
+    def pass_time(self, ms: int) -> list[str]:
+        """Let `ms` pass on the virtual clock before a step, as the wall time between two commands of a live session
+        at its user's pace passes for a real cluster (the session records it with the step, so a replay passes the
+        same time). Meanwhile queued records go out, answers arrive, and the coordinator's timers run: a fence
+        reaches a producer in the background as it does librdkafka's, and its next call fails at once. Returns
+        the producers that learnt meanwhile that they were fenced (or hit another fatal error)."""
+        fatal_before = {n for n, e in self.producers.items() if e.client is not None and e.client.fatal_error}
+        self.cluster.advance(ms)
+        for entry in self.producers.values():
+            self._note_fenced(entry)
+        return sorted(
+            n
+            for n, e in self.producers.items()
+            if e.client is not None and e.client.fatal_error and n not in fatal_before
+        )
 
     # -- observation ------------------------------------------------------------------------------------------
     def settle(self) -> bool:

@@ -45,6 +45,9 @@ COMMANDS: dict[str, Command] = {
         Command("reset", lambda sid, f: session.reset(sid)),
         Command("run", lambda sid, f: session.set_running(sid, True), starts_runner=True),
         Command("pause", lambda sid, f: session.set_running(sid, False)),
+        # the simulator's clock follows the user's pace (the wall time between commands), or not
+        Command("pace", lambda sid, f: session.set_pace(sid, True)),
+        Command("no-pace", lambda sid, f: session.set_pace(sid, False)),
         Command(
             "predict",
             lambda sid, f: session.predict(sid, f.cleaned_data["n"], f.cleaned_data["choice"]),

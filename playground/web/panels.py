@@ -117,6 +117,9 @@ def header(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
                     "label": step.label,
                     "args": step_summary(step.label, step.args),
                     "outcome": entry.get("outcome", "ok"),
+                    # at the user's pace: the time that passed before it, and who learnt meanwhile it was fenced
+                    "elapsed_s": round(entry["elapsed_ms"] / 1000, 1) if entry.get("elapsed_ms") else None,
+                    "meanwhile": ", ".join(entry.get("meanwhile_fatal") or []),
                 }
                 break
     scenario = live.scenario
@@ -142,6 +145,7 @@ def header(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
         "origin": live.origin,
         "replica": live.replica,
         "profile": profile_of(live),
+        "paced": getattr(live, "paced", False),
     }
 
 
@@ -534,6 +538,8 @@ def narrative(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
         "mine": mine,
         "mine_hidden": max(0, live.own_count - len(mine)),
         "running": live.running,
+        # time passes between the steps (a real cluster; the simulator at the user's pace): outcomes can depend on it
+        "timing": "real" if live_only(live.backend_name) else ("paced" if getattr(live, "paced", False) else ""),
     }
 
 
