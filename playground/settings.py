@@ -282,6 +282,10 @@ INSPECTOR_TXN_HISTORY_MAX = int(os.environ.get("INSPECTOR_TXN_HISTORY_MAX", "100
 # Kafka's transaction.max.timeout.ms default, also find-hanging's --max-transaction-timeout default (15 min).
 INSPECTOR_MAX_TRANSACTION_TIMEOUT_MS = int(os.environ.get("INSPECTOR_MAX_TRANSACTION_TIMEOUT_MS", "900000"))
 INSPECTOR_REINIT_MAX_PER_HOUR = int(os.environ.get("INSPECTOR_REINIT_MAX_PER_HOUR", "12"))
+# an open transaction holding a partition's LSO longer than this is a finding (lso_stall); unset: half of that
+# transaction's own transaction.timeout.ms
+_lso_stall = os.environ.get("INSPECTOR_LSO_STALL_MS", "").strip()
+INSPECTOR_LSO_STALL_MS = int(_lso_stall) if _lso_stall else None
 # A fenced epoch active this recently before the InitProducerId that fenced it was a live second instance ("none": any).
 _live_gap = os.environ.get("INSPECTOR_LIVE_GAP_S", "5").strip().lower()
 INSPECTOR_LIVE_GAP_S = None if _live_gap in ("", "none") else float(_live_gap)

@@ -53,7 +53,21 @@
   document.addEventListener("htmx:wsOpen", function () { wsState("open"); });
   document.addEventListener("htmx:wsClose", function () { wsState("closed"); });
   document.addEventListener("htmx:wsError", function () { wsState("closed"); });
+  // <details data-keep-open id=...> stay as the viewer left them across live swaps (the inspector's findings, whose
+  // text changes with every poll while a stall lasts)
+  var keptOpen = {};
+  document.addEventListener("toggle", function (e) {
+    var d = e.target;
+    if (d.id && d.hasAttribute && d.hasAttribute("data-keep-open")) keptOpen[d.id] = d.open;
+  }, true);
+  function reopen() {
+    Object.keys(keptOpen).forEach(function (id) {
+      var d = document.getElementById(id);
+      if (d && keptOpen[id] && !d.open) d.open = true;
+    });
+  }
   document.addEventListener("htmx:wsAfterMessage", function () {
+    reopen();
     scrollStrips();
     var err = document.getElementById("ws-error");
     if (err && err.textContent) { toast(err.textContent, "error"); err.textContent = ""; }

@@ -55,6 +55,7 @@ def inspector_server(tmp_path_factory, bootstrap, prefix):
         INSPECTOR_TOPICS=f"{prefix}*",
         INSPECTOR_TRANSACTIONAL_IDS=f"{prefix}*",
         INSPECTOR_POLL_INTERVAL_S="0.5",
+        INSPECTOR_LSO_STALL_MS="3000",  # a stall within a test's patience
     )
     procs.migrate(env)
     proc = procs.start_daphne(env, work)
@@ -152,3 +153,70 @@ def test_it_enters_the_key_picks_a_topic_and_sees_the_log_update_live(page, insp
     page.wait_for_selector("#editor-status.ok", timeout=20_000)
     assert "Observed on the cluster" in page.inner_text("#editor-status")
     shot(page, "inspector-scenario", full_page=False)
+
+
+def test_it_puts_an_lso_stall_on_top_and_folds_repeated_findings_into_one_group(
+    page, inspector_server, bootstrap, prefix
+):
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    topic, txid, stuck = f"{prefix}shop-orders", f"{prefix}payment-svc", f"{prefix}shop-refund"
+    admin.create_topics([NewTopic(topic, 4)])[topic].result(timeout=20)
+    listed_everywhere(bootstrap, {topic})
+    # two instances of one service fencing each other mid-transaction, on partition 0
+    current = Producer({"bootstrap.servers": bootstrap, "transactional.id": txid})
+    current.init_transactions(30)
+    current.begin_transaction()
+    current.produce(topic, b"pay-0", partition=0)
+    current.flush(20)
+    for n in range(1, 4):
+        other = Producer({"bootstrap.servers": bootstrap, "transactional.id": txid})
+        other.init_transactions(30)
+        other.begin_transaction()
+        other.produce(topic, f"pay-{n}".encode(), partition=0)
+        other.flush(20)
+        current = other
+    current.commit_transaction(20)
+    # a transaction left open on partition 3 (the last panel), with plenty written behind it
+    held = Producer({"bootstrap.servers": bootstrap, "transactional.id": stuck})
+    held.init_transactions(30)
+    held.begin_transaction()
+    held.produce(topic, b"refund-1", partition=3)
+    held.flush(20)
+    plain = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": False})
+    for i in range(60):
+        plain.produce(topic, f"audit-{i}".encode(), partition=3)
+    plain.flush(20)
+
+    page.goto(inspector_server.url + "/inspect/")
+    page.fill("#inspect-key", KEY)
+    page.click("#inspect-key-form button")
+    page.wait_for_selector("#inspect-pick")
+    page.goto(inspector_server.url + f"/inspect/?topic={topic}&txid={txid}&txid={stuck}")
+    stall = page.wait_for_selector(f'#insp-stalls .stall[data-tp="{topic}-3"]', timeout=30_000)
+    assert "held the LSO at offset 0" in stall.inner_text() and "60 records of other producers" in stall.inner_text()
+    # the stalled partition leads the panels, its strip scrolled so that its LSO is in view
+    page.wait_for_selector(f'.iparts section.ipart:first-child[data-tp="{topic}-3"]', timeout=30_000)
+    in_view = page.evaluate(
+        """tp => { const s = document.querySelector(`section.ipart[data-tp="${tp}"]`);
+        const ol = s.querySelector('.cells'), c = ol.querySelector('.slot[data-offset="0"]');
+        const a = ol.getBoundingClientRect(), b = c.getBoundingClientRect();
+        return b.left >= a.left && b.right <= a.right; }""",
+        f"{topic}-3",
+    )
+    assert in_view
+    group = page.locator('article.fgroup[data-kind="shared_transactional_id"]')
+    assert group.count() == 1 and group.get_attribute("data-count") == "3"
+    assert "×3" in group.inner_text() and "certain" in group.inner_text()
+    shot(page, "inspector-lso-stall-and-groups", full_page=False)
+    group.locator("summary").click()
+    opened = 'article.fgroup[data-kind="shared_transactional_id"] details[open]'
+    assert page.locator(f"{opened} .fitem").count() == 3
+    # the stall's age changes the findings at every poll: an expanded group stays expanded across the swaps
+    read_at = page.get_attribute("#insp-status", "data-read-at")
+    page.wait_for_function(
+        "t => document.querySelector('#insp-status').dataset.readAt !== t", arg=read_at, timeout=20_000
+    )
+    assert page.locator(opened).count() == 1
+    page.locator(opened).evaluate("d => d.scrollIntoView()")
+    shot(page, "inspector-findings-group-open", full_page=False)
+    held.abort_transaction(20)
