@@ -4,6 +4,8 @@ starts a 1-node one):
 * what watching costs the cluster: the requests per second and bytes fetched per second of one watched selection of
   30 partitions (one subscription per server process, however many viewers) while a transactional producer writes
   2,000 records/s into them;
+* the findings with the grouping on: before measuring, two instances of one service fence each other `--fences` times
+  (24) on the watched topic, so each poll reports that many shared-id findings folded into one group;
 * the page's event-to-screen latency: from a record's produce() to its cell in Chromium's DOM (the inspector's poll,
   the render, the websocket, htmx's swap), on a partition watched along with the 30 loaded ones.
 
@@ -172,14 +174,39 @@ class Counters:
         ReadOnlyWire.fetch = counted_fetch
 
 
-def cost(topic: str, interval: float, seconds: float, counters: Counters) -> dict:
-    """One subscription to the 30 partitions for `seconds`: requests/s, bytes/s, time per inspection."""
+def fence_storm(bootstrap: str, topic: str, txid: str, fences: int) -> None:
+    """Two instances of one service fencing each other mid-transaction `fences` times (the issue's incident): the
+    watched selection then holds that many shared-id findings, which the report and the page fold into a group."""
+    from confluent_kafka import KafkaException, Producer
+
+    def instance():
+        p = Producer({"bootstrap.servers": bootstrap, "transactional.id": txid})
+        p.init_transactions(30)
+        p.begin_transaction()
+        p.produce(topic, b"pay", partition=0)
+        p.flush(20)
+        return p
+
+    current = instance()
+    for _ in range(fences):
+        other = instance()  # fences `current`'s open transaction
+        try:
+            current.commit_transaction(10)
+        except KafkaException:
+            pass
+        current = other
+    current.commit_transaction(20)
+
+
+def cost(topic: str, txids: list[str], interval: float, seconds: float, counters: Counters) -> dict:
+    """One subscription to the 30 partitions (and the storm's id) for `seconds`: requests/s, bytes/s, time per
+    inspection, and the findings and groups it reports."""
     from playground.inspector import forget_inspectors, get_inspector
 
     forget_inspectors()
     insp = get_inspector(poll_interval_s=interval)
     reports: list[dict] = []
-    sub = insp.subscribe(reports.append, [topic])
+    sub = insp.subscribe(reports.append, [topic], txids)
     while not reports:
         time.sleep(0.05)  # the first read (the __transaction_state lookback, Metadata) is not the steady state
     sent0, recv0, fetch0, n0, t0 = (
@@ -207,8 +234,21 @@ def cost(topic: str, interval: float, seconds: float, counters: Counters) -> dic
         "bytes_received_per_s": round((counters.received - recv0) / elapsed),
         "record_bytes_fetched_per_s": round((counters.fetched - fetch0) / elapsed),
         "inspection_ms_p50": statistics.median([r["elapsed_ms"] for r in good]) if good else None,
+        "findings": len(good[-1]["findings"]) if good else 0,
+        "groups": len(good[-1]["groups"]) if good else 0,
+        # what the grouping itself costs per poll (detectors.group_findings on the last report's findings)
+        "grouping_ms": _grouping_ms(good[-1]["findings"]) if good else None,
         "requests_by_api_total": by_api,
     }
+
+
+def _grouping_ms(findings: list[dict]) -> float:
+    from playground.inspector.detectors import group_findings
+
+    t0 = time.perf_counter()
+    for _ in range(100):
+        group_findings(findings)
+    return round((time.perf_counter() - t0) * 1000 / 100, 3)
 
 
 def latency(bootstrap: str, key: str, prefix: str, load: str, probe: str, interval: float, probes: int) -> dict:
@@ -242,7 +282,7 @@ def latency(bootstrap: str, key: str, prefix: str, load: str, probe: str, interv
             page.goto(server.url + "/inspect/")
             page.fill("#inspect-key", key)
             page.click("#inspect-key-form button")
-            page.goto(f"{server.url}/inspect/?topic={load}&topic={probe}")
+            page.goto(f"{server.url}/inspect/?topic={load}&topic={probe}&txid={prefix}payment")
             page.wait_for_selector('#ws-status[data-state="open"]', timeout=30_000)
             page.wait_for_function("() => document.querySelectorAll('section.ipart').length > 0", timeout=30_000)
             page.evaluate(OBSERVE, f"{probe}-0")
@@ -292,6 +332,7 @@ def main() -> int:
     ap.add_argument("--rate", type=int, default=2000, help="records/s the transactional writer produces")
     ap.add_argument("--partitions", type=int, default=30)
     ap.add_argument("--intervals", default="5,1", help="INSPECTOR_POLL_INTERVAL_S values to measure")
+    ap.add_argument("--fences", type=int, default=24, help="shared-id fences before measuring (grouped findings)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     bootstrap = os.environ.get("KAFKA_BOOTSTRAP_SERVERS", "").strip()
@@ -323,7 +364,8 @@ def main() -> int:
             if writer.poll() is not None:
                 raise RuntimeError("the transactional writer exited")
             time.sleep(0.2)
-        out["cost"] = [cost(load, i, args.seconds, counters) for i in intervals]
+        fence_storm(bootstrap, load, f"{prefix}payment", args.fences)
+        out["cost"] = [cost(load, [f"{prefix}payment"], i, args.seconds, counters) for i in intervals]
         out["latency"] = [latency(bootstrap, key, prefix, load, probe, i, args.probes) for i in intervals]
         (n1, t1), (n2, t2) = written[1], written[-1]
         out["rate_written"] = round((n2 - n1) / max(0.001, t2 - t1))
@@ -343,7 +385,8 @@ def main() -> int:
             f"  poll every {c['interval_s']:g} s: {c['requests_per_s']} requests/s ({c['requests_per_poll']} per poll over "
             f"{c['partitions']} partitions), {c['bytes_received_per_s'] / 1024:.1f} KiB/s received "
             f"({c['record_bytes_fetched_per_s'] / 1024:.1f} KiB/s of record batches), one inspection "
-            f"{c['inspection_ms_p50']} ms (p50){'; errors: ' + '; '.join(c['errors']) if c['errors'] else ''}"
+            f"{c['inspection_ms_p50']} ms (p50); {c['findings']} findings in {c['groups']} groups (grouping "
+            f"{c['grouping_ms']} ms){'; errors: ' + '; '.join(c['errors']) if c['errors'] else ''}"
         )
     for lat in out["latency"]:
         print(
