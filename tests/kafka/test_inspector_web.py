@@ -168,7 +168,11 @@ def test_it_refuses_wrong_keys_past_ten_a_minute(client, prefix):
 # ------------------------------------------------------------------------------------------------ the page, live
 
 
-def test_it_shows_the_window_markers_lso_and_findings_of_a_shared_id_live(kafka_bootstrap, admin, keyed, prefix):
+def test_it_shows_the_window_markers_lso_and_findings_of_a_shared_id_live(
+    kafka_bootstrap, admin, keyed, prefix, settings
+):
+    # the pages read below take seconds on a loaded machine: A stays "live" (INSPECTOR_LIVE_GAP_S) across them
+    settings.INSPECTOR_LIVE_GAP_S = 60
     topic = create_topic(admin, f"{prefix}orders")
     txid = f"{prefix}order-pay"
     tp = f"{topic}-0"
@@ -257,7 +261,7 @@ def test_it_shows_the_window_markers_lso_and_findings_of_a_shared_id_live(kafka_
 # ------------------------------------------------------------------------------------------------ make a scenario
 
 
-def test_it_makes_a_scenario_that_loads_and_runs_on_the_simulator(kafka_bootstrap, admin, keyed, prefix):
+def test_it_makes_a_scenario_that_loads_and_runs_on_the_simulator(kafka_bootstrap, admin, keyed, prefix, settings):
     topic = create_topic(admin, f"{prefix}orders", partitions=2)
     txid, other = f"{prefix}order-pay", f"{prefix}audit"
     plain = Producer({"bootstrap.servers": kafka_bootstrap, "enable.idempotence": False})
@@ -285,6 +289,9 @@ def test_it_makes_a_scenario_that_loads_and_runs_on_the_simulator(kafka_bootstra
     time.sleep(0.4)
 
     q = f"?topic={topic}&txid={txid}&txid={other}"
+    settings.INSPECTOR_POLL_INTERVAL_S = (
+        60  # the download below is the same read (the inspector's cache), whatever the load
+    )
     status, page = page_of(keyed, f"/inspect/scenario/{q}")
     assert status == 200 and 'id="editor-form"' in page  # the editor, holding the text
     text = html.unescape(
