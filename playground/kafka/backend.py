@@ -39,7 +39,7 @@ from playground.kafka.latewrite import apply_late_write
 from playground.kafka.names import SessionNames, new_prefix
 from playground.kafka.observation import ClusterEvents, log_fates
 from playground.kafka.observation import observation as build_observation
-from playground.kafka.observer import Observer, ObserverError
+from playground.kafka.observer import PREPARE_STATES, Observer, ObserverError
 from playground.kafka.profiles import ACTOR_PROCESSES, BROKER_SETTINGS, FENCED_OUTCOMES, actor_config, solo_group
 from playground.kafka.wire import WireError
 from playground.kafka.worker import WorkerError
@@ -49,6 +49,7 @@ log = logging.getLogger(__name__)
 __all__ = ["KafkaBackend", "kafka_settings", "log_fates"]
 
 QUIESCE_S = 15.0  # longest wait for markers / LSO / stable offsets before observing
+MARKERS_S = 10.0  # longest wait for a commit's or an abort's markers before the next step
 
 
 class KafkaBackend(Backend):
@@ -331,7 +332,12 @@ class KafkaBackend(Backend):
 
     def _producer_step(self, actor: Actor, step: Step) -> dict[str, Any]:
         a, args = step.action, step.args
-        if a in ("init_transactions", "begin_transaction", "commit_transaction", "abort_transaction", "flush"):
+        if a in ("commit_transaction", "abort_transaction"):
+            res = self._call(actor, a)
+            if res.get("outcome", OK) == OK and actor.spec.transactional_id:
+                self._await_markers(actor.spec.transactional_id)
+            return res
+        if a in ("init_transactions", "begin_transaction", "flush"):
             return self._call(actor, a)
         if a == "produce":
             topic = args["topic"]
@@ -389,6 +395,25 @@ class KafkaBackend(Backend):
             value=d.get("value"),
             error=d.get("error"),
         )
+
+    def _await_markers(self, txid: str) -> None:
+        """commit_transaction()/abort_transaction() return once PrepareCommit/PrepareAbort is durable, before the
+        coordinator has written the markers. In the simulator (and on a quiet cluster) the markers land before the
+        next step's request reaches a leader: they leave the coordinator as its answer does. On a loaded machine a
+        real cluster can let the next step's record overtake them (seen: a plain send ahead of the COMMIT marker in
+        hanging-transaction-blocks-lso at load 60), which is the machine's pace, not Kafka's behaviour: wait, bounded,
+        until the transaction has left Prepare* (its markers are written) before the next step."""
+        deadline = time.monotonic() + MARKERS_S
+        while time.monotonic() < deadline:
+            try:
+                state = (
+                    self.observer.describe_transactions([self.prefix + txid]).get(self.prefix + txid, {}).get("state")
+                )
+            except ObserverError:
+                return  # the observation says what the cluster holds; this wait only orders steps
+            if state not in PREPARE_STATES:
+                return
+            time.sleep(0.02)
 
     def _consumer_step(self, actor: Actor, step: Step) -> dict[str, Any]:
         a = step.action

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import os
+import socket
 import subprocess
 import threading
 import time
@@ -72,11 +73,8 @@ TIME_COMPRESSED: dict[str, dict[str, Any]] = {
         "max_sleep_s": 30.0,
     },
 }
-# The dedicated clusters' run directories are temporary ones; their ports sit beside the main test clusters' (3.9:
-# 19092-19094, 4.x: 19592-19594, controllers 100 up): brokers from 19392, controllers from 19492, a port apart per
-# profile (both may run at once).
-COMPRESSED_BASE_PORT = int(os.environ.get("KAFKA_FIDELITY_BASE_PORT", "19392"))
-COMPRESSED_PORT_STEP = 10
+# The dedicated clusters' run directories are temporary ones, and their two ports (broker, controller) are free ones
+# the system hands out when the cluster starts: a fixed port clashed with another run's on the same machine.
 COMPRESSED_START_TIMEOUT_S = 240.0
 COMPRESSED_STOP_TIMEOUT_S = 150.0
 
@@ -119,20 +117,30 @@ def _run_on(scenario: Any, profile: Profile, **settings: Any) -> dict[str, Any]:
     return run_scenario(scenario, backend)
 
 
+def _free_ports(n: int) -> list[int]:
+    """`n` distinct ports nobody listens on now (bound together, so the system hands out different ones)."""
+    socks = [socket.socket() for _ in range(n)]
+    try:
+        for sock in socks:
+            sock.bind(("127.0.0.1", 0))
+        return [sock.getsockname()[1] for sock in socks]
+    finally:
+        for sock in socks:
+            sock.close()
+
+
 class _CompressedCluster:
     """A dedicated 1-node cluster (tools/kafka/kafka.sh with a run directory and ports of its own) for one
     TIME_COMPRESSED scenario and one Kafka version, shared by that version's profiles (`users` of them: each run is
     in a topic and transactional-id prefix of its own, as on the shared clusters). The first `acquire()` starts it,
     the last `release()` stops it; `stop()` stops it whatever the count, and may be called any number of times."""
 
-    def __init__(self, run_dir: Path, props: dict[str, Any], kafka: str, port: int, users: int = 1) -> None:
+    def __init__(self, run_dir: Path, props: dict[str, Any], kafka: str, users: int = 1) -> None:
         self.run_dir = run_dir
         self.env = dict(
             os.environ,
             KAFKA_VERSION=kafka,
             KAFKA_RUN_DIR=str(run_dir),
-            KAFKA_BASE_PORT=str(port),
-            KAFKA_CONTROLLER_BASE_PORT=str(port + 100),
             KAFKA_EXTRA_PROPS="\n".join(f"{k}={v}" for k, v in props.items()),
             KAFKA_READY_TIMEOUT=str(int(COMPRESSED_START_TIMEOUT_S) - 30),
         )
@@ -148,6 +156,8 @@ class _CompressedCluster:
                 raise RuntimeError(self._error)
             if self._bootstrap is None:
                 self.started = True  # from here on, stop() must run even if start fails halfway
+                broker_port, controller_port = _free_ports(2)
+                self.env.update(KAFKA_BASE_PORT=str(broker_port), KAFKA_CONTROLLER_BASE_PORT=str(controller_port))
                 out = subprocess.run(
                     ["bash", str(KAFKA_SH), "start", "--nodes", "1"],
                     cwd=ROOT,
@@ -239,13 +249,12 @@ class _KafkaRuns:
             self._pools += list(solo_pools.values())
             # one time-compressed cluster per Kafka version and scenario, shared by that version's clients
             compressed_clusters: dict[tuple[str, str], _CompressedCluster] = {}
-            for i, kafka in enumerate(versions):
-                for j, (sid, spec) in enumerate(TIME_COMPRESSED.items()):
+            for kafka in versions:
+                for sid, spec in TIME_COMPRESSED.items():
                     cluster = _CompressedCluster(
                         tmp_dir / f"kafka-{kafka}-{sid}",
                         spec["broker_props"],
                         kafka,
-                        COMPRESSED_BASE_PORT + (i * len(TIME_COMPRESSED) + j) * COMPRESSED_PORT_STEP,
                         users=sum(1 for p in profiles if p.kafka == kafka and wanted(p, sid)),
                     )
                     compressed_clusters[(kafka, sid)] = cluster
