@@ -1218,7 +1218,9 @@ def describe_producers(call: Call) -> None:
             entry: dict[str, Any] = {"partition_index": int(index), "error_message": None, "active_producers": []}
             if meta is None:
                 entry["error_code"] = "UNKNOWN_TOPIC_OR_PARTITION"
-            elif meta.leader != call.broker:
+            elif call.broker not in meta.replicas:
+                # any replica answers with its own producer state (Partition.activeProducerState); here every
+                # replica's log is the leader's
                 entry["error_code"] = "NOT_LEADER_OR_FOLLOWER"
             else:
                 entry["error_code"] = None
