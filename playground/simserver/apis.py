@@ -293,14 +293,19 @@ def produce(call: Call) -> None:
             pending[0] -= 1
             continue
         try:
-            recs = batch.records()
+            recs = batch.records()  # read whole (decompressed) even when only the count is kept: LogValidator does
         except records.CorruptRecordError as e:
             results[(key, index)] = _produce_error(e.error)
             pending[0] -= 1
             continue
-        values = WireValues(text_of(r.value) for r in recs)
+        keys: tuple[Any, ...] | None = None
+        if core.record_values:
+            values = WireValues(text_of(r.value) for r in recs)
+            if any(r.key is not None for r in recs):
+                keys = tuple(text_of(r.key) for r in recs)
+        else:
+            values = WireValues((None,) * len(recs))
         values.payload = batch.raw
-        keys = None if all(r.key is None for r in recs) else tuple(text_of(r.key) for r in recs)
 
         def reply(
             error: str | None = None, *, _slot: tuple[Any, int] = (key, index), _tp: str = tp, **result: Any

@@ -47,8 +47,9 @@ class Output(NamedTuple):
 
 
 class WireValues(tuple):  # type: ignore[type-arg]
-    """The values of a batch an external producer sent (as the simulator shows them: text where the bytes are UTF-8),
-    carrying the batch itself as it came on the wire (`payload`)."""
+    """The values of a batch an external producer sent (as the simulator shows them: text where the bytes are UTF-8;
+    all None when the server keeps only the batch's bytes, see ServerCore's `record_values`), carrying the batch
+    itself as it came on the wire (`payload`)."""
 
     payload: bytes
 
@@ -122,7 +123,10 @@ Handler = Callable[[Call], None]
 class ServerCore:
     """See the module's docstring. `endpoints`: broker id -> (host, port) its listener advertises (Metadata,
     FindCoordinator). `start_ms`: the virtual time to start at (the asyncio layer passes the wall clock's epoch
-    milliseconds, so record timestamps and transaction times read as dates). `seed` names the cluster (its id)."""
+    milliseconds, so record timestamps and transaction times read as dates). `seed` names the cluster (its id).
+    `record_values`: whether the simulator's log also holds each external record's key and value as values (what its
+    views and its own consumers read); without them it holds the batches' bytes only, and a million records of a
+    hundred bytes cost tens of megabytes instead of hundreds (simcluster, where nothing but the wire reads them)."""
 
     def __init__(
         self,
@@ -132,6 +136,7 @@ class ServerCore:
         start_ms: int = 0,
         seed: int = 0,
         config: Mapping[str, Any] | None = None,
+        record_values: bool = True,
     ) -> None:
         from playground.simserver import apis
 
@@ -139,6 +144,7 @@ class ServerCore:
         self.kafka = cluster.kafka
         self.endpoints = dict(endpoints)
         self.config: dict[str, Any] = dict(config or {})
+        self.record_values = record_values
         self.handlers: dict[int, Handler] = {}
         served: dict[int, tuple[int, int]] = {}
         for api_key, (handler, lo, hi) in apis.HANDLERS.items():

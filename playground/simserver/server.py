@@ -83,6 +83,7 @@ class SimServer:
         seed: int = 0,
         config: Mapping[str, Any] | None = None,
         follow_when_idle: bool = True,
+        record_values: bool = True,
         on_request: Callable[[int, int, str, int, str | None], None] | None = None,
     ) -> None:
         self.cluster = cluster
@@ -91,6 +92,7 @@ class SimServer:
         self.seed = seed
         self.config = dict(config or {})
         self.follow_when_idle = follow_when_idle
+        self.record_values = record_values
         self.on_request = on_request  # (broker, api key, api name, version, client id): a debugging log
         self.core: ServerCore | None = None
         self.ports: dict[int, int] = {}
@@ -139,7 +141,14 @@ class SimServer:
             port = self.base_port + i if self.base_port else 0
             await self._listen(broker, port)
         endpoints = {b: (self.host, p) for b, p in self.ports.items()}
-        self.core = ServerCore(self.cluster, endpoints, start_ms=self.now_ms(), seed=self.seed, config=self.config)
+        self.core = ServerCore(
+            self.cluster,
+            endpoints,
+            start_ms=self.now_ms(),
+            seed=self.seed,
+            config=self.config,
+            record_values=self.record_values,
+        )
         if not self.follow_when_idle:
             self._paused_at = self._loop.time()
         self._schedule()

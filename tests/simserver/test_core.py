@@ -290,3 +290,14 @@ def test_the_same_inputs_give_the_same_outputs():
         return events, client.frames
 
     assert run() == run()
+
+
+def test_without_record_values_the_log_keeps_only_the_batches_bytes_and_fetch_returns_them_the_same():
+    core = core_for("3.9", topics={"orders": 1})
+    core.record_values = False
+    client = Client(core)
+    sent = batch([b"a", b"b"], codec=records.GZIP)
+    assert part_of(produce(client, ("orders", 0), sent)).base_offset == 0
+    assert core.cluster.log("orders-0").batches[0].values == (None, None)
+    fetched = client.call(1, FETCH, 11, fetch_body("orders", 0, 0)).responses[0].partitions[0]
+    assert fetched.records == records.with_offsets(sent, 0, 0)

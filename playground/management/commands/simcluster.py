@@ -71,6 +71,7 @@ class Command(BaseCommand):
             base_port=options["port"],
             seed=options["seed"],
             config=config,
+            record_values=False,  # nothing here reads the simulator's view of the records: keep only their bytes
             on_request=on_request,
         )
         bootstrap = await server.start()
