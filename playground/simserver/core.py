@@ -158,6 +158,7 @@ class ServerCore:
         self.conns: dict[int, Connection] = {}
         self.outbox: list[Output] = []
         self.failures: deque[str] = deque(maxlen=100)  # handler bugs (the connection was closed), for tests and logs
+        self.failure_count = 0
         self._rpc_seq = 0
         self._topic_ids: dict[str, uuid.UUID] = {}
         self._topics_by_id: dict[uuid.UUID, str] = {}
@@ -285,6 +286,7 @@ class ServerCore:
                 try:
                     self.handlers[item.api_key](call)
                 except Exception as e:  # a bug here must cost one connection, never the server
+                    self.failure_count += 1
                     self.failures.append(f"{item.name} v{item.api_version} from {conn.label}: {type(e).__name__}: {e}")
                     call.done = True
                     self._close(conn)

@@ -105,6 +105,7 @@ class SimServer:
         self._wall_base = 0.0
         self._paused_at: float | None = None
         self.started_s: float | None = None
+        self._failures_logged = 0
 
     # ------------------------------------------------------------------------------------------------ time
     def now_ms(self) -> int:
@@ -228,6 +229,10 @@ class SimServer:
             except Exception:
                 pass
         self.core.receive(self.now_ms(), conn.broker, conn.conn_id, payload)
+        if self.core.failure_count != self._failures_logged:
+            for failure in list(self.core.failures)[-(self.core.failure_count - self._failures_logged) :]:
+                log.warning("a request failed and its connection was closed: %s", failure)
+            self._failures_logged = self.core.failure_count
         self._flush()
         self._schedule()
         queued = self.core.conns.get(conn.conn_id)
