@@ -3,7 +3,12 @@ which order a connection's answers leave, and that the same inputs always give t
 
 from __future__ import annotations
 
+import hashlib
+import os
 import struct
+import subprocess
+import sys
+from pathlib import Path
 
 from playground.engine import events as ev
 from playground.protocol import apiversions, messages, records
@@ -11,6 +16,7 @@ from tests.simserver.wire import T0, Client, batch, core_for, fetch_body, produc
 
 PRODUCE, FETCH, LIST_OFFSETS, METADATA = 0, 1, 2, 3
 FIND_COORDINATOR, INIT_PID, ADD_PARTITIONS, END_TXN = 10, 22, 24, 26
+ROOT = Path(__file__).resolve().parents[2]
 API_VERSIONS, DESCRIBE_TXNS, LIST_TXNS, DESCRIBE_PRODUCERS, WRITE_MARKERS = 18, 65, 66, 61, 27
 
 
@@ -275,21 +281,35 @@ def test_external_requests_appear_in_the_timeline_under_their_client_id():
     assert ("InitProducerId", "response", f"coordinator(b{coord})", "payments-1") in rpcs
 
 
-def test_the_same_inputs_give_the_same_outputs():
-    def run() -> tuple[list, list]:
-        core = core_for("4", topics={"orders": 2})
-        events: list[dict] = []
-        core.cluster.subscribe(lambda e: events.append(e.to_dict()))
-        client = Client(core)
-        pid, epoch = init(client, "tx", version=5)
-        for i in range(3):
-            add_partitions(client, "tx", pid, epoch, [("orders", i % 2)], version=3)
-            produce(client, ("orders", i % 2), batch([b"%d" % i], pid=pid, epoch=epoch, seq=i // 2, txn=True), "tx", 11)
-            end_txn(client, "tx", pid, epoch, commit=i != 1, version=4)
-            client.advance(7)
-        return events, client.frames
+def replay_digest() -> str:
+    """A fixed run of inputs (transactions on a 4.x cluster: Init, AddPartitions, Produce, EndTxn, time passing): the
+    digest of every response frame and every event it made."""
+    core = core_for("4", topics={"orders": 2})
+    events: list[dict] = []
+    core.cluster.subscribe(lambda e: events.append(e.to_dict()))
+    client = Client(core)
+    pid, epoch = init(client, "tx", version=5)
+    for i in range(3):
+        add_partitions(client, "tx", pid, epoch, [("orders", i % 2)], version=3)
+        produce(client, ("orders", i % 2), batch([b"%d" % i], pid=pid, epoch=epoch, seq=i // 2, txn=True), "tx", 11)
+        end_txn(client, "tx", pid, epoch, commit=i != 1, version=4)
+        client.advance(7)
+    return hashlib.sha256(repr((events, client.frames)).encode()).hexdigest()
 
-    assert run() == run()
+
+def test_the_same_inputs_give_the_same_outputs_in_any_process():
+    here = replay_digest()
+    assert here == replay_digest()
+    for hash_seed in ("0", "4242"):  # a replay runs in another process, with other string hashes
+        out = subprocess.run(
+            [sys.executable, "-c", "from tests.simserver.test_core import replay_digest; print(replay_digest())"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=ROOT,
+            env={**os.environ, "PYTHONHASHSEED": hash_seed},
+        )
+        assert out.stdout.strip() == here, out.stderr[-2000:]
 
 
 def test_without_record_values_the_log_keeps_only_the_batches_bytes_and_fetch_returns_them_the_same():
