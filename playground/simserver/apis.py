@@ -18,6 +18,7 @@ from typing import Any
 
 from playground.protocol import apiversions, records
 from playground.protocol.messages import ms
+from playground.sim.cluster import TXN_TOPIC
 from playground.sim.coordinator import STATE_IDS
 from playground.sim.log import READ_COMMITTED, READ_UNCOMMITTED
 from playground.simserver.core import Call, WireValues, text_of
@@ -422,7 +423,7 @@ def fetch(call: Call) -> None:
     for _key, name, part in wanted:
         tp = _tp(name, int(part.partition)) if name else None
         meta = c.partitions.get(tp) if tp else None
-        if meta is None or meta.leader != call.broker or not c.broker_up(call.broker):
+        if meta is None or meta.leader != call.broker or not c.broker_up(call.broker) or name == TXN_TOPIC:
             immediate = True
             break
         if _check_leader_epoch(int(part.current_leader_epoch), meta.leader_epoch):
@@ -445,6 +446,27 @@ def fetch(call: Call) -> None:
         c.handle_fetch(
             call.broker, tp, int(part.fetch_offset), isolation, 0, lambda *a, **k: answer(), max_wait_ms=max_wait_ms
         )
+
+
+def _fetch_txn_state(
+    call: Call, index: int, offset: int, entry: dict[str, Any], budget: int, first_data: bool
+) -> tuple[int, bool]:
+    """A Fetch of `__transaction_state`: the coordinator's records (core.TxnStateLog), everything replicated."""
+    view = call.core.txn_state.get(index)
+    end = view.log_end_offset if view is not None else 0
+    entry.update(high_watermark=end, last_stable_offset=end, log_start_offset=0)
+    if offset > end or offset < 0:
+        entry["error_code"] = "OFFSET_OUT_OF_RANGE"
+        return budget, first_data
+    chunks: list[bytes] = []
+    for data in view.read(offset) if view is not None else ():
+        if (chunks or not first_data) and len(data) > budget:
+            break
+        chunks.append(data)
+        budget -= len(data)
+        first_data = False
+    entry["records"] = b"".join(chunks)
+    return budget, first_data
 
 
 def _fetch_answer(call: Call, wanted: list[tuple[Any, str | None, Any]], isolation: str, max_bytes: int) -> None:
@@ -481,8 +503,13 @@ def _fetch_answer(call: Call, wanted: list[tuple[Any, str | None, Any]], isolati
             errors.append(entry["error_code"])
             continue
         assert tp is not None
-        log = c.log(tp)
         offset = int(part.fetch_offset)
+        if name == TXN_TOPIC:
+            budget, first_data = _fetch_txn_state(call, index, offset, entry, budget, first_data)
+            if entry["error_code"]:
+                errors.append(entry["error_code"])
+            continue
+        log = c.log(tp)
         entry.update(
             high_watermark=log.high_watermark,
             last_stable_offset=log.last_stable_offset,
@@ -558,8 +585,13 @@ def list_offsets(call: Call) -> None:
             if error:
                 entry["error_code"] = error
                 continue
-            log = c.log(tp)
             timestamp = ms(part.timestamp)
+            if topic.name == TXN_TOPIC:
+                view = core.txn_state.get(index)
+                end = view.log_end_offset if view is not None else 0
+                entry.update(offset=end if timestamp == LATEST else 0, leader_epoch=meta.leader_epoch)
+                continue
+            log = c.log(tp)
             upper = log.last_stable_offset if isolation == READ_COMMITTED else log.high_watermark
             if timestamp == LATEST:
                 entry.update(offset=upper, leader_epoch=meta.leader_epoch)

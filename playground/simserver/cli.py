@@ -24,7 +24,9 @@ from playground.simserver.server import SimServer
 
 
 def parser(prog: str = "simcluster") -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog=f"manage.py {prog}", description="Serve the simulated cluster over the Kafka protocol.")
+    p = argparse.ArgumentParser(
+        prog=f"manage.py {prog}", description="Serve the simulated cluster over the Kafka protocol."
+    )
     add_arguments(p)
     return p
 

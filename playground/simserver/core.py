@@ -25,17 +25,17 @@ from __future__ import annotations
 import base64
 import struct
 import uuid
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
 from playground.engine import events as ev
-from playground.protocol import apiversions, messages, records
+from playground.protocol import apiversions, messages, records, txnlog
 from playground.protocol.framing import frame
 from playground.protocol.messages import Request, RequestError, UnsupportedVersion
 from playground.sim.cluster import INTERNAL_TOPICS, Cluster
-from playground.sim.coordinator import java_string_hash
+from playground.sim.coordinator import EMPTY, STATE_IDS, java_string_hash
 from playground.sim.log import Batch, PartitionLog
 
 _MASK64 = (1 << 64) - 1
@@ -166,6 +166,7 @@ class ServerCore:
         self._epochs: dict[str, tuple[list[int], list[int]]] = {}  # partition -> (start offsets, epochs)
         self._encoded: dict[tuple[str, int], bytes] = {}  # the simulator's own batches, encoded once
         self.topic_configs: dict[str, dict[str, str]] = {}
+        self.txn_state: dict[int, TxnStateLog] = {}  # __transaction_state partition -> its records
         cluster.subscribe(self._on_event)
         for topic in list(cluster.topics):
             self.topic_id(topic)
@@ -371,7 +372,11 @@ class ServerCore:
 
     # ------------------------------------------------------------------------------------------------ leader epochs
     def _on_event(self, event: ev.Event) -> None:
-        if isinstance(event, ev.Leader):
+        if isinstance(event, ev.TxnState) and event.persisted:
+            self._txn_record(event.transactional_id, expired=False)
+        elif isinstance(event, ev.TxnExpired):
+            self._txn_record(event.transactional_id, expired=True)
+        elif isinstance(event, ev.Leader):
             meta = self.cluster.partitions.get(event.partition)
             if meta is None or meta.log is None:
                 return
@@ -408,6 +413,31 @@ class ServerCore:
             return epochs[i], starts[i + 1]
         return epochs[i], log_end_offset
 
+    # ------------------------------------------------------------------------------------------------ __transaction_state
+    def _txn_record(self, transactional_id: str, expired: bool) -> None:
+        """The coordinator's record of a transition, as `__transaction_state` holds it (the simulator keeps what is
+        durable per transactional id, not the records): written when the transition completes."""
+        tc = self.cluster.txn_coordinator
+        md = None if expired else tc.cache.get(transactional_id)
+        value = None
+        if md is not None:
+            partitions = None if md.state == EMPTY else [_split_tp(tp) for tp in sorted(md.partitions)]
+            value = txnlog.value_bytes(
+                version=0 if self.kafka == "3.9" else 1,  # the cluster's transaction.version: 0 on 3.9, 2 on 4.x
+                producer_id=md.producer_id,
+                producer_epoch=md.producer_epoch,
+                timeout_ms=md.txn_timeout_ms,
+                status=STATE_IDS[md.state],
+                partitions=partitions,
+                last_update_ms=md.txn_last_update_ms,
+                start_ms=md.txn_start_ms,
+                previous_producer_id=md.previous_producer_id,
+                next_producer_id=md.next_producer_id,
+                client_transaction_version=md.client_tv,
+            )
+        view = self.txn_state.setdefault(tc.partition_for(transactional_id), TxnStateLog())
+        view.append(txnlog.key_bytes(transactional_id), value, self.now_ms)
+
     # ------------------------------------------------------------------------------------------------ batches
     def batch_bytes(self, partition: str, batch: Batch) -> bytes:
         """A log batch as a Fetch returns it."""
@@ -423,6 +453,43 @@ class ServerCore:
 
     def log_of(self, partition: str) -> PartitionLog:
         return self.cluster.log(partition)
+
+
+class TxnStateLog:
+    """One `__transaction_state` partition as a Fetch reads it: one batch per record (the coordinator appends each
+    transition alone), compacted as Kafka's log cleaner would once it holds more than COMPACT_AFTER records: only
+    the newest record of each transactional id stays, at its offset."""
+
+    COMPACT_AFTER = 2000
+
+    def __init__(self) -> None:
+        self.offsets: list[int] = []
+        self.batches: list[bytes] = []
+        self.keys: list[bytes] = []
+        self.log_end_offset = 0
+
+    def append(self, key: bytes, value: bytes | None, timestamp_ms: int) -> None:
+        offset = self.log_end_offset
+        self.offsets.append(offset)
+        self.keys.append(key)
+        self.batches.append(
+            records.encode_batch([records.Record(offset, timestamp_ms, key, value)], base_offset=offset)
+        )
+        self.log_end_offset = offset + 1
+        if len(self.offsets) > 2 * self.COMPACT_AFTER:
+            newest = {k: i for i, k in enumerate(self.keys)}
+            keep = sorted(set(newest.values()) | set(range(len(self.keys) - self.COMPACT_AFTER, len(self.keys))))
+            self.offsets = [self.offsets[i] for i in keep]
+            self.batches = [self.batches[i] for i in keep]
+            self.keys = [self.keys[i] for i in keep]
+
+    def read(self, offset: int) -> list[bytes]:
+        return self.batches[bisect_left(self.offsets, offset) :]
+
+
+def _split_tp(tp: str) -> tuple[str, int]:
+    topic, _, partition = tp.rpartition("-")
+    return topic, int(partition)
 
 
 def encode_sim_batch(batch: Batch, leader_epoch: int) -> bytes:

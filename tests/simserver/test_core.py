@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from playground.engine import events as ev
+from playground.kafka.wire import decode_batches, decode_txn_key, decode_txn_value
 from playground.protocol import apiversions, messages, records
 from tests.simserver.wire import T0, Client, batch, core_for, fetch_body, produce_body
 
@@ -321,3 +322,23 @@ def test_without_record_values_the_log_keeps_only_the_batches_bytes_and_fetch_re
     assert core.cluster.log("orders-0").batches[0].values == (None, None)
     fetched = client.call(1, FETCH, 11, fetch_body("orders", 0, 0)).responses[0].partitions[0]
     assert fetched.records == records.with_offsets(sent, 0, 0)
+
+
+def test_transaction_state_holds_the_coordinators_records_as_the_observer_decodes_them():
+    for kafka, version in (("3.9", 0), ("4", 1)):
+        core = core_for(kafka, topics={"orders": 1})
+        client = Client(core)
+        pid, epoch = init(client, "tx")
+        add_partitions(client, "tx", pid, epoch, [("orders", 0)])
+        end_txn(client, "tx", pid, epoch, True)
+        client.advance(50)
+        part = core.cluster.txn_coordinator.partition_for("tx")
+        broker = core.cluster.leader_of(f"__transaction_state-{part}")
+        fetched = client.call(broker, FETCH, 11, fetch_body("__transaction_state", part, 0)).responses[0].partitions[0]
+        entries = decode_batches(fetched.records)
+        assert {decode_txn_key(e.key) for e in entries} == {"tx"}
+        states = [decode_txn_value(e.value) for e in entries]
+        assert [s["state"] for s in states] == ["Empty", "Ongoing", "PrepareCommit", "CompleteCommit"]
+        assert {s["version"] for s in states} == {version}
+        assert states[1]["partitions"] == [("orders", 0)] and states[1]["producer_id"] == pid
+        assert fetched.high_watermark == 4
