@@ -105,9 +105,16 @@ def api_name(api_key: int) -> str:
     return "".join(part.capitalize() for part in name.split("_"))
 
 
+@functools.cache
 def readable_versions(api_key: int) -> tuple[int, int] | None:
-    """The versions of an API this module reads and writes (kio's schemas and the extras above)."""
-    versions = [v for v in range(40) if request_class(api_key, v) and response_class(api_key, v)]
+    """The versions of an API this module reads and writes (kio's schemas and the extras above), from kio's index:
+    a version's modules are imported when a request of it first comes (importing them all costs a second)."""
+    from kio.schema.index import EntityType, api_key_map, schema_name_map
+
+    name = api_key_map.get(api_key)
+    entities = schema_name_map.get(name, {}) if name is not None else {}
+    versions = [v for v, kinds in entities.items() if EntityType.request in kinds and EntityType.response in kinds]
+    versions += [v for (key, v) in _EXTRA_REQUESTS if key == api_key]
     return (min(versions), max(versions)) if versions else None
 
 

@@ -18,9 +18,6 @@ import sys
 from typing import Any
 
 from playground.engine.spec import KAFKA_RELEASES
-from playground.sim.cluster import Cluster
-from playground.simserver import control
-from playground.simserver.server import SimServer
 
 
 def parser(prog: str = "simcluster") -> argparse.ArgumentParser:
@@ -62,15 +59,25 @@ def parse_config(items: list[str]) -> dict[str, str]:
     return config
 
 
+# The simulator's latencies (playground/sim/cluster.py) model a cluster's network for its own client models. Here the
+# clients' network is real: between the simulated brokers, replication and requests (markers) take no time unless
+# --config says otherwise, and transactions complete as fast as on a broker on loopback.
+SERVED_LATENCIES = {"sim.replication.latency.ms": "0", "sim.interbroker.latency.ms": "0"}
+
+
 def run(options: dict[str, Any], out: Any = None) -> None:
     """Serve until SIGTERM/SIGINT. `out`: where the two lines go (stdout)."""
     if not 1 <= options["nodes"] <= 9:
         raise UsageError("--nodes must be between 1 and 9")
-    config = parse_config(options["config"])
+    config = {**SERVED_LATENCIES, **parse_config(options["config"])}
     asyncio.run(_serve(options, config, out or sys.stdout))
 
 
 async def _serve(options: dict[str, Any], config: dict[str, str], out: Any) -> None:
+    from playground.sim.cluster import Cluster
+    from playground.simserver import control
+    from playground.simserver.server import SimServer
+
     cluster = Cluster(
         brokers=options["nodes"], config=config, seed=options["seed"], keep_events=False, kafka=options["kafka"]
     )
@@ -118,6 +125,9 @@ async def _serve(options: dict[str, Any], config: dict[str, str], out: Any) -> N
 
 
 def main(argv: list[str] | None = None) -> int:
+    # kio registers Hypothesis strategies for its types whenever Hypothesis can be imported (the test extras put it in
+    # the venv): a server has no use for them, and they cost it half a second of start-up
+    sys.modules.setdefault("hypothesis", None)  # type: ignore[arg-type]
     logging.basicConfig(level=logging.WARNING, format="simcluster: %(message)s")
     args = parser().parse_args(argv)
     try:

@@ -178,10 +178,11 @@ class ServerCore:
         return self.cluster.scheduler.now_ms
 
     def advance(self, now_ms: int) -> None:
-        """Let virtual time reach `now_ms`: whatever falls due on the way runs (and may answer requests)."""
+        """Let virtual time reach `now_ms`: whatever falls due on the way runs (and may answer requests). Every input
+        ends with this too, so that what it set off without delay (an answer after a zero replication latency) is
+        answered with it, not one loop turn later."""
         scheduler = self.cluster.scheduler
-        if now_ms > scheduler.now_ms:
-            scheduler.advance(now_ms - scheduler.now_ms)
+        scheduler.advance(max(0, now_ms - scheduler.now_ms))
 
     def receive(self, now_ms: int, broker: int, conn_id: int, payload: bytes) -> None:
         """A request frame (its payload, without the size prefix) arrived on a connection to `broker`."""
@@ -195,6 +196,7 @@ class ServerCore:
             if e.api_key == messages.API_VERSIONS_KEY:
                 conn.queue.append((e.correlation_id or 0, e.api_version))
                 self._pump(conn)
+                self.advance(now_ms)
             else:
                 self._close(conn)
             return
@@ -203,6 +205,7 @@ class ServerCore:
             return
         conn.queue.append(request)
         self._pump(conn)
+        self.advance(now_ms)
 
     def receive_request(self, now_ms: int, broker: int, conn_id: int, request: Request) -> None:
         """A decoded request arrived (what `receive` does after decoding)."""
@@ -216,6 +219,7 @@ class ServerCore:
             return
         conn.queue.append(request)
         self._pump(conn)
+        self.advance(now_ms)
 
     def disconnect(self, now_ms: int, conn_id: int) -> None:
         """The client closed the connection (or it broke): what it was waiting for is never sent."""
@@ -231,10 +235,12 @@ class ServerCore:
         for conn in [c for c in self.conns.values() if c.broker == broker]:
             self._close(conn)
         self.cluster.stop_broker(broker)
+        self.advance(now_ms)
 
     def start_broker(self, now_ms: int, broker: int) -> None:
         self.advance(now_ms)
         self.cluster.start_broker(broker)
+        self.advance(now_ms)
 
     # ------------------------------------------------------------------------------------------------ outputs
     def next_due_ms(self) -> int | None:
