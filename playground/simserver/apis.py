@@ -18,9 +18,9 @@ from typing import Any
 
 from playground.protocol import apiversions, records
 from playground.protocol.messages import ms
-from playground.sim.cluster import TXN_TOPIC
-from playground.sim.coordinator import STATE_IDS
+from playground.sim.leaders import TXN_TOPIC
 from playground.sim.log import READ_COMMITTED, READ_UNCOMMITTED
+from playground.sim.txnstate import STATE_IDS
 from playground.simserver.core import Call, WireValues, text_of
 
 Handler = Callable[[Call], None]
@@ -710,7 +710,7 @@ def init_producer_id(call: Call) -> None:
             detail=f"producer id {pid_out}, producer epoch {epoch_out}" if error is None else "",
         )
 
-    call.core.cluster.txn_coordinator.handle_init_producer_id(
+    call.core.cluster.handle_init_producer_id(
         call.broker, txid, ms(body.transaction_timeout), expected, reply, version=version
     )
 
@@ -749,7 +749,7 @@ def add_partitions_to_txn(call: Call) -> None:
     def reply(error: str | None = None, **_: Any) -> None:
         respond(dict.fromkeys(wanted, error))
 
-    c.txn_coordinator.handle_add_partitions(call.broker, txid, pid, epoch, frozenset(tps), reply, version=version)
+    c.handle_add_partitions(call.broker, txid, pid, epoch, frozenset(tps), reply, version=version)
 
 
 @api(25, 0, 4)
@@ -764,7 +764,7 @@ def add_offsets_to_txn(call: Call) -> None:
     def reply(error: str | None = None, **_: Any) -> None:
         call.reply({"throttle_time": 0, "error_code": error}, error=error)
 
-    call.core.cluster.txn_coordinator.handle_add_offsets(
+    call.core.cluster.handle_add_offsets(
         call.broker, body.transactional_id, pid, epoch, body.group_id, reply, version=version
     )
 
@@ -793,9 +793,7 @@ def end_txn(call: Call) -> None:
             else "",
         )
 
-    call.core.cluster.txn_coordinator.handle_end_txn(
-        call.broker, body.transactional_id, pid, epoch, commit, reply, version=version
-    )
+    call.core.cluster.handle_end_txn(call.broker, body.transactional_id, pid, epoch, commit, reply, version=version)
 
 
 @api(28, 0, 5)
@@ -833,7 +831,7 @@ def txn_offset_commit(call: Call) -> None:
     def reply(error: str | None = None, **_: Any) -> None:
         respond(lambda t, p: error)
 
-    c.groups.txn_commit_offsets(
+    c.handle_txn_offset_commit(
         call.broker,
         body.group_id,
         pid,
@@ -879,7 +877,7 @@ def offset_commit(call: Call) -> None:
     def reply(error: str | None = None, **_: Any) -> None:
         respond(lambda t, p: error)
 
-    c.groups.commit_offsets(
+    c.handle_offset_commit(
         call.broker,
         body.group_id,
         int(getattr(body, "generation_id_or_member_epoch", -1)),
@@ -917,7 +915,7 @@ def _fetch_group(call: Call, group_id: str, topics: Any, require_stable: bool) -
         def reply(error: str | None = None, **result: Any) -> None:
             out.append(error if error else result["offsets"])
 
-        groups.fetch_offsets(call.broker, group_id, tps, stable, reply)
+        call.core.cluster.handle_offset_fetch(call.broker, group_id, tps, stable, reply)
         return out[0] if out else "UNKNOWN_SERVER_ERROR"
 
     if topics is None:
@@ -954,8 +952,8 @@ def _fetch_group(call: Call, group_id: str, topics: Any, require_stable: bool) -
 # ---------------------------------------------------------------------------------------------- topics
 
 
-def _create(call: Call, name: str, partitions: int, configs: dict[str, str]) -> None:
-    call.core.cluster.create_topic(name, partitions)
+def _create(call: Call, name: str, partitions: int, configs: dict[str, str], replication: int | None = None) -> None:
+    call.core.cluster.create_topic(name, partitions, replication)
     call.core.topic_id(name)
     if configs:
         call.core.topic_configs[name] = configs
@@ -997,12 +995,12 @@ def create_topics(call: Call) -> None:
             )
         else:
             if not body.validate_only:
-                _create(call, name, partitions, configs)
+                _create(call, name, partitions, configs, replication)
             result.update(
                 error_code=None,
                 topic_id=core.topic_id(name) if not body.validate_only else None,
                 num_partitions=partitions,
-                replication_factor=min(c.replication_factor, replication),
+                replication_factor=replication,
                 configs=[
                     {"name": k, "value": v, "read_only": False, "config_source": 1, "is_sensitive": False}
                     for k, v in configs.items()
@@ -1044,11 +1042,8 @@ def delete_topics(call: Call) -> None:
 
 
 def delete_topic(core: Any, name: str) -> None:
-    """A topic and its partitions leave the cluster (with their logs and what the server kept about them)."""
-    c = core.cluster
-    count = c.topics.pop(name)
-    for p in range(count):
-        c.partitions.pop(_tp(name, p), None)
+    """A topic and its partitions leave the cluster, and what the server kept about them."""
+    core.cluster.delete_topic(name)
     core.forget_topic(name)
 
 
@@ -1281,74 +1276,55 @@ def describe_producers(call: Call) -> None:
 
 @api(27, 1, 2)
 def write_txn_markers(call: Call) -> None:
-    """A partition leader's side of WriteTxnMarkers (as `kafka-transactions.sh abort` sends it to a hanging
-    transaction's partition): append the marker, let followers have it, answer."""
-    from playground.engine import events as ev
-    from playground.sim.cluster import OFFSETS_TOPIC
-
+    """WriteTxnMarkers at a partition leader, as `kafka-transactions.sh abort` sends it for a hanging transaction:
+    each marker of the request written by the simulator's leader, answered once all are replicated."""
     c = call.core.cluster
-    markers_out: list[dict[str, Any]] = []
-    waiting = [0]
-    finished = [False]
-    all_errors: list[str] = []
+    markers = list(call.body.markers)
+    results: list[dict[str, str | None] | None] = [None] * len(markers)
+    tps_of = [[_tp(t.name, int(i)) for t in m.topics for i in t.partition_indexes] for m in markers]
+    call.announce(
+        f"leader {', '.join(tp for tps in tps_of for tp in tps)}(b{call.broker})",
+        ", ".join(
+            f"{'COMMIT' if m.transaction_result else 'ABORT'} producer {m.producer_id} epoch {m.producer_epoch}"
+            for m in markers
+        ),
+    )
 
-    def maybe_done() -> None:
-        if waiting[0] == 0 and finished[0]:
-            call.reply({"markers": markers_out}, error=all_errors[0] if all_errors else None)
+    def respond() -> None:
+        out = []
+        errors = []
+        for marker, found in zip(markers, results):
+            assert found is not None
+            topics = []
+            for topic in marker.topics:
+                parts = []
+                for index in topic.partition_indexes:
+                    error = found.get(_tp(topic.name, int(index)))
+                    parts.append({"partition_index": int(index), "error_code": error})
+                    if error:
+                        errors.append(error)
+                topics.append({"name": topic.name, "partitions": parts})
+            out.append({"producer_id": int(marker.producer_id), "topics": topics})
+        call.reply({"markers": out}, error=errors[0] if errors else None)
 
-    summary = []
-    for marker in call.body.markers:
-        control = "COMMIT" if marker.transaction_result else "ABORT"
-        pid, epoch, coordinator_epoch = (
+    for n, marker in enumerate(markers):
+
+        def reply(error: str | None = None, *, _n: int = n, **result: Any) -> None:
+            results[_n] = result.get("errors") or dict.fromkeys(tps_of[_n], error)
+            if all(r is not None for r in results):
+                respond()
+
+        c.handle_write_txn_markers(
+            call.broker,
             int(marker.producer_id),
             int(marker.producer_epoch),
+            "COMMIT" if marker.transaction_result else "ABORT",
             int(marker.coordinator_epoch),
+            tps_of[n],
+            reply,
         )
-        topics_out = []
-        for topic in marker.topics:
-            parts = []
-            for index in topic.partition_indexes:
-                tp = _tp(topic.name, int(index))
-                summary.append(tp)
-                entry: dict[str, Any] = {"partition_index": int(index)}
-                parts.append(entry)
-                meta = c.partitions.get(tp)
-                if meta is None:
-                    entry["error_code"] = "UNKNOWN_TOPIC_OR_PARTITION"
-                elif meta.leader != call.broker:
-                    entry["error_code"] = "NOT_LEADER_OR_FOLLOWER"
-                else:
-                    log = c.log(tp)
-                    result = log.append_marker(pid, epoch, control, coordinator_epoch, c.now_ms)
-                    entry["error_code"] = result.error
-                    if result.error is None:
-                        c.markers_written += 1
-                        c.emit(
-                            ev.Marker,
-                            partition=tp,
-                            offset=result.base_offset,
-                            control=control,
-                            producer_id=pid,
-                            epoch=epoch,
-                            coordinator_epoch=coordinator_epoch,
-                        )
-                        c.emit_watermarks(log)
-                        if log.topic == OFFSETS_TOPIC:
-                            c.groups.on_marker(tp, pid, control)
-                        waiting[0] += 1
-
-                        def caught_up() -> None:
-                            waiting[0] -= 1
-                            maybe_done()
-
-                        c.replicate(log, result.base_offset + 1, caught_up)
-                if entry["error_code"]:
-                    all_errors.append(entry["error_code"])
-            topics_out.append({"name": topic.name, "partitions": parts})
-        markers_out.append({"producer_id": pid, "topics": topics_out})
-    call.announce(f"leader {', '.join(summary)}(b{call.broker})", "markers")
-    finished[0] = True
-    maybe_done()
+    if not markers:
+        respond()
 
 
 # ---------------------------------------------------------------------------------------------- groups (read side)

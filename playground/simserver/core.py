@@ -34,9 +34,11 @@ from playground.engine import events as ev
 from playground.protocol import apiversions, messages, records, txnlog
 from playground.protocol.framing import frame
 from playground.protocol.messages import Request, RequestError, UnsupportedVersion
-from playground.sim.cluster import INTERNAL_TOPICS, Cluster
-from playground.sim.coordinator import EMPTY, STATE_IDS, java_string_hash
+from playground.sim.cluster import Cluster
+from playground.sim.leaders import INTERNAL_TOPICS
 from playground.sim.log import Batch, PartitionLog
+from playground.sim.placement import java_string_hash
+from playground.sim.txnstate import EMPTY, STATE_IDS
 
 _MASK64 = (1 << 64) - 1
 
