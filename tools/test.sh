@@ -21,13 +21,15 @@ export PLAYGROUND_KAFKA_NODES=3
 
 # The simulated cluster standing in for the real ones (issue 15): `manage.py simcluster`, 3 nodes of Kafka 3.9 and 3 of
 # Kafka 4.x with the broker settings tools/kafka gives the real ones (the abort and expiry scans every second, no
-# topic auto-creation, 3 partitions by default), started now (their start-up overlaps the main run), stopped on exit.
+# topic auto-creation, 3 partitions by default, no initial rebalance delay), started now (their start-up overlaps the
+# main run), stopped on exit.
 simclusters=()
 start_simcluster() { # kafka version, output file
     .venv/bin/python manage.py simcluster --kafka "$1" --nodes 3 --port 0 \
         --config transaction.abort.timed.out.transaction.cleanup.interval.ms=1000 \
         --config transaction.remove.expired.transaction.cleanup.interval.ms=1000 \
-        --config auto.create.topics.enable=false --config num.partitions=3 >"$2" 2>"$2.err" &
+        --config auto.create.topics.enable=false --config num.partitions=3 \
+        --config group.initial.rebalance.delay.ms=0 >"$2" 2>"$2.err" &
     simclusters+=($!)
 }
 trap 'bash tools/kafka/kafka.sh stop >/dev/null 2>&1 || true; bash tools/kafka/kafka.sh --version 4 stop >/dev/null 2>&1 || true; for pid in "${simclusters[@]}"; do kill "$pid" 2>/dev/null || true; done' EXIT

@@ -18,6 +18,7 @@ from typing import Any
 
 from playground.protocol import apiversions, records
 from playground.protocol.messages import ms
+from playground.sim.groups import ClassicMember
 from playground.sim.leaders import TXN_TOPIC
 from playground.sim.log import READ_COMMITTED, READ_UNCOMMITTED
 from playground.sim.txnstate import STATE_IDS
@@ -1327,7 +1328,130 @@ def write_txn_markers(call: Call) -> None:
         respond()
 
 
-# ---------------------------------------------------------------------------------------------- groups (read side)
+# ---------------------------------------------------------------------------------------------- groups
+# The classic group protocol as the simulator's group coordinator runs it (playground/sim/groups.py).
+
+CLIENT_HOST = "/127.0.0.1"  # where a member connects from, as DescribeGroups shows it (the server listens on loopback)
+
+
+@api(11, 0, 9)
+def join_group(call: Call) -> None:
+    body, version = call.body, call.version
+    member_id = body.member_id
+    protocols = tuple((p.name, bytes(p.metadata)) for p in body.protocols)
+    session_ms = ms(body.session_timeout)
+    rebalance_ms = ms(getattr(body, "rebalance_timeout", body.session_timeout))  # v0: the session timeout
+    call.announce(
+        f"group coordinator(b{call.broker})",
+        f"group {body.group_id}, member {member_id or '(new)'}, {', '.join(name for name, _ in protocols)}",
+    )
+
+    def reply(error: str | None = None, **result: Any) -> None:
+        name = result.get("protocol_name")
+        call.reply(
+            {
+                "throttle_time": 0,
+                "error_code": error,
+                "generation_id": result.get("generation_id", -1),
+                "protocol_type": result.get("protocol_type"),
+                "protocol_name": name if version >= 7 else (name or ""),
+                "leader": result.get("leader", ""),
+                "skip_assignment": False,
+                "member_id": result.get("member_id", member_id),
+                "members": [
+                    {"member_id": m, "group_instance_id": instance, "metadata": metadata}
+                    for m, instance, metadata in result.get("members", ())
+                ],
+            },
+            error=error,
+            detail=f"member {result.get('member_id', member_id)}, generation {result.get('generation_id', -1)}",
+        )
+
+    call.core.cluster.handle_classic_join_group(
+        call.broker,
+        body.group_id,
+        member_id,
+        call.request.client_id or "",
+        CLIENT_HOST,
+        session_ms,
+        rebalance_ms,
+        body.protocol_type,
+        protocols,
+        version >= 4,  # KIP-394: a new member is given its id and rejoins with it
+        reply,
+    )
+
+
+@api(14, 0, 5)
+def sync_group(call: Call) -> None:
+    body = call.body
+    assignments = {a.member_id: bytes(a.assignment) for a in body.assignments}
+    call.announce(
+        f"group coordinator(b{call.broker})",
+        f"group {body.group_id}, member {body.member_id}, generation {body.generation_id}"
+        + (f", {len(assignments)} assignment(s)" if assignments else ""),
+    )
+
+    def reply(error: str | None = None, **result: Any) -> None:
+        call.reply(
+            {
+                "throttle_time": 0,
+                "error_code": error,
+                "protocol_type": result.get("protocol_type"),
+                "protocol_name": result.get("protocol_name"),
+                "assignment": result.get("assignment", b""),
+            },
+            error=error,
+        )
+
+    call.core.cluster.handle_sync_group(
+        call.broker,
+        body.group_id,
+        int(body.generation_id),
+        body.member_id,
+        getattr(body, "protocol_type", None),
+        getattr(body, "protocol_name", None),
+        assignments,
+        reply,
+    )
+
+
+@api(12, 0, 4)
+def heartbeat(call: Call) -> None:
+    body = call.body
+
+    def reply(error: str | None = None, **_: Any) -> None:
+        call.reply({"throttle_time": 0, "error_code": error}, error=error)
+
+    call.core.cluster.handle_heartbeat(call.broker, body.group_id, int(body.generation_id), body.member_id, reply)
+
+
+@api(13, 0, 5)
+def leave_group(call: Call) -> None:
+    body, version = call.body, call.version
+    if version >= 3:
+        leaving = [(m.member_id, m.group_instance_id) for m in body.members]
+    else:
+        leaving = [(body.member_id, None)]
+    call.announce(f"group coordinator(b{call.broker})", f"group {body.group_id}, {', '.join(m for m, _ in leaving)}")
+
+    def reply(error: str | None = None, **result: Any) -> None:
+        errors = result.get("errors", {})
+        if version < 3 and error is None:
+            error = errors.get(leaving[0][0])
+        call.reply(
+            {
+                "throttle_time": 0,
+                "error_code": error,
+                "members": [
+                    {"member_id": m, "group_instance_id": instance, "error_code": errors.get(m)}
+                    for m, instance in leaving
+                ],
+            },
+            error=error,
+        )
+
+    call.core.cluster.handle_classic_leave_group(call.broker, body.group_id, tuple(m for m, _ in leaving), reply)
 
 
 @api(16, 0, 5)
@@ -1347,7 +1471,7 @@ def list_groups(call: Call) -> None:
         out.append(
             {
                 "group_id": gid,
-                "protocol_type": "consumer" if g.members else "",
+                "protocol_type": g.protocol_type or ("consumer" if g.members else ""),
                 "group_state": g.state,
                 "group_type": "classic",
             }
@@ -1374,18 +1498,23 @@ def describe_groups(call: Call) -> None:
             entry["error_code"] = None
             g = groups.groups.get(gid)
             if g is not None:
+                classic = g.protocol_type is not None
                 entry.update(
                     group_state=g.state,
-                    protocol_type="consumer" if g.members else "",
-                    protocol_data="range" if g.members else "",
+                    protocol_type=g.protocol_type or ("consumer" if g.members else ""),
+                    protocol_data=(g.protocol_name or "") if classic else ("range" if g.members else ""),
                     members=[
                         {
                             "member_id": m.member_id,
                             "group_instance_id": None,
                             "client_id": m.client_id,
-                            "client_host": "/127.0.0.1",
-                            "member_metadata": b"",
-                            "member_assignment": b"",
+                            "client_host": getattr(m, "client_host", CLIENT_HOST),
+                            # what DescribeGroups shows of a member: its metadata for the group's protocol and its
+                            # assignment, once the group is Stable (GroupMetadata.summary)
+                            "member_metadata": m.metadata(g.protocol_name) if isinstance(m, ClassicMember) else b"",
+                            "member_assignment": m.member_assignment
+                            if isinstance(m, ClassicMember) and g.state == "Stable"
+                            else b"",
                         }
                         for m in g.members.values()
                     ],

@@ -67,16 +67,20 @@ def start_simcluster(kafka: str, nodes: int, *config: str) -> SimCluster:
     return SimCluster(proc, lines[1], control, stderr)
 
 
+# as tools/kafka configures the real test clusters: the first rebalance of a group does not wait 3 s for more members
+TEST_CONFIG = ("group.initial.rebalance.delay.ms=0",)
+
+
 @pytest.fixture(scope="session")
 def simcluster39():
-    cluster = start_simcluster("3.9", 3)
+    cluster = start_simcluster("3.9", 3, *TEST_CONFIG)
     yield cluster
     cluster.stop()
 
 
 @pytest.fixture(scope="session")
 def simcluster4():
-    cluster = start_simcluster("4", 3)
+    cluster = start_simcluster("4", 3, *TEST_CONFIG)
     yield cluster
     cluster.stop()
 

@@ -225,6 +225,77 @@ def test_the_broker_control_template_stops_and_starts_one_broker(simcluster39):
     assert listed() == {1, 2, 3}
 
 
+def test_consumers_of_a_group_share_the_partitions_and_read_each_record_once(simcluster):
+    bootstrap = simcluster.bootstrap
+    topic = _topic(AdminClient({"bootstrap.servers": bootstrap, **QUIET}), partitions=4)
+    producer = Producer({"bootstrap.servers": bootstrap, **QUIET})
+    for i in range(40):
+        producer.produce(topic, f"m{i}".encode(), partition=i % 4)
+    producer.flush(30)
+    group = f"g-{secrets.token_hex(3)}"
+    consumers = [
+        Consumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": group,
+                "client.id": f"member-{n}",
+                "auto.offset.reset": "earliest",
+                "enable.auto.commit": False,
+                **QUIET,
+            }
+        )
+        for n in range(2)
+    ]
+    got: list[bytes] = []
+    try:
+        for c in consumers:
+            c.subscribe([topic])
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            for c in consumers:
+                msg = c.poll(0.1)
+                if msg is not None and not msg.error():
+                    got.append(msg.value())
+                    c.commit(msg, asynchronous=False)
+            assignments = [sorted(tp.partition for tp in c.assignment()) for c in consumers]
+            if len(got) == 40 and sorted(p for a in assignments for p in a) == [0, 1, 2, 3] and all(assignments):
+                break
+        assert sorted(got) == sorted(f"m{i}".encode() for i in range(40))
+        assert sorted(p for a in assignments for p in a) == [0, 1, 2, 3] and all(assignments)
+        admin = AdminClient({"bootstrap.servers": bootstrap, **QUIET})  # kept: its futures die with it
+        described = admin.describe_consumer_groups([group])[group].result(20)
+        assert sorted(m.client_id for m in described.members) == ["member-0", "member-1"]
+    finally:
+        for c in consumers:
+            c.close()
+
+
+@pytest.mark.kafka
+@pytest.mark.parametrize("kafka", ["3.9", "4"])
+def test_kafkas_console_consumer_reads_in_a_group_of_its_own(kafka, request):
+    cluster = request.getfixturevalue("simcluster39" if kafka == "3.9" else "simcluster4")
+    topic = _topic(AdminClient({"bootstrap.servers": cluster.bootstrap, **QUIET}), partitions=2)
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, **QUIET})
+    for i in range(6):
+        producer.produce(topic, f"r{i}".encode(), partition=i % 2)
+    producer.flush(30)
+    out = _java(
+        kafka,
+        CONSOLE_CONSUMER,
+        "--bootstrap-server",
+        cluster.bootstrap,
+        "--topic",
+        topic,
+        "--group",
+        f"console-{secrets.token_hex(3)}",
+        "--from-beginning",
+        "--max-messages",
+        "6",
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert sorted(out.stdout.split()) == [f"r{i}" for i in range(6)]
+
+
 # ------------------------------------------------------------------------------------------------ bad input
 
 

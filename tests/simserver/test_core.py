@@ -342,3 +342,80 @@ def test_transaction_state_holds_the_coordinators_records_as_the_observer_decode
         assert {s["version"] for s in states} == {version}
         assert states[1]["partitions"] == [("orders", 0)] and states[1]["producer_id"] == pid
         assert fetched.high_watermark == 4
+
+
+JOIN, HEARTBEAT, LEAVE, SYNC = 11, 12, 13, 14
+
+
+def join(client: Client, group: str, member_id: str = "", session_ms: int = 10_000) -> int:
+    """A JoinGroup v5 sent on the group coordinator's connection; returns its correlation (the answer may wait)."""
+    return client.send(
+        client.core.cluster.groups.coordinator_of(group),
+        JOIN,
+        5,
+        {
+            "group_id": group,
+            "session_timeout": session_ms,
+            "rebalance_timeout": 30_000,
+            "member_id": member_id,
+            "group_instance_id": None,
+            "protocol_type": "consumer",
+            "protocols": [{"name": "range", "metadata": b"meta-" + client.client_id.encode()}],
+        },
+    )
+
+
+def wait_answer(client: Client, correlation: int, cap_ms: int = 60_000):
+    deadline = client.core.now_ms + cap_ms
+    while correlation not in client.answers and client.core.now_ms < deadline:
+        client.advance(10)
+    return client.answers.pop(correlation)
+
+
+def test_the_classic_group_protocol_elects_a_leader_that_assigns_and_a_silent_member_is_removed():
+    core = core_for("3.9", topics={"orders": 2}, **{"group.initial.rebalance.delay.ms": 0})
+    a, b = Client(core, "a"), Client(core, "b", first_conn=50)
+    coord = core.cluster.groups.coordinator_of("g")
+    first = wait_answer(a, join(a, "g"))
+    assert first.error_code.name == "member_id_required"
+    a_id = first.member_id
+    a_join = wait_answer(a, join(a, "g", a_id))
+    assert (a_join.generation_id, a_join.leader, a_join.member_id) == (1, a_id, a_id)
+    # b joins: a's heartbeat says rebalance, a rejoins, both get generation 2; the leader gets the members
+    b_id = wait_answer(b, join(b, "g")).member_id
+    b_pending = join(b, "g", b_id)
+    beat = a.call(
+        coord, HEARTBEAT, 3, {"group_id": "g", "generation_id": 1, "member_id": a_id, "group_instance_id": None}
+    )
+    assert beat.error_code.name == "rebalance_in_progress"
+    a_rejoin = wait_answer(a, join(a, "g", a_id))
+    b_join = wait_answer(b, b_pending)
+    assert a_rejoin.generation_id == b_join.generation_id == 2
+    assert sorted(m.member_id for m in a_rejoin.members) == sorted([a_id, b_id]) and not b_join.members
+    assert {m.metadata for m in a_rejoin.members} == {b"meta-a", b"meta-b"}
+    # b's SyncGroup waits for the leader's, which brings both assignments
+    b_sync = b.send(coord, SYNC, 3, {"group_id": "g", "generation_id": 2, "member_id": b_id, "assignments": []})
+    assert b_sync not in b.answers
+    a_sync = a.call(
+        coord,
+        SYNC,
+        3,
+        {
+            "group_id": "g",
+            "generation_id": 2,
+            "member_id": a_id,
+            "assignments": [{"member_id": a_id, "assignment": b"A"}, {"member_id": b_id, "assignment": b"B"}],
+        },
+    )
+    b.collect()
+    assert (a_sync.assignment, b.answers.pop(b_sync).assignment) == (b"A", b"B")
+    assert core.cluster.groups.groups["g"].state == "Stable"
+    # b goes silent: after its 10 s session the group rebalances without it
+    for _ in range(14):
+        a.advance(1000)
+        beat = a.call(
+            coord, HEARTBEAT, 3, {"group_id": "g", "generation_id": 2, "member_id": a_id, "group_instance_id": None}
+        )
+    assert beat.error_code.name == "rebalance_in_progress"
+    assert list(core.cluster.groups.groups["g"].members) == [a_id]
+    assert wait_answer(a, join(a, "g", a_id)).generation_id == 3
