@@ -169,7 +169,8 @@ class ServerCore:
         self._encoded: dict[tuple[str, int], bytes] = {}  # the simulator's own batches, encoded once
         self.topic_configs: dict[str, dict[str, str]] = {}
         self.txn_state: dict[int, TxnStateLog] = {}  # __transaction_state partition -> its records
-        cluster.subscribe(self._on_event)
+        # only these kinds are built for the server (the others only when someone observes the cluster)
+        cluster.watch((ev.Leader, ev.TxnState, ev.TxnExpired), self._on_event)
         for topic in list(cluster.topics):
             self.topic_id(topic)
         self.advance(start_ms)
