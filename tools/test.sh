@@ -41,7 +41,9 @@ status=0
 
 # The real-backend tests that compare with the simulator (every library scenario in every profile, the late writes,
 # a coordinator's broker stopped and started) a second time, with simcluster standing in for the real clusters: the
-# observations must equal the in-process simulator's, as they equal a real cluster's.
+# observations must equal the in-process simulator's, as they equal a real cluster's. They run in the background
+# beside the PostgreSQL and browser runs below (they mostly wait: clock.advance sleeps, workers, markers); their log is
+# test-artifacts/simcluster-standin.log, its closing lines are printed at the end.
 simcluster_line() { # output file, line number: waits (bounded) until simcluster printed it
     for _ in $(seq 1 240); do
         [[ $(wc -l <"$1") -ge 2 ]] && { sed -n "$2p" "$1"; return 0; }
@@ -50,13 +52,15 @@ simcluster_line() { # output file, line number: waits (bounded) until simcluster
     echo "simcluster did not start ($1.err)" >&2
     return 1
 }
+standin=""
 if sc39=$(simcluster_line test-artifacts/simcluster39.out 2) && sc4=$(simcluster_line test-artifacts/simcluster4.out 2); then
     KAFKA_STANDIN=simcluster KAFKA_BOOTSTRAP_SERVERS="$sc39" KAFKA4_BOOTSTRAP_SERVERS="$sc4" \
         KAFKA_BROKER_CONTROL="$(simcluster_line test-artifacts/simcluster39.out 1 | sed 's/^KAFKA_BROKER_CONTROL=//')" \
         KAFKA4_BROKER_CONTROL="$(simcluster_line test-artifacts/simcluster4.out 1 | sed 's/^KAFKA_BROKER_CONTROL=//')" \
         "$PYTEST" -m kafka tests/kafka/test_kafka_fidelity.py tests/kafka/test_kafka_latewrite.py \
-        "tests/kafka/test_kafka_backend.py::test_the_coordinator_fails_over_and_the_producer_carries_on" ||
-        status=$((status == 0 ? $? : status))
+        "tests/kafka/test_kafka_backend.py::test_the_coordinator_fails_over_and_the_producer_carries_on" \
+        >test-artifacts/simcluster-standin.log 2>&1 &
+    standin=$!
 else
     status=$((status == 0 ? 1 : status))
 fi
@@ -64,5 +68,12 @@ fi
 # they start). It fails, never skips, when PostgreSQL cannot be started.
 PLAYGROUND_TEST_DATABASE=postgres "$PYTEST" -m "not browser and not kafka" tests/web || status=$((status == 0 ? $? : status))
 "$PYTEST" -m browser tests/browser || status=$((status == 0 ? $? : status))
+if [[ -n "$standin" ]]; then
+    standin_status=0
+    wait "$standin" || standin_status=$?
+    echo "== simcluster standing in for the real clusters (test-artifacts/simcluster-standin.log) =="
+    tail -n 25 test-artifacts/simcluster-standin.log
+    status=$((status == 0 ? standin_status : status))
+fi
 # Pytest's closing line for each run is above; this line sums them for a reader of CI's log.
 exit "$status"
