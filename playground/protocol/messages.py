@@ -31,7 +31,7 @@ from kio.serial import entity_reader, entity_writer
 from kio.static.primitive import i16
 
 from playground.protocol.errors import error_code
-from playground.protocol.schemas import ApiVersionsRequestV5
+from playground.protocol.schemas import ApiVersionsRequestV5, DescribeTransactionsResponseV0
 
 API_VERSIONS_KEY = 18
 _PREFIX = struct.Struct(">hhi")
@@ -71,8 +71,9 @@ class Request:
 
 
 _EXTRA_REQUESTS: dict[tuple[int, int], Any] = {(18, 5): ApiVersionsRequestV5}
+_EXTRA_RESPONSES: dict[tuple[int, int], Any] = {(65, 0): DescribeTransactionsResponseV0}
 # Same body as the version before.
-_EXTRA_RESPONSES: dict[tuple[int, int], tuple[int, int]] = {(18, 5): (18, 4)}
+_SAME_RESPONSES: dict[tuple[int, int], tuple[int, int]] = {(18, 5): (18, 4)}
 
 
 @functools.cache
@@ -88,7 +89,10 @@ def request_class(api_key: int, api_version: int) -> Any:
 
 @functools.cache
 def response_class(api_key: int, api_version: int) -> Any:
-    key = _EXTRA_RESPONSES.get((api_key, api_version), (api_key, api_version))
+    extra = _EXTRA_RESPONSES.get((api_key, api_version))
+    if extra is not None:
+        return extra
+    key = _SAME_RESPONSES.get((api_key, api_version), (api_key, api_version))
     try:
         return load_response_schema(*key)
     except Exception:

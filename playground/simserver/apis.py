@@ -1165,8 +1165,8 @@ def describe_transactions(call: Call) -> None:
         entry: dict[str, Any] = {
             "transactional_id": txid,
             "transaction_state": "",
-            "transaction_timeout": 0,
-            "transaction_start_time": -1,
+            "transaction_timeout_ms": 0,
+            "transaction_start_time_ms": -1,
             "producer_id": -1,
             "producer_epoch": -1,
             "topics": [],
@@ -1186,8 +1186,8 @@ def describe_transactions(call: Call) -> None:
             entry.update(
                 error_code=None,
                 transaction_state=md.state,
-                transaction_timeout=md.txn_timeout_ms,
-                transaction_start_time=md.txn_start_ms,
+                transaction_timeout_ms=md.txn_timeout_ms,
+                transaction_start_time_ms=md.txn_start_ms,
                 producer_id=md.producer_id,
                 producer_epoch=md.producer_epoch,
                 topics=[{"topic": t, "partitions": ps} for t, ps in by_topic.items()],

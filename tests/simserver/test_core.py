@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from playground.engine import events as ev
-from playground.kafka.wire import decode_batches, decode_txn_key, decode_txn_value
+from playground.kafka.records import decode_batches, decode_txn_key, decode_txn_value
 from playground.protocol import apiversions, messages, records
 from tests.simserver.wire import T0, Client, batch, core_for, fetch_body, produce_body
 
@@ -192,14 +192,16 @@ def test_it_describes_transactions_producers_and_lists_transactions_on_the_coord
     add_partitions(client, "tx-a", pid, epoch, [("orders", 0)])
     produce(client, ("orders", 0), batch([b"x"], pid=pid, epoch=epoch, seq=0, txn=True), "tx-a")
     coord = coordinator(core, "tx-a")
-    states = client.call(coord, DESCRIBE_TXNS, 0, {"transactional_ids": ["tx-a"]}).transaction_states
-    (error, txid, state, _timeout, _start, got_pid, _epoch, topics, _tags) = states[0]
-    assert (error, txid, state, got_pid) == (0, "tx-a", "Ongoing", pid)
-    assert [(t, list(ps)) for t, ps, _ in topics] == [("orders", [0])]
+    (state,) = client.call(coord, DESCRIBE_TXNS, 0, {"transactional_ids": ["tx-a"]}).transaction_states
+    assert (state.error_code.value, state.transaction_state, state.producer_id) == (0, "Ongoing", pid)
+    assert [(t.topic, list(t.partitions)) for t in state.topics] == [("orders", [0])]
+    assert state.transaction_start_time_ms >= T0
     other = next(b for b in core.cluster.broker_ids if b != coord)
-    assert client.call(other, DESCRIBE_TXNS, 0, {"transactional_ids": ["tx-a"]}).transaction_states[0][0] == 16
-    missing = coordinator(core, "tx-b")
-    assert client.call(missing, DESCRIBE_TXNS, 0, {"transactional_ids": ["tx-b"]}).transaction_states[0][0] == 105
+    assert client.call(other, DESCRIBE_TXNS, 0, {"transactional_ids": ["tx-a"]}).transaction_states[0].error_code == 16
+    (missing,) = client.call(
+        coordinator(core, "tx-b"), DESCRIBE_TXNS, 0, {"transactional_ids": ["tx-b"]}
+    ).transaction_states
+    assert (missing.error_code, missing.transaction_start_time_ms) == (105, -1)  # no transaction: -1, as Kafka sends
     listed = client.call(coord, LIST_TXNS, 1, {"state_filters": [], "producer_id_filters": [], "duration_filter": -1})
     assert [(t.transactional_id, t.transaction_state) for t in listed.transaction_states] == [("tx-a", "Ongoing")]
     producers = client.call(1, DESCRIBE_PRODUCERS, 0, {"topics": [{"name": "orders", "partition_indexes": [0]}]})

@@ -3,12 +3,10 @@ in at a virtual time, response frames out, decoded for the test."""
 
 from __future__ import annotations
 
-import io
 import struct
 import weakref
 from typing import Any
 
-from playground.kafka.wire import DescribeTransactionsResponse_v0
 from playground.protocol import messages, records
 from playground.sim.cluster import Cluster
 from playground.simserver.core import ServerCore
@@ -70,9 +68,6 @@ class Client:
             return
         (correlation,) = struct.unpack_from(">i", data, 4)
         api_key, version, _conn = self.pending.pop(correlation)
-        if api_key == 65:  # kio cannot read the -1 start time of a transaction that has none: kafka-python can
-            self.answers[correlation] = DescribeTransactionsResponse_v0.decode(io.BytesIO(data[9:]))
-            return
         _, body = messages.decode_response(api_key, version, data[4:])
         self.answers[correlation] = body
 
