@@ -19,11 +19,61 @@ wait "$kafka4" || { echo "the Kafka 4.x cluster did not start (logs: tools/kafka
 KAFKA4_BOOTSTRAP_SERVERS=$(tail -n 1 test-artifacts/kafka4.bootstrap)
 export PLAYGROUND_KAFKA_NODES=3
 
+# The simulated cluster standing in for the real ones (issue 15): `manage.py simcluster`, 3 nodes of Kafka 3.9 and 3 of
+# Kafka 4.x with the broker settings tools/kafka gives the real ones (the abort and expiry scans every second, no
+# topic auto-creation, 3 partitions by default, no initial rebalance delay), started now (their start-up overlaps the
+# main run), stopped on exit.
+simclusters=()
+start_simcluster() { # kafka version, output file
+    .venv/bin/python manage.py simcluster --kafka "$1" --nodes 3 --port 0 \
+        --config transaction.abort.timed.out.transaction.cleanup.interval.ms=1000 \
+        --config transaction.remove.expired.transaction.cleanup.interval.ms=1000 \
+        --config auto.create.topics.enable=false --config num.partitions=3 \
+        --config group.initial.rebalance.delay.ms=0 >"$2" 2>"$2.err" &
+    simclusters+=($!)
+}
+trap 'bash tools/kafka/kafka.sh stop >/dev/null 2>&1 || true; bash tools/kafka/kafka.sh --version 4 stop >/dev/null 2>&1 || true; for pid in "${simclusters[@]}"; do kill "$pid" 2>/dev/null || true; done' EXIT
+start_simcluster 3.9 test-artifacts/simcluster39.out
+start_simcluster 4 test-artifacts/simcluster4.out
+
 status=0
 "$PYTEST" -m "not browser" tests || status=$?
+
+# The real-backend tests that compare with the simulator (every library scenario in every profile, the late writes,
+# a coordinator's broker stopped and started) a second time, with simcluster standing in for the real clusters: the
+# observations must equal the in-process simulator's, as they equal a real cluster's. They run in the background
+# beside the PostgreSQL and browser runs below (they mostly wait: clock.advance sleeps, workers, markers); their log is
+# test-artifacts/simcluster-standin.log, its closing lines are printed at the end.
+simcluster_line() { # output file, line number: waits (bounded) until simcluster printed it
+    for _ in $(seq 1 240); do
+        [[ $(wc -l <"$1") -ge 2 ]] && { sed -n "$2p" "$1"; return 0; }
+        sleep 0.5
+    done
+    echo "simcluster did not start ($1.err)" >&2
+    return 1
+}
+standin=""
+if sc39=$(simcluster_line test-artifacts/simcluster39.out 2) && sc4=$(simcluster_line test-artifacts/simcluster4.out 2); then
+    KAFKA_STANDIN=simcluster KAFKA_BOOTSTRAP_SERVERS="$sc39" KAFKA4_BOOTSTRAP_SERVERS="$sc4" \
+        KAFKA_BROKER_CONTROL="$(simcluster_line test-artifacts/simcluster39.out 1 | sed 's/^KAFKA_BROKER_CONTROL=//')" \
+        KAFKA4_BROKER_CONTROL="$(simcluster_line test-artifacts/simcluster4.out 1 | sed 's/^KAFKA_BROKER_CONTROL=//')" \
+        "$PYTEST" -m kafka tests/kafka/test_kafka_fidelity.py tests/kafka/test_kafka_latewrite.py \
+        "tests/kafka/test_kafka_backend.py::test_the_coordinator_fails_over_and_the_producer_carries_on" \
+        >test-artifacts/simcluster-standin.log 2>&1 &
+    standin=$!
+else
+    status=$((status == 0 ? 1 : status))
+fi
 # The web tests again, every database test on a throw-away PostgreSQL (tests/pg.py; DATABASE_URL for the servers
 # they start). It fails, never skips, when PostgreSQL cannot be started.
 PLAYGROUND_TEST_DATABASE=postgres "$PYTEST" -m "not browser and not kafka" tests/web || status=$((status == 0 ? $? : status))
 "$PYTEST" -m browser tests/browser || status=$((status == 0 ? $? : status))
+if [[ -n "$standin" ]]; then
+    standin_status=0
+    wait "$standin" || standin_status=$?
+    echo "== simcluster standing in for the real clusters (test-artifacts/simcluster-standin.log) =="
+    tail -n 25 test-artifacts/simcluster-standin.log
+    status=$((status == 0 ? standin_status : status))
+fi
 # Pytest's closing line for each run is above; this line sums them for a reader of CI's log.
 exit "$status"

@@ -48,6 +48,8 @@ class Brokers:
         # Rpc is only built if the timeline is read; see `timeline`)
         self._timeline: deque[ev.Rpc | tuple[int, int, dict[str, Any]]] = deque(maxlen=200)
         self._listeners: list[Callable[[ev.Event], None]] = [on_event] if on_event else []
+        self._watchers: list[tuple[frozenset[type[ev.Event]], Callable[[ev.Event], None]]] = []
+        self._watched: frozenset[type[ev.Event]] = frozenset()
         self._seq = 0
         self._correlation = 0
         self.brokers: dict[int, BrokerState] = {b: BrokerState(b) for b in range(1, brokers + 1)}
@@ -67,6 +69,13 @@ class Brokers:
     def subscribe(self, listener: Callable[[ev.Event], None]) -> None:
         self._listeners.append(listener)
 
+    def watch(self, kinds: tuple[type[ev.Event], ...], listener: Callable[[ev.Event], None]) -> None:
+        """Listen to events of these kinds only. Unlike `subscribe`, the others are not built for it: an event is
+        built only when someone keeps or listens to it (`observed` stays as it was). Events a hot path leaves out when
+        nobody observes them (a client's per-record Delivery) are not for watching."""
+        self._watchers.append((frozenset(kinds), listener))
+        self._watched |= frozenset(kinds)
+
     @property
     def observed(self) -> bool:
         """Whether events go anywhere (kept or listened to). Hot paths check it before assembling an event's
@@ -85,14 +94,21 @@ class Brokers:
         if not self.keep_events and not self._listeners:
             if cls is ev.Rpc:
                 self._timeline.append((self._seq, self.scheduler.now_ms, fields))
-            return None
-        event = cls(seq=self._seq, time_ms=self.scheduler.now_ms, **fields)
-        if self.keep_events:
-            self.events.append(event)
-        if cls is ev.Rpc:
-            self._timeline.append(event)  # type: ignore[arg-type]
-        for listener in self._listeners:
-            listener(event)
+            if cls not in self._watched:
+                return None
+            event = cls(seq=self._seq, time_ms=self.scheduler.now_ms, **fields)
+        else:
+            event = cls(seq=self._seq, time_ms=self.scheduler.now_ms, **fields)
+            if self.keep_events:
+                self.events.append(event)
+            if cls is ev.Rpc:
+                self._timeline.append(event)  # type: ignore[arg-type]
+            for listener in self._listeners:
+                listener(event)
+        if cls in self._watched:
+            for kinds, watcher in self._watchers:
+                if cls in kinds:
+                    watcher(event)
         return event
 
     @property

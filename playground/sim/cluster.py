@@ -64,9 +64,18 @@ class Cluster(PartitionLeaders):
         handle_txn_offset_commit(broker, group_id, producer_id, epoch, generation, member_id, offsets, reply,
                                  transactional_id=None, version=None)
         handle_offset_fetch(broker, group_id, partitions, require_stable, reply)               -> offsets
+        handle_classic_join_group(broker, group_id, member_id, client_id, client_host, session_timeout_ms,
+                                  rebalance_timeout_ms, protocol_type, protocols, require_known_member_id, reply)
+                     -> member_id, generation_id, protocol_type, protocol_name, leader, members (the leader's)
+        handle_sync_group(broker, group_id, generation, member_id, protocol_type, protocol_name, assignments, reply)
+                                                                -> protocol_type, protocol_name, assignment
+        handle_heartbeat(broker, group_id, generation, member_id, reply)
+        handle_classic_leave_group(broker, group_id, member_ids, reply)                         -> errors
 
     Produce, Fetch and ListOffsets are the partition leaders' (leaders.py); the rest are routed to the coordinators
     below. GroupCoordinator.assignment (the SyncGroup answer) and the coordinators' other reads are queries.
+    The simulator's own consumers join with handle_join_group; clients over the Kafka protocol run the classic group
+    protocol (handle_classic_join_group, handle_sync_group, handle_heartbeat, handle_classic_leave_group).
     """
 
     def __init__(
@@ -286,6 +295,63 @@ class Cluster(PartitionLeaders):
         """Not a request: a consumer's process died, its heartbeats stop; the member is evicted when its session
         times out."""
         self._carry_out(self.groups, self.groups.member_crashed(group_id, member_id, self.now_ms))
+
+    def handle_classic_join_group(
+        self,
+        broker: int,
+        group_id: str,
+        member_id: str,
+        client_id: str,
+        client_host: str,
+        session_timeout_ms: int,
+        rebalance_timeout_ms: int,
+        protocol_type: str,
+        protocols: tuple[tuple[str, bytes], ...],
+        require_known_member_id: bool,
+        reply: Reply,
+    ) -> None:
+        """JoinGroup of the classic protocol (a client over the Kafka protocol); answered when the rebalance
+        completes, with the member metadata of every member for the new generation's leader."""
+        effects = self.groups.join_group(
+            broker,
+            group_id,
+            member_id,
+            client_id,
+            client_host,
+            session_timeout_ms,
+            rebalance_timeout_ms,
+            protocol_type,
+            protocols,
+            require_known_member_id,
+            reply,
+            self.now_ms,
+        )
+        self._carry_out(self.groups, effects)
+
+    def handle_sync_group(
+        self,
+        broker: int,
+        group_id: str,
+        generation: int,
+        member_id: str,
+        protocol_type: str | None,
+        protocol_name: str | None,
+        assignments: Mapping[str, bytes],
+        reply: Reply,
+    ) -> None:
+        """SyncGroup: the leader's brings every member's assignment; each member gets its own."""
+        effects = self.groups.sync_group(
+            broker, group_id, generation, member_id, protocol_type, protocol_name, assignments, reply, self.now_ms
+        )
+        self._carry_out(self.groups, effects)
+
+    def handle_heartbeat(self, broker: int, group_id: str, generation: int, member_id: str, reply: Reply) -> None:
+        """Heartbeat: keeps a classic member's session; REBALANCE_IN_PROGRESS tells it to rejoin."""
+        self._carry_out(self.groups, self.groups.heartbeat(broker, group_id, generation, member_id, reply, self.now_ms))
+
+    def handle_classic_leave_group(self, broker: int, group_id: str, member_ids: tuple[str, ...], reply: Reply) -> None:
+        """LeaveGroup of the classic protocol: the members leave at once, the others rebalance."""
+        self._carry_out(self.groups, self.groups.leave_group(broker, group_id, member_ids, reply, self.now_ms))
 
     def handle_offset_commit(
         self, broker: int, group_id: str, generation: int, member_id: str, offsets: dict[str, int], reply: Reply

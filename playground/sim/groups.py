@@ -12,6 +12,16 @@ UNSTABLE_OFFSET_COMMIT while a partition has pending transactional offsets; read
 A consumer that crashes stays a member until session.timeout.ms passes without a heartbeat; a rebalance waits for
 it (eager protocol: nobody has an assignment while the group is PreparingRebalance).
 
+Two kinds of groups. The simulator's own consumer models join through `join` (the coordinator assigns ranges at
+once). Clients speaking the Kafka protocol (playground/simserver) run the classic group protocol: `join_group` /
+`sync_group` / `heartbeat` / `leave_group` as GroupCoordinator.scala handles JoinGroup, SyncGroup, Heartbeat and
+LeaveGroup: a new member without an id is given one and asked to rejoin (MEMBER_ID_REQUIRED, JoinGroup v4+); a join
+waits (DelayedJoin) until every member has rejoined or the rebalance timeout, and the first rebalance of an empty
+group waits group.initial.rebalance.delay.ms more (InitialDelayedJoin); the new generation's leader gets every
+member's metadata, assigns in its SyncGroup, and the others' SyncGroups wait for it; a member without a heartbeat
+for its session timeout is removed. Static membership (group.instance.id) is not modelled: such members join as
+dynamic ones. A group is one kind or the other: the other kind's join gets INCONSISTENT_GROUP_PROTOCOL.
+
 Follows core/src/main/scala/kafka/coordinator/group/GroupCoordinator.scala (handleJoinGroup, handleLeaveGroup,
 handleCommitOffsets, handleTxnCommitOffsets, handleFetchOffsets, onCompleteTxn), GroupMetadata.scala (pending
 transactional offsets) and GroupMetadataManager.scala (storeOffsets, partitionFor); the TV2 path
@@ -32,11 +42,20 @@ from typing import Any
 from playground.engine import events as ev
 from playground.sim.clock import TIMER
 from playground.sim.effects import Answer, Effect, Effects, Emit, Reply, Timer
-from playground.sim.placement import partition_for
+from playground.sim.placement import java_string_hash, partition_for
 
 STABLE = "Stable"
 PREPARING_REBALANCE = "PreparingRebalance"
+COMPLETING_REBALANCE = "CompletingRebalance"
 EMPTY = "Empty"
+DEAD = "Dead"
+
+# GroupConfig defaults (group.initial.rebalance.delay.ms, group.min/max.session.timeout.ms) and
+# GroupCoordinator.NewMemberJoinTimeoutMs
+INITIAL_REBALANCE_DELAY_MS = 3000
+MIN_SESSION_TIMEOUT_MS = 6000
+MAX_SESSION_TIMEOUT_MS = 1_800_000
+NEW_MEMBER_JOIN_TIMEOUT_MS = 300_000
 
 
 @dataclass
@@ -49,6 +68,25 @@ class Member:
 
 
 @dataclass
+class ClassicMember(Member):
+    """A member that speaks the classic group protocol (MemberMetadata.scala)."""
+
+    client_host: str = ""
+    session_timeout_ms: int = 45_000
+    rebalance_timeout_ms: int = 300_000
+    protocol_type: str = ""
+    protocols: tuple[tuple[str, bytes], ...] = ()
+    member_assignment: bytes = b""
+    awaiting_join: Reply | None = None
+    awaiting_sync: Reply | None = None
+    is_new: bool = True
+    heartbeat_deadline_ms: int = 0
+
+    def metadata(self, protocol: str | None) -> bytes:
+        return next((data for name, data in self.protocols if name == protocol), b"")
+
+
+@dataclass
 class Group:
     group_id: str
     generation: int = 0
@@ -58,6 +96,19 @@ class Group:
     # producer id -> partition -> offset: written by TxnOffsetCommit, waiting for the transaction's marker
     pending: dict[int, dict[str, int]] = field(default_factory=dict)
     next_member: int = 0
+    # the classic protocol's (None for the simulator's own consumers)
+    protocol_type: str | None = None
+    protocol_name: str | None = None
+    leader_id: str | None = None
+    pending_members: set[str] = field(default_factory=set)  # given an id, not yet rejoined with it
+    pending_sync: set[str] = field(default_factory=set)
+    join_round: int = 0  # the delayed join in progress (a timer of an older one does nothing)
+    new_member_added: bool = False
+    initial_join: bool = False  # the first rebalance of an empty group: it ends with its timer only
+
+    @property
+    def classic(self) -> bool:
+        return self.protocol_type is not None
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +154,41 @@ class SessionTimeout:
     member: Member
 
 
+@dataclass(frozen=True, slots=True)
+class HeartbeatExpiry:
+    """A classic member's session deadline, as set by its last heartbeat (a later heartbeat moves it)."""
+
+    group_id: str
+    member: ClassicMember
+    deadline_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class PendingMemberExpiry:
+    """A member given an id by MEMBER_ID_REQUIRED that did not rejoin within its session timeout."""
+
+    group_id: str
+    member_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class JoinDeadline:
+    """The delayed join of rebalance `round` ends (DelayedJoin, InitialDelayedJoin)."""
+
+    group_id: str
+    round: int
+    initial: bool
+    remaining_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class SyncDeadline:
+    """Members that got generation `generation` must SyncGroup by now (GroupCoordinator.schedulePendingSync)."""
+
+    group_id: str
+    generation: int
+
+
 class GroupCoordinator:
     def __init__(
         self, config: Mapping[str, Any], *, kafka: str, brokers: Iterable[int], topics: Mapping[str, int]
@@ -110,6 +196,11 @@ class GroupCoordinator:
         self.kafka = kafka
         self.num_partitions = int(config.get("offsets.topic.num.partitions", 50))
         self.session_timeout_ms = 45_000
+        self.initial_rebalance_delay_ms = int(
+            config.get("group.initial.rebalance.delay.ms", INITIAL_REBALANCE_DELAY_MS)
+        )
+        self.min_session_timeout_ms = int(config.get("group.min.session.timeout.ms", MIN_SESSION_TIMEOUT_MS))
+        self.max_session_timeout_ms = int(config.get("group.max.session.timeout.ms", MAX_SESSION_TIMEOUT_MS))
         self.groups: dict[str, Group] = {}
         # what the cluster tells: the leader of each __consumer_offsets partition, the brokers that are up, and the
         # topics' partition counts (the cluster's metadata, read-only here)
@@ -153,6 +244,8 @@ class GroupCoordinator:
         if error:
             return [Answer(reply, error)]
         g = self.group(group_id)
+        if g.classic:
+            return [Answer(reply, "INCONSISTENT_GROUP_PROTOCOL")]
         g.next_member += 1
         member = Member(f"{client_id}-{g.next_member}", client_id, tuple(topics))
         g.members[member.member_id] = member
@@ -175,6 +268,8 @@ class GroupCoordinator:
         return [Timer(now_ms + self.session_timeout_ms, f"session timeout {member_id}", tick, category=TIMER)]
 
     def on_timer(self, tick: object, now_ms: int) -> Effects:
+        if isinstance(tick, (HeartbeatExpiry, PendingMemberExpiry, JoinDeadline, SyncDeadline)):
+            return self._classic_timer(tick, now_ms)
         if not isinstance(tick, SessionTimeout):
             raise ValueError(f"the group coordinator set no timer {tick!r}")
         g, member = self.groups[tick.group_id], tick.member
@@ -221,6 +316,433 @@ class GroupCoordinator:
             return None
         return g.generation, g.members[member_id].assignment
 
+    # -- the classic group protocol (clients over the Kafka protocol) ----------------------------------------
+    def join_group(
+        self,
+        broker: int,
+        group_id: str,
+        member_id: str,
+        client_id: str,
+        client_host: str,
+        session_timeout_ms: int,
+        rebalance_timeout_ms: int,
+        protocol_type: str,
+        protocols: tuple[tuple[str, bytes], ...],
+        require_known_member_id: bool,
+        reply: Reply,
+        now_ms: int,
+    ) -> Effects:
+        """GroupCoordinator.handleJoinGroup. The answer (maybe later: DelayedJoin) is reply(error, member_id=,
+        generation_id=, protocol_type=, protocol_name=, leader=, members=[(member_id, group_instance_id, metadata)])
+        where only the leader gets the members."""
+        error = self._check(broker, group_id)
+        if error:
+            return [Answer(reply, error, {"member_id": member_id})]
+        if not group_id:
+            return [Answer(reply, "INVALID_GROUP_ID", {"member_id": member_id})]
+        if not self.min_session_timeout_ms <= session_timeout_ms <= self.max_session_timeout_ms:
+            return [Answer(reply, "INVALID_SESSION_TIMEOUT", {"member_id": member_id})]
+        g = self.groups.get(group_id)
+        if g is None and member_id:
+            return [Answer(reply, "UNKNOWN_MEMBER_ID", {"member_id": member_id})]
+        g = self.group(group_id)
+        if not self._supports(g, protocol_type, protocols):
+            return [Answer(reply, "INCONSISTENT_GROUP_PROTOCOL", {"member_id": member_id})]
+        if not member_id:
+            g.next_member += 1
+            new_id = f"{client_id}-{_member_uuid(group_id, g.next_member)}"
+            if require_known_member_id:
+                g.pending_members.add(new_id)
+                expiry = PendingMemberExpiry(group_id, new_id)
+                timer = Timer(now_ms + session_timeout_ms, f"pending member {new_id}", expiry, category=TIMER)
+                return [timer, Answer(reply, "MEMBER_ID_REQUIRED", {"member_id": new_id})]
+            return self._add_member(
+                g,
+                new_id,
+                client_id,
+                client_host,
+                session_timeout_ms,
+                rebalance_timeout_ms,
+                protocol_type,
+                protocols,
+                reply,
+                now_ms,
+            )
+        if member_id in g.pending_members:
+            g.pending_members.discard(member_id)
+            return self._add_member(
+                g,
+                member_id,
+                client_id,
+                client_host,
+                session_timeout_ms,
+                rebalance_timeout_ms,
+                protocol_type,
+                protocols,
+                reply,
+                now_ms,
+            )
+        member = g.members.get(member_id)
+        if not isinstance(member, ClassicMember):
+            return [Answer(reply, "UNKNOWN_MEMBER_ID", {"member_id": member_id})]
+        if g.state == PREPARING_REBALANCE:
+            return self._update_and_rebalance(
+                g, member, protocols, session_timeout_ms, rebalance_timeout_ms, reply, now_ms
+            )
+        if g.state == COMPLETING_REBALANCE:
+            if member.protocols == protocols:  # it missed the answer: the current generation again
+                return [Answer(reply, None, self._join_result(g, member, g.leader_id == member_id))]
+            return self._update_and_rebalance(
+                g, member, protocols, session_timeout_ms, rebalance_timeout_ms, reply, now_ms
+            )
+        if g.state == STABLE:
+            if g.leader_id == member_id or member.protocols != protocols:
+                # the leader's join starts a rebalance (for what only it sees, e.g. new partitions)
+                return self._update_and_rebalance(
+                    g, member, protocols, session_timeout_ms, rebalance_timeout_ms, reply, now_ms
+                )
+            return [Answer(reply, None, self._join_result(g, member, False))]
+        return [Answer(reply, "UNKNOWN_MEMBER_ID", {"member_id": member_id})]  # Empty, Dead
+
+    def sync_group(
+        self,
+        broker: int,
+        group_id: str,
+        generation: int,
+        member_id: str,
+        protocol_type: str | None,
+        protocol_name: str | None,
+        assignments: Mapping[str, bytes],
+        reply: Reply,
+        now_ms: int,
+    ) -> Effects:
+        """GroupCoordinator.handleSyncGroup: reply(error, protocol_type=, protocol_name=, assignment=bytes), the
+        followers' once the leader's SyncGroup brings the assignment."""
+        error = self._check(broker, group_id)
+        if error:
+            return [Answer(reply, error)]
+        g = self.groups.get(group_id)
+        member = g.members.get(member_id) if g is not None else None
+        if g is None or not isinstance(member, ClassicMember):
+            return [Answer(reply, "UNKNOWN_MEMBER_ID")]
+        if generation != g.generation:
+            return [Answer(reply, "ILLEGAL_GENERATION")]
+        if (protocol_type is not None and protocol_type != g.protocol_type) or (
+            protocol_name is not None and protocol_name != g.protocol_name
+        ):
+            return [Answer(reply, "INCONSISTENT_GROUP_PROTOCOL")]
+        if g.state == EMPTY:
+            return [Answer(reply, "UNKNOWN_MEMBER_ID")]
+        if g.state == PREPARING_REBALANCE:
+            return [Answer(reply, "REBALANCE_IN_PROGRESS")]
+        if g.state == STABLE:
+            g.pending_sync.discard(member_id)
+            return [*self._heartbeat(g, member, now_ms), Answer(reply, None, self._sync_result(g, member))]
+        # CompletingRebalance
+        member.awaiting_sync = reply
+        g.pending_sync.discard(member_id)
+        if g.leader_id != member_id:
+            return []
+        effects: Effects = []
+        for m in self._classic_members(g):
+            m.member_assignment = bytes(assignments.get(m.member_id, b""))
+            if m.awaiting_sync is not None:
+                effects.append(Answer(m.awaiting_sync, None, self._sync_result(g, m)))
+                m.awaiting_sync = None
+        g.state = STABLE
+        effects.append(self._membership(g))
+        return effects
+
+    def heartbeat(
+        self, broker: int, group_id: str, generation: int, member_id: str, reply: Reply, now_ms: int
+    ) -> Effects:
+        """GroupCoordinator.handleHeartbeat."""
+        error = self._check(broker, group_id)
+        if error:
+            return [Answer(reply, error)]
+        g = self.groups.get(group_id)
+        member = g.members.get(member_id) if g is not None else None
+        if g is None or not isinstance(member, ClassicMember):
+            return [Answer(reply, "UNKNOWN_MEMBER_ID")]
+        if generation != g.generation:
+            return [Answer(reply, "ILLEGAL_GENERATION")]
+        if g.state == EMPTY:
+            return [Answer(reply, "UNKNOWN_MEMBER_ID")]
+        answer = "REBALANCE_IN_PROGRESS" if g.state == PREPARING_REBALANCE else None
+        return [*self._heartbeat(g, member, now_ms), Answer(reply, answer)]
+
+    def leave_group(
+        self, broker: int, group_id: str, member_ids: tuple[str, ...], reply: Reply, now_ms: int
+    ) -> Effects:
+        """GroupCoordinator.handleLeaveGroup: reply(error, errors={member id: error})."""
+        error = self._check(broker, group_id)
+        if error:
+            return [Answer(reply, error)]
+        g = self.groups.get(group_id)
+        if g is None:
+            return [Answer(reply, None, {"errors": dict.fromkeys(member_ids, "UNKNOWN_MEMBER_ID")})]
+        effects: Effects = []
+        errors: dict[str, str | None] = {}
+        for member_id in member_ids:
+            member = g.members.get(member_id)
+            if member_id in g.pending_members:
+                g.pending_members.discard(member_id)
+                errors[member_id] = None
+                effects += self._maybe_complete_join(g, now_ms)
+            elif isinstance(member, ClassicMember):
+                errors[member_id] = None
+                effects += self._remove_member(g, member, now_ms)
+            else:
+                errors[member_id] = "UNKNOWN_MEMBER_ID"
+        return [*effects, Answer(reply, None, {"errors": errors})]
+
+    # the protocol's inner steps
+    def _supports(self, g: Group, protocol_type: str, protocols: tuple[tuple[str, bytes], ...]) -> bool:
+        """GroupMetadata.supportsProtocols: an empty group takes any; a group of the simulator's own consumers
+        none; otherwise the type must match and one protocol be shared with every member."""
+        if not protocol_type or not protocols:
+            return False
+        if g.members and not g.classic:
+            return False
+        if g.state == EMPTY:
+            return True
+        names = {name for name, _ in protocols}
+        return g.protocol_type == protocol_type and bool(names & self._candidates(g))
+
+    def _candidates(self, g: Group) -> set[str]:
+        members = self._classic_members(g)
+        if not members:
+            return set()
+        common = {name for name, _ in members[0].protocols}
+        for m in members[1:]:
+            common &= {name for name, _ in m.protocols}
+        return common
+
+    def _classic_members(self, g: Group) -> list[ClassicMember]:
+        return [m for m in g.members.values() if isinstance(m, ClassicMember)]
+
+    def _add_member(
+        self,
+        g: Group,
+        member_id: str,
+        client_id: str,
+        client_host: str,
+        session_timeout_ms: int,
+        rebalance_timeout_ms: int,
+        protocol_type: str,
+        protocols: tuple[tuple[str, bytes], ...],
+        reply: Reply,
+        now_ms: int,
+    ) -> Effects:
+        """addMemberAndRebalance: a new member waits in its JoinGroup; it expires after NewMemberJoinTimeoutMs."""
+        member = ClassicMember(
+            member_id,
+            client_id,
+            (),
+            client_host=client_host,
+            session_timeout_ms=session_timeout_ms,
+            rebalance_timeout_ms=rebalance_timeout_ms,
+            protocol_type=protocol_type,
+            protocols=protocols,
+            awaiting_join=reply,
+            heartbeat_deadline_ms=now_ms + NEW_MEMBER_JOIN_TIMEOUT_MS,
+        )
+        if g.state == PREPARING_REBALANCE and g.generation == 0:
+            g.new_member_added = True
+        g.protocol_type = protocol_type
+        g.members[member_id] = member
+        if g.leader_id is None:
+            g.leader_id = member_id
+        expiry = HeartbeatExpiry(g.group_id, member, member.heartbeat_deadline_ms)
+        timer = Timer(member.heartbeat_deadline_ms, f"join timeout {member_id}", expiry, category=TIMER)
+        return [timer, *self._maybe_prepare_rebalance(g, now_ms)]
+
+    def _update_and_rebalance(
+        self,
+        g: Group,
+        member: ClassicMember,
+        protocols: tuple[tuple[str, bytes], ...],
+        session_timeout_ms: int,
+        rebalance_timeout_ms: int,
+        reply: Reply,
+        now_ms: int,
+    ) -> Effects:
+        member.protocols = protocols
+        member.session_timeout_ms = session_timeout_ms
+        member.rebalance_timeout_ms = rebalance_timeout_ms
+        if member.awaiting_join is not None:  # a JoinGroup sent again while the first waits: the first is answered
+            stale = member.awaiting_join
+            member.awaiting_join = reply
+            return [
+                Answer(stale, "UNKNOWN_MEMBER_ID", {"member_id": member.member_id}),
+                *self._maybe_prepare_rebalance(g, now_ms),
+            ]
+        member.awaiting_join = reply
+        return self._maybe_prepare_rebalance(g, now_ms)
+
+    def _maybe_prepare_rebalance(self, g: Group, now_ms: int) -> Effects:
+        if g.state in (STABLE, COMPLETING_REBALANCE, EMPTY):
+            return self._prepare_rebalance(g, now_ms)
+        return self._maybe_complete_join(g, now_ms)
+
+    def _prepare_rebalance(self, g: Group, now_ms: int) -> Effects:
+        effects: Effects = []
+        if g.state == COMPLETING_REBALANCE:  # resetAndPropagateAssignmentError: the syncs waiting must rejoin
+            for m in self._classic_members(g):
+                m.member_assignment = b""
+                if m.awaiting_sync is not None:
+                    effects.append(Answer(m.awaiting_sync, "REBALANCE_IN_PROGRESS"))
+                    m.awaiting_sync = None
+        g.pending_sync.clear()
+        was_empty = g.state == EMPTY
+        g.state = PREPARING_REBALANCE
+        g.join_round += 1
+        rebalance_ms = max((m.rebalance_timeout_ms for m in self._classic_members(g)), default=0)
+        if was_empty:
+            # InitialDelayedJoin: wait for the group's other first members, up to the rebalance timeout
+            delay = self.initial_rebalance_delay_ms
+            g.new_member_added = False
+            g.initial_join = True
+            tick = JoinDeadline(g.group_id, g.join_round, True, max(rebalance_ms - delay, 0))
+            effects.append(Timer(now_ms + delay, f"initial join {g.group_id}", tick, category=TIMER))
+            return effects
+        tick = JoinDeadline(g.group_id, g.join_round, False, 0)
+        effects.append(Timer(now_ms + rebalance_ms, f"join {g.group_id}", tick, category=TIMER))
+        return [*effects, *self._maybe_complete_join(g, now_ms)]
+
+    def _maybe_complete_join(self, g: Group, now_ms: int) -> Effects:
+        """DelayedJoin.tryComplete: done once every member waits in a JoinGroup and no new member is pending. An
+        initial join (InitialDelayedJoin) only ends with its timer."""
+        if g.state != PREPARING_REBALANCE or g.pending_members or g.initial_join:
+            return []
+        if all(m.awaiting_join is not None for m in self._classic_members(g)):
+            return self._complete_join(g, now_ms)
+        return []
+
+    def _complete_join(self, g: Group, now_ms: int) -> Effects:
+        """onCompleteJoin: members that did not rejoin are removed, the next generation begins."""
+        effects: Effects = []
+        for m in [m for m in self._classic_members(g) if m.awaiting_join is None]:
+            del g.members[m.member_id]
+        if g.leader_id not in g.members:  # maybeElectNewJoinedLeader
+            g.leader_id = next(iter(g.members), None)
+        g.generation += 1
+        g.join_round += 1  # the delayed join is over: its timer does nothing
+        g.initial_join = False
+        if not g.members:
+            g.state = EMPTY
+            g.protocol_name = None
+            g.leader_id = None
+            return [*effects, self._membership(g)]
+        g.protocol_name = self._select_protocol(g)
+        g.state = COMPLETING_REBALANCE
+        for m in self._classic_members(g):
+            assert m.awaiting_join is not None
+            effects.append(Answer(m.awaiting_join, None, self._join_result(g, m, g.leader_id == m.member_id)))
+            m.awaiting_join = None
+            m.is_new = False
+            effects += self._heartbeat(g, m, now_ms)
+            g.pending_sync.add(m.member_id)
+        rebalance_ms = max(m.rebalance_timeout_ms for m in self._classic_members(g))
+        tick = SyncDeadline(g.group_id, g.generation)
+        effects.append(Timer(now_ms + rebalance_ms, f"sync {g.group_id}", tick, category=TIMER))
+        return effects
+
+    def _select_protocol(self, g: Group) -> str:
+        """GroupMetadata.selectProtocol: each member votes for its first choice among the protocols all support."""
+        candidates = self._candidates(g)
+        votes: dict[str, int] = {}
+        for m in self._classic_members(g):
+            choice = next(name for name, _ in m.protocols if name in candidates)
+            votes[choice] = votes.get(choice, 0) + 1
+        return max(votes, key=lambda name: votes[name])
+
+    def _join_result(self, g: Group, member: ClassicMember, leader: bool) -> dict[str, Any]:
+        return {
+            "member_id": member.member_id,
+            "generation_id": g.generation,
+            "protocol_type": g.protocol_type,
+            "protocol_name": g.protocol_name,
+            "leader": g.leader_id or "",
+            "members": [(m.member_id, None, m.metadata(g.protocol_name)) for m in self._classic_members(g)]
+            if leader
+            else [],
+        }
+
+    def _sync_result(self, g: Group, member: ClassicMember) -> dict[str, Any]:
+        return {
+            "protocol_type": g.protocol_type,
+            "protocol_name": g.protocol_name,
+            "assignment": member.member_assignment,
+        }
+
+    def _heartbeat(self, g: Group, member: ClassicMember, now_ms: int) -> Effects:
+        """completeAndScheduleNextHeartbeatExpiration: the session deadline moves on."""
+        member.heartbeat_deadline_ms = now_ms + member.session_timeout_ms
+        tick = HeartbeatExpiry(g.group_id, member, member.heartbeat_deadline_ms)
+        return [Timer(member.heartbeat_deadline_ms, f"session timeout {member.member_id}", tick, category=TIMER)]
+
+    def _remove_member(self, g: Group, member: ClassicMember, now_ms: int) -> Effects:
+        """removeMemberAndUpdateGroup: a JoinGroup it left waiting is answered UNKNOWN_MEMBER_ID."""
+        effects: Effects = []
+        if member.awaiting_join is not None:
+            effects.append(Answer(member.awaiting_join, "UNKNOWN_MEMBER_ID", {"member_id": ""}))
+            member.awaiting_join = None
+        del g.members[member.member_id]
+        g.pending_sync.discard(member.member_id)
+        if g.leader_id == member.member_id:
+            g.leader_id = next(iter(g.members), None)
+        if g.state in (STABLE, COMPLETING_REBALANCE):
+            effects += self._prepare_rebalance(g, now_ms)
+        elif g.state == PREPARING_REBALANCE:
+            effects += self._maybe_complete_join(g, now_ms)
+        return effects
+
+    def _classic_timer(self, tick: object, now_ms: int) -> Effects:
+        if isinstance(tick, HeartbeatExpiry):
+            g = self.groups.get(tick.group_id)
+            member = tick.member
+            if g is None or g.members.get(member.member_id) is not member:
+                return []
+            if member.heartbeat_deadline_ms != tick.deadline_ms:
+                return []  # a later heartbeat moved the deadline
+            if not member.is_new and (member.awaiting_join is not None or member.awaiting_sync is not None):
+                return []  # hasSatisfiedHeartbeat: a member waiting for the rebalance is alive
+            return self._remove_member(g, member, now_ms)
+        if isinstance(tick, PendingMemberExpiry):
+            g = self.groups.get(tick.group_id)
+            if g is None or tick.member_id not in g.pending_members:
+                return []
+            g.pending_members.discard(tick.member_id)
+            return self._maybe_complete_join(g, now_ms)
+        if isinstance(tick, JoinDeadline):
+            g = self.groups.get(tick.group_id)
+            if g is None or g.join_round != tick.round or g.state != PREPARING_REBALANCE:
+                return []
+            if tick.initial and g.new_member_added and tick.remaining_ms > 0:
+                # InitialDelayedJoin.onComplete: more members came meanwhile, and there is time left: wait again
+                g.new_member_added = False
+                delay = min(self.initial_rebalance_delay_ms, tick.remaining_ms)
+                again = JoinDeadline(g.group_id, g.join_round, True, max(tick.remaining_ms - delay, 0))
+                return [Timer(now_ms + delay, f"initial join {g.group_id}", again, category=TIMER)]
+            return self._complete_join(g, now_ms)
+        if isinstance(tick, SyncDeadline):
+            g = self.groups.get(tick.group_id)
+            if g is None or g.generation != tick.generation or g.state != COMPLETING_REBALANCE or not g.pending_sync:
+                return []
+            for member_id in sorted(g.pending_sync):  # onExpirePendingSync: the members that never synced leave
+                if isinstance(g.members.get(member_id), ClassicMember):
+                    del g.members[member_id]
+                    if g.leader_id == member_id:
+                        g.leader_id = next(iter(g.members), None)
+            g.pending_sync.clear()
+            return self._prepare_rebalance(g, now_ms)
+        raise ValueError(f"the group coordinator set no timer {tick!r}")
+
+    def _membership(self, g: Group) -> Emit:
+        fields = {"group": g.group_id, "generation": g.generation, "members": tuple(sorted(g.members))}
+        return Emit(ev.GroupMembership, fields)
+
     # -- offsets ----------------------------------------------------------------------------------------------
     def commit_offsets(
         self, broker: int, group_id: str, generation: int, member_id: str, offsets: dict[str, int], reply: Reply
@@ -229,7 +751,11 @@ class GroupCoordinator:
         if error:
             return [Answer(reply, error)]
         g = self.group(group_id)
-        if member_id and generation >= 0:
+        if g.classic:
+            error = self._classic_commit_error(g, generation, member_id)
+            if error:
+                return [Answer(reply, error)]
+        elif member_id and generation >= 0:
             if member_id not in g.members:
                 return [Answer(reply, "UNKNOWN_MEMBER_ID")]
             if g.state != STABLE:
@@ -239,6 +765,21 @@ class GroupCoordinator:
         g.committed.update(offsets)
         fields = {"group": group_id, "state": "committed", "offsets": tuple(sorted(offsets.items())), "producer_id": -1}
         return [Emit(ev.GroupOffsets, fields), Answer(reply, None)]
+
+    @staticmethod
+    def _classic_commit_error(g: Group, generation: int, member_id: str) -> str | None:
+        """GroupCoordinator.doCommitOffsets for a group of the classic protocol: a consumer without group management
+        commits into an empty group; a member commits in its generation, not while the group completes a
+        rebalance."""
+        if generation < 0 and g.state == EMPTY:
+            return None
+        if g.state == COMPLETING_REBALANCE:
+            return "REBALANCE_IN_PROGRESS"
+        if member_id not in g.members:
+            return "UNKNOWN_MEMBER_ID"
+        if generation != g.generation:
+            return "ILLEGAL_GENERATION"
+        return None
 
     def txn_commit_offsets(
         self,
@@ -338,3 +879,21 @@ class GroupCoordinator:
     def committed(self, group_id: str) -> dict[str, int]:
         g = self.groups.get(group_id)
         return dict(g.committed) if g else {}
+
+
+def _member_uuid(group_id: str, n: int) -> str:
+    """A member id's UUID part (Kafka draws one at random): fixed by the group and how many joined before, so the
+    same requests give the same ids. SplitMix64 over the group's hash, formatted as a UUID."""
+    state = (java_string_hash(group_id) & 0xFFFFFFFF) << 20 | n
+    words = []
+    for _ in range(2):
+        state = (state + 0x9E3779B97F4A7C15) & _MASK64
+        z = state
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK64
+        words.append(z ^ (z >> 31))
+    h = f"{words[0]:016x}{words[1]:016x}"
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+
+_MASK64 = (1 << 64) - 1

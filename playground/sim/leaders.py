@@ -81,20 +81,39 @@ class PartitionLeaders(Brokers):
         raise NotImplementedError
 
     # -- topology ---------------------------------------------------------------------------------------------
-    def _replicas(self, partition: int) -> tuple[int, ...]:
+    def _replicas(self, partition: int, replication_factor: int | None = None) -> tuple[int, ...]:
         n = len(self.broker_ids)
-        return tuple(self.broker_ids[(partition + i) % n] for i in range(self.replication_factor))
+        count = self.replication_factor if replication_factor is None else replication_factor
+        return tuple(self.broker_ids[(partition + i) % n] for i in range(count))
 
-    def create_topic(self, name: str, partitions: int) -> None:
+    def create_topic(self, name: str, partitions: int, replication_factor: int | None = None) -> None:
+        """A topic of `partitions` partitions, each on `replication_factor` brokers (the cluster's default
+        replication factor when None)."""
         if name in self.topics:
             raise ValueError(f"topic {name!r} already exists")
         if partitions < 1:
             raise ValueError(f"topic {name!r} needs at least one partition")
+        if replication_factor is not None and not 1 <= replication_factor <= len(self.broker_ids):
+            raise ValueError(
+                f"topic {name!r}: replication factor {replication_factor} on {len(self.broker_ids)} brokers"
+            )
         self.topics[name] = partitions
         for p in range(partitions):
-            meta = PartitionMeta(name, p, self._replicas(p))
+            meta = PartitionMeta(name, p, self._replicas(p, replication_factor))
             meta.log = PartitionLog(name, p)
             self.partitions[meta.name] = meta
+
+    def delete_topic(self, name: str) -> None:
+        """DeleteTopics: the topic's partitions and their logs go. A fetch waiting on one of them is answered
+        UNKNOWN_TOPIC_OR_PARTITION when its wait ends; a transaction marker still owed to one is dropped (send_markers),
+        as Kafka's marker channel skips partitions that no longer exist."""
+        if name not in self.topics or name in INTERNAL_TOPICS:
+            raise ValueError(f"no topic {name!r} to delete")
+        for p in range(self.topics.pop(name)):
+            tp = f"{name}-{p}"
+            self.partitions.pop(tp, None)
+            self._watermarks.pop(tp, None)
+            self._parked.pop(tp, None)
 
     def _create_internal_topic(self, name: str, partitions: int) -> None:
         self.topics[name] = partitions
@@ -392,7 +411,9 @@ class PartitionLeaders(Brokers):
                 return True
             if expired or readable():
                 done[0] = True
-                if self.leader_of(partition) == broker and self.broker_up(broker):
+                if partition not in self.partitions:
+                    reply("UNKNOWN_TOPIC_OR_PARTITION")  # its topic was deleted meanwhile
+                elif self.leader_of(partition) == broker and self.broker_up(broker):
                     answer()
                 return True
             return False
@@ -414,6 +435,59 @@ class PartitionLeaders(Brokers):
             reply(None, offset=log.last_stable_offset if isolation_level == "read_committed" else log.high_watermark)
 
     # -- transaction markers ----------------------------------------------------------------------------------
+    def handle_write_txn_markers(
+        self,
+        broker: int,
+        producer_id: int,
+        epoch: int,
+        control: str,
+        coordinator_epoch: int,
+        partitions: list[str],
+        reply: Reply,
+    ) -> None:
+        """WriteTxnMarkers at a partition leader (the coordinator's marker channel sends it, and so does an admin's
+        `kafka-transactions.sh abort`): append each partition's COMMIT/ABORT marker, answer once the followers have
+        them all, with `errors` per partition."""
+        errors: dict[str, str | None] = {}
+        written: list[tuple[PartitionLog, int]] = []
+        for tp in partitions:
+            if tp not in self.partitions:
+                errors[tp] = "UNKNOWN_TOPIC_OR_PARTITION"
+                continue
+            if self.leader_of(tp) != broker:
+                errors[tp] = "NOT_LEADER_OR_FOLLOWER"
+                continue
+            log = self.log(tp)
+            result = log.append_marker(producer_id, epoch, control, coordinator_epoch, self.now_ms)
+            errors[tp] = result.error
+            if result.error is None:
+                self.markers_written += 1
+                self.emit(
+                    ev.Marker,
+                    partition=tp,
+                    offset=result.base_offset,
+                    control=control,
+                    producer_id=producer_id,
+                    epoch=epoch,
+                    coordinator_epoch=coordinator_epoch,
+                )
+                self.emit_watermarks(log)
+                if log.topic == OFFSETS_TOPIC:
+                    self._carry_out(self.groups, self.groups.on_marker(tp, producer_id, control))
+                written.append((log, result.base_offset + 1))
+        if not written:
+            reply(None, errors=errors)
+            return
+        pending = [len(written)]
+
+        def one_caught_up() -> None:
+            pending[0] -= 1
+            if pending[0] == 0:
+                reply(None, errors=errors)
+
+        for log, upto in written:
+            self.replicate(log, upto, one_caught_up)
+
     def send_markers(
         self,
         coordinator: int | None,
@@ -439,6 +513,15 @@ class PartitionLeaders(Brokers):
         for leader, tps in by_leader.items():
             if leader is None:
                 for tp in tps:
+                    if tp not in self.partitions:
+                        # TransactionMarkerChannelManager: "these partitions are likely deleted already and hence
+                        # can be skipped": the transaction completes without them
+                        def deleted(tp: str = tp) -> None:
+                            if coordinator_alive():
+                                on_result(tp, None)
+
+                        self.scheduler.after(0, deleted, label=f"marker {tp}: topic deleted")
+                        continue
 
                     def no_leader(tp: str = tp) -> None:
                         if coordinator_alive():
@@ -473,42 +556,7 @@ class PartitionLeaders(Brokers):
         coordinator_alive: Callable[[], bool],
     ) -> None:
         def handler(broker: int, reply: Reply) -> None:
-            errors: dict[str, str | None] = {}
-            written: list[tuple[PartitionLog, int]] = []
-            for tp in tps:
-                if self.leader_of(tp) != leader:
-                    errors[tp] = "NOT_LEADER_OR_FOLLOWER"
-                    continue
-                log = self.log(tp)
-                result = log.append_marker(producer_id, epoch, control, coordinator_epoch, self.now_ms)
-                errors[tp] = result.error
-                if result.error is None:
-                    self.markers_written += 1
-                    self.emit(
-                        ev.Marker,
-                        partition=tp,
-                        offset=result.base_offset,
-                        control=control,
-                        producer_id=producer_id,
-                        epoch=epoch,
-                        coordinator_epoch=coordinator_epoch,
-                    )
-                    self.emit_watermarks(log)
-                    if log.topic == OFFSETS_TOPIC:
-                        self._carry_out(self.groups, self.groups.on_marker(tp, producer_id, control))
-                    written.append((log, result.base_offset + 1))
-            if not written:
-                reply(None, errors=errors)
-                return
-            pending = [len(written)]
-
-            def one_caught_up() -> None:
-                pending[0] -= 1
-                if pending[0] == 0:
-                    reply(None, errors=errors)
-
-            for log, upto in written:
-                self.replicate(log, upto, one_caught_up)
+            self.handle_write_txn_markers(broker, producer_id, epoch, control, coordinator_epoch, tps, reply)
 
         def on_response(error: str | None, result: dict[str, Any]) -> None:
             errors: dict[str, str | None] = result["errors"] if error is None else dict.fromkeys(tps, error)

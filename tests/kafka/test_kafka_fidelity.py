@@ -23,6 +23,7 @@ import concurrent.futures
 import os
 import socket
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -75,6 +76,9 @@ TIME_COMPRESSED: dict[str, dict[str, Any]] = {
 }
 # The dedicated clusters' run directories are temporary ones, and their two ports (broker, controller) are free ones
 # the system hands out when the cluster starts: a fixed port clashed with another run's on the same machine.
+# tools/test.sh runs this module a second time with `manage.py simcluster` standing in for the real clusters
+# (KAFKA_STANDIN=simcluster): the dedicated time-compressed clusters are then simulated ones too.
+STANDIN = os.environ.get("KAFKA_STANDIN", "")
 COMPRESSED_START_TIMEOUT_S = 240.0
 COMPRESSED_STOP_TIMEOUT_S = 150.0
 
@@ -149,11 +153,15 @@ class _CompressedCluster:
         self.users = users
         self._bootstrap: str | None = None
         self._error: str | None = None
+        self._simcluster: subprocess.Popen | None = None
 
     def acquire(self) -> str:
         with self._lock:
             if self._error:
                 raise RuntimeError(self._error)
+            if self._bootstrap is None and STANDIN == "simcluster":
+                self.started = True
+                self._bootstrap = self._start_simcluster()
             if self._bootstrap is None:
                 self.started = True  # from here on, stop() must run even if start fails halfway
                 broker_port, controller_port = _free_ports(2)
@@ -181,9 +189,31 @@ class _CompressedCluster:
         if last:
             self.stop()
 
+    def _start_simcluster(self) -> str:
+        """With simcluster standing in for the real clusters (tools/test.sh): a 1-node simulated cluster with the same
+        broker properties, as `manage.py simcluster` serves it."""
+        args = [sys.executable, "manage.py", "simcluster", "--kafka", self.env["KAFKA_VERSION"], "--nodes", "1"]
+        args += ["--port", "0", *[f"--config={line}" for line in self.env["KAFKA_EXTRA_PROPS"].splitlines()]]
+        self._simcluster = subprocess.Popen(
+            args, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+        )
+        assert self._simcluster.stdout is not None
+        lines = [self._simcluster.stdout.readline().strip() for _ in range(2)]
+        if not lines[-1]:
+            self._error = "the time-compressed simcluster did not start"
+            raise RuntimeError(self._error)
+        return lines[-1]
+
     def stop(self) -> None:
         with self._lock:
             if not self.started:
+                return
+            if self._simcluster is not None:
+                self._simcluster.terminate()
+                self._simcluster.wait(timeout=30)
+                self._simcluster = None
+                self.started = False
+                self._bootstrap = None
                 return
             out = subprocess.run(
                 ["bash", str(KAFKA_SH), "stop"],

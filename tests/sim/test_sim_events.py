@@ -61,3 +61,16 @@ def test_it_has_one_class_per_kind():
         "clock",
         "step",
     } <= set(ev.KINDS)
+
+
+def test_a_watcher_gets_only_its_kinds_and_leaves_the_others_unbuilt():
+    from playground.sim.cluster import Cluster
+
+    cluster = Cluster(brokers=3, topics={"orders": 3}, keep_events=False)
+    seen: list[ev.Event] = []
+    cluster.watch((ev.Leader,), seen.append)
+    assert not cluster.observed
+    assert cluster.emit(ev.Clock, from_ms=0, to_ms=5) is None  # nobody keeps, listens to or watches clocks
+    cluster.stop_broker(1)
+    assert [e.partition for e in seen] == ["orders-0"]  # the partition broker 1 led
+    assert all(isinstance(e, ev.Leader) for e in seen)

@@ -22,4 +22,5 @@ KAFKA_BOOTSTRAP_SERVERS=$(bash tools/kafka/kafka.sh start --nodes 1 | tail -n 1)
 wait "$kafka4"
 KAFKA4_BOOTSTRAP_SERVERS=$(tail -n 1 "$bench4"); rm -f "$bench4"
 "$PY" tools/bench/kafka.py
+echo "== the simulated cluster over the Kafka protocol (simcluster) vs the 1-node Kafka 3.9 =="; "$PY" tools/bench/simserver.py
 echo "== the inspector watching 30 partitions of real Kafka =="; "$PY" tools/bench/inspector.py

@@ -1,0 +1,400 @@
+"""Record batches, magic v2 (KIP-98), as DefaultRecordBatch.java and DefaultRecord.java lay them out:
+
+    baseOffset int64 | batchLength int32 | partitionLeaderEpoch int32 | magic int8 (2) | crc uint32 |
+    attributes int16 | lastOffsetDelta int32 | baseTimestamp int64 | maxTimestamp int64 | producerId int64 |
+    producerEpoch int16 | baseSequence int32 | recordCount int32 | records (compressed as a whole if the codec says)
+
+The CRC-32C covers everything from `attributes` to the end, so a broker assigning offsets and stamping its leader
+epoch (both before the CRC) leaves the checksum as the producer computed it; a Fetch returns the batch as it was
+produced, compression included. Attributes: bits 0-2 the codec (0 none, 1 gzip, 2 snappy, 3 lz4, 4 zstd), bit 3 the
+timestamp type, bit 4 transactional, bit 5 control. A control record (a transaction marker, EndTransactionMarker.java)
+has the key int16 version 0 + int16 type (ABORT 0, COMMIT 1) and the value int16 version 0 + int32 coordinator epoch.
+
+Codecs through cramjam. Snappy comes two ways: kafka-clients writes xerial's framing (SnappyOutputStream: a magic
+header, then length-prefixed blocks), librdkafka writes a plain snappy block; Kafka's reader (SnappyInputStream)
+accepts both, and so does this one. LZ4 is the LZ4 frame format (KafkaLZ4BlockOutputStream), zstd a zstd frame.
+
+kio has a record-batch reader, but it reads neither compressed batches nor millisecond timestamps (it truncates them
+to seconds), so batches are read and written here, with kio's primitives' layout.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import cramjam
+from crc32c import crc32c
+
+MAGIC = 2
+HEADER_BYTES = 61  # everything before the first record
+LOG_OVERHEAD = 12  # baseOffset + batchLength: the part batchLength does not count
+CRC_OFFSET = 17  # where the checksum sits; it covers [21, end)
+ATTRIBUTES_OFFSET = 21
+
+NONE, GZIP, SNAPPY, LZ4, ZSTD = 0, 1, 2, 3, 4
+CODECS = {NONE: "none", GZIP: "gzip", SNAPPY: "snappy", LZ4: "lz4", ZSTD: "zstd"}
+COMPRESSION_MASK = 0x07
+TIMESTAMP_TYPE_BIT = 0x08
+TRANSACTIONAL_BIT = 0x10
+CONTROL_BIT = 0x20
+
+ABORT_TYPE, COMMIT_TYPE = 0, 1
+CONTROL_TYPES = {"ABORT": ABORT_TYPE, "COMMIT": COMMIT_TYPE}
+
+# Decompressing a batch yields at most this much: a batch that claims more is refused as corrupt (what a broker would
+# take is bounded by message.max.bytes on the compressed side; this bounds the other side).
+MAX_DECOMPRESSED_BYTES = 64 * 1024 * 1024
+
+_HEADER = struct.Struct(">qiibIhiqqqhii")
+_XERIAL_MAGIC = b"\x82SNAPPY\x00"
+_XERIAL_HEADER = _XERIAL_MAGIC + struct.pack(">ii", 1, 1)
+_XERIAL_BLOCK = 32 * 1024  # SnappyOutputStream's default block size
+
+
+class CorruptRecordError(ValueError):
+    """A batch a broker would refuse. `error` is the code it answers with: CORRUPT_MESSAGE for a checksum or size
+    that does not add up, INVALID_RECORD for a record that cannot be read."""
+
+    def __init__(self, message: str, error: str = "CORRUPT_MESSAGE") -> None:
+        super().__init__(message)
+        self.error = error
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    offset: int
+    timestamp_ms: int
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[tuple[str, bytes | None], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class RecordBatch:
+    base_offset: int
+    batch_length: int
+    partition_leader_epoch: int
+    magic: int
+    crc: int
+    attributes: int
+    last_offset_delta: int
+    base_timestamp: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    record_count: int
+    raw: bytes  # the whole batch, header included
+
+    @property
+    def compression(self) -> int:
+        return self.attributes & COMPRESSION_MASK
+
+    @property
+    def transactional(self) -> bool:
+        return bool(self.attributes & TRANSACTIONAL_BIT)
+
+    @property
+    def control(self) -> bool:
+        return bool(self.attributes & CONTROL_BIT)
+
+    @property
+    def last_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta
+
+    @property
+    def next_offset(self) -> int:
+        return self.last_offset + 1
+
+    def crc_ok(self) -> bool:
+        return crc32c(memoryview(self.raw)[ATTRIBUTES_OFFSET:]) == self.crc
+
+    def records(self) -> list[Record]:
+        body = memoryview(self.raw)[HEADER_BYTES:]
+        data = decompress(self.compression, bytes(body)) if self.compression else body
+        records: list[Record] = []
+        pos = 0
+        for _ in range(self.record_count):
+            record, pos = _read_record(data, pos, self.base_offset, self.base_timestamp)
+            records.append(record)
+        if pos != len(data):
+            raise CorruptRecordError(f"{len(data) - pos} bytes after the batch's last record", "INVALID_RECORD")
+        return records
+
+    def control_type(self) -> str | None:
+        """COMMIT or ABORT for a transaction marker's batch, None for a data batch."""
+        if not self.control:
+            return None
+        (record,) = self.records()
+        if record.key is None or len(record.key) < 4:
+            raise CorruptRecordError("control record without its type", "INVALID_RECORD")
+        _version, kind = struct.unpack(">hh", record.key[:4])
+        return {ABORT_TYPE: "ABORT", COMMIT_TYPE: "COMMIT"}.get(kind, f"CONTROL_{kind}")
+
+
+def read_batches(data: bytes | bytearray | memoryview, *, partial_ok: bool = True) -> list[RecordBatch]:
+    """The batches of a records field. A Fetch response may end with the first part of a batch (a broker cuts at
+    max_bytes): with `partial_ok` that part is dropped, as clients drop it; otherwise it is an error."""
+    view = memoryview(data)
+    out: list[RecordBatch] = []
+    pos = 0
+    while pos < len(view):
+        if len(view) - pos < LOG_OVERHEAD:
+            if partial_ok:
+                break
+            raise CorruptRecordError("truncated batch header")
+        (length,) = struct.unpack_from(">i", view, pos + 8)
+        if length < HEADER_BYTES - LOG_OVERHEAD:
+            raise CorruptRecordError(f"batch length {length} is smaller than a batch header")
+        end = pos + LOG_OVERHEAD + length
+        if end > len(view):
+            if partial_ok:
+                break
+            raise CorruptRecordError("truncated batch")
+        fields = _HEADER.unpack_from(view, pos)
+        if fields[3] != MAGIC:
+            raise CorruptRecordError(f"record batch magic {fields[3]}, only magic 2 is served", "INVALID_RECORD")
+        if fields[12] < 0:
+            raise CorruptRecordError(f"negative record count {fields[12]}")
+        out.append(_batch(fields, bytes(view[pos:end])))
+        pos = end
+    return out
+
+
+def _batch(fields: tuple[int, ...], raw: bytes) -> RecordBatch:
+    (base, length, leader_epoch, magic, crc, attributes, last_delta, base_ts, max_ts, pid, epoch, seq, count) = fields
+    return RecordBatch(
+        base, length, leader_epoch, magic, crc, attributes, last_delta, base_ts, max_ts, pid, epoch, seq, count, raw
+    )
+
+
+def decompress(codec: int, data: bytes) -> bytes:
+    try:
+        if codec == GZIP:
+            out = bytes(cramjam.gzip.decompress(data))
+        elif codec == SNAPPY:
+            out = _snappy_decompress(data)
+        elif codec == LZ4:
+            out = bytes(cramjam.lz4.decompress(data))
+        elif codec == ZSTD:
+            out = bytes(cramjam.zstd.decompress(data))
+        else:
+            raise CorruptRecordError(f"unknown compression codec {codec}", "INVALID_RECORD")
+    except CorruptRecordError:
+        raise
+    except Exception as e:  # every codec has errors of its own
+        raise CorruptRecordError(f"cannot decompress ({CODECS.get(codec, codec)}): {e}") from None
+    if len(out) > MAX_DECOMPRESSED_BYTES:
+        raise CorruptRecordError(f"a batch decompressing to {len(out)} bytes")
+    return out
+
+
+def compress(codec: int, data: bytes) -> bytes:
+    if codec == GZIP:
+        return bytes(cramjam.gzip.compress(data))
+    if codec == SNAPPY:  # as kafka-clients writes it: xerial framing
+        blocks = [
+            bytes(cramjam.snappy.compress_raw(data[i : i + _XERIAL_BLOCK])) for i in range(0, len(data), _XERIAL_BLOCK)
+        ]
+        return _XERIAL_HEADER + b"".join(struct.pack(">i", len(b)) + b for b in blocks)
+    if codec == LZ4:
+        return bytes(cramjam.lz4.compress(data))
+    if codec == ZSTD:
+        return bytes(cramjam.zstd.compress(data))
+    if codec == NONE:
+        return data
+    raise ValueError(f"unknown compression codec {codec}")
+
+
+def _snappy_decompress(data: bytes) -> bytes:
+    if not data.startswith(_XERIAL_MAGIC):
+        return bytes(cramjam.snappy.decompress_raw(data))
+    pos = len(_XERIAL_HEADER)
+    parts = []
+    while pos < len(data):
+        if pos + 4 > len(data):
+            raise CorruptRecordError("truncated xerial snappy block length")
+        (size,) = struct.unpack_from(">i", data, pos)
+        pos += 4
+        if size < 0 or pos + size > len(data):
+            raise CorruptRecordError("truncated xerial snappy block")
+        parts.append(bytes(cramjam.snappy.decompress_raw(data[pos : pos + size])))
+        pos += size
+    return b"".join(parts)
+
+
+# ----------------------------------------------------------------------------------------------- varints
+
+
+def _read_varint(data: bytes | memoryview, pos: int) -> tuple[int, int]:
+    """A zigzag-encoded varint (or varlong): (value, next position)."""
+    shift = 0
+    raw = 0
+    while True:
+        if pos >= len(data):
+            raise CorruptRecordError("a record ends inside a varint", "INVALID_RECORD")
+        b = data[pos]
+        pos += 1
+        raw |= (b & 0x7F) << shift
+        if not b & 0x80:
+            break
+        shift += 7
+        if shift > 63:
+            raise CorruptRecordError("varint longer than 10 bytes", "INVALID_RECORD")
+    return (raw >> 1) ^ -(raw & 1), pos
+
+
+def _write_varint(out: bytearray, value: int) -> None:
+    raw = (value << 1) ^ (value >> 63)
+    raw &= (1 << 64) - 1
+    while raw >= 0x80:
+        out.append((raw & 0x7F) | 0x80)
+        raw >>= 7
+    out.append(raw)
+
+
+def _read_bytes(data: bytes | memoryview, pos: int) -> tuple[bytes | None, int]:
+    size, pos = _read_varint(data, pos)
+    if size < 0:
+        return None, pos
+    end = pos + size
+    if end > len(data):
+        raise CorruptRecordError("a record's key, value or header runs past its end", "INVALID_RECORD")
+    return bytes(data[pos:end]), end
+
+
+def _read_record(data: bytes | memoryview, pos: int, base_offset: int, base_timestamp: int) -> tuple[Record, int]:
+    length, pos = _read_varint(data, pos)
+    end = pos + length
+    if length < 0 or end > len(data):
+        raise CorruptRecordError("a record's length runs past the batch", "INVALID_RECORD")
+    pos += 1  # attributes: unused in v2
+    timestamp_delta, pos = _read_varint(data, pos)
+    offset_delta, pos = _read_varint(data, pos)
+    key, pos = _read_bytes(data, pos)
+    value, pos = _read_bytes(data, pos)
+    count, pos = _read_varint(data, pos)
+    if count < 0:
+        raise CorruptRecordError("negative header count", "INVALID_RECORD")
+    headers = []
+    for _ in range(count):
+        hkey, pos = _read_bytes(data, pos)
+        if hkey is None:
+            raise CorruptRecordError("a header without a key", "INVALID_RECORD")
+        hvalue, pos = _read_bytes(data, pos)
+        try:
+            headers.append((hkey.decode("utf-8"), hvalue))
+        except UnicodeDecodeError:
+            raise CorruptRecordError("a header key that is not UTF-8", "INVALID_RECORD") from None
+    if pos != end:
+        raise CorruptRecordError("a record whose fields do not add up to its length", "INVALID_RECORD")
+    return Record(base_offset + offset_delta, base_timestamp + timestamp_delta, key, value, tuple(headers)), end
+
+
+def _write_bytes(out: bytearray, value: bytes | None) -> None:
+    if value is None:
+        _write_varint(out, -1)
+    else:
+        _write_varint(out, len(value))
+        out += value
+
+
+# ----------------------------------------------------------------------------------------------- writing
+
+
+def encode_records(records: Iterable[Record], base_offset: int, base_timestamp: int) -> bytes:
+    out = bytearray()
+    body = bytearray()
+    for r in records:
+        body.clear()
+        body.append(0)
+        _write_varint(body, r.timestamp_ms - base_timestamp)
+        _write_varint(body, r.offset - base_offset)
+        _write_bytes(body, r.key)
+        _write_bytes(body, r.value)
+        _write_varint(body, len(r.headers))
+        for hkey, hvalue in r.headers:
+            _write_bytes(body, hkey.encode("utf-8"))
+            _write_bytes(body, hvalue)
+        _write_varint(out, len(body))
+        out += body
+    return bytes(out)
+
+
+def encode_batch(
+    records: Sequence[Record],
+    *,
+    base_offset: int = 0,
+    producer_id: int = -1,
+    producer_epoch: int = -1,
+    base_sequence: int = -1,
+    transactional: bool = False,
+    control: bool = False,
+    compression: int = NONE,
+    partition_leader_epoch: int = -1,
+    log_append_time: bool = False,
+) -> bytes:
+    """One batch of `records` (their offsets absolute: base_offset + delta), checksummed."""
+    if not records:
+        raise ValueError("a batch holds at least one record")
+    base_timestamp = records[0].timestamp_ms
+    max_timestamp = max(r.timestamp_ms for r in records)
+    body = encode_records(records, base_offset, base_timestamp)
+    if compression != NONE:
+        body = compress(compression, body)
+    attributes = compression
+    if log_append_time:
+        attributes |= TIMESTAMP_TYPE_BIT
+    if transactional:
+        attributes |= TRANSACTIONAL_BIT
+    if control:
+        attributes |= CONTROL_BIT
+    last_offset_delta = records[-1].offset - base_offset
+    tail = (
+        struct.pack(
+            ">hiqqqhii",
+            attributes,
+            last_offset_delta,
+            base_timestamp,
+            max_timestamp,
+            producer_id,
+            producer_epoch,
+            base_sequence,
+            len(records),
+        )
+        + body
+    )
+    crc = crc32c(tail)
+    head = struct.pack(">qiibI", base_offset, len(tail) + 9, partition_leader_epoch, MAGIC, crc)
+    return head + tail
+
+
+def control_batch(
+    *,
+    base_offset: int,
+    producer_id: int,
+    producer_epoch: int,
+    control: str,
+    coordinator_epoch: int,
+    timestamp_ms: int,
+    partition_leader_epoch: int = -1,
+) -> bytes:
+    """A transaction marker as a partition leader writes it for WriteTxnMarkers (MemoryRecords.withEndTransactionMarker)."""
+    key = struct.pack(">hh", 0, CONTROL_TYPES[control])
+    value = struct.pack(">hi", 0, coordinator_epoch)
+    return encode_batch(
+        [Record(base_offset, timestamp_ms, key, value)],
+        base_offset=base_offset,
+        producer_id=producer_id,
+        producer_epoch=producer_epoch,
+        transactional=True,
+        control=True,
+        partition_leader_epoch=partition_leader_epoch,
+    )
+
+
+def with_offsets(raw: bytes, base_offset: int, partition_leader_epoch: int) -> bytes:
+    """The batch as a leader appends it: its base offset and the leader's epoch set (neither is under the CRC)."""
+    return struct.pack(">q", base_offset) + raw[8:12] + struct.pack(">i", partition_leader_epoch) + raw[16:]
