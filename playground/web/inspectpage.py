@@ -135,7 +135,7 @@ class Selection:
 
         def tp(text: str, n: int) -> list[str]:
             parts = text.rsplit(":", n)  # topic names have no ':' (Kafka allows [a-zA-Z0-9._-])
-            if len(parts) != n + 1 or not all(p.isdigit() and len(p) <= 12 for p in parts[1:]):
+            if len(parts) != n + 1 or not all(p.isascii() and p.isdigit() and len(p) <= 12 for p in parts[1:]):
                 raise SelectionError(f"{text!r}: expected TOPIC:PARTITION{':OFFSET' if n == 2 else ''}")
             return parts
 
