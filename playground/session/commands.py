@@ -144,6 +144,7 @@ def validate_step(live: Live, step: Step) -> None:
     if step.actor == APP:
         if live.scenario is None or live.scenario.database is None or step.action not in APP_ACTIONS:
             raise CommandError(_("This session has no database for app steps."))
+        check_sql_budget(live, step)
         return
     if step.actor in CLUSTER_ACTORS:
         if step.action not in CLUSTER_ACTORS[step.actor]:
@@ -185,6 +186,14 @@ def validate_step(live: Live, step: Step) -> None:
             )
 
 
+def check_sql_budget(live: Live, step: Step) -> None:
+    """An app.sql step only while the session's statements have taken less than their time in all: each replay of
+    the log (another process, `?at=`, a fork, compare) runs them again. Checked before the command, never on a
+    replay, so a stored log replays the same everywhere."""
+    if step.actor == APP and step.action == "sql":
+        limits.check_sql_time(float(getattr(getattr(live.backend, "db", None), "spent_ms", 0.0)))
+
+
 # --------------------------------------------------------------------------------------------------- commands
 def apply_step(session_id: str, step: Step) -> tuple[Live, str]:
     """A command from the UI (a button, a form): one step outside the scenario's narrative."""
@@ -205,6 +214,7 @@ def _next_scenario_step(live: Live) -> Change:
     if k >= len(steps):
         return Change(running=False if live.running else None, message="end")
     limits.check_commands(live.length + 1)
+    check_sql_budget(live, steps[k])
     entry = run_entry(live, {"step": steps[k].to_dict(), "n": k})
     done = k + 1 >= len(steps)
     return Change(append=[entry], running=False if (done and live.running) else None, message=entry["outcome"])
