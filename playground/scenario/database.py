@@ -93,10 +93,13 @@ ALLOWED_FUNCTIONS = frozenset({
 # Every other function SQLite has: refused by the authorizer where a statement names it, and replaced by one that
 # refuses where the authorizer does not look (a column's DEFAULT is compiled into the INSERT that needs it).
 with sqlite3.connect(":memory:") as _probe:
-    REFUSED_FUNCTIONS = frozenset(
-        {str(r[0]) for r in _probe.execute("SELECT name FROM pragma_function_list WHERE builtin = 1")}
-        | {"fts3_tokenizer", "load_extension", "random", "randomblob", "current_timestamp", "current_date"}
-    ) - ALLOWED_FUNCTIONS
+    REFUSED_FUNCTIONS = (
+        frozenset(
+            {str(r[0]) for r in _probe.execute("SELECT name FROM pragma_function_list WHERE builtin = 1")}
+            | {"fts3_tokenizer", "load_extension", "random", "randomblob", "current_timestamp", "current_date"}
+        )
+        - ALLOWED_FUNCTIONS
+    )
 _probe.close()
 DATE_FUNCTIONS = ("date", "time", "datetime", "julianday", "strftime", "unixepoch")
 # Date arguments whose answer depends on when or where the statement runs: the clock, and the machine's time zone.

@@ -68,6 +68,7 @@ _DURATION = re.compile(r"^([0-9]+)\s*(ms|s|m|h)$")
 _DURATION_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000}
 _SQL_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,62}$")
 SEED_MAX = 2**31 - 1  # a session's seed is stored as a 32-bit integer (and the Play form takes no more)
+MAX_CLUSTER_PARTITIONS = 128  # all topics together
 MAX_TABLES = 16  # a database's tables (each is built, with its seed rows, when the file is checked)
 
 # A step's `expect:` as written: its outcomes in every profile, or its outcomes per profile selector (kept aside in
@@ -505,6 +506,12 @@ def _parse_cluster(r: Reader, node: yaml.Node | None) -> ClusterSpec:
                 else 1
             )
             topics.append(TopicSpec(name, partitions))
+            if sum(t.partitions for t in topics) > MAX_CLUSTER_PARTITIONS:
+                raise r.fail(
+                    value_node,
+                    where,
+                    f"a cluster has at most {MAX_CLUSTER_PARTITIONS} partitions in all (a page draws every one)",
+                )
     return ClusterSpec(brokers=brokers, config=config, topics=tuple(topics))
 
 
