@@ -105,7 +105,7 @@ def _wrong_code(client: str, code: str) -> None:
     The same wrong code typed again counts once."""
     for name, who in (("join_codes_per_minute", client), ("join_codes_per_minute_server", "")):
         if limits.over(name, who):
-            raise limits.LimitExceeded(name, limits.limit(name), limits._message(name, limits.limit(name)))
+            raise limits.reached(name)
     if limits.first_time("join_codes_per_minute", client, code):
         limits.take("join_codes_per_minute", client)
         limits.take("join_codes_per_minute_server")

@@ -65,7 +65,12 @@ BOUNDS: tuple[Bound, ...] = (
     # ---- what a page or a live update carries
     Bound("cell_chars", 200, "database cell", "characters shown on the page (\u201cshow all\u201d has the rest)"),
     Bound("db_page_chars", 60_000, "page", "characters of database cells on a page or in an update"),
-    Bound("frame_bytes", 512 * 1024, "update", "bytes of one live update (a bigger one asks the page to reload)"),
+    Bound(
+        "frame_bytes",
+        512 * 1024,
+        "websocket frame",
+        "bytes of a frame (an update is cut into frames between its parts)",
+    ),
     # ---- creating things
     Bound("sessions_per_minute", 10, "client", "sessions started or forked", MINUTE_S),
     Bound("texts_per_hour", 30, "client", "new scenario texts stored (saved, or played from the editor)", HOUR_S),
@@ -77,7 +82,7 @@ BOUNDS: tuple[Bound, ...] = (
     # ---- guessing
     Bound("join_codes_per_minute", 20, "client", "different wrong join codes (a right one always joins)", MINUTE_S),
     Bound("join_codes_per_minute_server", 600, "server", "wrong join codes, all clients together", MINUTE_S),
-    Bound("inspector_keys_per_minute", 20, "client", "different wrong inspector keys (the right one opens)", MINUTE_S),
+    Bound("inspector_keys_per_minute", 10, "client", "different wrong inspector keys (the right one opens)", MINUTE_S),
     # ---- connections
     Bound("websockets_per_client", 150, "client and process", "open websockets (a room of 40 behind one NAT: ~120)"),
     Bound("websockets", 4_000, "process", "open websockets"),
@@ -209,6 +214,12 @@ MESSAGES = {
 
 def _message(name: str, n: int) -> str:
     return str(_(MESSAGES[name]) % {"n": n})
+
+
+def reached(name: str) -> LimitExceeded:
+    """The error for `name`'s limit, reached (for a caller that checked with `over`)."""
+    n = limit(name)
+    return LimitExceeded(name, n, _message(name, n))
 
 
 # A count over time is a leaky bucket: `used` drains at limit/window per second, and one more is allowed while the
