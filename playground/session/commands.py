@@ -93,6 +93,7 @@ def commit(
         for _attempt in range(5):
             row = store.read(session_id)
             live = catch_up(row)
+            live.owner = row.client_key or f"session:{row.pk}"  # whose budgets its commands spend
             if live.detached and not allow_detached:
                 raise CommandError(detached_message(live.detached), status=409)
             try:
@@ -186,12 +187,29 @@ def validate_step(live: Live, step: Step) -> None:
             )
 
 
+def _sql_spent_ms(live: Live) -> float:
+    return float(getattr(getattr(live.backend, "db", None), "spent_ms", 0.0))
+
+
 def check_sql_budget(live: Live, step: Step) -> None:
-    """An app.sql step only while the session's statements have taken less than their time in all: each replay of
-    the log (another process, `?at=`, a fork, compare) runs them again. Checked before the command, never on a
-    replay, so a stored log replays the same everywhere."""
+    """An app.sql step only while the session's statements have taken less than their time in all (each replay of
+    the log, in another process, at `?at=`, in a fork or a comparison, runs them again) and its creator's sessions
+    less than theirs in the last minute. Checked before the command, never on a replay, so a stored log replays
+    the same everywhere."""
     if step.actor == APP and step.action == "sql":
-        limits.check_sql_time(float(getattr(getattr(live.backend, "db", None), "spent_ms", 0.0)))
+        limits.check_sql_time(_sql_spent_ms(live))
+        if limits.over("db_ms_per_minute", live.owner):
+            raise limits.reached("db_ms_per_minute")
+
+
+def _run_charged(live: Live, entry: dict[str, Any]) -> dict[str, Any]:
+    """run_entry, with the SQL time it took counted against the session's creator."""
+    before = _sql_spent_ms(live)
+    done = run_entry(live, entry)
+    spent = _sql_spent_ms(live) - before
+    if spent > 0:
+        limits.charge("db_ms_per_minute", live.owner, spent)
+    return done
 
 
 # --------------------------------------------------------------------------------------------------- commands
@@ -201,7 +219,7 @@ def apply_step(session_id: str, step: Step) -> tuple[Live, str]:
     def mutate(live: Live) -> Change:
         limits.check_commands(live.length + 1)
         validate_step(live, step)
-        entry = run_entry(live, {"step": step.to_dict()})
+        entry = _run_charged(live, {"step": step.to_dict()})
         return Change(append=[entry], message=entry["outcome"])
 
     live, change = commit(session_id, mutate)
@@ -215,7 +233,7 @@ def _next_scenario_step(live: Live) -> Change:
         return Change(running=False if live.running else None, message="end")
     limits.check_commands(live.length + 1)
     check_sql_budget(live, steps[k])
-    entry = run_entry(live, {"step": steps[k].to_dict(), "n": k})
+    entry = _run_charged(live, {"step": steps[k].to_dict(), "n": k})
     done = k + 1 >= len(steps)
     return Change(append=[entry], running=False if (done and live.running) else None, message=entry["outcome"])
 
