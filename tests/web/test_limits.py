@@ -82,6 +82,21 @@ def test_it_bounds_the_sql_time_of_a_session_and_of_its_creators_sessions(client
     assert "in the last minute" in client.post(f"/s/{second.id}/step/").content.decode()
 
 
+def test_it_keeps_a_checkpoint_after_costly_sql_so_that_no_step_of_it_is_paid_again(client, settings):
+    settings.PLAYGROUND_LIMITS = {"db_statement_ms": 60}
+    endless = "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r) SELECT count(*) FROM r"
+    cheap = "UPDATE blobs SET id = id"
+    steps = [cheap, endless, cheap, cheap, endless, cheap]
+    text = _db_scenario("id integer primary key", "\n".join(f'  - app.sql: "{s}"' for s in steps))
+    row = hold(client, session.create(parse_scenario(text), source=text))
+    for _ in range(len(steps) + 1):
+        session.step(row.id)
+    head = session.load(row.id)
+    assert sorted(head.checkpoints) == [3, 6]  # right after each timed-out statement
+    at_6 = head.sql_checkpointed_ms
+    assert session.moment(row.id, 7).backend.db.spent_ms - at_6 < 30  # from there: the cheap statement only
+
+
 # ------------------------------------------------------------------------------------------ 2. page and frames
 def _ten_big_rows(client) -> str:
     steps = "\n".join(f"  - app.sql: \"INSERT INTO blobs VALUES ({i}, printf('%.*c', 16000, 'x'))\"" for i in range(10))
