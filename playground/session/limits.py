@@ -85,6 +85,8 @@ BOUNDS: tuple[Bound, ...] = (
     Bound("join_codes_per_minute_server", 600, "server", "wrong join codes, all clients together", MINUTE_S),
     Bound("inspector_keys_per_minute", 10, "client", "different wrong inspector keys (the right one opens)", MINUTE_S),
     # ---- connections
+    Bound("requests_per_client", 4, "client and process", "requests carried out at once (the next ones wait)"),
+    Bound("queued_per_client", 100, "client and process", "requests waiting their turn (past them: 429)"),
     Bound("websockets_per_client", 150, "client and process", "open websockets (a room of 40 behind one NAT: ~120)"),
     Bound("websockets", 4_000, "process", "open websockets"),
 )

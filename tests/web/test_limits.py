@@ -22,7 +22,7 @@ from playground.routing import websocket_urlpatterns
 from playground.scenario import parse_scenario
 from playground.session import limits
 from playground.web import broadcast
-from playground.web.sockets import WebsocketSlots
+from playground.web.slots import RequestSlots, WebsocketSlots
 
 from .conftest import hold
 
@@ -383,3 +383,37 @@ async def test_it_caps_the_websockets_one_client_holds_open(settings):
 
 def test_it_knows_the_limits_of_a_room_join_code_by_heart():
     assert rooms.wrong_codes_per_minute() == 20 and len(Workshop().code) == 6
+
+
+async def test_it_lets_a_client_run_a_few_requests_at_once_and_queues_the_rest_without_holding_up_others(settings):
+    import asyncio
+
+    settings.PLAYGROUND_LIMITS = {"requests_per_client": 2, "queued_per_client": 3}
+    release = asyncio.Event()
+    started: list[str] = []
+
+    async def view(scope, receive, send):
+        started.append(scope["client"][0])
+        await release.wait()
+        await send({"type": "http.response.start", "status": 204, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+
+    slots = RequestSlots(view)
+
+    async def request(address: str) -> int:
+        sent: list[dict] = []
+
+        async def send(message):
+            sent.append(message)
+
+        scope = {"type": "http", "path": "/s/x/step/", "client": (address, 1), "headers": []}
+        await slots(scope, None, send)
+        return sent[0]["status"]
+
+    burst = [asyncio.create_task(request("198.51.100.1")) for _ in range(6)]
+    other = asyncio.create_task(request("198.51.100.2"))
+    await asyncio.sleep(0.05)
+    assert started == ["198.51.100.1", "198.51.100.1", "198.51.100.2"]  # two at once; the other client is not held up
+    release.set()
+    assert sorted([await t for t in burst]) == [204] * 5 + [429]  # 2 running, 3 waiting, the 6th refused
+    assert await other == 204 and slots.clients == {}

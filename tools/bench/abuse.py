@@ -7,7 +7,7 @@ Starts a throw-away PostgreSQL (tests/pg.py), a redis-server, two Daphne process
 compose` serves a room; PLAYGROUND_TRUSTED_PROXIES=127.0.0.1) and nginx in front of them, all on loopback ports of
 their own, and stops them all at the end whatever happens. Every client says who it is with X-Forwarded-For (nginx
 appends its own address; the servers believe the rest only from it): the attendees sit behind one NAT address, the
-attacker has one of its own, and one of the attacks comes from the attendees' own address.
+attacker has addresses of its own (one per attack), and one attack comes from the attendees' own address too.
 
 - The attendees (`--attendees`, threads) join a room over the incident-in-full scenario (Kafka and its database)
   and step through it at a human pace (`--pace` seconds between commands), with an Idempotency-Key per command as
@@ -24,8 +24,8 @@ attacker has one of its own, and one of the attacks comes from the attendees' ow
   texts     63 KB scenario texts saved, each new;
   storage   back and reset in bursts on a free-play session;
   numbers   5,000-digit numbers where a scenario has numbers, a seed of 2^63 played, order-<id>=² on /w/create/;
-  guess     wrong join codes, 60 at once, from the attendees' own address; meanwhile a late attendee joins with
-            the right code from that address;
+  guess     wrong join codes, 60 at once, again and again; halfway, 25 from the attendees' own address, and then
+            a late attendee joins with the right code from that address;
   names     look-alikes of the attendees' names ("ATTENDEE 01", full width, with an accent) joining their room;
   retries   the same command sent 5 times with one Idempotency-Key, at once;
   sockets   400 websockets from one address (through nginx, to both processes), held open.
@@ -45,6 +45,7 @@ import os
 import random
 import re
 import secrets
+import shutil
 import signal
 import statistics
 import subprocess
@@ -221,6 +222,22 @@ class Servers:
 
         with psycopg.connect(self.pg.url(), autocommit=True, connect_timeout=10) as conn:
             return list(conn.execute(sql).fetchall())
+
+    def request_time(self, top: int = 10) -> dict[str, list]:
+        """What nginx measured: the routes that took the most time in all (seconds, requests), ids and codes
+        folded; websockets left out (open for the whole run)."""
+        total: Counter = Counter()
+        count: Counter = Counter()
+        pattern = re.compile(r'"(\w+) (\S+) HTTP[^"]*" (\d+) .* time=([\d.]+)')
+        for line in Path(self.nginx.extra["access_log"]).read_text(errors="replace").splitlines():
+            m = pattern.search(line)
+            if not m or m.group(3) == "101":
+                continue
+            path = re.sub(r"/s/[^/]+/", "/s/ID/", m.group(2).split("?")[0]) + ("?at" if "?at=" in m.group(2) else "")
+            key = f"{m.group(1)} {re.sub(r'/w/[A-Z0-9]{6}/', '/w/CODE/', path)} {m.group(3)}"
+            total[key] += float(m.group(4))
+            count[key] += 1
+        return {k: [round(v, 1), count[k]] for k, v in total.most_common(top)}
 
     def log_problems(self) -> list[str]:
         out = []
@@ -474,12 +491,11 @@ class Attacks:
             self.pause(0.5)
 
     def sessions(self) -> None:
+        c = Client(self.base, "10.66.0.3")  # one CSRF cookie for all: an attacker fetches no page it needs not
+        c.csrf()
         while self.running():
-            clients = [Client(self.base, "10.66.0.3") for _ in range(40)]
-            for c in clients:
-                c.csrf()
             with ThreadPoolExecutor(40) as pool:
-                for status, _b, _h in pool.map(lambda c: c.post("/new/", {"scenario": ""}), clients):
+                for status, _b, _h in pool.map(lambda _i: c.post("/new/", {"scenario": ""}), range(40)):
                     self.note("sessions", status)
             self.pause(10)
 
@@ -500,6 +516,7 @@ class Attacks:
                 if not self.running():
                     return
                 a = Client(self.base, "10.66.0.4")
+                a.jar.set_cookie(next(k for k in c.jar if k.name == "csrftoken"))  # no GET / for each bot
                 if self.post("rooms", a, "/w/join/", {"code": code, "name": f"bot {i}"})[0] == 302:
                     self.note("rooms", a.get_redirect(f"/w/{code}/")[0], "seat")
                 if i % 10 == 9:
@@ -546,18 +563,22 @@ class Attacks:
             self.pause(1)
 
     def guess(self) -> None:
-        """Wrong codes from the classroom's own address; halfway, a late attendee joins with the right code."""
+        """Wrong join codes, 60 at once, again and again, from one address; halfway, 25 of them from the
+        classroom's own address (past its limit), and then a late attendee joins from there with the right code."""
         late_at = time.monotonic() + (self.stop_at - time.monotonic()) / 2
+        c = Client(self.base, "10.66.0.11")
+        c.csrf()
         while self.running():
-            clients = [Client(self.base, NAT) for _ in range(60)]
-            for c in clients:
-                c.csrf()
             with ThreadPoolExecutor(20) as pool:
                 for status, _b, _h in pool.map(
-                    lambda c: c.post("/w/join/", {"code": "Z" + secrets.token_hex(3).upper()[:5], "name": "x"}), clients
+                    lambda _i: c.post("/w/join/", {"code": "Z" + secrets.token_hex(3).upper()[:5], "name": "x"}),
+                    range(60),
                 ):
                     self.note("guess", status)
             if self.late_join is None and time.monotonic() > late_at:
+                nat = Client(self.base, NAT)
+                for _ in range(25):
+                    self.post("guess", nat, "/w/join/", {"code": "Y" + secrets.token_hex(3).upper()[:5], "name": "x"})
                 late = Client(self.base, NAT)
                 self.late_join = late.post("/w/join/", {"code": self.room_code, "name": "Late attendee"})[0]
                 if self.late_join != 302:
@@ -718,6 +739,7 @@ def run(args) -> dict:
         )
         for line in servers.log_problems():
             errors.add("server log", line)
+        request_time = servers.request_time()
         p95_before, p95_during = stats(before)["p95_ms"], stats(under)["p95_ms"]
         peak_mib = max(m["peak_mib"] for m in memory_end)
         well_behaved = {
@@ -751,6 +773,7 @@ def run(args) -> dict:
             "sockets": attacks.sockets,
             "late_attendee": attacks.late_join,
             "left_in_database": left,
+            "request_time_s": request_time,
             "load": {"before": load_before, "during": load_during},
             "cpu": {"before": cpu_share(cpu_0, cpu_1), "during": cpu_share(cpu_1, cpu_2)},
             "aims": {
@@ -761,6 +784,10 @@ def run(args) -> dict:
         }
     finally:
         servers.close()
+        if args.keep:
+            print(f"(the servers' files: {work})", file=sys.stderr)
+        else:
+            shutil.rmtree(work, ignore_errors=True)
 
 
 def cpu_share(a: dict, b: dict) -> dict:
@@ -802,6 +829,7 @@ def report(r: dict) -> None:
     for attack, statuses in r["attacks"].items():
         print(f"  {attack:9} {statuses}")
     print(f"  left in the database: {r['left_in_database']}")
+    print(f"  request time nginx measured (s, requests), the most in all: {r['request_time_s']}")
     other = {k: v for k, v in r["errors"]["counts"].items() if k not in r["well_behaved_errors"]}
     if other:
         print(f"  other problems: {other}")
@@ -819,6 +847,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--pace", default="1.0,2.0", help="seconds between an attendee's commands, min,max")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--keep", action="store_true", help="keep the servers' logs and files (printed at the end)")
     args = ap.parse_args(argv)
     if not 1 <= args.attendees <= 40:
         ap.error("--attendees: 1 to 40")
