@@ -30,6 +30,9 @@ attacker has addresses of its own (one per attack), and one attack comes from th
   retries   the same command sent 5 times with one Idempotency-Key, at once;
   sockets   400 websockets from one address (through nginx, to both processes), held open.
 
+Before the attendees come, it measures how many wrong join codes a second the servers answer (8 guessers, every
+guess from another address): what bounds guessing a code, since a right one is never refused.
+
 Printed: the attendees' command-to-screen p50/p95 before and during (aim: p95 during within 2x of before), their
 errors (aim: 0), the servers' peak memory (VmHWM; aim: under 500 MiB per Daphne), each attack's answers by status
 (a 5xx anywhere is an error), the largest page the attacker got, websockets accepted and refused, and what the
@@ -79,6 +82,7 @@ MAX_DURING_S = 600.0
 AIM_P95_RATIO = 2.0
 AIM_PEAK_MIB = 500.0
 BIG = "9" * 5000
+GUESSES_FOR_10_ROOMS = 31**6 / 11  # trying different codes in turn, the first of 10 rooms, on average
 SOCKETS = 400  # from one address, through nginx to both processes: each process lets 150 of one client in
 
 
@@ -667,6 +671,27 @@ class Attacks:
 
 
 # --------------------------------------------------------------------------------------------------- the run
+def guess_rate(base: str, seconds: float = 15.0, threads: int = 8) -> float:
+    """Wrong join codes a second the servers answer (a 404 or a 429 tells a guesser the same: wrong), from as many
+    addresses as guesses: what bounds guessing, since a right code is never refused (README.md, "Limits")."""
+    stop_at = time.monotonic() + seconds
+    answered = [0] * threads
+
+    def guesser(i: int) -> None:
+        c = Client(base, f"10.77.{i}.1")
+        c.csrf()
+        while time.monotonic() < stop_at:
+            c.headers["X-Forwarded-For"] = f"10.77.{i}.{secrets.randbelow(250) + 1}"
+            status, _b, _h = c.post("/w/join/", {"code": "X" + secrets.token_hex(3).upper()[:5], "name": "x"})
+            if status in (404, 429):
+                answered[i] += 1
+
+    started = time.monotonic()
+    with ThreadPoolExecutor(threads) as pool:
+        list(pool.map(guesser, range(threads)))
+    return sum(answered) / (time.monotonic() - started)
+
+
 def scenario_steps() -> int:
     """The attendees' scenario's steps, read with the app's loader: a "step" past the last one is refused."""
     import os
@@ -696,6 +721,7 @@ def run(args) -> dict:
         assert status == 302, (status, body[:300])
         code = re.search(r"/w/([^/]+)/board/", headers["Location"]).group(1)
         steps = scenario_steps()
+        rate = guess_rate(servers.url)
         attendees = [Attendee(i, servers.url, code, pace, errors) for i in range(args.attendees)]
         for a in attendees:
             a.join()
@@ -770,6 +796,8 @@ def run(args) -> dict:
             "peak_mib": peak_mib,
             "attacks": {k: dict(sorted(v.items())) for k, v in attacks.statuses.items()},
             "largest_page_bytes": attacks.largest_page,
+            "wrong_codes_per_s": round(rate, 1),
+            "guess_days_10_rooms": round(GUESSES_FOR_10_ROOMS / rate / 86400, 1),
             "sockets": attacks.sockets,
             "late_attendee": attacks.late_join,
             "left_in_database": left,
@@ -828,6 +856,10 @@ def report(r: dict) -> None:
     )
     for attack, statuses in r["attacks"].items():
         print(f"  {attack:9} {statuses}")
+    print(
+        f"  guessing: {r['wrong_codes_per_s']} wrong join codes a second answered, before the attendees came; the first "
+        f"of 10 open rooms then takes {r['guess_days_10_rooms']} days on average (31^6/11 guesses)"
+    )
     print(f"  left in the database: {r['left_in_database']}")
     print(f"  request time nginx measured (s, requests), the most in all: {r['request_time_s']}")
     other = {k: v for k, v in r["errors"]["counts"].items() if k not in r["well_behaved_errors"]}
