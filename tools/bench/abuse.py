@@ -7,7 +7,8 @@ Starts a throw-away PostgreSQL (tests/pg.py), a redis-server, two Daphne process
 compose` serves a room; PLAYGROUND_TRUSTED_PROXIES=127.0.0.1) and nginx in front of them, all on loopback ports of
 their own, and stops them all at the end whatever happens. Every client says who it is with X-Forwarded-For (nginx
 appends its own address; the servers believe the rest only from it): the attendees sit behind one NAT address, the
-attacker has addresses of its own (one per attack), and one attack comes from the attendees' own address too.
+attacker has one of its own (all its attacks come from it: "one anonymous client", as the issue found it), and
+one of them comes from the attendees' own address too.
 
 - The attendees (`--attendees`, threads) join a room over the incident-in-full scenario (Kafka and its database)
   and step through it at a human pace (`--pace` seconds between commands), with an Idempotency-Key per command as
@@ -480,22 +481,30 @@ class Attacks:
             self.post("sql", c, f"/s/{sid}/fork/", {"at": "5"})
             self.get("sql", c, f"/s/{sid}/compare/?at=8")
 
-    def page(self) -> None:
-        c = Client(self.base, "10.66.0.2")
+    def prepare(self) -> None:
+        """The sessions the attacks work on, made first (the attacker's sessions a minute are few, and the floods
+        below spend them): one with ten rows of 16 KB in its database, and three of free play."""
+        c = Client(self.base, ATTACKER)
         steps = [f"INSERT INTO blobs VALUES ({i}, printf('%.*c', 16000, 'x'))" for i in range(10)]
-        status, _b, headers = self.post("page", c, "/editor/play/", {"text": scenario_text("page", steps=steps)})
-        if status != 302:
-            return
+        status, body, headers = self.post("page", c, "/editor/play/", {"text": scenario_text("page", steps=steps)})
+        assert status == 302, (status, body[:200])
         sid = re.search(r"/s/([^/]+)/", headers["Location"]).group(1)
         for _ in range(len(steps) + 1):
             self.post("page", c, f"/s/{sid}/step/")
+        self.prepared = {"page": (c, sid)}
+        for name in ("storage", "retries", "sockets"):
+            own = Client(self.base, ATTACKER)
+            self.prepared[name] = (own, own.new_session(""))
+
+    def page(self) -> None:
+        c, sid = self.prepared["page"]
         while self.running():
-            status, body = self.get("page", c, f"/s/{sid}/")
+            _status, body = self.get("page", c, f"/s/{sid}/")
             self.largest_page = max(self.largest_page, len(body.encode()))
             self.pause(0.5)
 
     def sessions(self) -> None:
-        c = Client(self.base, "10.66.0.3")  # one CSRF cookie for all: an attacker fetches no page it needs not
+        c = Client(self.base, ATTACKER)  # one CSRF cookie for all: an attacker fetches no page it needs not
         c.csrf()
         while self.running():
             with ThreadPoolExecutor(40) as pool:
@@ -504,7 +513,7 @@ class Attacks:
             self.pause(10)
 
     def rooms(self) -> None:
-        c = Client(self.base, "10.66.0.4")
+        c = Client(self.base, ATTACKER)
         while self.running():
             status, _b, headers = self.post(
                 "rooms",
@@ -519,7 +528,7 @@ class Attacks:
             for i in range(30):
                 if not self.running():
                     return
-                a = Client(self.base, "10.66.0.4")
+                a = Client(self.base, ATTACKER)
                 a.jar.set_cookie(next(k for k in c.jar if k.name == "csrftoken"))  # no GET / for each bot
                 if self.post("rooms", a, "/w/join/", {"code": code, "name": f"bot {i}"})[0] == 302:
                     self.note("rooms", a.get_redirect(f"/w/{code}/")[0], "seat")
@@ -528,7 +537,7 @@ class Attacks:
                     self.post("rooms", c, f"/w/{code}/follow/", {"on": "1"})
 
     def texts(self) -> None:
-        c = Client(self.base, "10.66.0.5")
+        c = Client(self.base, ATTACKER)
         padding = "#" + "x" * 120 + "\n"
         while self.running():
             text = scenario_text(f"text {secrets.token_hex(6)}") + padding * 500  # some 63 KB
@@ -536,8 +545,7 @@ class Attacks:
             self.pause(0.2)
 
     def storage(self) -> None:
-        c = Client(self.base, "10.66.0.6")
-        sid = c.new_session("")
+        c, sid = self.prepared["storage"]
         self.note("storage", 302)
         while self.running():
             for _ in range(30):
@@ -548,7 +556,7 @@ class Attacks:
             self.pause(3)
 
     def numbers(self) -> None:
-        c = Client(self.base, "10.66.0.7")
+        c = Client(self.base, ATTACKER)
         base = scenario_text("numbers")
         texts = [
             base.replace("partitions: 1", f"partitions: {BIG}"),
@@ -570,7 +578,7 @@ class Attacks:
         """Wrong join codes, 60 at once, again and again, from one address; halfway, 25 of them from the
         classroom's own address (past its limit), and then a late attendee joins from there with the right code."""
         late_at = time.monotonic() + (self.stop_at - time.monotonic()) / 2
-        c = Client(self.base, "10.66.0.11")
+        c = Client(self.base, ATTACKER)
         c.csrf()
         while self.running():
             with ThreadPoolExecutor(20) as pool:
@@ -590,14 +598,13 @@ class Attacks:
             self.pause(2)
 
     def names(self) -> None:
-        c = Client(self.base, "10.66.0.8")
+        c = Client(self.base, ATTACKER)
         alikes = ["ATTENDEE 00", "ａｔｔｅｎｄｅｅ 00", "Atte\u0301ndee 00", " attendee  00 "]
         for name in alikes:
             self.post("names", c, "/w/join/", {"code": self.room_code, "name": name})
 
     def retries(self) -> None:
-        c = Client(self.base, "10.66.0.10")
-        sid = c.new_session("")
+        c, sid = self.prepared["retries"]
         c.csrf()
         while self.running():
             key = secrets.token_hex(8)
@@ -624,13 +631,12 @@ class Attacks:
             self.errors.add("retried command stored twice", f"sent {sent} keys, stored {stored}")
 
     def sockets_(self) -> None:
-        c = Client(self.base, "10.66.0.9")
-        sid = c.new_session("")
+        _c, sid = self.prepared["sockets"]
         for _ in range(SOCKETS):
             if not self.running():
                 break
             try:
-                ws = open_socket(self.base, f"/ws/s/{sid}/", "10.66.0.9", timeout=10)
+                ws = open_socket(self.base, f"/ws/s/{sid}/", ATTACKER, timeout=10)
                 self.open_sockets.append(ws)
                 self.sockets["accepted"] += 1
             except Exception:
@@ -737,6 +743,7 @@ def run(args) -> dict:
         load_before = loadavg()
         cpu_1 = servers.cpu()
         attacks = Attacks(servers.url, time.monotonic() + during, errors, code)
+        attacks.prepare()
         attack_threads = attacks.all()
         peaks: list[list[dict]] = []
         while any(t.is_alive() for t in threads):
