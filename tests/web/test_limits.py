@@ -68,18 +68,33 @@ def test_it_answers_the_editors_check_of_a_printf_check_constraint_at_once(clien
     assert error["field"] == "database.tables.blobs" and "16,384 bytes" in error["message"]
 
 
-def test_it_bounds_the_sql_time_of_a_session_and_of_its_creators_sessions(client, settings):
-    settings.PLAYGROUND_LIMITS = {"db_statement_ms": 30, "db_session_ms": 100, "db_ms_per_minute": 200}
-    endless = "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r) SELECT count(*) FROM r"
-    text = _db_scenario("id integer primary key", "\n".join(f'  - app.sql: "{endless}"' for _ in range(8)))
+ENDLESS = "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r) SELECT count(*) FROM r"
+
+
+def _endless_sessions(client, creators: list[str]) -> list[str]:
+    text = _db_scenario("id integer primary key", "\n".join(f'  - app.sql: "{ENDLESS}"' for _ in range(8)))
     scenario = parse_scenario(text)
-    first, second = (hold(client, session.create(scenario, source=text, client="c-1")) for _ in range(2))
-    codes = [client.post(f"/s/{first.id}/step/").status_code for _ in range(7)]
-    assert codes[:4] == [204] * 4 and codes[-1] == 422, codes  # the 1st is A.init_transactions; then 30 ms each
-    assert "took 100 ms in all" in client.post(f"/s/{first.id}/step/").content.decode()
-    codes = [client.post(f"/s/{second.id}/step/").status_code for _ in range(6)]
-    assert codes[:2] == [204, 204] and codes[-1] == 429, codes  # the same creator's minute: the first's ~130 ms, and on
-    assert "in the last minute" in client.post(f"/s/{second.id}/step/").content.decode()
+    return [hold(client, session.create(scenario, source=text, client=who)).id for who in creators]
+
+
+def test_it_bounds_the_sql_time_a_session_spends_in_all(client, settings):
+    settings.PLAYGROUND_LIMITS = {"db_statement_ms": 30, "db_session_ms": 100}
+    (sid,) = _endless_sessions(client, ["c-1"])
+    codes = [client.post(f"/s/{sid}/step/").status_code for _ in range(8)]
+    assert codes[:3] == [204] * 3 and codes[-1] == 422, codes  # A.init_transactions, then 30 ms a statement
+    assert "took 100 ms in all" in client.post(f"/s/{sid}/step/").content.decode()
+
+
+def test_it_bounds_the_sql_time_a_creators_sessions_spend_in_a_minute(client, settings):
+    settings.PLAYGROUND_LIMITS = {"db_statement_ms": 30, "db_ms_per_minute": 100}
+    first, second, elsewhere = _endless_sessions(client, ["c-1", "c-1", "c-2"])
+    codes = [client.post(f"/s/{first}/step/").status_code for _ in range(8)]
+    assert codes[:3] == [204] * 3 and codes[-1] == 429, codes
+    client.post(f"/s/{second}/step/")  # A.init_transactions: no SQL
+    r = client.post(f"/s/{second}/step/")
+    assert r.status_code == 429 and "in the last minute" in r.content.decode()  # the same creator's minute
+    client.post(f"/s/{elsewhere}/step/")
+    assert client.post(f"/s/{elsewhere}/step/").status_code == 204  # another creator's is its own
 
 
 def test_it_keeps_a_checkpoint_after_costly_sql_so_that_no_step_of_it_is_paid_again(client, settings):
