@@ -46,4 +46,4 @@ HEALTHCHECK --interval=10s --timeout=5s --start-period=30s --retries=6 \
     CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8000/healthz', timeout=4)"]
 
 # PLAYGROUND_PUBLIC_URL (docker-compose.yml sets it) is where the room joins; it is printed at start.
-CMD ["sh", "-c", "python manage.py migrate --noinput && if [ -n \"$PLAYGROUND_PUBLIC_URL\" ]; then echo \"Join at ${PLAYGROUND_PUBLIC_URL%/}/w/\"; fi && exec daphne -b 0.0.0.0 -p 8000 playground.asgi:application"]
+CMD ["sh", "-c", "python manage.py migrate --noinput && if [ -n \"$PLAYGROUND_PUBLIC_URL\" ]; then echo \"Join at ${PLAYGROUND_PUBLIC_URL%/}/w/\"; fi && exec daphne --no-server-name -b 0.0.0.0 -p 8000 playground.asgi:application"]

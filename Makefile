@@ -35,7 +35,7 @@ ifeq ($(PRODUCTION),)
 run: venv
 	$(PY) manage.py migrate --noinput
 	@echo "Kafka Transaction Playground: http://$(HOST):$(PORT)/"
-	$(VENV)/bin/daphne -b $(HOST) -p $(PORT) playground.asgi:application
+	$(VENV)/bin/daphne --no-server-name -b $(HOST) -p $(PORT) playground.asgi:application
 else
 run: export PLAYGROUND_MODE := production
 run: venv

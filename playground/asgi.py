@@ -15,6 +15,7 @@ from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E40
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
 
 from playground.routing import websocket_urlpatterns  # noqa: E402
+from playground.web.slots import RequestSlots, WebsocketSlots  # noqa: E402
 
 if settings.KAFKA_BOOTSTRAP_SERVERS or settings.KAFKA4_BOOTSTRAP_SERVERS:
     # Topics a killed server process left on the cluster: deleted once its owner is known dead (never a live
@@ -31,7 +32,9 @@ http_application = django_asgi_app if settings.PLAYGROUND_PRODUCTION else ASGISt
 
 application = ProtocolTypeRouter(
     {
-        "http": http_application,
-        "websocket": AllowedHostsOriginValidator(URLRouter(websocket_urlpatterns)),
+        # A client's requests carried out at once bounded per process, the next ones waiting their turn (slots.py).
+        "http": RequestSlots(http_application),
+        # Open websockets bounded per client and per process (playground/web/slots.py), after the origin check.
+        "websocket": AllowedHostsOriginValidator(WebsocketSlots(URLRouter(websocket_urlpatterns))),
     }
 )

@@ -16,6 +16,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import secrets
+import unicodedata
 from typing import Any
 
 from django.db import models
@@ -172,20 +173,31 @@ class Workshop(models.Model):
     current = models.PositiveIntegerField(default=0)  # the agenda item the room is on
     follow = models.BooleanField(default=False)  # "follow me": the facilitator's session on every attendee's page
     room_key = models.CharField(max_length=64)
+    # A keyed hash of the creator's address: sessions made through the room count against it (limits.py).
+    client_key = models.CharField(max_length=64, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
 
     def __str__(self) -> str:
         return f"workshop {self.code} ({self.title})"
 
 
+def name_key(name: str) -> str:
+    """What makes two display names the same one: compatibility forms, case and accents do not count ("EVE",
+    full-width "ｅｖｅ" and "e\u0301ve" are all "eve"), so that nobody joins as a look-alike of someone else."""
+    folded = unicodedata.normalize("NFKD", unicodedata.normalize("NFKC", name).casefold())
+    folded = unicodedata.normalize("NFKC", "".join(ch for ch in folded if not unicodedata.combining(ch)))
+    return folded if len(folded) <= 64 else "#" + hashlib.sha256(folded.encode()).hexdigest()[:63]
+
+
 class Attendee(models.Model):
     workshop = models.ForeignKey(Workshop, on_delete=models.CASCADE, related_name="attendees")
     name = models.CharField(max_length=40)  # a display name: no account, no email; escaped wherever shown
+    name_key = models.CharField(max_length=64, default="")  # name_key(name): unique in the room
     key = models.CharField(max_length=64)  # SHA-256 of the attendee's secret (their browser's cookie)
     joined_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["workshop", "name"], name="one_name_per_room")]
+        constraints = [models.UniqueConstraint(fields=["workshop", "name_key"], name="one_name_key_per_room")]
         ordering = ["joined_at", "id"]
 
     def __str__(self) -> str:
@@ -207,8 +219,33 @@ class Seat(models.Model):
         constraints = [models.UniqueConstraint(fields=["workshop", "attendee", "item"], name="one_seat_per_item")]
 
 
-class FailedJoin(models.Model):
-    """A wrong join code, by a keyed hash of the client's address: more than 20 a minute and the client waits."""
+# ------------------------------------------------------------------------------------------------------ limits
+class Counter(models.Model):
+    """A count a limit is checked against (playground/session/limits.py): sessions a client started, wrong join
+    codes from an address, a room's attendees. `used` drains at the limit's rate from `stamp` (time.time()) for a
+    count over time; the row may go once `expires` (time.time()) has passed, as an empty one is a missing one."""
 
-    client_key = models.CharField(max_length=64, db_index=True)
-    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    bucket = models.CharField(max_length=200, unique=True)  # "<limit>:<who>", who a keyed hash, a room id or ""
+    used = models.FloatField(default=0.0)
+    stamp = models.FloatField()
+    expires = models.FloatField(null=True, blank=True, db_index=True)
+
+    def __str__(self) -> str:
+        return f"{self.bucket}: {self.used:.2f}"
+
+
+class CommandAnswer(models.Model):
+    """The answer to a command sent with an Idempotency-Key: the same key again, in the same session, gets this
+    answer and changes nothing. `status` 0: the first request is still being carried out."""
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="answers")
+    key = models.CharField(max_length=64)
+    status = models.PositiveSmallIntegerField(default=0)
+    body = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["session", "key"], name="one_answer_per_key")]
+
+    def __str__(self) -> str:
+        return f"{self.session_id} {self.key}: {self.status}"

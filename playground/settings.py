@@ -48,6 +48,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Every answer, every mode: only this server's own scripts run (playground/deploy/headers.py).
+    "playground.deploy.headers.ContentSecurityPolicyMiddleware",
     "django.middleware.locale.LocaleMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -253,7 +255,12 @@ PLAYGROUND_LIVE_SESSIONS = int(os.environ.get("PLAYGROUND_LIVE_SESSIONS", "200")
 # Simulator checkpoints (every 100 commands of a session, so that going back or scrubbing replays at most 99):
 # memory for all sessions of a process, in MiB; the least recently used sessions lose theirs first.
 PLAYGROUND_CHECKPOINT_MB = float(os.environ.get("PLAYGROUND_CHECKPOINT_MB", "256"))
-PLAYGROUND_LIMITS: dict[str, int] = {}
+# Every bound of playground/session/limits.py (README.md, "Limits"), e.g. PLAYGROUND_LIMITS="sessions_per_minute=20"
+PLAYGROUND_LIMITS: dict[str, int] = {
+    name.strip(): int(value)
+    for name, _sep, value in (item.partition("=") for item in os.environ.get("PLAYGROUND_LIMITS", "").split(","))
+    if name.strip() and value.strip()
+}
 PLAYGROUND_DEFAULT_BACKEND = os.environ.get("PLAYGROUND_DEFAULT_BACKEND", "sim")
 # More backends by name, "module:Class" (the web tests register their fake this way in server processes).
 PLAYGROUND_BACKENDS = dict(

@@ -35,6 +35,7 @@ urlpatterns = [
     path("inspect/scenario/", inspectviews.scenario, name="inspect-scenario"),
     path(SID, views.session_page, name="session"),
     path(SID + "log.json", views.session_log, name="session-log"),
+    path(SID + "cell/", views.session_cell, name="session-cell"),
     path(SID + "scenario.yaml", views.session_scenario, name="session-scenario"),
     path(SID + "compare/", views.session_compare, name="session-compare"),
     path(SID + "claim/", views.claim, name="claim"),

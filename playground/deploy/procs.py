@@ -185,7 +185,17 @@ def start_daphne(env: dict[str, str], workdir: Path, port: int | None = None) ->
     workdir.mkdir(parents=True, exist_ok=True)
     log = workdir / f"daphne-{port}.log"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "playground.asgi:application"],
+        [
+            sys.executable,
+            "-m",
+            "daphne",
+            "--no-server-name",
+            "-b",
+            "127.0.0.1",
+            "-p",
+            str(port),
+            "playground.asgi:application",
+        ],
         env=env,
         cwd=ROOT,
         stdout=log.open("w"),

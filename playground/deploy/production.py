@@ -193,15 +193,33 @@ def csrf_trusted_origins(public: PublicURL | None, bind_host: str = "", port: in
 # The secret key
 
 
+SECRET_KEY_MIN_CHARS, SECRET_KEY_MIN_UNIQUE = 50, 5  # Django's own check (security.W009), refused here
+
+
+def _strong_enough(key: str, where: str) -> str:
+    """Django only warns (`check --deploy`, security.W009) about a key this short or this plain; a server reachable
+    from elsewhere refuses to start with one."""
+    if len(key) < SECRET_KEY_MIN_CHARS or len(set(key)) < SECRET_KEY_MIN_UNIQUE:
+        raise ImproperlyConfigured(
+            f"{where} has {len(key)} characters ({len(set(key))} different); production mode needs at least "
+            f"{SECRET_KEY_MIN_CHARS} ({SECRET_KEY_MIN_UNIQUE} different): unset it and one is generated into "
+            "PLAYGROUND_VAR_DIR/secret_key, or `python -c 'import secrets; print(secrets.token_urlsafe(64))'`"
+        )
+    return key
+
+
 def secret_key(var_dir: Path, environ=os.environ) -> str:
-    """DJANGO_SECRET_KEY if set (never the development key), else the key in VAR_DIR/secret_key, made on first start."""
+    """DJANGO_SECRET_KEY if set (never the development key, never a short one), else the key in
+    VAR_DIR/secret_key, made on first start."""
     given = environ.get("DJANGO_SECRET_KEY", "").strip()
     if given == DEV_SECRET_KEY:
         raise ImproperlyConfigured(
             "DJANGO_SECRET_KEY is the development key; production mode needs a secret one "
             "(unset it and one is generated into PLAYGROUND_VAR_DIR/secret_key)"
         )
-    return given or load_or_create_secret_key(Path(var_dir))
+    if given:
+        return _strong_enough(given, "DJANGO_SECRET_KEY")
+    return _strong_enough(load_or_create_secret_key(Path(var_dir)), str(Path(var_dir) / SECRET_KEY_FILE))
 
 
 def load_or_create_secret_key(var_dir: Path) -> str:
@@ -274,7 +292,18 @@ def serve(host: str, port: int, environ=os.environ) -> None:
             "another name)",
             flush=True,
         )
-    argv = [sys.executable, "-m", "daphne", "-b", host.strip("[]"), "-p", str(port), "playground.asgi:application"]
+    # No "Server: daphne" on every answer (and handshake): what serves the room is nobody's business.
+    argv = [
+        sys.executable,
+        "-m",
+        "daphne",
+        "--no-server-name",
+        "-b",
+        host.strip("[]"),
+        "-p",
+        str(port),
+        "playground.asgi:application",
+    ]
     os.execve(sys.executable, argv, env)
 
 

@@ -16,7 +16,6 @@ from playground.rooms.room import (
     ATTENDEE_COOKIE,
     NAME_CHARS,
     ROOM_COOKIE,
-    WRONG_CODES_PER_MINUTE,
     attendee_of,
     by_code,
     clean_name,
@@ -28,6 +27,7 @@ from playground.rooms.room import (
     move,
     secrets_from,
     set_follow,
+    wrong_codes_per_minute,
 )
 from playground.rooms.seats import facilitator_session, seat
 
@@ -35,7 +35,6 @@ __all__ = [
     "ATTENDEE_COOKIE",
     "NAME_CHARS",
     "ROOM_COOKIE",
-    "WRONG_CODES_PER_MINUTE",
     "answers",
     "attendee_of",
     "by_code",
@@ -52,4 +51,5 @@ __all__ = [
     "seat",
     "secrets_from",
     "set_follow",
+    "wrong_codes_per_minute",
 ]

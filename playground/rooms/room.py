@@ -7,13 +7,11 @@ import hashlib
 import hmac
 import unicodedata
 from collections.abc import Mapping
-from datetime import timedelta
 
 from django.db import IntegrityError, transaction
-from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from playground.models import Attendee, FailedJoin, ScenarioText, Workshop
+from playground.models import Attendee, ScenarioText, Workshop, name_key
 from playground.rooms import signals
 from playground.scenario import library
 from playground.session import capability, limits
@@ -21,8 +19,11 @@ from playground.session.live import CommandError
 
 ROOM_COOKIE = "room_"
 ATTENDEE_COOKIE = "att_"
-WRONG_CODES_PER_MINUTE = 20
 NAME_CHARS = 40
+
+
+def wrong_codes_per_minute() -> int:
+    return limits.limit("join_codes_per_minute")
 
 
 def derived_key(owner_secret: str, session_id: str) -> str:
@@ -30,28 +31,44 @@ def derived_key(owner_secret: str, session_id: str) -> str:
     return hmac.new(owner_secret.encode(), session_id.encode(), hashlib.sha256).hexdigest()
 
 
-def create(title: str, scenario_ids: list[str]) -> tuple[Workshop, str]:
-    """A new room over library scenarios, in this order; the facilitator's secret to hand to their browser."""
-    agenda = []
+def create(title: str, scenario_ids: list[str], *, client: str = "") -> tuple[Workshop, str]:
+    """A new room over library scenarios, in this order; the facilitator's secret to hand to their browser.
+    `client` is the creator's key: rooms per hour are counted against it, and so are the sessions its rooms make."""
+    n = limits.limit("room_items")
+    if len(scenario_ids) > n:
+        raise CommandError(_("An agenda has at most %(n)d items.") % {"n": n})
+    scenarios = []
     for sid in scenario_ids:
         scenario = library.get(sid)
         if scenario is None:
             raise CommandError(_("No scenario %(id)s in the library.") % {"id": sid}, status=404)
-        text = ScenarioText.store(scenario.source, scenario.id)
-        agenda.append({"text": text.id, "id": scenario.id, "title": dict(scenario.title)})
-    if not agenda:
+        scenarios.append(scenario)
+    if not scenarios:
         raise CommandError(_("Choose at least one scenario for the agenda."))
-    secret = capability.new_key()
-    for _attempt in range(20):  # a fresh code: 31^6 of them, a clash is rare
-        try:
-            with transaction.atomic():
-                room = Workshop.objects.create(
-                    title=title.strip()[:100] or _("Workshop"), agenda=agenda, room_key=capability.digest(secret)
-                )
-            return room, secret
-        except IntegrityError:
-            continue
-    raise CommandError(_("No free join code; try again."), status=503)
+    taken = limits.take("rooms_per_hour", client) if client else None
+    try:
+        agenda = []
+        for scenario in scenarios:
+            text = ScenarioText.store(scenario.source, scenario.id)
+            agenda.append({"text": text.id, "id": scenario.id, "title": dict(scenario.title)})
+        secret = capability.new_key()
+        for _attempt in range(20):  # a fresh code: 31^6 of them, a clash is rare
+            try:
+                with transaction.atomic():
+                    room = Workshop.objects.create(
+                        title=title.strip()[:100] or _("Workshop"),
+                        agenda=agenda,
+                        room_key=capability.digest(secret),
+                        client_key=client,
+                    )
+                return room, secret
+            except IntegrityError:
+                continue
+        raise CommandError(_("No free join code; try again."), status=503)
+    except BaseException:
+        if taken:
+            limits.give_back(taken)
+        raise
 
 
 def by_code(code: str) -> Workshop | None:
@@ -76,34 +93,29 @@ def clean_name(name: str) -> str:
     name = unicodedata.normalize("NFC", " ".join((name or "").split()))
     if not name or any(unicodedata.category(ch).startswith("C") for ch in name):
         raise CommandError(_("Your name: one to %(n)d visible characters.") % {"n": NAME_CHARS})
-    if len(name) > NAME_CHARS:
+    if len(name) > NAME_CHARS or not name_key(name).strip():
         raise CommandError(_("Your name: one to %(n)d visible characters.") % {"n": NAME_CHARS})
     return name
 
 
-def _check_wrong_codes(client: str) -> None:
-    """Past 20 wrong codes a minute a client waits, whatever code it tries next (or guessing would go on)."""
-    since = timezone.now() - timedelta(seconds=60)
-    if FailedJoin.objects.filter(client_key=client, created_at__gte=since).count() >= WRONG_CODES_PER_MINUTE:
-        raise limits.LimitExceeded(
-            "join_codes",
-            WRONG_CODES_PER_MINUTE,
-            _("Too many wrong join codes from here in the last minute: wait a minute and try again."),
-        )
-
-
-def _count_wrong_code(client: str) -> None:
-    now = timezone.now()
-    FailedJoin.objects.create(client_key=client)
-    FailedJoin.objects.filter(created_at__lt=now - timedelta(hours=1)).delete()
+def _wrong_code(client: str, code: str) -> None:
+    """A code that opens no room. Past the limits (different wrong codes from one client, and from all of them) it
+    is answered 429 instead of 404; a right code is never refused, so that one attendee typing codes at random
+    cannot lock the room out for everyone behind the same address (README.md, "Limits", says what guessing costs).
+    The same wrong code typed again counts once."""
+    for name, who in (("join_codes_per_minute", client), ("join_codes_per_minute_server", "")):
+        if limits.over(name, who):
+            raise limits.reached(name)
+    if limits.first_time("join_codes_per_minute", client, code):
+        limits.take("join_codes_per_minute", client)
+        limits.take("join_codes_per_minute_server")
 
 
 def join(code: str, name: str, *, client: str, secret: str | None = None) -> tuple[Workshop, Attendee, str]:
     """An attendee joins by code and display name (a returning browser keeps its name and sessions)."""
-    _check_wrong_codes(client)
     room = by_code(code)
     if room is None:
-        _count_wrong_code(client)
+        _wrong_code(client, (code or "").strip().upper()[:12])
         raise CommandError(
             _("No workshop has the code %(code)s: check it with the facilitator.")
             % {"code": (code or "").strip()[:12]},
@@ -113,16 +125,28 @@ def join(code: str, name: str, *, client: str, secret: str | None = None) -> tup
     if known is not None:
         return room, known, secret  # type: ignore[return-value]
     name = clean_name(name)
+    if Attendee.objects.filter(workshop=room, name_key=name_key(name)).exists():
+        raise _taken(name)
+    taken = limits.take("room_attendees", room.pk)
     fresh = capability.new_key()
     try:
         with transaction.atomic():
-            attendee = Attendee.objects.create(workshop=room, name=name, key=capability.digest(fresh))
+            attendee = Attendee.objects.create(
+                workshop=room, name=name, name_key=name_key(name), key=capability.digest(fresh)
+            )
     except IntegrityError:
-        raise CommandError(
-            _("Someone in this room is already called %(name)s: pick another name.") % {"name": name}, status=409
-        ) from None
+        limits.give_back(taken)
+        raise _taken(name) from None
     signals.joined.send(sender=Workshop, room=room, attendee=attendee)
     return room, attendee, fresh
+
+
+def _taken(name: str) -> CommandError:
+    return CommandError(
+        _("Someone in this room is already called %(name)s (or a name that looks the same): pick another name.")
+        % {"name": name},
+        status=409,
+    )
 
 
 def move(room: Workshop, item: int) -> None:

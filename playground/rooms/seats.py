@@ -9,7 +9,7 @@ from playground import session
 from playground.models import Attendee, ScenarioText, Seat, Workshop
 from playground.rooms.room import derived_key
 from playground.scenario import parse_scenario
-from playground.session import store
+from playground.session import limits, store
 from playground.session.live import CommandError
 
 
@@ -26,7 +26,14 @@ def seat(room: Workshop, attendee: Attendee | None, item: int, owner_secret: str
     entry = room.agenda[item]
     text = ScenarioText.objects.get(pk=entry["text"])
     scenario = parse_scenario(text.text, f"{entry['id']}.yaml")
-    row = session.create(scenario, source=text.text, backend="sim", key=lambda sid: derived_key(owner_secret, sid))
+    # Not the attendee's per-client budget (a room behind one NAT would exhaust it at once): the room's creator's,
+    # and a room makes at most a session per attendee and item (the seats' unique constraint).
+    taken = limits.take("room_sessions_per_hour", room.client_key or f"room:{room.pk}")
+    try:
+        row = session.create(scenario, source=text.text, backend="sim", key=lambda sid: derived_key(owner_secret, sid))
+    except BaseException:
+        limits.give_back(taken)
+        raise
     try:
         with transaction.atomic():
             # The facilitator's seat (attendee NULL) is not covered by the unique constraint: the lock keeps it
@@ -39,6 +46,7 @@ def seat(room: Workshop, attendee: Attendee | None, item: int, owner_secret: str
         # Two pages of the same owner opened the item at once: the other one won; its session is the seat's.
         session.CACHE.evict(row.id)
         row.delete()
+        limits.give_back(taken)
         found = (
             Seat.objects.filter(workshop=room, attendee=attendee, item=item)
             .values_list("session_id", flat=True)

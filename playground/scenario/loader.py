@@ -67,6 +67,9 @@ _SIM_KEY = re.compile(r"^sim(?:\.[a-z0-9_-]+)+$")
 _DURATION = re.compile(r"^([0-9]+)\s*(ms|s|m|h)$")
 _DURATION_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000}
 _SQL_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,62}$")
+SEED_MAX = 2**31 - 1  # a session's seed is stored as a 32-bit integer (and the Play form takes no more)
+MAX_CLUSTER_PARTITIONS = 128  # all topics together
+MAX_TABLES = 16  # a database's tables (each is built, with its seed rows, when the file is checked)
 
 # A step's `expect:` as written: its outcomes in every profile, or its outcomes per profile selector (kept aside in
 # Reader.step_expects and resolved per run: a Step holds outcomes for one profile).
@@ -135,7 +138,7 @@ def parse_scenario(text: str, path: str = "<scenario>") -> Scenario:
     title = reader.attempt(reader.texts, node("title"), "title") if "title" in top else None
     summary = reader.attempt(reader.texts, node("summary"), "summary", default={}) if "summary" in top else {}
     tags = reader.attempt(_tags, reader, node("tags"), default=()) if "tags" in top else ()
-    seed = reader.attempt(reader.integer, node("seed"), "seed", 0, default=0) if "seed" in top else 0
+    seed = reader.attempt(reader.integer, node("seed"), "seed", 0, SEED_MAX, default=0) if "seed" in top else 0
     profile = (
         reader.attempt(_profile, reader, node("profile"), default=DEFAULT_PROFILE)
         if "profile" in top
@@ -332,7 +335,11 @@ def _parse_database(r: Reader, node: yaml.Node) -> DatabaseSpec:
     if "tables" not in pairs:
         raise r.fail(node, "database.tables", "missing: name at least one table")
     tables = []
-    for name, (name_node, table_node) in r.mapping(pairs["tables"][1], "database.tables").items():
+    table_nodes: dict[str, yaml.Node] = {}
+    declared = r.mapping(pairs["tables"][1], "database.tables")
+    if len(declared) > MAX_TABLES:
+        raise r.fail(pairs["tables"][1], "database.tables", f"at most {MAX_TABLES} tables, found {len(declared)}")
+    for name, (name_node, table_node) in declared.items():
         where = join_field("database.tables", name)
         if not _SQL_NAME.match(name) or name.lower().startswith(("sqlite_", "kafka_", "playground_")):
             raise r.fail(
@@ -356,10 +363,18 @@ def _parse_database(r: Reader, node: yaml.Node) -> DatabaseSpec:
             cells = r.sequence(row_node, join_field(join_field(where, "rows"), i))
             rows.append(tuple(_sql_value(r, c) for c in cells))
         tables.append(Table(name, columns, tuple(rows)))
-        try:
-            Database(DatabaseSpec(tuple(tables)))
-        except (SqlError, Exception) as exc:
-            raise r.fail(table_node, where, f"the database refuses this table: {exc}") from None
+        table_nodes[name] = table_node
+    # Built once, as a session builds it (one statement's time for all the tables and their rows, within the
+    # rows and bytes a session's database may hold): a wrong column or row is the table's error, with its line.
+    try:
+        Database(DatabaseSpec(tuple(tables)))
+    except SqlError as exc:
+        name = exc.table or tables[-1].name
+        raise r.fail(
+            table_nodes.get(name, pairs["tables"][1]),
+            join_field("database.tables", name),
+            f"the database refuses this table: {exc}",
+        ) from None
     reconcile, title = None, {}
     if "reconcile" in pairs:
         rec = r.mapping(pairs["reconcile"][1], "database.reconcile")
@@ -401,7 +416,16 @@ def _sql_value(r: Reader, node: yaml.Node) -> Any:
     if r.is_null(node):
         return None
     text = r.string(node, "database", non_empty=False)
-    return int(text) if INT.match(text) and not node.style else text
+    if INT.match(text) and not node.style:
+        value = int(text) if len(text) <= 20 else None
+        if value is None or not -(2**63) <= value < 2**63:
+            raise r.fail(
+                node,
+                "database",
+                f"{text[:24]}{'...' if len(text) > 24 else ''} is not a 64-bit integer (quote it to keep it as text)",
+            )
+        return value
+    return text
 
 
 def _app_args(
@@ -482,6 +506,12 @@ def _parse_cluster(r: Reader, node: yaml.Node | None) -> ClusterSpec:
                 else 1
             )
             topics.append(TopicSpec(name, partitions))
+            if sum(t.partitions for t in topics) > MAX_CLUSTER_PARTITIONS:
+                raise r.fail(
+                    value_node,
+                    where,
+                    f"a cluster has at most {MAX_CLUSTER_PARTITIONS} partitions in all (a page draws every one)",
+                )
     return ClusterSpec(brokers=brokers, config=config, topics=tuple(topics))
 
 
@@ -927,6 +957,8 @@ def _duration(r: Reader, node: yaml.Node, where: str, bare_number_ok: bool) -> i
         return r.integer(node, where, 1)
     text = node.value.strip() if isinstance(node, yaml.ScalarNode) else None
     match = _DURATION.match(text or "")
+    if match and len(match.group(1).lstrip("0")) > 12:  # more than 30 years in ms: past any clock.advance bound
+        raise r.fail(node, where, f"{match.group(0)[:24]}... is longer than any clock may advance")
     if not match or int(match.group(1)) <= 0:
         raise r.fail(node, where, f"expected a positive duration such as 61s, 500ms or 2m, got {r.describe(node)}")
     return int(match.group(1)) * _DURATION_MS[match.group(2)]
@@ -938,7 +970,7 @@ def _parse_tp(
     """`orders-0`: a declared topic and a partition in range (topic names may contain dashes: split at the last)."""
     name = r.string(key_node, where)
     topic, dash, number = name.rpartition("-")
-    if not dash or not number.isdigit():
+    if not dash or not (number.isascii() and number.isdigit()) or len(number) > 9:
         raise r.fail(key_node, where, f"{name!r} is not TOPIC-PARTITION (e.g. orders-0)")
     spec = cluster.topic(topic)
     if spec is None:

@@ -102,6 +102,7 @@ OUTCOMES = frozenset(
         "SQL_DENIED",
         "SQL_TIMEOUT",
         "SQL_CONSTRAINT",
+        "SQL_LIMIT",
         # the Java client (kafka-clients 3.9 and 4.x; playground/kafka/java/Worker.java): the simple class name of
         # the exception a call throws or a send's future fails with. Kafka's own (KafkaException, and what
         # Errors.java maps each broker error to) and the JDK's that kafka-clients throws (IllegalStateException:

@@ -21,6 +21,7 @@ T = TypeVar("T")
 D = TypeVar("D")
 
 INT = re.compile(r"^[+-]?[0-9]+$")
+LONG_MAX = 2**63 - 1  # the largest whole number a scenario holds: Kafka's longs (offsets, timeouts) and SQLite's
 _LANG = re.compile(r"^[a-z]{2,3}(?:-[A-Za-z0-9]+)?$")
 _NULLS = ("", "~", "null", "Null", "NULL")
 
@@ -129,9 +130,16 @@ class Reader:
     def integer(self, node: yaml.Node, field: str, lo: int | None = None, hi: int | None = None) -> int:
         if not isinstance(node, yaml.ScalarNode) or not INT.match(node.value.replace("_", "")):
             raise self.fail(node, field, f"expected a whole number, got {self.describe(node)}")
+        digits = node.value.replace("_", "").lstrip("+-").lstrip("0")
+        top = LONG_MAX if hi is None else hi
+        if lo is not None:
+            bounds = f"between {lo} and {hi}" if hi is not None else f"at least {lo} (and at most {top:,})"
+        else:
+            bounds = f"at most {top}"
+        if len(digits) > len(str(LONG_MAX)):  # int() of thousands of digits is slow, and refused past 4,300
+            raise self.fail(node, field, f"must be {bounds}, got a number of {len(digits):,} digits")
         value = int(node.value.replace("_", ""), 10)  # decimal always: `010` is ten, not YAML 1.1's octal eight
-        if (lo is not None and value < lo) or (hi is not None and value > hi):
-            bounds = f"between {lo} and {hi}" if hi is not None else f"at least {lo}"
+        if (lo is not None and value < lo) or value > top:
             raise self.fail(node, field, f"must be {bounds}, got {value}")
         return value
 

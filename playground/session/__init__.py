@@ -39,7 +39,7 @@ from playground.session.commands import (
     step,
     validate_step,
 )
-from playground.session.create import client_key, create, fork
+from playground.session.create import client_key, create, fork, keep_text
 from playground.session.live import (
     NAME_RE,
     CommandError,
@@ -88,6 +88,7 @@ __all__ = [
     "group_name",
     "hint",
     "kafka_configured",
+    "keep_text",
     "kept_on_reset",
     "live_only",
     "load",

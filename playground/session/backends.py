@@ -96,11 +96,9 @@ def build(
 ) -> Backend:
     """The backend for the session's profile, with the scenario's database beside it when it declares one
     (playground/scenario/database.py)."""
-    from playground.scenario.database import with_database
-
     factory = BACKEND_FACTORIES.get(name) or _extra_backend(name)
     if factory is not None:
-        return with_database(factory(cluster, actors, seed=seed, profile=profile), database)
+        return _with_database(factory(cluster, actors, seed=seed, profile=profile), database)
     if name == "kafka" and not kafka_configured(profile):
         raise CommandError(not_configured(profile))
     if name not in ("sim", "kafka"):
@@ -108,7 +106,21 @@ def build(
     backend = make_backend(
         name, cluster, actors, seed=seed, profile=profile, **({"keep_events": False} if name == "sim" else {})
     )
-    return with_database(backend, database)
+    return _with_database(backend, database)
+
+
+def _with_database(backend: Backend, database: DatabaseSpec | None) -> Backend:
+    """The scenario's database beside the backend. Building it can fail where the file's check passed (this
+    server's limits are tighter, or its machine slower than the time limit allows): the scenario's problem."""
+    from playground.scenario.database import SqlError, with_database
+
+    try:
+        return with_database(backend, database)
+    except SqlError as exc:
+        backend.close()
+        raise CommandError(
+            _("This scenario's database cannot be built here: %(e)s") % {"e": f"{exc.outcome}: {exc}"}, status=422
+        ) from None
 
 
 class DetachedBackend(Backend):

@@ -1,9 +1,9 @@
 """The live cache of this process: the sessions' heads (`Live`), their simulator checkpoints, and recent moments.
 
-Checkpoints: after every CHECKPOINT_EVERY commands of a simulated session, the backend's whole state is kept as
-compressed bytes (cloudpickle: the simulator's scheduled callbacks are closures, which plain pickle refuses), so
-that reaching step k ("back", scrubbing, `?at=k`, a fork) replays at most the commands since the nearest
-checkpoint instead of the whole log. They are bounded in memory (PLAYGROUND_CHECKPOINT_MB for the process): the
+Checkpoints: after every CHECKPOINT_EVERY commands of a simulated session (and after every SQL_CHECKPOINT_MS of its
+database's statements), the backend's whole state is kept as compressed bytes (cloudpickle: the simulator's
+scheduled callbacks are closures, which plain pickle refuses), so that reaching step k ("back", scrubbing, `?at=k`,
+a fork) replays at most the commands since the nearest checkpoint instead of the whole log. They are bounded in memory (PLAYGROUND_CHECKPOINT_MB for the process): the
 least recently used sessions lose theirs first, and rebuild them the next time they replay from the start.
 
 Moments: the last few read-only states built for scrubbing, so that dragging forward from step k to k+1 applies
@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 CHECKPOINT_EVERY = 100
+SQL_CHECKPOINT_MS = 50.0
 
 
 class _Pickler(cloudpickle.Pickler):  # type: ignore[misc]  # cloudpickle ships no types: its Pickler is Any here
@@ -149,11 +150,18 @@ class Cache:
 
     # ---- checkpoints ----------------------------------------------------------------------------------------
     def keep_checkpoint(self, live: Live, length: int) -> None:
-        """Freeze the backend of `live` (which reflects its first `length` commands) if a checkpoint is due."""
-        if length == 0 or length % CHECKPOINT_EVERY or length in live.checkpoints or live.moment is not None:
+        """Freeze the backend of `live` (which reflects its first `length` commands) if a checkpoint is due: every
+        CHECKPOINT_EVERY commands, and after SQL_CHECKPOINT_MS of the scenario database's statements since the
+        last one, so that reaching a step never runs more than that of SQL again (a session's statements may take
+        a second in all: without these, each `?at=` after them would pay it again)."""
+        if length == 0 or length in live.checkpoints or live.moment is not None:
+            return
+        sql_ms = float(getattr(getattr(live.backend, "db", None), "spent_ms", 0.0))
+        if length % CHECKPOINT_EVERY and sql_ms - live.sql_checkpointed_ms < SQL_CHECKPOINT_MS:
             return
         try:
             live.checkpoints[length] = live.checkpoint(freeze(live.backend))
+            live.sql_checkpointed_ms = sql_ms
         except Exception:
             log.warning(
                 "session %s: no checkpoint at %d (the backend cannot be frozen)", live.session_id, length, exc_info=True

@@ -94,6 +94,7 @@ def commit(
         for _attempt in range(5):
             row = store.read(session_id)
             live = catch_up(row)
+            live.owner = row.client_key or f"session:{row.pk}"  # whose budgets its commands spend
             if live.detached and not allow_detached:
                 raise CommandError(detached_message(live.detached), status=409)
             try:
@@ -145,6 +146,7 @@ def validate_step(live: Live, step: Step) -> None:
     if step.actor == APP:
         if live.scenario is None or live.scenario.database is None or step.action not in APP_ACTIONS:
             raise CommandError(_("This session has no database for app steps."))
+        check_sql_budget(live, step)
         return
     if step.actor in CLUSTER_ACTORS:
         if step.action not in CLUSTER_ACTORS[step.actor]:
@@ -186,6 +188,31 @@ def validate_step(live: Live, step: Step) -> None:
             )
 
 
+def _sql_spent_ms(live: Live) -> float:
+    return float(getattr(getattr(live.backend, "db", None), "spent_ms", 0.0))
+
+
+def check_sql_budget(live: Live, step: Step) -> None:
+    """An app.sql step only while the session's statements have taken less than their time in all (each replay of
+    the log, in another process, at `?at=`, in a fork or a comparison, runs them again) and its creator's sessions
+    less than theirs in the last minute. Checked before the command, never on a replay, so a stored log replays
+    the same everywhere."""
+    if step.actor == APP and step.action == "sql":
+        limits.check_sql_time(_sql_spent_ms(live))
+        if limits.over("db_ms_per_minute", live.owner):
+            raise limits.reached("db_ms_per_minute")
+
+
+def _run_charged(live: Live, entry: dict[str, Any]) -> dict[str, Any]:
+    """run_entry, with the SQL time it took counted against the session's creator."""
+    before = _sql_spent_ms(live)
+    done = run_entry(live, entry)
+    spent = _sql_spent_ms(live) - before
+    if spent > 0:
+        limits.charge("db_ms_per_minute", live.owner, spent)
+    return done
+
+
 # --------------------------------------------------------------------------------------------------- commands
 def _paced(live: Live, entry: dict[str, Any]) -> dict[str, Any]:
     """The entry with the wall time since the previous paced command, when the session runs at its user's pace."""
@@ -219,7 +246,7 @@ def apply_step(session_id: str, step: Step) -> tuple[Live, str]:
     def mutate(live: Live) -> Change:
         limits.check_commands(live.length + 1)
         validate_step(live, step)
-        entry = run_entry(live, _paced(live, {"step": step.to_dict()}))
+        entry = _run_charged(live, _paced(live, {"step": step.to_dict()}))
         return Change(append=[entry], message=entry["outcome"])
 
     live, change = commit(session_id, mutate)
@@ -232,7 +259,8 @@ def _next_scenario_step(live: Live) -> Change:
     if k >= len(steps):
         return Change(running=False if live.running else None, message="end")
     limits.check_commands(live.length + 1)
-    entry = run_entry(live, _paced(live, {"step": steps[k].to_dict(), "n": k}))
+    check_sql_budget(live, steps[k])
+    entry = _run_charged(live, _paced(live, {"step": steps[k].to_dict(), "n": k}))
     done = k + 1 >= len(steps)
     return Change(append=[entry], running=False if (done and live.running) else None, message=entry["outcome"])
 

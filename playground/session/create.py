@@ -11,16 +11,14 @@ from __future__ import annotations
 import hashlib
 import hmac
 from collections.abc import Callable
-from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from playground.engine.spec import DEFAULT_PROFILE, Profile
-from playground.models import ScenarioText, Session
+from playground.models import ScenarioText, Session, normalise_text, text_id
 from playground.session import capability, limits, store
 from playground.session.backends import kafka_configured, live_only, not_configured
 from playground.session.cache import CACHE
@@ -36,10 +34,46 @@ def client_key(address: str | None) -> str:
     return hmac.new(secret, (address or "?").encode(), hashlib.sha256).hexdigest()[:32]
 
 
-def _check_rate(client: str) -> None:
-    if client:
-        since = timezone.now() - timedelta(seconds=60)
-        limits.check_sessions_per_minute(Session.objects.filter(client_key=client, created_at__gte=since).count())
+def _is_library_text(scenario: Any, text: str) -> bool:
+    from playground.scenario import library
+
+    shipped = library.get(scenario.id) if scenario is not None else None
+    return shipped is not None and normalise_text(shipped.source) == normalise_text(text)
+
+
+def _new_text_allowed(text: str, client: str, library_text: bool = False) -> list[str]:
+    """A scenario text about to be stored: when it is new (the same text is stored once, under its content's
+    address) and not one of the library's, it counts against the client's and the server's quotas. The buckets
+    taken, to give back when nothing is stored after all."""
+    if library_text or ScenarioText.objects.filter(pk=text_id(text)).exists():
+        return []
+    taken = []
+    try:
+        if client:
+            taken.append(limits.take("texts_per_hour", client))
+        taken.append(limits.take("texts_per_hour_server"))
+    except limits.LimitExceeded:
+        for bucket in taken:
+            limits.give_back(bucket)
+        raise
+    return taken
+
+
+def keep_text(text: str, scenario_id: str, *, client: str, shared: bool = False) -> ScenarioText:
+    """Store a scenario text ("Save and share"), within the quotas on new texts."""
+    taken = _new_text_allowed(text, client)
+    try:
+        return ScenarioText.store(text, scenario_id, shared=shared)
+    except BaseException:
+        for bucket in taken:
+            limits.give_back(bucket)
+        raise
+
+
+def _give_back(buckets: list[str | None]) -> None:
+    for bucket in buckets:
+        if bucket:
+            limits.give_back(bucket)
 
 
 def _with_key(row: Session, key_of: Callable[[str], str] | None = None) -> Session:
@@ -63,13 +97,35 @@ def create(
 ) -> Session:
     """A new session for a scenario (with the exact text it was loaded from) or free play (scenario None), in
     `profile` (default: the scenario's own, else Kafka 3.9 with librdkafka). `client` is the creator's key."""
-    _check_rate(client)
+    taken: list[str | None] = [limits.sessions_per_minute(client)]
+    try:
+        return _create(scenario, source, backend, seed, client, key, profile, taken)
+    except BaseException:
+        _give_back(taken)  # nothing was made: nothing is counted
+        raise
+
+
+def _create(
+    scenario: Any | None,
+    source: str,
+    backend: str,
+    seed: int | None,
+    client: str,
+    key: Callable[[str], str] | None,
+    profile: Profile | None,
+    taken: list[str | None],
+) -> Session:
     profile = profile or (scenario.profile if scenario is not None else DEFAULT_PROFILE)
+    text: ScenarioText | None = None
     if scenario is not None:
         row = Session(
             scenario_id=scenario.id, backend=backend, seed=scenario.seed if seed is None else seed, client_key=client
         )
-        row.source = ScenarioText.store(source or scenario.source, scenario.id)
+        body = normalise_text(source or scenario.source)
+        taken += _new_text_allowed(body, client, _is_library_text(scenario, body))
+        # Not stored yet: a scenario that does not build leaves nothing behind.
+        text = ScenarioText(id=text_id(body), text=body, scenario_id=scenario.id)
+        row.source = text
     else:
         row = Session(backend=backend, seed=seed or 0, client_key=client)
     row.profile = profile
@@ -77,7 +133,10 @@ def create(
     # Build it once now: a scenario that fails to load or a backend that cannot start is the creator's error.
     live = fresh(row)
     try:
-        row.save(force_insert=True)
+        with transaction.atomic():
+            if text is not None:
+                row.source = ScenarioText.store(text.text, text.scenario_id)
+            row.save(force_insert=True)
     except Exception:
         _close(live)
         raise
@@ -101,7 +160,15 @@ def fork(session_id: str, at: int, *, backend: str | None = None, client: str = 
         raise CommandError(_("Unknown backend %(b)s.") % {"b": target})
     if target == "kafka" and not kafka_configured(origin.profile):
         raise CommandError(not_configured(origin.profile))
-    _check_rate(client)
+    taken = limits.sessions_per_minute(client)
+    try:
+        return _fork(head, origin, at, target, client)
+    except BaseException:
+        _give_back([taken])
+        raise
+
+
+def _fork(head: Live, origin: Session, at: int, target: str, client: str) -> Session:
     # a fork keeps the profile: the same Kafka and client, whichever backend it runs on
     row = _with_key(
         Session(

@@ -167,6 +167,8 @@ class Live:
     replica: bool = False  # a moment of a real-cluster session: the simulator's replay of its log
     seat: dict[str, Any] | None = None  # a workshop's session: store.seat_of() (room, code, attendee, name, item)
     profile: Profile = DEFAULT_PROFILE  # which Kafka and which client (the session's row says)
+    owner: str = ""  # whose per-client budgets its commands spend: the creator's key (commands.commit sets it)
+    sql_checkpointed_ms: float = 0.0  # its database's statements' time at its latest checkpoint (cache.py)
     # The simulator's state after every CHECKPOINT_EVERY commands (see cache.py); never on a moment.
     checkpoints: dict[int, Checkpoint] = field(default_factory=dict)
     # Derived from the log as entries are recorded (so a panel update does not walk 10,000 commands):
@@ -240,6 +242,7 @@ class Live:
         self.marks, self.produced = head.marks[: cp.marks], dict(cp.produced)
         self.predictions, self.hints_shown = dict(cp.predictions), cp.hints_shown
         self.paced, self.paced_at_ms = cp.paced, cp.paced_at_ms
+        self.sql_checkpointed_ms = float(getattr(getattr(self.backend, "db", None), "spent_ms", 0.0))
 
     @property
     def length(self) -> int:

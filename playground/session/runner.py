@@ -21,6 +21,7 @@ from django.utils import timezone
 
 from playground.models import Session
 from playground.session.commands import run_one, set_running
+from playground.session.limits import LimitExceeded
 from playground.session.live import CommandError
 
 log = logging.getLogger(__name__)
@@ -48,7 +49,7 @@ async def run_loop(session_id: str) -> None:
             if not more:
                 break
             await asyncio.sleep(max(0.0, run_delay_s() - (time.monotonic() - started)))
-    except CommandError as exc:
+    except (CommandError, LimitExceeded) as exc:
         log.info("session %s: run stopped: %s", session_id, exc)
         await database_sync_to_async(_stop_quietly)(session_id)
     except Exception:

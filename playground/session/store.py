@@ -11,12 +11,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, cast
 
-from django.db import connection, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import F
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from playground.models import Command, Seat, Session
+from playground.models import Command, CommandAnswer, Seat, Session
+from playground.session import limits
 from playground.session.live import CommandError
 
 
@@ -120,6 +121,20 @@ def append(row: Session, entries: Sequence[Mapping[str, Any]], running: bool | N
     return ids
 
 
+def _forget_dropped(session_id: str) -> None:
+    """Dropped rows beyond the newest `dropped_commands` go: "back" and "reset" over and over would otherwise grow
+    a session's rows without end while its live log stays short (nothing reads a dropped row)."""
+    kept = limits.limit("dropped_commands")
+    oldest_kept = (
+        Command.objects.filter(session_id=session_id, dropped=True)
+        .order_by("-id")
+        .values_list("id", flat=True)[kept : kept + 1]
+        .first()
+    )
+    if oldest_kept is not None:
+        Command.objects.filter(session_id=session_id, dropped=True, id__lte=oldest_kept).delete()
+
+
 def truncate(row: Session, keep: int, running: bool | None = None) -> bool:
     """The log keeps its first `keep` commands; the rest are marked dropped."""
     fields: dict[str, Any] = {"length": keep}
@@ -129,6 +144,7 @@ def truncate(row: Session, keep: int, running: bool | None = None) -> bool:
         if not _bump(row, **fields):
             return False
         Command.objects.filter(session_id=row.pk, dropped=False, seq__gte=keep).update(dropped=True)
+        _forget_dropped(row.pk)
     return True
 
 
@@ -141,6 +157,7 @@ def replace(row: Session, entries: Sequence[Mapping[str, Any]], running: bool | 
         if not _bump(row, **fields):
             return None
         Command.objects.filter(session_id=row.pk, dropped=False).update(dropped=True)
+        _forget_dropped(row.pk)
         ids = []
         for i, entry in enumerate(entries):
             body, outcome = _split(entry)
@@ -169,3 +186,42 @@ def row_ids(session_id: str) -> list[int]:
     return list(
         Command.objects.filter(session_id=session_id, dropped=False).order_by("seq").values_list("id", flat=True)
     )
+
+
+# ------------------------------------------------------------------------------------------- Idempotency-Key
+PENDING = 0
+
+
+def reserve_answer(session_id: str, key: str) -> CommandAnswer | None:
+    """The first request with `key` in this session reserves it (None: go ahead, then `keep_answer`); a request
+    with a key already seen gets its row (its answer, or PENDING while the first one is still being carried out).
+    The session keeps the newest `idempotency_keys` of them."""
+    try:
+        with transaction.atomic():
+            CommandAnswer.objects.create(session_id=session_id, key=key, status=PENDING)
+    except IntegrityError:
+        return cast(CommandAnswer | None, CommandAnswer.objects.filter(session_id=session_id, key=key).first())
+    kept = limits.limit("idempotency_keys")
+    oldest_kept = (
+        CommandAnswer.objects.filter(session_id=session_id)
+        .order_by("-id")
+        .values_list("id", flat=True)[kept : kept + 1]
+        .first()
+    )
+    if oldest_kept is not None:
+        CommandAnswer.objects.filter(session_id=session_id, id__lte=oldest_kept).delete()
+    return None
+
+
+def keep_answer(session_id: str, key: str, status: int, body: str) -> None:
+    CommandAnswer.objects.filter(session_id=session_id, key=key).update(status=status, body=body[:4000])
+
+
+def release_answer(session_id: str, key: str) -> None:
+    """The first request failed before it had an answer (nothing of it was stored): the key may be tried again."""
+    CommandAnswer.objects.filter(session_id=session_id, key=key, status=PENDING).delete()
+
+
+def answer_of(session_id: str, key: str) -> tuple[int, str] | None:
+    row = CommandAnswer.objects.filter(session_id=session_id, key=key).values_list("status", "body").first()
+    return None if row is None else (int(row[0]), str(row[1]))

@@ -14,6 +14,7 @@ import json
 import logging
 import threading
 from collections.abc import Iterable, Mapping
+from html import escape
 from typing import Any
 
 from asgiref.sync import async_to_sync
@@ -21,6 +22,7 @@ from channels.layers import get_channel_layer
 from django.conf import settings
 from django.template.loader import render_to_string
 from django.utils import translation
+from django.utils.translation import gettext as _
 
 from playground.scenario.i18n import LANGS
 from playground.web import board, panels
@@ -33,6 +35,38 @@ MESSAGE_TYPE = "session.update"
 # publish skip unchanged panels and items.
 _sent: dict[str, tuple[int, dict[str, str], dict[str, dict[str, str]]]] = {}
 _sent_lock = threading.Lock()
+
+
+# Between the fragments of an update or a snapshot (a panel, a card, a strip, the version): where a websocket may
+# cut it into frames of at most `frame_bytes` (frames()). Never sent to a page.
+SEP = "\x1e"
+
+
+def frames(text: str, limit_bytes: int) -> list[str]:
+    """An update or a snapshot as the frames a websocket sends: its fragments in order, as many in each frame as
+    fit in `limit_bytes` (UTF-8). A fragment larger than that on its own is left out, with a notice instead (the
+    page, loaded again over HTTP, shows it)."""
+    out: list[str] = []
+    frame: list[str] = []
+    size = 0
+    for part in text.split(SEP):
+        n = len(part.encode("utf-8"))
+        if n > limit_bytes:
+            log.warning("a fragment of %d bytes is over the %d-byte frame: left out of the live update", n, limit_bytes)
+            part = (
+                '<div id="ws-notice" hx-swap-oob="true" class="notice error">'
+                + escape(_("Part of this update is too large to show live: reload the page to see it."))
+                + "</div>"
+            )
+            n = len(part.encode("utf-8"))
+        if frame and size + n > limit_bytes:
+            out.append("".join(frame))
+            frame, size = [], 0
+        frame.append(part)
+        size += n
+    if frame:
+        out.append("".join(frame))
+    return out
 
 
 def view_of(live: Any) -> dict[str, Any]:
@@ -85,8 +119,9 @@ def snapshot(live: Any, lang: str, head: Any = None) -> str:
     `head` is the session itself: the slider's track shows the whole log, and the version is the head's."""
     contexts = panels.contexts(live, view_of(live), head=head)
     u = urls(live.session_id)
-    return "".join(render(name, contexts[name], lang, live.session_id, u=u) for name in panels.PANELS) + version_tag(
-        head or live
+    return SEP.join(
+        [render(name, contexts[name], lang, live.session_id, u=u) for name in panels.PANELS]
+        + [version_tag(head or live)]
     )
 
 
@@ -153,7 +188,7 @@ def fragments(
         html = [render(name, contexts[name], lang, live.session_id, u=u) for name in whole]
         for name, changed in parts.items():
             html += [_render_item(name, item, contexts[name], lang, u) for item in changed]
-        out[lang] = "".join(html) + version_tag(live, base)
+        out[lang] = SEP.join([*html, version_tag(live, base)])
         # What a viewer looking at an earlier step gets: the slider's track, so the log's growth stays visible.
         scrub[lang] = html[whole.index("scrubber")] if "scrubber" in whole else ""
     return out, scrub

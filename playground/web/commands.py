@@ -4,6 +4,8 @@ then validates the input with the command's form and calls one session function.
 
 from __future__ import annotations
 
+import re
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -11,7 +13,7 @@ from typing import Any
 from django.utils.translation import gettext as _
 
 from playground import session
-from playground.session import capability, store
+from playground.session import capability, limits, store
 from playground.web import forms
 
 
@@ -87,3 +89,73 @@ def execute(name: str, sid: str, data: Mapping[str, Any], key: str | None) -> Co
             raise session.CommandError(form.message())
     command.run(sid, form)
     return command
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What a command is answered: 204 and nothing, or a 4xx and the sentence. `command` is the command carried out
+    (None when it was refused, or when this is the first answer again: an Idempotency-Key seen before)."""
+
+    status: int
+    body: str = ""
+    command: Command | None = None
+    replayed: bool = False
+
+
+IDEMPOTENCY_KEY = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
+WAIT_FOR_FIRST_S = 10.0  # a retry that arrives while the first request is still being carried out waits this long
+
+
+def answer(
+    name: str,
+    sid: str,
+    data: Mapping[str, Any],
+    key: str | None,
+    idempotency_key: str | None = None,
+    wait_s: float = WAIT_FOR_FIRST_S,
+) -> Answer:
+    """`execute`, answered: every refusal as its status and sentence. With an Idempotency-Key (the HTTP header, the
+    websocket's "idempotency_key"), the same key within a session gets the first answer again and changes nothing:
+    a POST whose answer was lost and is sent again is not a second command."""
+    if idempotency_key is None:
+        return _answer(name, sid, data, key)
+    if not IDEMPOTENCY_KEY.match(idempotency_key):
+        return Answer(400, _("Idempotency-Key: 1 to 64 letters, digits, '.', '_', ':' or '-'."))
+    try:
+        authorize(sid, key)  # a watcher's keys are never stored
+    except session.CommandError as exc:
+        return Answer(exc.status, str(exc))
+    first = store.reserve_answer(sid, idempotency_key)
+    if first is not None:
+        return _first_answer(sid, idempotency_key, wait_s)
+    try:
+        done = _answer(name, sid, data, key)
+    except BaseException:
+        store.release_answer(sid, idempotency_key)
+        raise
+    store.keep_answer(sid, idempotency_key, done.status, done.body)
+    return done
+
+
+def _first_answer(sid: str, idempotency_key: str, wait_s: float) -> Answer:
+    deadline = time.monotonic() + wait_s
+    while True:
+        stored = store.answer_of(sid, idempotency_key)
+        if stored is None:  # the first request failed and let the key go: this one is the first now
+            return Answer(409, _("The first request with this Idempotency-Key failed: send the command again."))
+        if stored[0] != store.PENDING:
+            return Answer(stored[0], stored[1], replayed=True)
+        if time.monotonic() > deadline:
+            return Answer(409, _("A request with this Idempotency-Key is still being carried out."))
+        time.sleep(0.05)
+
+
+def _answer(name: str, sid: str, data: Mapping[str, Any], key: str | None) -> Answer:
+    try:
+        return Answer(204, command=execute(name, sid, data, key))
+    except session.CommandError as exc:
+        return Answer(exc.status, str(exc))
+    except limits.LimitExceeded as exc:
+        return Answer(exc.status, str(exc))
+    except forms.forms.ValidationError as exc:
+        return Answer(400, "; ".join(exc.messages))

@@ -6,8 +6,9 @@ What a client may send (JSON text frames of at most 4 KB):
 - {"type": "ping"} -> a pong frame; {"type": "snapshot"} -> a full snapshot again.
 - {"type": "at", "step": k} -> step k of the session, for this viewer only; while a viewer holds an earlier step,
   updates bring it only the time slider's track. {"type": "live"} -> back to the live session (a full snapshot).
-- {"type": "command", "command": NAME, "data": {...}} -> one of commands.COMMANDS, exactly as over HTTP, behind the
-  same drive capability (the handshake's cookie): without it, a 403 error frame and nothing changes.
+- {"type": "command", "command": NAME, "data": {...}, "idempotency_key": KEY (optional)} -> one of
+  commands.COMMANDS, exactly as over HTTP, behind the same drive capability (the handshake's cookie): without it, a
+  403 error frame and nothing changes. A key seen before in the session gets the first answer again.
 Anything else gets an error frame (an out-of-band fragment for the #ws-error element) and changes nothing.
 """
 
@@ -28,7 +29,7 @@ from django.utils import translation
 from playground import session
 from playground.scenario.i18n import normalize
 from playground.session import capability, limits
-from playground.web import board, broadcast, commands, forms
+from playground.web import board, broadcast, commands
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +62,7 @@ def _step_of(value) -> int | None:
     if isinstance(value, bool) or not isinstance(value, (int, str)):
         return None
     text = str(value)
-    return int(text) if text.isdigit() and len(text) <= 9 else None
+    return int(text) if text.isascii() and text.isdigit() and len(text) <= 9 else None  # not "²": int() refuses it
 
 
 def error_frame(message: str) -> str:
@@ -112,7 +113,11 @@ class SessionConsumer(AsyncWebsocketConsumer):
             log.exception("session %s: snapshot failed", self.sid)
             await self.send(text_data=error_frame("This session cannot be shown right now."))
             return
-        await self.send(text_data=html)
+        await self.send_frames(html)
+
+    async def send_frames(self, text: str) -> None:
+        for frame in broadcast.frames(text, limits.limit("frame_bytes")):
+            await self.send(text_data=frame)
 
     def _snapshot(self) -> str:
         head = session.load(self.sid)
@@ -156,25 +161,29 @@ class SessionConsumer(AsyncWebsocketConsumer):
 
     async def command(self, message: dict) -> None:
         name, data = message.get("command"), message.get("data") or {}
-        if not isinstance(name, str) or not isinstance(data, dict):
-            await self.send(text_data=error_frame('command: send {"command": NAME, "data": {...}}.'))
+        idempotency_key = message.get("idempotency_key")
+        if (
+            not isinstance(name, str)
+            or not isinstance(data, dict)
+            or not isinstance(idempotency_key, (str, type(None)))
+        ):
+            await self.send(
+                text_data=error_frame('command: send {"command": NAME, "data": {...}[, "idempotency_key": KEY]}.')
+            )
             return
-        try:
-            with translation.override(self.lang):
-                done = await database_sync_to_async(self._execute)(name, {str(k): str(v) for k, v in data.items()})
-        except session.CommandError as exc:
-            text = f"{exc.status}: {exc}" if exc.status == 403 else str(exc)
-            await self.send(text_data=error_frame(text))
-            return
-        except (limits.LimitExceeded, forms.forms.ValidationError) as exc:
-            await self.send(text_data=error_frame("; ".join(getattr(exc, "messages", [str(exc)]))))
-            return
-        if done.starts_runner:
+        done = await database_sync_to_async(self._execute)(
+            name, {str(k): str(v) for k, v in data.items()}, idempotency_key
+        )
+        if done.status >= 400:
+            await self.send(text_data=error_frame(f"{done.status}: {done.body}" if done.status == 403 else done.body))
+        elif done.command is not None and done.command.starts_runner:
             session.ensure_runner(self.sid)
 
-    def _execute(self, name: str, data: dict):
+    def _execute(self, name: str, data: dict, idempotency_key: str | None) -> commands.Answer:
         with translation.override(self.lang):
-            return commands.execute(name, self.sid, data, self.key)
+            # No waiting here for a first request still being carried out: this thread serves every socket's
+            # database calls in this process.
+            return commands.answer(name, self.sid, data, self.key, idempotency_key=idempotency_key, wait_s=0)
 
     # ---- group messages: one handler per type
     async def session_update(self, event: dict) -> None:
@@ -185,7 +194,7 @@ class SessionConsumer(AsyncWebsocketConsumer):
             # Rendered before this page's language was known to the session (it opened meanwhile): everything again.
             await self.send_snapshot()
         elif text:
-            await self.send(text_data=text)
+            await self.send_frames(text)
 
     async def session_notice(self, event: dict) -> None:
         level = "error" if event.get("level") == "error" else "info"

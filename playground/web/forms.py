@@ -213,6 +213,14 @@ class ForkForm(Form):
     backend = forms.ChoiceField(required=False, choices=[("sim", "sim"), ("kafka", "kafka")])
 
 
+class CellForm(Form):
+    """A database cell's address on the page: its table ("" for the reconciliation's rows), row and column."""
+
+    table = forms.CharField(required=False, max_length=64)
+    row = forms.IntegerField(min_value=0, max_value=100_000)
+    col = forms.IntegerField(min_value=0, max_value=1000)
+
+
 class ClaimForm(Form):
     key = forms.CharField(max_length=128)
 

@@ -26,7 +26,7 @@ def problem(message: str, status: int = 400) -> HttpResponse:
 
 
 def answers_problems(view: Callable[..., Any]) -> Callable[..., HttpResponse]:
-    """Bad input and limits become a 4xx with the sentence (429 for the per-client creation limit)."""
+    """Bad input and limits become a 4xx with the sentence (429 for a count over time: wait and try again)."""
 
     @functools.wraps(view)
     def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
@@ -35,7 +35,7 @@ def answers_problems(view: Callable[..., Any]) -> Callable[..., HttpResponse]:
         except session.CommandError as exc:
             return problem(str(exc), exc.status)
         except limits.LimitExceeded as exc:
-            return problem(str(exc), 429 if exc.name == "sessions_per_minute" else 422)
+            return problem(str(exc), exc.status)
         except forms.forms.ValidationError as exc:
             return problem("; ".join(exc.messages))
 

@@ -17,9 +17,6 @@ import hashlib
 import hmac
 import json
 import re
-import threading
-import time
-from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -34,11 +31,11 @@ from django.utils.safestring import SafeString, mark_safe
 
 from playground.inspector.config import InspectorError, load_settings
 from playground.inspector.toscenario import txid_names
+from playground.session import limits
 from playground.web.templatetags import playground as tags
 
 COOKIE = "inspector_key"
 COOKIE_MAX_AGE_S = 7 * 24 * 3600  # an operator's week; the key is asked again after that
-WRONG_KEYS_PER_MINUTE = 10  # per client and server process: guessing a key gets nowhere fast
 TOPIC_NAME = re.compile(r"^[A-Za-z0-9._-]{1,249}$")  # Kafka's own rule (Topic.validate)
 LIST_MAX = 64  # topics, partitions, ids or offsets in one selection
 PALETTE = 8  # producer colours, as on the session page (CSS pc0..pc7)
@@ -85,24 +82,15 @@ def authorized(cookie: str | None) -> bool:
     return hmac.compare_digest(cookie.encode(), cookie_value().encode())
 
 
-_wrong: dict[str, deque[float]] = {}
-_wrong_lock = threading.Lock()
-
-
-def too_many_wrong_keys(client: str) -> bool:
-    with _wrong_lock:
-        seen = _wrong.get(client)
-        now = time.monotonic()
-        while seen and now - seen[0] > 60:
-            seen.popleft()
-        return seen is not None and len(seen) >= WRONG_KEYS_PER_MINUTE
-
-
-def count_wrong_key(client: str) -> None:
-    with _wrong_lock:
-        if len(_wrong) > 10_000:
-            _wrong.clear()
-        _wrong.setdefault(client, deque()).append(time.monotonic())
+def wrong_key(client: str, key: str) -> None:
+    """A wrong key: LimitExceeded (a 429) once the client has tried `inspector_keys_per_minute` different ones in
+    the last minute, counted in the database (every server process, concurrent guesses included). The right key is
+    never refused (key_matches is asked first), so a guesser behind the same address locks nobody out."""
+    name = "inspector_keys_per_minute"
+    if limits.over(name, client):
+        raise limits.reached(name)
+    if limits.first_time(name, client, hashlib.sha256(key.encode()).hexdigest()[:32]):
+        limits.take(name, client)
 
 
 # ------------------------------------------------------------------------------------------------ selection
@@ -135,7 +123,7 @@ class Selection:
 
         def tp(text: str, n: int) -> list[str]:
             parts = text.rsplit(":", n)  # topic names have no ':' (Kafka allows [a-zA-Z0-9._-])
-            if len(parts) != n + 1 or not all(p.isdigit() and len(p) <= 12 for p in parts[1:]):
+            if len(parts) != n + 1 or not all(p.isascii() and p.isdigit() and len(p) <= 12 for p in parts[1:]):
                 raise SelectionError(f"{text!r}: expected TOPIC:PARTITION{':OFFSET' if n == 2 else ''}")
             return parts
 

@@ -28,6 +28,7 @@ from django.views.decorators.http import require_GET, require_POST
 from playground.inspector import InspectorError, RefusedError, get_inspector
 from playground.inspector.toscenario import scenario_text
 from playground.scenario.i18n import normalize
+from playground.session import limits
 from playground.web import forms
 from playground.web import inspectpage as web
 from playground.web.consumers import _language, error_frame
@@ -155,12 +156,12 @@ def key(request: HttpRequest) -> HttpResponse:
     reason = web.off_reason()
     if reason:
         return _off(request, reason)
-    who = client(request)
-    if web.too_many_wrong_keys(who):
-        return _ask_key(request, "Too many wrong keys from here in the last minute: wait a minute.", 429)
     form = KeyForm(request.POST)
     if not form.is_valid() or not web.key_matches(form.cleaned_data["key"]):
-        web.count_wrong_key(who)
+        try:
+            web.wrong_key(client(request), str(form.data.get("key", ""))[:256])
+        except limits.LimitExceeded as exc:
+            return _ask_key(request, str(exc), 429)
         return _ask_key(request, "That is not this server's INSPECTOR_KEY.")
     nxt = form.cleaned_data.get("next") or ""
     response = redirect(reverse("inspect") + (f"?{nxt}" if nxt and not nxt.startswith(("/", "\\")) else ""))

@@ -10,17 +10,23 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import urlencode
 
 from playground.engine.spec import CONSUMER_ACTIONS, PRODUCER_ACTIONS
-from playground.session import live_only
+from playground.session import limits, live_only
 from playground.session.live import is_command
 from playground.web import diagrams
 
 LOG_WINDOW = 48  # cells per strip: the last N entries of each partition
+# A page draws at most this many cells of partition logs and rows of the consumers' table in all: a cluster of many
+# partitions gets shorter strips (never fewer than the minimum), so a page and a live update stay bounded.
+PAGE_CELLS, MIN_CELLS = 1024, 8
+PAGE_TABLE_ROWS, MIN_TABLE_ROWS = 384, 4
 TIMELINE_ROWS = 28
 TABLE_ROWS = 24  # records per partition in the consumers' side-by-side table
 MINE_ROWS = 30  # the user's own commands listed in the narrative
 PALETTE = 8  # producer colours (CSS classes pc0..pc7)
+RECONCILE_TABLE = ""  # the reconciliation's rows, for a cell's "show all" (no table of a scenario has this name)
 
 PANELS = (
     "header",
@@ -270,13 +276,15 @@ def consumers(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
     rc = [c for c in cards if c["isolation"] != "read_uncommitted"]
     columns = ru + rc
     tables = []
+    with_data = sum(1 for part in parts.values() if any(not e.get("control") for e in part.get("log", [])))
+    per_table = max(MIN_TABLE_ROWS, min(TABLE_ROWS, PAGE_TABLE_ROWS // max(1, with_data)))
     for tp in sorted(parts, key=_tp_key):
         part = parts[tp]
         data = [e for e in part.get("log", []) if not e.get("control")]
         if not data:
             continue
         lso = part.get("last_stable_offset", 0)
-        shown = data[-TABLE_ROWS:]
+        shown = data[-per_table:]
         got = {name: {r["offset"] for r in (c.get("received") or {}).get(tp, [])} for name, c in cons.items()}
         rows = []
         for e in shown:
@@ -334,12 +342,13 @@ def logs(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
     who = owners(view)
     cons = view.get("consumers", {})
     strips = []
+    window = max(MIN_CELLS, min(LOG_WINDOW, PAGE_CELLS // max(1, len(view.get("partitions", {})))))
     for tp in sorted(view.get("partitions", {}), key=_tp_key):
         part = view["partitions"][tp]
         hw = part.get("high_watermark", 0)
         lso = part.get("last_stable_offset", hw)
         leo = part.get("log_end_offset", hw)
-        entries = list(part.get("log", []))[-LOG_WINDOW:]
+        entries = list(part.get("log", []))[-window:]
         start = entries[0]["offset"] if entries else part.get("window_start", leo)
         positions: dict[int, list[str]] = {}
         for name, c in cons.items():
@@ -583,33 +592,86 @@ def exercise(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+class _Budget:
+    """What a page (or a live update) may carry of the database's cells: each cell cut to `cell_chars` (a "show
+    all" link has the rest), and `db_page_chars` in all (the rows past it are counted, not shown). Ten rows of a
+    5 MB value once made a 100 MB page, and an update over Daphne's 1 MiB frame a session nobody could watch."""
+
+    def __init__(self, live: Any) -> None:
+        self.cell = limits.limit("cell_chars")
+        self.left = limits.limit("db_page_chars")
+        self.sid, self.at = live.session_id, live.moment
+        self.left_out = 0
+
+    def row(self, table: str, i: int, cells: list[Any]) -> list[Any] | None:
+        if self.left <= 0:
+            self.left_out += 1
+            return None
+        out = []
+        for j, v in enumerate(cells):
+            text = v if isinstance(v, str) else v.hex() if isinstance(v, (bytes, bytearray)) else None
+            if text is not None and len(text) > self.cell:
+                query = urlencode(
+                    {"table": table, "row": i, "col": j, **({"at": self.at} if self.at is not None else {})}
+                )
+                out.append(
+                    {"cut": text[: self.cell], "more": len(text) - self.cell, "href": f"/s/{self.sid}/cell/?{query}"}
+                )
+                self.left -= self.cell
+            else:
+                out.append(v)
+                self.left -= len(str(v))
+        return out
+
+
 def database(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
     """The application's tables, and the reconciliation query's rows with its gaps lit: a column whose values are
-    all 0 or 1 is a check, and a row with a 0 in one is a gap (an order paid but never delivered...)."""
+    all 0 or 1 is a check, and a row with a 0 in one is a gap (an order paid but never delivered...). Long cells are
+    cut and the panel is bounded (_Budget)."""
     db = view.get("database")
     if not db:
         return {"on": False}
+    budget = _Budget(live)
     rec = db.get("reconcile")
     checks: list[int] = []
     rows = []
+    gaps = 0
     if rec and rec.get("rows"):
         checks = list(rec.get("checks") or [])
-        rows = [{"cells": r, "gap": any(r[i] == 0 for i in checks)} for r in rec["rows"]]
+        for i, r in enumerate(rec["rows"]):
+            gap = any(r[k] == 0 for k in checks)
+            gaps += gap
+            cells = budget.row(RECONCILE_TABLE, i, r)
+            if cells is not None:
+                rows.append({"cells": cells, "gap": gap})
+    tables = []
+    for n, t in db["tables"].items():
+        shown = [c for c in (budget.row(n, i, r) for i, r in enumerate(t["rows"])) if c is not None]
+        tables.append({"name": n, "columns": t["columns"], "rows": shown})
     return {
         "on": True,
-        "tables": [{"name": n, **t} for n, t in db["tables"].items()],
+        "tables": tables,
         "in_transaction": db.get("in_transaction", False),
+        "left_out": budget.left_out,
+        "page_chars": limits.limit("db_page_chars"),
         "reconcile": {
             "title": db.get("reconcile_title") or {},
             "columns": rec["columns"],
             "checks": checks,
             "rows": rows,
             "error": rec.get("error"),
-            "gaps": sum(r["gap"] for r in rows),
+            "gaps": gaps,
         }
         if rec
         else None,
     }
+
+
+def cell(view: Mapping[str, Any], table: str, row: int, col: int) -> Any:
+    """One cell of the database panel in full ("show all"); KeyError or IndexError when there is no such cell."""
+    db = view["database"]
+    rows = db["reconcile"]["rows"] if table == RECONCILE_TABLE else db["tables"][table]["rows"]
+    return rows[row][col]
 
 
 def anomalies(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:

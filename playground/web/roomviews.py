@@ -83,7 +83,7 @@ def join(request: HttpRequest) -> HttpResponse:
             status=exc.status,
         )
     except limits.LimitExceeded as exc:
-        return render(request, "playground/rooms/join.html", {"error": str(exc), "code": code}, status=429)
+        return render(request, "playground/rooms/join.html", {"error": str(exc), "code": code}, status=exc.status)
     response = redirect("room", code=room.code)
     _cookie(response, request, rooms.cookie_names(room.pk)[1], secret)
     return response
@@ -100,14 +100,15 @@ def create(request: HttpRequest) -> HttpResponse:
     form = forms.NewWorkshopForm(request.POST)
     if not form.is_valid():
         return problem(form.message())
-    chosen = request.POST.getlist("scenario")[:50]
+    chosen = request.POST.getlist("scenario")[: limits.limit("room_items") + 1]  # one more: "at most n" is said
 
     def position(item: tuple[int, str]) -> tuple[int, int]:
         raw = request.POST.get(f"order-{item[1]}", "")
-        return (int(raw) if raw.isdigit() else 1000 + item[0], item[0])
+        # str.isdigit() also takes "²", which int() refuses
+        return (int(raw) if raw.isascii() and raw.isdigit() and len(raw) <= 6 else 1000 + item[0], item[0])
 
     ordered = [sid for _i, sid in sorted(enumerate(chosen), key=position)]
-    room, secret = rooms.create(form.cleaned_data["title"], ordered)
+    room, secret = rooms.create(form.cleaned_data["title"], ordered, client=client(request))
     response = redirect("board", code=room.code)
     _cookie(response, request, rooms.cookie_names(room.pk)[0], secret)
     return response

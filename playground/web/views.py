@@ -131,7 +131,7 @@ def new_session(request: HttpRequest) -> HttpResponse:
             profile=profile,
         )
     except limits.LimitExceeded as exc:
-        return problem(str(exc), 429)
+        return problem(str(exc), exc.status)
     except session.CommandError as exc:
         if exc.status == 503 and not request.headers.get("HX-Request"):
             # The cluster did not answer: the gallery again, with the sentence, and the same button to retry.
@@ -211,20 +211,36 @@ def session_log(request: HttpRequest, sid: str) -> HttpResponse:
 
 
 @require_GET
+@answers_problems
+def session_cell(request: HttpRequest, sid: str) -> HttpResponse:
+    """One cell of the database panel in full (the panel cuts long ones): ?table=NAME (empty: the reconciliation)
+    &row=i&col=j, at the head or at ?at=k. Watching is enough, as for the page."""
+    form = valid(forms.CellForm(request.GET))
+    at = _at(request)
+    live = session.moment(sid, at) if at is not None else session.load(sid)
+    d = form.cleaned_data
+    try:
+        value = panels.cell(broadcast.view_of(live), d.get("table") or panels.RECONCILE_TABLE, d["row"], d["col"])
+    except (KeyError, IndexError, TypeError):
+        raise Http404(_("No such cell.")) from None
+    text = value.hex() if isinstance(value, (bytes, bytearray)) else "NULL" if value is None else str(value)
+    return HttpResponse(text, content_type="text/plain; charset=utf-8")
+
+
+@require_GET
 def healthz(request: HttpRequest) -> HttpResponse:
     return HttpResponse("ok", content_type="text/plain")
 
 
 # --------------------------------------------------------------------------------------------------- commands
 def _execute(request: HttpRequest, sid: str, name: str) -> tuple[HttpResponse, Any]:
-    try:
-        return HttpResponse(status=204), commands.execute(name, sid, request.POST, _key(request, sid))
-    except session.CommandError as exc:
-        return problem(str(exc), exc.status), None
-    except limits.LimitExceeded as exc:
-        return problem(str(exc), 422), None
-    except forms.forms.ValidationError as exc:
-        return problem("; ".join(exc.messages)), None
+    done = commands.answer(
+        name, sid, request.POST, _key(request, sid), idempotency_key=request.headers.get("Idempotency-Key")
+    )
+    response = HttpResponse(status=204) if done.status == 204 else problem(done.body, done.status)
+    if done.replayed:
+        response["Idempotent-Replayed"] = "true"  # the first request's answer: nothing was done again
+    return response, done.command
 
 
 @require_POST
@@ -405,7 +421,7 @@ def editor_save(request: HttpRequest) -> HttpResponse:
     if isinstance(checked, HttpResponse):
         return checked
     scenario, text = checked
-    row = ScenarioText.store(text, scenario.id, shared=True)
+    row = session.keep_text(text, scenario.id, client=client(request), shared=True)
     return redirect("shared", text_id=row.id)
 
 

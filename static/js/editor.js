@@ -11,6 +11,7 @@
   var view = null, setMessages = null, checks = 0;
 
   function csrf() { return form.querySelector("[name=csrfmiddlewaretoken]").value; }
+  function nonce() { var m = document.querySelector('meta[name="csp-nonce"]'); return m ? m.content : ""; }
   function text() { return view ? view.state.doc.toString() : textarea.value; }
 
   function goto(line) {
@@ -96,7 +97,9 @@
     view = new CM.EditorView({
       doc: textarea.value,
       extensions: [CM.basicSetup, CM.yaml(), CM.lintGutter(), lint, messages, CM.keymap.of([CM.indentWithTab]),
-                   CM.EditorView.contentAttributes.of({ "aria-label": textarea.getAttribute("aria-label") || "scenario" })],
+                   CM.EditorView.contentAttributes.of({ "aria-label": textarea.getAttribute("aria-label") || "scenario" }),
+                   // Its styles go in a <style> element: the Content-Security-Policy lets it in by this page's nonce.
+                   CM.EditorView.cspNonce.of(nonce())],
       parent: document.getElementById("editor-host")
     });
     textarea.hidden = true;

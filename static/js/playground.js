@@ -81,13 +81,23 @@
     var m = document.querySelector('meta[name="csrf-token"]');
     return m ? m.content : "";
   }
+  // One Idempotency-Key per click: should the answer be lost and the request sent again, the server answers it as
+  // the first time and does nothing twice. (crypto.randomUUID needs https; getRandomValues works on a LAN's http.)
+  function idempotencyKey() {
+    var bytes = new Uint8Array(16);
+    crypto.getRandomValues(bytes);
+    return Array.prototype.map.call(bytes, function (b) { return (b + 256).toString(16).slice(1); }).join("");
+  }
+  document.addEventListener("htmx:configRequest", function (e) {
+    if (e.detail.verb === "post") e.detail.headers["Idempotency-Key"] = idempotencyKey();
+  });
   function post(btn) {
     if (btn.dataset.confirm && !window.confirm(btn.dataset.confirm)) return;
     var vals = {};
     try { vals = btn.dataset.vals ? JSON.parse(btn.dataset.vals) : {}; } catch (err) { vals = {}; }
     fetch(btn.dataset.post, {
       method: "POST", credentials: "same-origin",
-      headers: { "X-CSRFToken": csrf(), "Content-Type": "application/x-www-form-urlencoded" },
+      headers: { "X-CSRFToken": csrf(), "Content-Type": "application/x-www-form-urlencoded", "Idempotency-Key": idempotencyKey() },
       body: new URLSearchParams(vals).toString()
     }).then(function (r) {
       if (!r.ok) return r.text().then(function (t) { toast(t || ("HTTP " + r.status), "error"); });

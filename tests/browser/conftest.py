@@ -52,6 +52,33 @@ def no_server_errors(request):
     )
 
 
+# Every page and frame of every context reports what the Content-Security-Policy refused (a blocked script or
+# style, a connection elsewhere): the pages must pass the policy they are served with (playground/deploy/headers.py).
+CSP_WATCH = """
+document.addEventListener("securitypolicyviolation", function (e) {
+  window.__cspViolation(e.violatedDirective + " refused " + (e.blockedURI || "inline") + " on " + location.pathname
+                        + (e.sample ? " (" + e.sample + ")" : ""));
+});
+"""
+
+
+class WatchedBrowser:
+    """The browser, with every context it makes watched for CSP violations (collected in `violations`)."""
+
+    def __init__(self, browser) -> None:
+        self._browser = browser
+        self.violations: list[str] = []
+
+    def new_context(self, **kwargs):
+        context = self._browser.new_context(**kwargs)
+        context.expose_binding("__cspViolation", lambda _source, text: self.violations.append(text))
+        context.add_init_script(CSP_WATCH)
+        return context
+
+    def __getattr__(self, name):
+        return getattr(self._browser, name)
+
+
 @pytest.fixture(scope="session")
 def browser():
     if not (os.path.exists(CHROMIUM) and os.access(CHROMIUM, os.X_OK)):
@@ -60,8 +87,20 @@ def browser():
 
     with sync_playwright() as p:
         b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield b
+        yield WatchedBrowser(b)
         b.close()
+
+
+@pytest.fixture(autouse=True)
+def no_csp_violations(request):
+    """A browser test fails when a page it opened broke the Content-Security-Policy."""
+    if "browser" not in request.fixturenames and "page" not in request.fixturenames:
+        yield
+        return
+    watched = request.getfixturevalue("browser")
+    watched.violations.clear()
+    yield
+    assert not watched.violations, f"Content-Security-Policy violations: {watched.violations}"
 
 
 @pytest.fixture

@@ -20,7 +20,9 @@ def _after(page, action, timeout: float = 8000) -> None:
     """Do something that changes the session and wait until the pushed update reached the screen."""
     before = _version(page)
     action()
-    page.wait_for_function(f"document.querySelector('#state-version').dataset.version !== '{before}'", timeout=timeout)
+    page.wait_for_function(
+        f"() => document.querySelector('#state-version').dataset.version !== '{before}'", timeout=timeout
+    )
 
 
 def _play(page, server, scenario: str) -> None:
@@ -79,7 +81,7 @@ def test_it_walks_the_zombie_fencing_scenario(page, server):
     # Run the rest, watching it go step by step; then the consumers side by side.
     page.get_by_role("button", name="run").click()
     page.wait_for_function(
-        "document.querySelector('#p-header .cursor').textContent.trim().split(' / ').every((v, i, a) => v === a[0])",
+        "() => document.querySelector('#p-header .cursor').textContent.trim().split(' / ').every((v, i, a) => v === a[0])",
         timeout=30000,
     )
     assert page.get_by_role("button", name="step").is_disabled()
@@ -105,7 +107,7 @@ def test_it_walks_the_shared_id_incident(page, server):
     _play(page, server, "shared-id-incident")
     page.get_by_role("button", name="run").click()
     page.wait_for_function(
-        "document.querySelector('#p-header .cursor').textContent.trim().split(' / ').every((v, i, a) => v === a[0])",
+        "() => document.querySelector('#p-header .cursor').textContent.trim().split(' / ').every((v, i, a) => v === a[0])",
         timeout=40000,
     )
     pay = page.locator('#p-producers [data-producer="pay"]')
@@ -158,7 +160,7 @@ def test_it_plays_free_play_with_two_viewers(page, server, browser):
     _after(page, lambda: page.locator('[data-consumer="ru"]').get_by_role("button", name="poll").click())
     # The second viewer saw all of it, live.
     other.wait_for_function(
-        f"document.querySelector('#state-version').dataset.version === '{_version(page)}'", timeout=8000
+        f"() => document.querySelector('#state-version').dataset.version === '{_version(page)}'", timeout=8000
     )
     assert other.locator('#p-producers [data-producer="A"] .badge').inner_text() == "FENCED"
     assert other.locator('.strip[data-tp="orders-1"] .cell[data-control="ABORT"]').count() == 1

@@ -23,7 +23,7 @@ def test_it_shows_the_database_the_gaps_and_the_findings_and_jumps_to_a_findings
 
     page.get_by_role("button", name="run").click()
     page.wait_for_function(
-        "document.querySelector('#p-header .cursor').textContent.trim().split(' / ').every((v, i, a) => v === a[0])",
+        "() => document.querySelector('#p-header .cursor').textContent.trim().split(' / ').every((v, i, a) => v === a[0])",
         timeout=60000,
     )
     # Orders 102 to 105: paid and stock deducted in the database, their events fenced away in Kafka.
@@ -43,7 +43,7 @@ def test_it_shows_the_database_the_gaps_and_the_findings_and_jumps_to_a_findings
     n = step.get_attribute("data-step")
     step.click()
     page.wait_for_function(
-        f"document.getElementById('scrub-label').textContent.includes('viewing step {n} of')", timeout=8000
+        f"() => document.getElementById('scrub-label').textContent.includes('viewing step {n} of')", timeout=8000
     )
     current = page.locator("#p-narrative li.current")
     current.filter(has_text="order-102").wait_for(timeout=8000)

@@ -108,7 +108,7 @@ def test_it_writes_plays_shares_forks_scrubs_and_watches(browser, server):
     for _ in range(6):
         before = _version(page)
         page.keyboard.press("n")
-        page.wait_for_function(f"document.querySelector('#state-version').dataset.version !== '{before}'")
+        page.wait_for_function(f"() => document.querySelector('#state-version').dataset.version !== '{before}'")
     assert page.locator(".scrub-track .mark.m-fenced").count() >= 1  # A's commit: _FENCED, marked on the slider
     _scrub(page, 3)
     assert "viewing step 3 of 6" in page.locator("#scrub-label").inner_text()
@@ -124,7 +124,7 @@ def test_it_writes_plays_shares_forks_scrubs_and_watches(browser, server):
     assert page.locator("#p-header .cursor").inner_text().startswith("3 /")
     before = _version(page)
     page.keyboard.press("n")  # the fork is the forker's to drive
-    page.wait_for_function(f"document.querySelector('#state-version').dataset.version !== '{before}'")
+    page.wait_for_function(f"() => document.querySelector('#state-version').dataset.version !== '{before}'")
     assert page.locator("#p-header .cursor").inner_text().startswith("4 /")
     _scrub(page, 1)
     _scrub(page, 3)

@@ -14,7 +14,9 @@ pytestmark = pytest.mark.browser
 
 
 def _wait_version(page, before: str) -> None:
-    page.wait_for_function(f"document.querySelector('#state-version').dataset.version !== '{before}'", timeout=8000)
+    page.wait_for_function(
+        f"() => document.querySelector('#state-version').dataset.version !== '{before}'", timeout=8000
+    )
 
 
 def _version(page) -> str:
@@ -60,7 +62,7 @@ def test_it_runs_a_workshop_with_three_attendees(browser, server):
         assert f"you are {name}" in page.locator(".roombar").inner_text()
         attendees.append(page)
     # The board, opened before anyone joined, shows each one as they join (no reload).
-    fac.wait_for_function("document.querySelectorAll('#seats .seat').length === 3", timeout=8000)
+    fac.wait_for_function("() => document.querySelectorAll('#seats .seat').length === 3", timeout=8000)
     assert fac.locator("#no-seats").count() == 0 and fac.locator("#seat-count").inner_text() == "3 attendees"
 
     # Ada works through the exercise: the checklist ticks as her steps reach the goal; a question comes first.
@@ -99,7 +101,7 @@ def test_it_runs_a_workshop_with_three_attendees(browser, server):
     shot(ada, "workshop-attendee", full_page=False)
 
     # The board shows all three, live: Ada's goal met, Lin's progress.
-    fac.wait_for_function("document.querySelector('.seat.met') !== null", timeout=8000)
+    fac.wait_for_function("() => document.querySelector('.seat.met') !== null", timeout=8000)
     cards = fac.locator(".seat")
     assert cards.count() == 3 and "Ada" in fac.locator(".seat.met").inner_text()
     assert fac.locator("#room-questions .dist .n").first.is_visible()
@@ -115,7 +117,7 @@ def test_it_runs_a_workshop_with_three_attendees(browser, server):
     # Follow me: the facilitator's own session appears, live and watch-only, on every attendee's page.
     before = fac.url
     fac.locator("#follow-toggle").click()
-    fac.wait_for_function("document.querySelector('#follow-toggle').textContent.includes('on')", timeout=8000)
+    fac.wait_for_function("() => document.querySelector('#follow-toggle').textContent.includes('on')", timeout=8000)
     bo = attendees[2]
     bo.wait_for_selector(".follow-panel iframe", timeout=10000)
     follow = bo.frame_locator(".follow-panel iframe")
@@ -127,6 +129,6 @@ def test_it_runs_a_workshop_with_three_attendees(browser, server):
     fac.goto(before)
     fac.locator(".agenda button").first.click()
     # a move, a redirect, a new seat's session and its page: generous, for a loaded 2-core CI machine
-    bo.wait_for_function("document.title.includes('Two instances')", timeout=30000), bo.url
+    bo.wait_for_function("() => document.title.includes('Two instances')", timeout=30000), bo.url
     for ctx in contexts:
         ctx.close()

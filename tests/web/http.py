@@ -15,14 +15,15 @@ class NoRedirect(urllib.request.HTTPRedirectHandler):
 
 
 class Browserish:
-    def __init__(self, base: str) -> None:
+    def __init__(self, base: str, headers: dict[str, str] | None = None) -> None:
         self.base = base
+        self.headers = dict(headers or {})  # sent with every request (X-Forwarded-For behind a trusted proxy...)
         self.jar = http.cookiejar.CookieJar()
         self.opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(self.jar), NoRedirect)
 
     def get(self, path: str) -> tuple[int, str]:
         try:
-            with self.opener.open(self.base + path, timeout=20) as r:
+            with self.opener.open(urllib.request.Request(self.base + path, headers=self.headers), timeout=20) as r:
                 return r.status, r.read().decode()
         except urllib.error.HTTPError as e:
             return e.code, e.read().decode(errors="replace")
@@ -34,13 +35,19 @@ class Browserish:
         self.get("/")
         return next(c.value for c in self.jar if c.name == "csrftoken")
 
-    def post(self, path: str, data: dict | None = None) -> tuple[int, str, dict]:
+    def post(self, path: str, data: dict | None = None, headers: dict[str, str] | None = None) -> tuple[int, str, dict]:
         body = urllib.parse.urlencode(data or {}).encode()
         req = urllib.request.Request(
             self.base + path,
             data=body,
             method="POST",
-            headers={"X-CSRFToken": self.csrf(), "Origin": self.base, "Referer": self.base + "/"},
+            headers={
+                **self.headers,
+                "X-CSRFToken": self.csrf(),
+                "Origin": self.base,
+                "Referer": self.base + "/",
+                **(headers or {}),
+            },
         )
         try:
             with self.opener.open(req, timeout=20) as r:

@@ -29,7 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from playground import procs  # noqa: E402
+from playground.deploy import procs  # noqa: E402
 from tests.wsviewer import ClientConnection, open_viewer  # noqa: E402
 from tools.bench.web import Driver, percentile  # noqa: E402
 

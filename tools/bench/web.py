@@ -35,7 +35,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from playground import procs  # noqa: E402
+from playground.deploy import procs  # noqa: E402
 from tests.wsviewer import ConnectionClosed, open_viewer  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"

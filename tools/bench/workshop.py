@@ -59,7 +59,7 @@ from websockets.sync.client import connect
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from playground import procs  # noqa: E402
+from playground.deploy import procs  # noqa: E402
 from tests import pg  # noqa: E402
 from tests.web.http import Browserish  # noqa: E402
 from tests.wsviewer import ConnectionClosed, open_viewer  # noqa: E402

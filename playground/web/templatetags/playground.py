@@ -59,6 +59,9 @@ def _a(value: Any) -> str:
     return _e("" if value is None else str(value), quote=True)
 
 
+TITLE_VALUE_CHARS, TITLE_KEY_CHARS = 64, 32  # of a record's value and key in a cell's hover
+
+
 OOB = ' hx-swap-oob="true"'
 
 
@@ -123,9 +126,10 @@ def strip_cells(s: Mapping[str, Any]) -> str:
             }
             if c.get("owner"):
                 title += f" ({c['owner']})"
+            # A value (or key) of up to a KiB in each of a thousand cells' hover would make the page megabytes.
             if c.get("key") is not None:
-                title += f" · key {c['key']}"
-            title += f" · value {c.get('value')} · {fates.get(c['fate'], c['fate'])}"
+                title += f" · key {short(c['key'], TITLE_KEY_CHARS)}"
+            title += f" · value {short(c.get('value'), TITLE_VALUE_CHARS)} · {fates.get(c['fate'], c['fate'])}"
             shade = f" sh{c['shade']}" if c.get("colour") is not None else ""
             parts.append(
                 f'<span class="cell f-{c["fate"]}{colour}{shade}" data-fate="{c["fate"]}" title="{_a(title)}">{_a(c["text"])}</span><span class="off">{c["offset"]}</span>'
