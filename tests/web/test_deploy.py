@@ -533,7 +533,7 @@ def test_make_run_on_loopback_is_unchanged(tmp_path):
         assert make_run(tmp_path, *args) == [
             "python manage.py migrate --noinput [mode=]",
             f"Kafka Transaction Playground: http://{host}:8000/",
-            f"daphne -b {host} -p 8000 playground.asgi:application [mode=]",
+            f"daphne --no-server-name -b {host} -p 8000 playground.asgi:application [mode=]",
         ]
 
 
