@@ -18,28 +18,25 @@ The leader's checks decide its fate; this module only reports the answer (error 
 from __future__ import annotations
 
 import datetime
-import io
 import time
 from dataclasses import dataclass
 from typing import Any
 
-from kio.records.schema import NewRecordBatch, Record
-from kio.records.writers import write_new_batch
 from kio.schema.produce.v9 import request as produce_v9
 from kio.schema.produce.v10 import request as produce_v10
 from kio.schema.produce.v11 import request as produce_v11
 from kio.schema.produce.v12 import request as produce_v12
-from kio.static.primitive import Records, TZAwareMicros, i8, i16, i32, i32Timedelta, i64
+from kio.static.primitive import Records, i16, i32, i32Timedelta
 
 from playground.engine import events as ev
 from playground.engine.backend import OK, BackendError
+from playground.protocol.records import Record, encode_batch
 
 from .wire import WireClient, WireError, error_name
 
 # Produce versions per client (see the module docstring); 9..12 share one flexible schema (ProduceRequest.json).
 PRODUCE_VERSION = {"librdkafka": 10, "java-3.9": 11, "java-4": 12}
 PRODUCE_MESSAGES: dict[int, Any] = {9: produce_v9, 10: produce_v10, 11: produce_v11, 12: produce_v12}
-TRANSACTIONAL_BIT = 0x10  # DefaultRecordBatch's attributes
 
 # Errors a late write can meet, by code, beside wire.ERROR_NAMES (Errors.java).
 LATE_WRITE_ERRORS = {
@@ -65,26 +62,15 @@ def transactional_batch(
     producer_id: int, epoch: int, sequence: int, value: bytes, key: bytes | None = None, timestamp_ms: int | None = None
 ) -> bytes:
     """One RecordBatch v2 holding one record, with the transactional bit, as a transactional producer writes it
-    (kio's batch writer: CRC-32C over the batch from the attributes on)."""
+    (CRC-32C over the batch from the attributes on: playground/protocol/records.py)."""
     ms = int(time.time() * 1000) if timestamp_ms is None else timestamp_ms
-    record = Record(
-        attributes=i8(0),
-        timestamp=TZAwareMicros.parse(datetime.datetime.fromtimestamp(ms / 1000, datetime.UTC)),
-        offset=i64(0),
-        key=key,
-        value=value,
-        headers=(),
+    return encode_batch(
+        [Record(0, ms, key, value)],
+        producer_id=producer_id,
+        producer_epoch=epoch,
+        base_sequence=sequence,
+        transactional=True,
     )
-    batch = NewRecordBatch(
-        producer_id=i64(producer_id),
-        producer_epoch=i16(epoch),
-        base_sequence=i32(sequence),
-        records=(record,),
-        attributes=i16(TRANSACTIONAL_BIT),
-    )
-    buf = io.BytesIO()
-    write_new_batch(buf, batch)
-    return buf.getvalue()
 
 
 @dataclass

@@ -7,10 +7,9 @@ bits 0-2 the compression, bit 4 transactional, bit 5 control), ControlRecordType
 (control keys and values), TransactionLog.scala with TransactionLogKey.json/TransactionLogValue.json (the
 coordinator's records), Utils.abs and String.hashCode (TransactionStateManager.partitionFor).
 
-Fields are read with kio's readers (`kio.serial.readers`). kio's own batch reader is not used: it keeps a record's
-timestamp to the second only and does not decompress, while the logs shown here keep milliseconds and batches from
-real clients may be compressed (gzip, snappy, lz4, zstd: decompressed with cramjam, as Kafka's CompressionType
-names them). Batches of the pre-0.11 formats (magic 0, 1) carry no producer state and are skipped.
+Batches are read by the protocol package (playground/protocol/records.py: every codec real clients send, timestamps
+in milliseconds, checksums), the same reader the simulated cluster's server uses; this module turns them into the
+entries the observers show. Batches of the pre-0.11 formats (magic 0, 1) carry no producer state and are skipped.
 """
 
 from __future__ import annotations
@@ -20,26 +19,7 @@ import struct
 from dataclasses import dataclass
 from typing import Any
 
-import cramjam
-from kio.serial.readers import (
-    read_int8,
-    read_int16,
-    read_int32,
-    read_int64,
-    read_signed_varint,
-    read_signed_varlong,
-)
-
-# DefaultRecordBatch's header: base offset (8), length (4), partition leader epoch (4), magic (1), crc (4),
-# attributes (2), last offset delta (4), base timestamp (8), max timestamp (8), producer id (8), epoch (2),
-# base sequence (4), record count (4).
-BATCH_OVERHEAD = 61
-LENGTH_OFFSET = 8
-MAGIC_OFFSET = 16
-ATTRIBUTES_OFFSET = 21
-COMPRESSION_MASK = 0x07
-TRANSACTIONAL_BIT = 0x10
-CONTROL_BIT = 0x20
+from playground.protocol.records import control_type, read_batches
 
 
 @dataclass
@@ -85,17 +65,6 @@ def _text(b: bytes | None) -> str | None:
         return b.hex()
 
 
-CONTROL_TYPES = {0: "ABORT", 1: "COMMIT"}
-
-
-def decode_control_key(key: bytes | None) -> str:
-    """Control record key: int16 version (0), int16 type (ABORT=0, COMMIT=1)."""
-    if key is None or len(key) < 4:
-        raise ValueError("control record key too short")
-    _version, ctype = struct.unpack(">hh", key[:4])
-    return CONTROL_TYPES.get(ctype, f"CONTROL_{ctype}")
-
-
 def decode_control_value(value: bytes | None) -> int | None:
     """Control record value (markers): int16 version (0), int32 coordinator epoch."""
     if not value or len(value) < 6:
@@ -104,114 +73,45 @@ def decode_control_value(value: bytes | None) -> int | None:
     return coord_epoch
 
 
-# ---------------------------------------------------------------------------------------------------- batches
-
-XERIAL_MAGIC = b"\x82SNAPPY\x00"
-
-
-def _snappy(data: bytes) -> bytes:
-    """Kafka's Java client frames snappy the xerial way (a 16-byte header, then length-prefixed blocks); librdkafka
-    writes raw snappy."""
-    if not data.startswith(XERIAL_MAGIC):
-        return bytes(cramjam.snappy.decompress_raw(data))
-    out, pos = bytearray(), 16
-    while pos + 4 <= len(data):
-        (n,) = struct.unpack(">i", data[pos : pos + 4])
-        out += bytes(cramjam.snappy.decompress_raw(data[pos + 4 : pos + 4 + n]))
-        pos += 4 + n
-    return bytes(out)
-
-
-DECOMPRESS = {
-    1: lambda data: bytes(cramjam.gzip.decompress(data)),
-    2: _snappy,
-    3: lambda data: bytes(cramjam.lz4.decompress(data)),
-    4: lambda data: bytes(cramjam.zstd.decompress(data)),
-}
-
-
-def _read_bytes(buf: bytes, pos: int) -> tuple[bytes | None, int]:
-    n, size = read_signed_varint(buf, pos)
-    pos += size
-    if n < 0:
-        return None, pos
-    if pos + n > len(buf):
-        raise ValueError("record runs past its batch")
-    return bytes(buf[pos : pos + n]), pos + n
-
-
-def _records(
-    data: bytes, count: int, base_offset: int, base_timestamp: int
-) -> list[tuple[int, int, bytes | None, bytes | None]]:
-    """DefaultRecord: (offset, timestamp ms, key, value) of each of `count` records."""
-    out = []
-    pos = 0
-    for _ in range(count):
-        length, size = read_signed_varint(data, pos)
-        pos += size
-        end = pos + length
-        pos += 1  # attributes: unused
-        ts_delta, size = read_signed_varlong(data, pos)
-        pos += size
-        offset_delta, size = read_signed_varint(data, pos)
-        pos += size
-        key, pos = _read_bytes(data, pos)
-        value, pos = _read_bytes(data, pos)
-        out.append((base_offset + offset_delta, base_timestamp + ts_delta, key, value))
-        pos = end  # headers: skipped
-    return out
-
-
 def decode_batches(data: bytes) -> list[LogEntry]:
-    """Decode a Fetch response's records (magic 2 batches), control batches INCLUDED. A batch cut off at the end
-    (a Fetch answers up to its byte limit) is left out."""
+    """Decode a Fetch response's records (magic 2 batches, any codec: playground/protocol/records.py reads them),
+    control batches INCLUDED. A batch cut off at the end (a Fetch answers up to its byte limit) is left out, and so
+    are batches of the pre-0.11 formats (magic 0, 1), which carry no producer state."""
     out: list[LogEntry] = []
-    pos = 0
-    while pos + BATCH_OVERHEAD <= len(data):
-        base_offset, _ = read_int64(data, pos)
-        length, _ = read_int32(data, pos + LENGTH_OFFSET)
-        size = LENGTH_OFFSET + 4 + length
-        if pos + size > len(data):
-            break
-        magic, _ = read_int8(data, pos + MAGIC_OFFSET)
-        if magic != 2:  # pre-0.11 formats carry no producer state
-            pos += size
-            continue
-        attributes, _ = read_int16(data, pos + ATTRIBUTES_OFFSET)
-        last_delta, _ = read_int32(data, pos + 23)
-        base_timestamp, _ = read_int64(data, pos + 27)
-        pid, _ = read_int64(data, pos + 43)
-        epoch, _ = read_int16(data, pos + 51)
-        base_seq, _ = read_int32(data, pos + 53)
-        count, _ = read_int32(data, pos + 57)
-        body = bytes(data[pos + BATCH_OVERHEAD : pos + size])
-        codec = attributes & COMPRESSION_MASK
-        if codec:
-            body = DECOMPRESS[codec](body)
-        txn, ctrl = bool(attributes & TRANSACTIONAL_BIT), bool(attributes & CONTROL_BIT)
+    for batch in read_batches(data, partial_ok=True, skip_old_formats=True):
         first = len(out)
-        for offset, ts, key, value in _records(body, count, base_offset, base_timestamp):
-            if ctrl:
+        for record in batch.records():
+            offset, ts = record.offset, record.timestamp_ms
+            if batch.control:
                 entry = LogEntry(
                     offset,
                     offset + 1,
-                    pid,
-                    epoch,
+                    batch.producer_id,
+                    batch.producer_epoch,
                     -1,
-                    txn,
-                    control=decode_control_key(key),
-                    coordinator_epoch=decode_control_value(value),
+                    batch.transactional,
+                    control=control_type(record.key),
+                    coordinator_epoch=decode_control_value(record.value),
                     timestamp_ms=ts,
                 )
             else:
-                seq = base_seq + (offset - base_offset) if base_seq >= 0 else -1
-                entry = LogEntry(offset, offset + 1, pid, epoch, seq, txn, key=key, value=value, timestamp_ms=ts)
+                seq = batch.base_sequence + (offset - batch.base_offset) if batch.base_sequence >= 0 else -1
+                entry = LogEntry(
+                    offset,
+                    offset + 1,
+                    batch.producer_id,
+                    batch.producer_epoch,
+                    seq,
+                    batch.transactional,
+                    key=record.key,
+                    value=record.value,
+                    timestamp_ms=ts,
+                )
             out.append(entry)
         for e in out[first:]:
-            e.batch_bytes = size
+            e.batch_bytes = len(batch.raw)
         if out:
-            out[-1].next_offset = max(out[-1].next_offset, base_offset + last_delta + 1)
-        pos += size
+            out[-1].next_offset = max(out[-1].next_offset, batch.next_offset)
     return out
 
 

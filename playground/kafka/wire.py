@@ -4,10 +4,11 @@ DescribeProducers, FindCoordinator, ListOffsets, Metadata, and ApiVersions' feat
 and the cluster's finalized transaction.version).
 
 Messages are kio's (dataclasses generated from Kafka's own schemas, clients/src/main/resources/common/message/*.json;
-`kio.serial` writes and reads them, their header versions included). One message is declared here instead: the
-DescribeTransactions response, whose TransactionStartTimeMs is -1 while no transaction is open, which kio's
-timestamp type refuses (DescribeTransactionsResponse.json types it int64, as here). `describe_transaction_state` is
-the one parser of its answers, for the backend and the inspector alike. Record batches are decoded in records.py.
+`kio.serial` writes and reads them, their header versions included). One message is the protocol package's instead
+(playground/protocol/schemas.py): the DescribeTransactions response, whose TransactionStartTimeMs is -1 while no
+transaction is open, which kio's timestamp type refuses (DescribeTransactionsResponse.json types it int64).
+`describe_transaction_state` is the one parser of its answers, for the backend and the inspector alike. Record
+batches are decoded in records.py (with the protocol package's batch reader).
 
 The transport is ours: one plain socket per broker, every connect, send and receive bounded by a timeout, so an
 unreachable or stopped broker turns into `WireError` within seconds instead of a hang.
@@ -39,18 +40,17 @@ from kio.schema.types import BrokerId, ProducerId, TopicName, TransactionalId
 from kio.serial import entity_reader, entity_writer
 from kio.static.primitive import i8, i32, i32Timedelta, i64
 
-from playground.kafka.messages import DescribeTransactionsResponse
 from playground.kafka.records import (
     TXN_STATES,
     LogEntry,
     decode_batches,
-    decode_control_key,
     decode_control_value,
     decode_txn_key,
     decode_txn_value,
     java_string_hash,
     transaction_state_partition,
 )
+from playground.protocol.schemas import DescribeTransactionsResponseV0
 
 __all__ = [
     "TXN_STATES",
@@ -59,7 +59,6 @@ __all__ = [
     "WireClient",
     "WireError",
     "decode_batches",
-    "decode_control_key",
     "decode_control_value",
     "decode_txn_key",
     "decode_txn_value",
@@ -71,7 +70,7 @@ __all__ = [
 # --------------------------------------------------------------------------------------------- messages
 
 
-RESPONSES: dict[tuple[int, int], type[Any]] = {(65, 0): DescribeTransactionsResponse}
+RESPONSES: dict[tuple[int, int], type[Any]] = {(65, 0): DescribeTransactionsResponseV0}
 
 
 def response_type(request_type: type[Any]) -> type[Any]:

@@ -128,15 +128,24 @@ class RecordBatch:
         if not self.control:
             return None
         (record,) = self.records()
-        if record.key is None or len(record.key) < 4:
-            raise CorruptRecordError("control record without its type", "INVALID_RECORD")
-        _version, kind = struct.unpack(">hh", record.key[:4])
-        return {ABORT_TYPE: "ABORT", COMMIT_TYPE: "COMMIT"}.get(kind, f"CONTROL_{kind}")
+        return control_type(record.key)
 
 
-def read_batches(data: bytes | bytearray | memoryview, *, partial_ok: bool = True) -> list[RecordBatch]:
+def control_type(key: bytes | None) -> str:
+    """A control record's type from its key (int16 version, int16 type: ABORT 0, COMMIT 1)."""
+    if key is None or len(key) < 4:
+        raise CorruptRecordError("control record without its type", "INVALID_RECORD")
+    _version, kind = struct.unpack(">hh", key[:4])
+    return {ABORT_TYPE: "ABORT", COMMIT_TYPE: "COMMIT"}.get(kind, f"CONTROL_{kind}")
+
+
+def read_batches(
+    data: bytes | bytearray | memoryview, *, partial_ok: bool = True, skip_old_formats: bool = False
+) -> list[RecordBatch]:
     """The batches of a records field. A Fetch response may end with the first part of a batch (a broker cuts at
-    max_bytes): with `partial_ok` that part is dropped, as clients drop it; otherwise it is an error."""
+    max_bytes): with `partial_ok` that part is dropped, as clients drop it; otherwise it is an error. Batches of the
+    pre-0.11 formats (magic 0, 1) are refused, or passed over with `skip_old_formats` (a reader of a real cluster's
+    log: they carry no producer state)."""
     view = memoryview(data)
     out: list[RecordBatch] = []
     pos = 0
@@ -153,6 +162,9 @@ def read_batches(data: bytes | bytearray | memoryview, *, partial_ok: bool = Tru
             if partial_ok:
                 break
             raise CorruptRecordError("truncated batch")
+        if skip_old_formats and view[pos + 16] != MAGIC:
+            pos = end
+            continue
         fields = _HEADER.unpack_from(view, pos)
         if fields[3] != MAGIC:
             raise CorruptRecordError(f"record batch magic {fields[3]}, only magic 2 is served", "INVALID_RECORD")

@@ -61,7 +61,7 @@ class DescribedTransaction:
 class DescribeTransactionsResponseV0:
     """DescribeTransactionsResponse v0 (KIP-664) with TransactionStartTimeMs as the int64 the schema says: kio types it
     as a timestamp and cannot read the -1 a coordinator sends for an id with no transaction open. The same
-    declaration as playground/kafka/messages.py's, which reads it from real brokers."""
+    declaration reads it from real brokers (playground/kafka/wire.py)."""
 
     __type__: ClassVar = EntityType.response
     __version__: ClassVar[i16] = i16(0)

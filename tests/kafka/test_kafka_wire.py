@@ -15,7 +15,6 @@ from playground.kafka.rdkafka_log import LogCollector, camel_to_state
 from playground.kafka.wire import (
     BrokerError,
     decode_batches,
-    decode_control_key,
     decode_control_value,
     decode_response,
     decode_txn_key,
@@ -28,6 +27,7 @@ from playground.kafka.wire import (
     list_transactions_request,
     transaction_state_partition,
 )
+from playground.protocol.records import control_type
 
 # Fetch response records of one partition: a committed transaction (k1=v1, v2), its COMMIT marker, an aborted
 # record (gone) and its ABORT marker; producer id 1002, epoch 0, one broker, compression none.
@@ -84,12 +84,12 @@ def test_fates_follow_the_next_marker_of_the_same_producer():
 
 
 def test_control_key_and_value():
-    assert decode_control_key(struct.pack(">hh", 0, 0)) == "ABORT"
-    assert decode_control_key(struct.pack(">hh", 0, 1)) == "COMMIT"
+    assert control_type(struct.pack(">hh", 0, 0)) == "ABORT"
+    assert control_type(struct.pack(">hh", 0, 1)) == "COMMIT"
     assert decode_control_value(struct.pack(">hi", 0, 7)) == 7
     assert decode_control_value(None) is None
     with pytest.raises(ValueError):
-        decode_control_key(b"\x00")
+        control_type(b"\x00")
 
 
 def test_transaction_state_key_and_v0_values():
