@@ -113,7 +113,7 @@ class Session(models.Model):
 
     @profile.setter
     def profile(self, value: Profile) -> None:
-        self.kafka, self.client = value.kafka, value.client
+        self.kafka, self.client = value.kafka, value.client_key  # java:3.5 names kafka-clients' release
 
     @property
     def scenario_source(self) -> str:

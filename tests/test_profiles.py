@@ -39,8 +39,22 @@ def test_it_takes_each_part_of_a_profile_from_text_over_a_base():
 @pytest.mark.parametrize(
     ("kafka", "client", "message"),
     [
-        ("4.0", None, "kafka: '4.0' is not a Kafka version of this playground (3.9, 4)"),
-        (None, "jvm", "client: 'jvm' is not a client of this playground (librdkafka, java)"),
+        ("4.0", None, "kafka: '4.0' is not a Kafka version of this playground (3.5, 3.9, 4)"),
+        (
+            None,
+            "jvm",
+            "client: 'jvm' is not a client of this playground (librdkafka, java, java:3.5, java:3.9, java:4)",
+        ),
+        (
+            None,
+            "java:3.6",
+            "client: 'java:3.6' is not a client of this playground (librdkafka, java, java:3.5, java:3.9, java:4)",
+        ),
+        (
+            None,
+            "librdkafka:2.6",
+            "client: 'librdkafka:2.6' is not a client of this playground (librdkafka, java, java:3.5, java:3.9, java:4)",
+        ),
     ],
 )
 def test_it_names_the_field_of_a_value_outside_the_allowed_set(kafka, client, message):

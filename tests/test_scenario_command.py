@@ -169,7 +169,8 @@ def test_it_refuses_a_kafka_version_or_client_it_does_not_have():
         text=True,
     )
     assert (
-        result.returncode != 0 and "argument --kafka: invalid choice: '4.0' (choose from '3.9', '4')" in result.stderr
+        result.returncode != 0
+        and "argument --kafka: invalid choice: '4.0' (choose from '3.5', '3.9', '4')" in result.stderr
     )
     result = subprocess.run(
         [sys.executable, "manage.py", "scenario", "run", LIBRARY_FILE, "--client", "jvm"],

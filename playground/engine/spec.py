@@ -35,59 +35,124 @@ APP_ACTIONS = ("sql", "db_begin", "db_commit", "db_rollback", "crash")
 NOTE = "note"
 
 
-# Profiles: which Kafka and which client a session speaks (issue 9). The version a profile names is the exact release
-# tools/kafka runs and the simulator models; the Java client is kafka-clients of the same release as the cluster.
-KAFKA_RELEASES = {"3.9": "3.9.1", "4": "4.4.0"}
+# Profiles: which Kafka, which client and which release of that client a session speaks (issues 9 and 20). The
+# version a profile names is the exact release tools/kafka runs and the simulator models.
+KAFKA_RELEASES = {"3.5": "3.5.2", "3.9": "3.9.1", "4": "4.4.0"}
 CLIENTS = ("librdkafka", "java")
+JAVA = "java"
+# kafka-clients releases, by the same version keys as the clusters: a Java client of any of them runs against a
+# cluster of any (`java:3.5`). `java` alone is kafka-clients of the cluster's own release, what it has always meant.
+JAVA_RELEASES = KAFKA_RELEASES
 
 
 @dataclass(frozen=True)
 class Profile:
-    """Kafka version x client. The default is what every scenario file without `profile:` has always meant."""
+    """Kafka version x client x client release. The default is what every scenario file without `profile:` has
+    always meant. `client_release` is the kafka-clients version key of a Java client (None is read as the
+    cluster's own: `Profile("3.9", "java") == Profile("3.9", "java", "3.9")`); librdkafka has none (one model)."""
 
     kafka: str = "3.9"
     client: str = "librdkafka"
+    client_release: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.client == JAVA and self.client_release is None:
+            object.__setattr__(self, "client_release", self.kafka)
+        elif self.client != JAVA and self.client_release is not None:
+            raise ValueError(f"{self.client} has no release to choose (only java does)")
 
     @property
     def release(self) -> str:
         return KAFKA_RELEASES[self.kafka]
 
     @property
+    def client_version(self) -> str | None:
+        """The exact kafka-clients release of a Java client ("3.5.2"); None for librdkafka."""
+        return JAVA_RELEASES[self.client_release] if self.client_release is not None else None
+
+    @property
+    def own_client(self) -> bool:
+        """Whether the client is of the cluster's own release (librdkafka always counts as such)."""
+        return self.client_release in (None, self.kafka)
+
+    @property
+    def client_key(self) -> str:
+        """The client as the format spells it: librdkafka, java (the cluster's own release), java:3.5."""
+        return self.client if self.own_client else f"{self.client}:{self.client_release}"
+
+    @property
+    def key(self) -> str:
+        """The whole profile as the format spells it (a selector, the compare view's URL): 3.9-java, 3.9-java:3.5."""
+        return f"{self.kafka}-{self.client_key}"
+
+    @property
     def transaction_version(self) -> int:
         """The transaction protocol the producer's transactions run under: 2 (KIP-890 part 2) only when the cluster
         has it (a 4.x cluster formatted with transaction.version=2) and the client implements it (kafka-clients 4.x;
-        librdkafka does not), else the classic protocol (1)."""
-        return 2 if self.kafka == "4" and self.client == "java" else 1
+        librdkafka does not; kafka-clients 3.x does not), else the classic protocol (1). A 4.x client on a 3.x
+        cluster finds no transaction.version finalized and stays classic."""
+        return 2 if self.kafka == "4" and self.client_release == "4" else 1
 
     @property
     def finalized_transaction_version(self) -> int:
         """The `transaction.version` feature level a cluster of this version has finalized, as tools/kafka formats
         it and the simulator models it: 2 on 4.x (kafka.sh formats with transaction.version=2, also a new 4.x
-        cluster's default), 0 on 3.9 (which does not finalize the feature: ApiVersions lists no level for it).
+        cluster's default), 0 on 3.9 and 3.5 (which do not finalize the feature: ApiVersions lists no level for it).
         The real backend reports what its cluster says instead (playground/kafka/clusters.py)."""
         return 2 if self.kafka == "4" else 0
 
     @property
     def label(self) -> str:
-        return f"Kafka {self.release} · {self.client}"
+        client = self.client if self.own_client else f"{self.client} {self.client_version}"
+        return f"Kafka {self.release} · {client}"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kafka": self.kafka, "client": self.client}
+        return {"kafka": self.kafka, "client": self.client_key}
 
 
 DEFAULT_PROFILE = Profile()
+# Every profile of this playground: each Kafka version with librdkafka, with its own kafka-clients, then with the
+# kafka-clients of the other releases.
+PROFILES: tuple[Profile, ...] = tuple(
+    p
+    for kafka in KAFKA_RELEASES
+    for p in (
+        Profile(kafka, "librdkafka"),
+        Profile(kafka, JAVA),
+        *(Profile(kafka, JAVA, r) for r in JAVA_RELEASES if r != kafka),
+    )
+)
+# The profiles there were before the client release was a choice (issue 9): each Kafka version of then with its own
+# client. A scenario's outcomes per profile must name each of these (docs/scenario-format.md).
+CLASSIC_PROFILES: tuple[Profile, ...] = tuple(Profile(k, c) for k in ("3.9", "4") for c in CLIENTS)
+CLIENT_KEYS = (*CLIENTS, *(f"{JAVA}:{r}" for r in JAVA_RELEASES))
+
+
+def parse_client(client: str, kafka: str) -> Profile:
+    """`librdkafka`, `java` or `java:3.5` on a cluster of version `kafka`; a ValueError naming the field otherwise."""
+    name, colon, release = client.partition(":")
+    if name not in CLIENTS or (colon and (name != JAVA or release not in JAVA_RELEASES)):
+        raise ValueError(f"client: {client!r} is not a client of this playground ({', '.join(CLIENT_KEYS)})")
+    return Profile(kafka, name, release or None)
 
 
 def parse_profile(kafka: Any = None, client: Any = None, base: Profile = DEFAULT_PROFILE) -> Profile:
     """A profile from text (a form, the command line, a stored row): a part that is None or "" keeps `base`'s; a
-    value outside the allowed set is a ValueError whose message names the field and the allowed values."""
+    value outside the allowed set is a ValueError whose message names the field and the allowed values. `client`
+    may name a kafka-clients release (`java:3.5`); `java` alone is the cluster's own."""
     kafka = base.kafka if kafka in (None, "") else str(kafka)
-    client = base.client if client in (None, "") else str(client)
+    client = base.client_key if client in (None, "") else str(client)
     if kafka not in KAFKA_RELEASES:
         raise ValueError(f"kafka: {kafka!r} is not a Kafka version of this playground ({', '.join(KAFKA_RELEASES)})")
-    if client not in CLIENTS:
-        raise ValueError(f"client: {client!r} is not a client of this playground ({', '.join(CLIENTS)})")
-    return Profile(kafka, client)
+    return parse_client(client, kafka)
+
+
+def profile_from_key(key: str) -> Profile:
+    """`3.9-java:3.5` (Profile.key) into a profile; a ValueError otherwise."""
+    kafka, dash, client = key.partition("-")
+    if not dash:
+        raise ValueError(f"{key!r} is not KAFKA-CLIENT (e.g. 3.9-java:3.5)")
+    return parse_profile(kafka, client)
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ import yaml
 from playground.engine.spec import (
     APP,
     APP_ACTIONS,
-    CLIENTS,
+    CLIENT_KEYS,
     CLUSTER_ACTORS,
     CONSUMER,
     CONSUMER_ACTIONS,
@@ -27,6 +27,7 @@ from playground.engine.spec import (
     Profile,
     Step,
     TopicSpec,
+    parse_client,
 )
 from playground.scenario.model import (
     BY_PROFILE,
@@ -42,16 +43,17 @@ from playground.scenario.model import (
     MAX_HINTS,
     MAX_PARTITIONS,
     MAX_STEPS,
+    NAMED_PROFILES,
     OUTCOMES,
     PRODUCER_CONFIG,
     PROFILE_KEYS,
     PROFILE_SELECTORS,
-    PROFILES,
     REQUIRED_TOP_LEVEL,
     TOP_LEVEL_KEYS,
     TXN_STATES,
     Scenario,
     ScenarioError,
+    canonical_selector,
     for_profile,
     selectors_of,
 )
@@ -217,13 +219,14 @@ def _scenario_id(r: Reader, node: yaml.Node) -> str:
 
 
 def _profile(r: Reader, node: yaml.Node) -> Profile:
-    """`profile: {kafka: "3.9" | "4", client: librdkafka | java}`: which Kafka and which client the story is told in
-    (both keys optional; the default is what a file without `profile:` has always meant)."""
+    """`profile: {kafka: "3.5" | "3.9" | "4", client: librdkafka | java | java:3.5}`: which Kafka, which client and
+    which kafka-clients release the story is told in (both keys optional; the default is what a file without
+    `profile:` has always meant; `java` alone is kafka-clients of the cluster's own release)."""
     pairs = r.mapping(node, "profile", allow_null=True)
     for key, (key_node, _v) in pairs.items():
         if key not in PROFILE_KEYS:
             raise r.fail(key_node, join_field("profile", key), unknown_name("key", key, PROFILE_KEYS))
-    kafka, client = DEFAULT_PROFILE.kafka, DEFAULT_PROFILE.client
+    kafka, client = DEFAULT_PROFILE.kafka, DEFAULT_PROFILE.client_key
     if "kafka" in pairs:
         value_node = pairs["kafka"][1]
         kafka = r.string(value_node, "profile.kafka")
@@ -232,12 +235,17 @@ def _profile(r: Reader, node: yaml.Node) -> Profile:
             raise r.fail(
                 value_node, "profile.kafka", f"{kafka!r} is not a Kafka version of this playground: {versions}"
             )
+    client_node = pairs["client"][1] if "client" in pairs else node
     if "client" in pairs:
-        value_node = pairs["client"][1]
-        client = r.string(value_node, "profile.client")
-        if client not in CLIENTS:
-            raise r.fail(value_node, "profile.client", unknown_name("client", client, CLIENTS))
-    return Profile(kafka, client)
+        client = r.string(client_node, "profile.client")
+    try:
+        return parse_client(client, kafka)
+    except ValueError:
+        raise r.fail(
+            client_node,
+            "profile.client",
+            unknown_name("client", client, CLIENT_KEYS) + " (java:RELEASE is kafka-clients of that Kafka version)",
+        ) from None
 
 
 def _hints(r: Reader, node: yaml.Node) -> tuple[dict[str, str], ...]:
@@ -301,23 +309,31 @@ def _per_profile(r: Reader, node: yaml.Node, at: str, read: Any, what: str, exam
         raise r.fail(node, at, f"name the {what}s per profile, e.g. {example}")
     allowed = (*PROFILE_SELECTORS, DEFAULT_SELECTOR)
     by_selector: dict[str, Any] = {}
-    for selector, (key_node, value_node) in pairs.items():
-        key_at = join_field(at, selector)
+    for written, (key_node, value_node) in pairs.items():
+        key_at = join_field(at, written)
+        selector = canonical_selector(written)
         if selector not in allowed:
             raise r.fail(
                 key_node,
                 key_at,
-                unknown_name("profile key", selector, allowed, "keys: a profile, a client, a Kafka version or default"),
+                unknown_name(
+                    "profile key",
+                    selector,
+                    allowed,
+                    "keys: a profile, a client release, a client, a Kafka version or default",
+                ),
             )
         by_selector[selector] = read(value_node, key_at, selector)
     if DEFAULT_SELECTOR not in by_selector:
-        for profile in PROFILES:
+        for profile in NAMED_PROFILES:
             names = selectors_of(profile)
             if not any(s in by_selector for s in names):
+                # a client of the cluster's own release is most simply named without its release
+                offered = [s for s in reversed(names) if s != f"{profile.client}:{profile.kafka}"]
                 raise r.fail(
                     node,
                     at,
-                    f"no {what} for profile {names[0]}: add {', '.join(reversed(names))} or {DEFAULT_SELECTOR} ({what}s per profile name every profile)",
+                    f"no {what} for profile {names[0]}: add {', '.join(offered)} or {DEFAULT_SELECTOR} ({what}s per profile name every profile)",
                 )
     return by_selector
 
@@ -718,7 +734,7 @@ def _step_expect(r: Reader, pair: tuple[yaml.Node, yaml.Node] | None, where: str
 
     def read(value_node: yaml.Node, key_at: str, selector: str) -> tuple[str, ...]:
         outcomes = _outcomes(r, value_node, key_at)
-        client = selector.rpartition("-")[2]
+        client = selector.rpartition("-")[2].partition(":")[0]
         for n, name in zip(_outcome_nodes(r, value_node, key_at), outcomes):
             if client == "java" and name.startswith("_"):
                 raise r.fail(
@@ -1134,15 +1150,19 @@ def _by_profile(
     expect["by_profile"] as {selector: (block, lines)}; parse_scenario takes it out."""
     at = f"expect.{BY_PROFILE}"
     out: dict[str, tuple[dict[str, Any], dict[str, int]]] = {}
-    for selector, (key_node, block_node) in r.mapping(node, at).items():
-        where = join_field(at, selector)
+    for written, (key_node, block_node) in r.mapping(node, at).items():
+        where = join_field(at, written)
+        selector = canonical_selector(written)
         if selector not in PROFILE_SELECTORS:
             r.errors.append(
                 r.fail(
                     key_node,
                     where,
                     unknown_name(
-                        "profile key", selector, PROFILE_SELECTORS, "keys: a profile, a client or a Kafka version"
+                        "profile key",
+                        selector,
+                        PROFILE_SELECTORS,
+                        "keys: a profile, a client release, a client or a Kafka version",
                     ),
                 )
             )

@@ -52,12 +52,15 @@ def kafka_configured(profile: Profile | None = None) -> bool:
     from playground.kafka.clusters import SETTINGS
 
     versions = [profile.kafka] if profile is not None else list(KAFKA_RELEASES)
-    return any(str(getattr(settings, SETTINGS[v][0], "") or "").strip() for v in versions)
+    # a version the real backend names no setting for (yet) has no cluster here
+    return any(str(getattr(settings, SETTINGS[v][0], "") or "").strip() for v in versions if v in SETTINGS)
 
 
 def not_configured(profile: Profile) -> str:
     from playground.kafka.clusters import SETTINGS
 
+    if profile.kafka not in SETTINGS:
+        return _("This server has no Kafka %(release)s cluster configured.") % {"release": profile.release}
     return _("This server has no Kafka %(release)s cluster configured (%(setting)s).") % {
         "release": profile.release,
         "setting": SETTINGS[profile.kafka][0],

@@ -24,15 +24,15 @@ from django.utils.translation import gettext as _
 
 from playground.engine.backend import OK
 from playground.engine.spec import (
-    CLIENTS,
     CONSUMER,
     DEFAULT_PROFILE,
-    KAFKA_RELEASES,
     ActorSpec,
     ClusterSpec,
     Profile,
     Step,
+    profile_from_key,
 )
+from playground.engine.spec import PROFILES as ALL_PROFILES
 from playground.scenario.engines import make_backend
 from playground.session.live import CommandError, actor_from_entry, is_command, step_from_entry
 
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from playground.scenario.database import DatabaseSpec
 
 # Every profile of this playground, in the order the pair's choice lists them.
-PROFILES: tuple[Profile, ...] = tuple(Profile(k, c) for k in KAFKA_RELEASES for c in CLIENTS)
+PROFILES: tuple[Profile, ...] = ALL_PROFILES
 # The other side by default: the newest Kafka with the Java client (or, when that is the item's own, the default).
 OTHER = Profile("4", "java")
 MAX_COMMANDS = 2000  # a comparison re-runs everything twice on the simulator: bounded like everything else
@@ -57,21 +57,21 @@ class CompareError(CommandError):
 
 # --------------------------------------------------------------------------------------------------- profiles
 def profile_text(profile: Profile) -> str:
-    """A profile as the compare URL spells it: 3.9-librdkafka, 4-java."""
-    return f"{profile.kafka}-{profile.client}"
+    """A profile as the compare URL spells it: 3.9-librdkafka, 4-java, 3.9-java:3.5."""
+    return profile.key
 
 
 def profile_from_text(name: str, text: str | None, default: Profile) -> Profile:
     """`a=4-java` into a profile (empty: `default`); anything else is a 400 naming the parameter and the choices."""
     if text in (None, ""):
         return default
-    kafka, _sep, client = str(text).partition("-")
-    if kafka not in KAFKA_RELEASES or client not in CLIENTS:
+    try:
+        return profile_from_key(str(text))
+    except ValueError:
         raise CompareError(
             _("%(name)s: %(value)s is not a profile of this playground; choose one of %(choices)s.")
             % {"name": name, "value": str(text)[:40], "choices": ", ".join(profile_text(p) for p in PROFILES)}
-        )
-    return Profile(kafka, client)
+        ) from None
 
 
 def other_profile(profile: Profile) -> Profile:

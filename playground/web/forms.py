@@ -10,7 +10,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from playground.engine.spec import (
-    CLIENTS,
+    CLIENT_KEYS,
     CONSUMER_ACTIONS,
     KAFKA_RELEASES,
     PRODUCER_ACTIONS,
@@ -69,10 +69,11 @@ class BoolField(forms.Field):
 
 
 class ProfileForm(Form):
-    """A Play form's profile: the Kafka version and the client; each left empty keeps the scenario's own."""
+    """A Play form's profile: the Kafka version and the client (`java:3.5`: kafka-clients of another release than
+    the cluster's); each left empty keeps the scenario's own."""
 
     kafka = forms.ChoiceField(required=False, choices=[(v, v) for v in KAFKA_RELEASES])
-    client = forms.ChoiceField(required=False, choices=[(c, c) for c in CLIENTS])
+    client = forms.ChoiceField(required=False, choices=[(c, c) for c in CLIENT_KEYS])
 
     def profile(self, base: Profile) -> Profile:
         return parse_profile(self.cleaned_data.get("kafka"), self.cleaned_data.get("client"), base)

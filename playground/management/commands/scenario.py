@@ -14,7 +14,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand
 
 from playground.engine.backend import BackendError
-from playground.engine.spec import CLIENTS, KAFKA_RELEASES, parse_profile
+from playground.engine.spec import CLIENT_KEYS, KAFKA_RELEASES, parse_profile
 from playground.scenario import ScenarioError, load_library, load_scenario, pick, run_scenario
 from playground.scenario.anomalies import check, history_of_run
 
@@ -42,7 +42,11 @@ class Command(BaseCommand):
             + ")",
         )
         run.add_argument(
-            "--client", choices=CLIENTS, default=None, help="the client (overrides the scenario's profile)"
+            "--client",
+            choices=CLIENT_KEYS,
+            default=None,
+            help="the client (overrides the scenario's profile): librdkafka, java (kafka-clients of the cluster's "
+            "release) or java:VERSION (kafka-clients of that Kafka version, e.g. java:3.5)",
         )
         run.add_argument("--json", action="store_true", help="print the observation as JSON")
         run.add_argument("--lang", default="en", help="language of notes in the transcript (en, zh)")

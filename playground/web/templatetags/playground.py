@@ -469,8 +469,10 @@ def goal_item(item: Mapping[str, Any]) -> str:
 
 @register.inclusion_tag("playground/_profile.html")
 def profile_select(chosen: Any = None) -> dict[str, Any]:
-    """The profile's two choices for a Play form: the Kafka version (its exact release shown) and the client,
-    `chosen` (a spec.Profile) selected; without one, a first option "as the file says" (its `profile:`)."""
-    from playground.engine.spec import CLIENTS, KAFKA_RELEASES
+    """The profile's two choices for a Play form: the Kafka version (its exact release shown) and the client (java:
+    kafka-clients of the cluster's release, or of the one named), `chosen` (a spec.Profile) selected; without one, a
+    first option "as the file says" (its `profile:`)."""
+    from playground.engine.spec import CLIENT_KEYS, JAVA_RELEASES, KAFKA_RELEASES
 
-    return {"versions": list(KAFKA_RELEASES.items()), "clients": CLIENTS, "chosen": chosen}
+    clients = [(c, f"java {JAVA_RELEASES[c[5:]]}" if c.startswith("java:") else c) for c in CLIENT_KEYS]
+    return {"versions": list(KAFKA_RELEASES.items()), "clients": clients, "chosen": chosen}
