@@ -6,7 +6,8 @@ returns (effects.py) is carried out here (`_carry_out`): the coordinators never 
 Built in layers, each a module: brokers.py (the brokers on a network: liveness, the virtual clock, events, RPC),
 leaders.py (topics and partitions, the partition leaders' request handling: Produce, Fetch, ListOffsets,
 WriteTxnMarkers), and this one (the coordinators, brokers stopping and starting, the coordinators' requests, the
-periodic scans). `kafka` names the release ("3.9" or "4").
+periodic scans). `kafka` names the release ("3.5", "3.9" or "4"; leaders.py says how they differ on the produce
+path).
 
 When a leader stops, the next live replica takes over (all replicas are in sync here); a broker that starts again
 does not take leadership back (no preferred-leader rebalance). A new leader of a `__transaction_state` partition is
@@ -21,6 +22,8 @@ Timing knobs (cluster config, all optional; Kafka itself ignores keys starting w
   sim.coordinator.load.ms (5)        a new coordinator loading its `__transaction_state` partition
   sim.marker.retry.backoff.ms (100)  before a transaction marker is sent again
   sim.replication.factor (min(3, brokers))
+
+Broker settings read here and in leaders.py: transaction.partition.verification.enable (3.6+, default true).
 """
 
 from __future__ import annotations
@@ -90,8 +93,8 @@ class Cluster(PartitionLeaders):
         kafka: str = "3.9",
     ) -> None:
         super().__init__(brokers, config, seed, on_event=on_event, keep_events=keep_events, kafka=kafka)
-        if kafka not in ("3.9", "4"):
-            raise ValueError(f"no model of Kafka {kafka!r} (3.9 or 4)")
+        if kafka not in ("3.5", "3.9", "4"):
+            raise ValueError(f"no model of Kafka {kafka!r} (3.5, 3.9 or 4)")
         self.coordinator_load_ms = int(self.config.get("sim.coordinator.load.ms", 5))
         self._scans: dict[tuple[int, str], PeriodicScan] = {}
         # the coordinators: state machines that answer with effects (effects.py), carried out by _carry_out

@@ -15,8 +15,10 @@ transaction-timeout abort scan finding a timed-out transaction, transactional.id
 timeout) do not fire; periodic scans that would find nothing run on the way. The wait is bounded (30 s of
 virtual time). So `observe()` never makes a transaction time out that the steps did not already time out.
 
-Profiles: the cluster runs the profile's Kafka release (3.9, or 4.x with transaction.version=2) and the producers
-are librdkafka's model (client.Producer) or kafka-clients' (javaclient.JavaProducer, of the cluster's release). A
+Profiles: the cluster runs the profile's Kafka release (3.5, 3.9, or 4.x with transaction.version=2) and the
+producers are librdkafka's model (client.Producer) or kafka-clients' (javaclient.JavaProducer, of the profile's
+client release: the cluster's own unless the profile names another, speaking the request versions the two
+negotiate, apiversions.py). A
 Java step's outcome is the simple class name of the exception the application catches (an awaited produce: the
 cause of the ExecutionException that Future.get() throws); its `last_error` adds the error code on the wire. The
 consumers are one model for both clients (their fetch and offset behaviour is the brokers'); a Java consumer's
@@ -33,6 +35,7 @@ from playground.engine import events as ev
 from playground.engine.backend import OK, Backend, BackendError, ProfileError
 from playground.engine.spec import CONSUMER, DEFAULT_PROFILE, PRODUCER, ActorSpec, ClusterSpec, Profile, Step
 from playground.sim import latewrite, observation
+from playground.sim.apiversions import java_versions, librdkafka_produce_version
 from playground.sim.client import Consumer, Message, Producer, TopicPartition
 from playground.sim.cluster import Cluster
 from playground.sim.errors import KafkaException
@@ -191,7 +194,8 @@ class SimBackend(Backend):
         # the scenario format: a producer without transactional.id is idempotent unless it says otherwise
         conf.setdefault("enable.idempotence", True)
         if self.java:
-            return JavaProducer(conf, cluster=self.cluster, name=actor.name, release=self.profile.kafka)
+            release = self.profile.client_release or self.profile.kafka
+            return JavaProducer(conf, cluster=self.cluster, name=actor.name, release=release)
         return Producer(conf, cluster=self.cluster, name=actor.name)
 
     def _new_consumer(self, actor: ActorSpec) -> Consumer:
@@ -247,8 +251,13 @@ class SimBackend(Backend):
         entry = self.producers.get(str(args.get("actor")))
         if entry is None or not entry.spec.transactional_id:
             raise BackendError(f"net.late_write: {args.get('actor')!r} is not a transactional producer")
-        # the Produce version the actor's client sends (librdkafka 10; kafka-clients: javaclient.API_VERSIONS)
-        version = API_VERSIONS[self.profile.kafka]["Produce"] if self.java else latewrite.LIBRDKAFKA_PRODUCE_VERSION
+        # the Produce version the actor's client sends to this cluster (librdkafka 10, 9 to a 3.5 broker; kafka-clients:
+        # what its producer negotiated, apiversions.py)
+        if self.java:
+            release, kafka = self.profile.client_release or self.profile.kafka, self.profile.kafka
+            version = java_versions(API_VERSIONS, release, kafka, tv2=release == kafka == "4")["Produce"]
+        else:
+            version = librdkafka_produce_version(self.profile.kafka)
         try:
             error, _info = latewrite.deliver(
                 self.cluster,

@@ -19,6 +19,7 @@ from itertools import count
 from typing import TYPE_CHECKING, Any
 
 from playground.engine import events as ev
+from playground.sim.apiversions import java_versions
 from playground.sim.clientbase import Client, conf_bool, conf_ms
 from playground.sim.javaerrors import JavaException
 
@@ -47,6 +48,13 @@ TM_TRANSITIONS_39: dict[str, frozenset[str]] = {
     ABORTING_TRANSACTION: frozenset({IN_TRANSACTION, ABORTABLE_ERROR}),
     ABORTABLE_ERROR: frozenset({IN_TRANSACTION, COMMITTING_TRANSACTION, ABORTABLE_ERROR, INITIALIZING}),
 }
+# 3.5: UNINITIALIZED only from READY and no ABORTABLE_ERROR while INITIALIZING (both came with 3.6+: KAFKA-13668's
+# transitionToUninitialized, and an abortable InitProducerId answer)
+TM_TRANSITIONS_35: dict[str, frozenset[str]] = {
+    **TM_TRANSITIONS_39,
+    UNINITIALIZED: frozenset({READY}),
+    ABORTABLE_ERROR: frozenset({IN_TRANSACTION, COMMITTING_TRANSACTION, ABORTABLE_ERROR}),
+}
 # 4.x: INITIALIZING also after a commit (the client-side epoch bump when a producer moves to TV2 mid-life), and
 # KIP-939's prepared state between IN_TRANSACTION and the end of the transaction
 TM_TRANSITIONS_4: dict[str, frozenset[str]] = {
@@ -57,8 +65,17 @@ TM_TRANSITIONS_4: dict[str, frozenset[str]] = {
     ABORTING_TRANSACTION: frozenset({IN_TRANSACTION, ABORTABLE_ERROR, PREPARED_TRANSACTION}),
 }
 
-# The request versions kafka-clients sends to a cluster of its own release (see the module docstring).
+# The request versions kafka-clients sends to a cluster of its own release (see the module docstring); to a cluster
+# of another release, apiversions.java_versions negotiates them.
 API_VERSIONS = {
+    "3.5": {
+        "InitProducerId": 4,
+        "AddPartitionsToTxn": 3,
+        "AddOffsetsToTxn": 3,
+        "EndTxn": 3,
+        "TxnOffsetCommit": 3,
+        "Produce": 9,
+    },
     "3.9": {
         "InitProducerId": 5,
         "AddPartitionsToTxn": 3,
@@ -193,9 +210,8 @@ class JavaProducerBase(Client):
         super().__init__(conf, cluster, name)
         if release not in API_VERSIONS:
             raise ValueError(f"no model of kafka-clients {release!r}")
-        self.release = release
+        self.release = release  # kafka-clients' version line; the cluster's is cluster.kafka
         c = self.conf
-        self.versions = self.api_versions = API_VERSIONS[release]
         self.transactional_id: str | None = c.get("transactional.id") or None
         # kafka-clients 3.0+: idempotence is on by default (a transactional producer always has it)
         self.idempotent = self.transactional_id is not None or conf_bool(c.get("enable.idempotence", True))
@@ -205,14 +221,23 @@ class JavaProducerBase(Client):
         self.delivery_timeout_ms = conf_ms(c, "delivery.timeout.ms", conf_ms(c, "message.timeout.ms", 120_000))
         self.max_block_ms = conf_ms(c, "max.block.ms", 60_000)
         self.retry_backoff_ms = conf_ms(c, "retry.backoff.ms", 100)
-        self.retry_backoff_max_ms = conf_ms(c, "retry.backoff.max.ms", 1000)
+        # exponential backoff up to retry.backoff.max.ms came with 3.7 (KIP-580); 3.5 waits retry.backoff.ms each time
+        self.retry_backoff_max_ms = (
+            self.retry_backoff_ms if release == "3.5" else conf_ms(c, "retry.backoff.max.ms", 1000)
+        )
         self.transaction_timeout_ms = conf_ms(c, "transaction.timeout.ms", 60_000)
         # TransactionManager (exists for idempotent and transactional producers)
         self.has_tm = self.idempotent
-        self.tm_table = TM_TRANSITIONS_4 if release == "4" else TM_TRANSITIONS_39
+        self.tm_table = {"3.5": TM_TRANSITIONS_35, "4": TM_TRANSITIONS_4}.get(release, TM_TRANSITIONS_39)
+        # an invalid transition on the Sender thread poisons the manager (FATAL_ERROR) from 3.6 on (KAFKA-14831); in
+        # 3.5 it is an IllegalStateException the Sender's loop logs ("Uncaught error in kafka producer I/O thread")
+        self.poisons = release != "3.5"
         # Kafka 4.x cluster + kafka-clients 4.x: transaction.version 2 finalized and Produce v12 / EndTxn v5 /
-        # TxnOffsetCommit v5 supported (maybeUpdateTransactionV2Enabled at initTransactions)
-        self.tv2 = release == "4" and getattr(cluster, "kafka", "3.9") == "4" and self.transactional_id is not None
+        # TxnOffsetCommit v5 supported (maybeUpdateTransactionV2Enabled at initTransactions); a 4.x client on a 3.x
+        # cluster, or a 3.x client on a 4.x one, runs the classic protocol
+        kafka = getattr(cluster, "kafka", "3.9")
+        self.tv2 = release == "4" and kafka == "4" and self.transactional_id is not None
+        self.versions = self.api_versions = java_versions(API_VERSIONS, release, kafka, self.tv2)
         self.state = UNINITIALIZED if self.has_tm else READY
         self.last_error: JavaException | None = None
         self.producer_id = -1
@@ -299,7 +324,7 @@ class JavaProducerBase(Client):
                 "IllegalStateException",
                 f"{ident}Invalid transition attempted from state {self.state} to state {target}",
             )
-            if sender_thread:
+            if sender_thread and self.poisons:
                 self._set_state(FATAL_ERROR)
                 self.last_error = exc
             raise exc
@@ -338,6 +363,9 @@ class JavaProducerBase(Client):
         try:
             self._transition(ABORTABLE_ERROR, error, sender_thread=sender_thread)
         except JavaException as exc:
+            if sender_thread and not self.poisons:
+                self._emit_error("background", exc)  # logged by the Sender's loop; the state stays as it was
+                return
             if sender_thread:
                 self._emit_error("background", exc, fatal=True)
                 if self._pending_transition is not None:

@@ -288,6 +288,13 @@ class JavaTxnManager(JavaProducerBase):
             self._reenqueue(handler)
         elif error in ("INVALID_PRODUCER_EPOCH", "PRODUCER_FENCED"):
             self._fatal(handler, fenced(error))
+        elif error == "INVALID_TXN_STATE" and self.release == "3.5" and not handler.is_end_txn:
+            # 3.5 (before KAFKA-14278): AddPartitionsToTxnHandler wraps it in a KafkaException; AddOffsetsToTxnHandler
+            # has no branch for it and ends in its "Unexpected error"
+            if handler.name != "AddPartitionsToTxn":
+                return False
+            cause = exception_for(error, "The producer attempted a transactional operation in an invalid state.")
+            self._fatal(handler, JavaException("KafkaException", f"{cause.name}: {cause.message}", cause=cause))
         elif error in ("TRANSACTIONAL_ID_AUTHORIZATION_FAILED", "INVALID_TXN_STATE") or (
             error == "INVALID_PRODUCER_ID_MAPPING" and self.release == "4"
         ):
@@ -418,8 +425,13 @@ class JavaTxnManager(JavaProducerBase):
                 pending.clear()
             elif error in ("COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR", "REQUEST_TIMED_OUT"):
                 self._lookup_coordinator("group", gm.group_id)
-            elif exception_for(error).retriable:
-                pass  # retried with the same coordinator
+            elif exception_for(error).retriable and (
+                self.release != "3.5" or error in ("UNKNOWN_TOPIC_OR_PARTITION", "COORDINATOR_LOAD_IN_PROGRESS")
+            ):
+                pass  # retried with the same coordinator (3.5: only these two; the rest were "Unexpected")
+            elif error == "INVALID_PRODUCER_EPOCH" and self.release == "3.5":
+                # 3.5 (before KAFKA-14278) passes it on as it is, not as ProducerFencedException
+                self._fatal(handler, exception_for(error))
             elif error in ("FENCED_INSTANCE_ID", "TRANSACTION_ABORTABLE"):
                 self._abortable(handler, exception_for(error))
             elif error in ("UNKNOWN_MEMBER_ID", "ILLEGAL_GENERATION"):

@@ -244,9 +244,7 @@ class JavaProducer(JavaSender):
         if self.new_partitions:
             self._enqueue(self._add_partitions_handler())
         skip_end_txn = (
-            self.release == "3.9"
-            and self.last_error is not None
-            and self.last_error.name == "InvalidPidMappingException"
+            self.release != "4" and self.last_error is not None and self.last_error.name == "InvalidPidMappingException"
         )
         end_result = TxnResult(f"EndTxn({str(commit).lower()})")
         if not skip_end_txn:

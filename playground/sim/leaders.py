@@ -7,11 +7,24 @@ Follows core/src/main/scala/kafka/server/ReplicaManager.scala (appendRecords, fe
 maybeStartTransactionVerificationForPartition), AddPartitionsToTxnManager.scala, DelayedFetch.scala, and
 KafkaApis.scala (handleListOffsetRequest, handleWriteTxnMarkersRequest).
 
-`kafka` names the release ("3.9" or "4"). On 4.x a transactional Produce from a TV2 client (Produce v12+) has no
-AddPartitionsToTxn before it: the leader adds the partition to the transaction itself (ReplicaManager
-.maybeStartTransactionVerificationForPartition -> AddPartitionsToTxnManager, addPartition operation), one
-AddPartitionsToTxn v5 (verifyOnly=false) to the coordinator, then appends; a batch whose epoch is older than the
-partition's is refused before asking (KAFKA-18042). TV1 clients keep KIP-890 part 1's verify-only check.
+`kafka` names the release ("3.5", "3.9" or "4"). How a leader treats a transactional batch of a producer that has no
+transaction open on the partition differs by release:
+- Kafka 3.5: it appends it, and the batch opens a transaction on the partition whatever the coordinator knows
+  (UnifiedLog.append -> ProducerAppendInfo at 3.5.2: no verification exists). A stray or late batch of a producer
+  whose transaction is over starts a transaction nothing ever ends: a hanging transaction, holding the LSO until an
+  operator aborts it (`kafka-transactions.sh abort`, Cluster.admin_abort).
+- Kafka 3.6+ (3.9 here), for a TV1 client: KIP-890 part 1. The leader asks the coordinator first whether the
+  partition is in the producer's ongoing transaction (ReplicaManager.maybeStartTransactionVerificationForPartitions
+  -> AddPartitionsToTxnManager, verifyOnly) and refuses the batch when not; with the broker setting
+  `transaction.partition.verification.enable=false` it skips that ("Skip verification if the request is not
+  transactional or transaction verification is disabled") and the append guard (UnifiedLog
+  .batchMissingRequiredVerification reads the same setting): 3.5's behaviour.
+- Kafka 4.x for a TV2 client (Produce v12+): no AddPartitionsToTxn before it; the leader adds the partition to the
+  transaction itself (addPartition operation, one AddPartitionsToTxn v5 with verifyOnly=false), then appends; a
+  batch whose epoch is older than the partition's is refused before asking (KAFKA-18042). This happens whatever
+  `transaction.partition.verification.enable` says (4.x ReplicaManager: `!transactionSupportedOperation
+  .supportsEpochBump && !transactionPartitionVerificationEnable`); only the append guard follows the setting. TV1
+  clients on 4.x keep part 1's verify-only check, under the same setting as on 3.9.
 
 Placement is deterministic and easy to predict: partition p of every topic (and of `__transaction_state` and
 `__consumer_offsets`) has replicas [b(p), b(p+1), ...] with b(i) = the (i mod brokers)-th broker, so orders-0 is
@@ -68,6 +81,10 @@ class PartitionLeaders(Brokers):
     ) -> None:
         super().__init__(brokers, config, seed, on_event=on_event, keep_events=keep_events)
         self.kafka = kafka
+        # KIP-890 part 1's check on the produce path: 3.6+ only, on unless the broker setting turns it off
+        self.verification = kafka != "3.5" and _setting_true(
+            self.config.get("transaction.partition.verification.enable", True)
+        )
         self.replication_factor = int(self.config.get("sim.replication.factor", min(3, brokers)))
         self.marker_retry_backoff_ms = int(self.config.get("sim.marker.retry.backoff.ms", 100))
         self.markers_written = 0
@@ -235,7 +252,7 @@ class PartitionLeaders(Brokers):
             )
             return
         verify = None
-        if transactional and transactional_id:
+        if transactional and transactional_id and self.verification:
             tc = self.txn_coordinator
             verify = functools.partial(_verify_partition, tc, transactional_id, partition, version)
         result = log.append(
@@ -320,10 +337,21 @@ class PartitionLeaders(Brokers):
             if error:
                 reply(error)
                 return
+
             # the verification guard: the transaction that took the partition must still be the one appending
-            verify = lambda pid, e: tc.in_transaction(transactional_id, pid, e, partition)  # noqa: E731
+            # (only with transaction.partition.verification.enable: UnifiedLog.batchMissingRequiredVerification)
+            def guard(pid: int, e: int) -> str | None:
+                return tc.in_transaction(transactional_id, pid, e, partition)
+
             result = log.append(
-                producer_id, epoch, base_sequence, True, values, keys, timestamp_ms=self.now_ms, verify=verify
+                producer_id,
+                epoch,
+                base_sequence,
+                True,
+                values,
+                keys,
+                timestamp_ms=self.now_ms,
+                verify=guard if self.verification else None,
             )
             self._answer_produce(log, result, producer_id, epoch, base_sequence, True, values, acks, reply, client_id)
 
@@ -580,3 +608,10 @@ def _verify_partition(
     tc: TransactionCoordinator, transactional_id: str, partition: str, version: int | None, producer_id: int, epoch: int
 ) -> str | None:
     return tc.verify_partition(transactional_id, producer_id, epoch, partition, version)
+
+
+def _setting_true(value: Any) -> bool:
+    """A boolean broker setting as a scenario's config gives it (true/false, or their text)."""
+    if isinstance(value, str):
+        return value.strip().lower() not in ("false", "0", "no")
+    return bool(value)

@@ -56,11 +56,16 @@ TRANSITIONS_4: dict[str, frozenset[str]] = {
     **TRANSITIONS,
     PREPARE_ABORT: frozenset({ONGOING, PREPARE_EPOCH_FENCE, EMPTY, COMPLETE_COMMIT, COMPLETE_ABORT}),
 }
-TRANSITIONS_BY_KAFKA: dict[str, dict[str, frozenset[str]]] = {"3.9": TRANSITIONS, "4": TRANSITIONS_4}
+# Kafka 3.5's TransactionMetadata.scala has 3.9's table (the two differ only in a type annotation).
+TRANSITIONS_BY_KAFKA: dict[str, dict[str, frozenset[str]]] = {
+    "3.5": TRANSITIONS,
+    "3.9": TRANSITIONS,
+    "4": TRANSITIONS_4,
+}
 
 
 def transitions_for(kafka: str = "3.9") -> dict[str, frozenset[str]]:
-    """The transition table of a Kafka release ("3.9" or "4", as spec.Profile.kafka names it)."""
+    """The transition table of a Kafka release ("3.5", "3.9" or "4", as spec.Profile.kafka names it)."""
     return TRANSITIONS_BY_KAFKA[kafka]
 
 
@@ -162,7 +167,7 @@ class TransactionMetadata:
         )
 
     def prepare_fence_producer_epoch(self) -> Transit:
-        if self.producer_epoch == SHORT_MAX and self.kafka == "3.9":
+        if self.producer_epoch == SHORT_MAX and self.kafka != "4":
             raise IllegalStateError("cannot fence producer with epoch equal to Short.MaxValue")
         # 3.9: never bump twice after a failed fence write (KAFKA-9666); 4.x also never past Short.MaxValue
         # (KAFKA-20090: "to avoid overflow")
