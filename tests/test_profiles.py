@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from playground.engine.spec import DEFAULT_PROFILE, KAFKA_RELEASES, Profile, parse_profile
+from playground.engine.spec import DEFAULT_PROFILE, KAFKA_RELEASES, PROFILES, Profile, parse_profile, profile_from_key
 from playground.kafka import clusters
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -117,3 +117,32 @@ def test_it_refuses_a_cluster_of_another_version_or_without_the_transaction_vers
         clusters.check(_Wire(kafka4), Profile("4", "java"), "KAFKA4_BOOTSTRAP_SERVERS")
     with pytest.raises(clusters.ClusterMismatch, match=r"broker 1 3\.9, broker 2 4\.4"):
         clusters.check(_Wire(kafka39, kafka4), Profile("4"), "KAFKA4_BOOTSTRAP_SERVERS")
+
+
+def test_it_reads_a_java_client_without_a_release_as_the_clusters_own():
+    assert Profile("3.9", "java") == Profile("3.9", "java", "3.9") == parse_profile("3.9", "java:3.9")
+    assert Profile("3.9", "java").to_dict() == {"kafka": "3.9", "client": "java"}  # stored and written as before
+    assert Profile("3.9", "java").label == "Kafka 3.9.1 · java" and Profile("4", "java").key == "4-java"
+
+
+def test_it_names_a_java_client_of_another_release_in_every_spelling_of_the_profile():
+    mixed = parse_profile("3.9", "java:3.5")
+    assert (mixed.kafka, mixed.client, mixed.client_release, mixed.client_version) == ("3.9", "java", "3.5", "3.5.2")
+    assert mixed.key == "3.9-java:3.5" and mixed.client_key == "java:3.5"
+    assert mixed.to_dict() == {"kafka": "3.9", "client": "java:3.5"}
+    assert mixed.label == "Kafka 3.9.1 · java 3.5.2"
+    assert profile_from_key("3.9-java:3.5") == mixed and profile_from_key("3.5-librdkafka") == Profile("3.5")
+    # a new Kafka version keeps the client's release when it was named, follows the cluster when it was not
+    assert parse_profile("4", None, base=mixed) == Profile("4", "java", "3.5")
+    assert parse_profile("4", None, base=Profile("3.9", "java")) == Profile("4", "java", "4")
+
+
+def test_it_runs_transaction_protocol_2_only_with_kafka_clients_4_on_kafka_4():
+    assert [p.key for p in PROFILES if p.transaction_version == 2] == ["4-java"]
+    assert Profile("3.5").finalized_transaction_version == 0
+    assert len(PROFILES) == len(set(PROFILES)) == 12
+
+
+def test_it_refuses_a_release_for_librdkafka():
+    with pytest.raises(ValueError):
+        Profile("3.9", "librdkafka", "3.9")

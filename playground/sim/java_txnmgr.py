@@ -178,7 +178,13 @@ class JavaTxnManager(JavaProducerBase):
                 self._lookup_coordinator(handler.coordinator, handler.key or self.transactional_id or "")
             self._reenqueue(handler)
         else:
-            handler.on_response(error, result)
+            try:
+                handler.on_response(error, result)
+            except JavaException as exc:
+                # an invalid transition met while handling the answer (3.5 does not poison the manager for it):
+                # Sender.run logs it ("Uncaught error in kafka producer I/O thread") and loops on; whatever the
+                # handler had not done yet stays undone
+                self._emit_error("background", exc, fatal=self.state == FATAL_ERROR)
         self._wakeup()
 
     # -- handlers ---------------------------------------------------------------------------------------------
