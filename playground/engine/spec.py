@@ -28,7 +28,12 @@ PRODUCER_ACTIONS = (
 )
 CONSUMER_ACTIONS = ("poll", "commit", "seek_to_committed", "crash", "restart")
 # `net.late_write` (docs/scenario-format-extensions.md): a Produce request of an earlier transaction, delivered late.
-CLUSTER_ACTORS = {"clock": ("advance",), "broker": ("stop", "start"), "net": ("late_write",)}
+# `broker.abort_transaction` (docs/scenario-format.md): an operator's `kafka-transactions.sh abort` on a partition.
+CLUSTER_ACTORS = {
+    "clock": ("advance",),
+    "broker": ("stop", "start", "abort_transaction"),
+    "net": ("late_write",),
+}
 # The application's database (a scenario's `database:`): SQL as the application runs it, its transactions, its death.
 APP = "app"
 APP_ACTIONS = ("sql", "db_begin", "db_commit", "db_rollback", "crash")

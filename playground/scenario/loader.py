@@ -885,6 +885,8 @@ def _cluster_args(
     label = label_node.value
     if actor == "net":
         return _late_write_args(r, node, label_node, where, actors)
+    if action == "abort_transaction":
+        return _abort_args(r, node, label_node, where, cluster)
     if node is None:
         what = "a duration such as 61s, 500ms or 2m" if actor == "clock" else f"a broker id, 1..{cluster.brokers}"
         raise r.fail(label_node, where, f"missing: {label} needs {what}")
@@ -928,6 +930,30 @@ def _cluster_args(
     if len(args) != 1:
         raise r.fail(node, where, f"{label} takes exactly one of {' or '.join(allowed)}")
     return args, expect, predict
+
+
+def _abort_args(
+    r: Reader, node: yaml.Node | None, label_node: yaml.Node, where: str, cluster: ClusterSpec
+) -> tuple[dict[str, Any], StepExpect, dict[str, Any] | None]:
+    """`broker.abort_transaction: payments-0` or `{partition: payments-0}`: an operator aborts the transaction open on
+    that partition that started first (`kafka-transactions.sh abort --start-offset`, playground/sim/adminabort.py)."""
+    if node is None:
+        raise r.fail(label_node, where, "missing: broker.abort_transaction needs the partition, e.g. payments-0")
+    if isinstance(node, yaml.ScalarNode):
+        return {"partition": _parse_tp(r, node, where, cluster)}, None, None
+    raw = r.mapping(node, where)
+    expect = _step_expect(r, raw.pop("expect", None), where)
+    predict = _predict(r, raw.pop("predict", None), where)
+    for name, (key_node, _value_node) in raw.items():
+        if name != "partition":
+            raise r.fail(
+                key_node,
+                join_field(where, name),
+                f"unknown argument {name!r}; broker.abort_transaction takes partition and expect",
+            )
+    if "partition" not in raw:
+        raise r.fail(node, join_field(where, "partition"), "missing: which partition? partition: TOPIC-PARTITION")
+    return {"partition": _parse_tp(r, raw["partition"][1], join_field(where, "partition"), cluster)}, expect, predict
 
 
 def _late_write_args(

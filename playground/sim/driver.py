@@ -34,7 +34,7 @@ from typing import Any
 from playground.engine import events as ev
 from playground.engine.backend import OK, Backend, BackendError, ProfileError
 from playground.engine.spec import CONSUMER, DEFAULT_PROFILE, PRODUCER, ActorSpec, ClusterSpec, Profile, Step
-from playground.sim import latewrite, observation
+from playground.sim import adminabort, latewrite, observation
 from playground.sim.apiversions import java_versions, librdkafka_produce_version
 from playground.sim.client import Consumer, Message, Producer, TopicPartition
 from playground.sim.cluster import Cluster
@@ -229,6 +229,9 @@ class SimBackend(Backend):
                 raise BackendError(f"clock has no action {action!r}")
             self.cluster.advance(_ms(args.get("ms", args.get("value", 0))))
             return OK
+        if actor == "broker" and action == "abort_transaction":
+            error, _info = adminabort.abort(self.cluster, str(args["partition"]))
+            return error or OK
         if actor == "broker":
             broker = self._broker_arg(args)
             if action == "stop":

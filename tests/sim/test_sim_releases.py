@@ -228,3 +228,28 @@ def test_it_backs_off_retries_exponentially_only_from_3_7(release, backoffs):
     # KIP-580 (3.7): retry.backoff.ms doubling up to retry.backoff.max.ms; 3.5's Sender waits retry.backoff.ms
     _cluster, p = producer("3.9", release)
     assert [min(p.retry_backoff_ms * 2**n, p.retry_backoff_max_ms) for n in range(4)] == backoffs
+
+
+# -- the operator's way out: kafka-transactions.sh abort ------------------------------------------------------------
+def test_it_aborts_the_hanging_transaction_as_kafka_transactions_abort_does_and_the_lso_moves_on():
+    # TransactionsCommand.AbortTransactionCommand (--start-offset): DescribeProducers, then Admin.abortTransaction
+    # with the producer's id, epoch and coordinator epoch: WriteTxnMarkers(ABORT) to the leader
+    b = backend(Profile("3.5", "java"))
+    run(b, *ABORTED_TXN, late("a-2"))
+    assert marks(b) == (3, 2)
+    assert run(b, ("broker.abort_transaction", {"partition": "payments-0"})) == ["ok"]
+    assert marks(b) == (4, 4)
+    log = b.observe()["partitions"]["payments-0"]["log"]
+    assert [e.get("value") or e.get("control") for e in log] == ["a-1", "ABORT", "a-2", "ABORT"]
+    assert log[3]["epoch"] == log[2]["epoch"]  # the producer's own epoch, as DescribeProducers gave it
+    run(b, "rc.poll")
+    assert b.observe()["consumers"]["rc"]["payments-0"] == []  # read_committed is past it, and a-2 is aborted
+    sent = [e for e in b.events if e.kind == "rpc" and e.rpc == "WriteTxnMarkers" and e.src.startswith("admin")]
+    assert sent and "start offset 2" in sent[0].detail
+
+
+def test_it_finds_no_transaction_to_abort_on_a_partition_without_one():
+    b = backend(Profile("3.9", "java"))
+    run(b, *ABORTED_TXN)
+    assert run(b, ("broker.abort_transaction", {"partition": "payments-0"})) == ["INVALID_TXN_STATE"]
+    assert marks(b) == (2, 2)
