@@ -149,7 +149,15 @@ def test_it_reproduces_the_format_pages_example_observation_on_the_simulator():
     observation = run_scenario(parse_scenario(CONTRACT_EXAMPLE, "scenario-format.md"), "sim")
     assert observation["format"] == 1 and observation["scenario"] == "zombie-fencing" and observation["seed"] == 7
     assert observation["steps"][0] == {"index": 0, "step": "A.init_transactions", "outcome": "ok"}
-    assert observation["steps"][4] == {"index": 5, "step": "A.commit_transaction", "outcome": "_FENCED"}
+    fenced = observation["steps"][4]
+    assert {k: fenced[k] for k in ("index", "step", "outcome")} == {
+        "index": 5,
+        "step": "A.commit_transaction",
+        "outcome": "_FENCED",
+    }
+    # additions (issue 20): a failed step's message and the producer's client state after it
+    assert fenced["state"] == "FATAL_ERROR" and "INVALID_PRODUCER_EPOCH" in fenced["message"]
+    assert observation["producers"]["A"] == {"state": "FATAL_ERROR"}
     assert observation["partitions"]["orders-0"] == {
         "log": [
             {"offset": 0, "value": "txn1-p0", "producer": "P1", "epoch": 0, "transactional": True},

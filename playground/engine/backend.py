@@ -111,6 +111,21 @@ class Backend(ABC):
         cheaply answers the empty set (the command's own error outcome is marked anyway)."""
         return frozenset()
 
+    def outcome_message(self) -> str | None:
+        """The message of the exception or error behind the last step's outcome (Throwable.getMessage(),
+        KafkaError.str()), when the backend knows it; None after an "ok"."""
+        return None
+
+    def client_state(self, actor: str) -> str | None:
+        """The producer's client state right now, as its client names it (kafka-clients' TransactionManager.State,
+        librdkafka's txn state), when the backend can tell; None otherwise."""
+        return None
+
+    def callbacks(self) -> list[dict[str, Any]]:
+        """Every invocation of a record's callback so far, in order, for the sends that asked for one
+        (`callback: true`): {"actor", "value", "outcome", "message"}."""
+        return []
+
     def polled(self, actor: str) -> list[tuple[str, int]]:
         """The records (partition, offset) the consumer's last poll returned: what the anomaly checker reads."""
         return []

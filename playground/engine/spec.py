@@ -25,6 +25,8 @@ PRODUCER_ACTIONS = (
     "crash",
     "restart",
     "close",
+    # a send's future, waited for later (`A.produce: {..., future: f3}` then `A.get: f3`; issue 20)
+    "get",
 )
 CONSUMER_ACTIONS = ("poll", "commit", "seek_to_committed", "crash", "restart")
 # `net.late_write` (docs/scenario-format-extensions.md): a Produce request of an earlier transaction, delivered late.

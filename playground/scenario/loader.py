@@ -31,6 +31,7 @@ from playground.engine.spec import (
 )
 from playground.scenario.model import (
     BY_PROFILE,
+    CLIENT_STATES,
     CLUSTER_CONFIG,
     CONSUMER_CONFIG,
     DEFAULT_LANG,
@@ -69,6 +70,7 @@ _SIM_KEY = re.compile(r"^sim(?:\.[a-z0-9_-]+)+$")
 _DURATION = re.compile(r"^([0-9]+)\s*(ms|s|m|h)$")
 _DURATION_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000}
 _SQL_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,62}$")
+_FUTURE_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,62}$")
 SEED_MAX = 2**31 - 1  # a session's seed is stored as a 32-bit integer (and the Play form takes no more)
 MAX_CLUSTER_PARTITIONS = 128  # all topics together
 MAX_TABLES = 16  # a database's tables (each is built, with its seed rows, when the file is checked)
@@ -698,6 +700,8 @@ def _parse_step(
         )
     if actor in r.broken:
         return None
+    if action == "get":
+        return _get_step(r, actor, args_node, label_node, where, index, line)
     raw = r.mapping(args_node, where, allow_null=True) if args_node is not None else {}
     expect = _step_expect(r, raw.pop("expect", None), where)
     predict = _predict(r, raw.pop("predict", None), where)
@@ -706,6 +710,43 @@ def _parse_step(
         actor=actor,
         action=action,
         args=args,
+        expect=_outcomes_of(r, index, expect),
+        index=index,
+        line=line,
+        predict=predict,
+    )
+
+
+def _get_step(
+    r: Reader, actor: str, node: yaml.Node | None, label_node: yaml.Node, where: str, index: int, line: int
+) -> Step:
+    """`A.get: f3` (or `{future: f3, expect: ...}`): wait for the send whose future an earlier `A.produce` named."""
+    named = r.futures.get(actor, {})
+    usage = f"{actor}.get needs the future an earlier {actor}.produce named (future: NAME)"
+    if node is None or r.is_null(node):
+        raise r.fail(label_node, where, f"missing: {usage}")
+    expect: StepExpect = None
+    predict = None
+    value_node = node
+    if isinstance(node, yaml.MappingNode):
+        raw = r.mapping(node, where)
+        expect = _step_expect(r, raw.pop("expect", None), where)
+        predict = _predict(r, raw.pop("predict", None), where)
+        for key, (key_node, _v) in raw.items():
+            if key != "future":
+                raise r.fail(key_node, join_field(where, key), f"unknown argument {key!r}; get takes future and expect")
+        if "future" not in raw:
+            raise r.fail(node, join_field(where, "future"), f"missing: {usage}")
+        value_node = raw["future"][1]
+    name = r.string(value_node, join_field(where, "future") if value_node is not node else where)
+    if name not in named:
+        raise r.fail(
+            value_node, where, unknown_name("future", name, named, f"futures {actor}'s produce steps named before")
+        )
+    return Step(
+        actor=actor,
+        action="get",
+        args={"future": name},
         expect=_outcomes_of(r, index, expect),
         index=index,
         line=line,
@@ -735,7 +776,8 @@ def _step_expect(r: Reader, pair: tuple[yaml.Node, yaml.Node] | None, where: str
     def read(value_node: yaml.Node, key_at: str, selector: str) -> tuple[str, ...]:
         outcomes = _outcomes(r, value_node, key_at)
         client = selector.rpartition("-")[2].partition(":")[0]
-        for n, name in zip(_outcome_nodes(r, value_node, key_at), outcomes):
+        for n, written in zip(_outcome_nodes(r, value_node, key_at), outcomes):
+            name = written.partition(": ")[0]
             if client == "java" and name.startswith("_"):
                 raise r.fail(
                     n,
@@ -761,11 +803,15 @@ def _outcome_nodes(r: Reader, node: yaml.Node, at: str) -> list[yaml.Node]:
 
 
 def _outcomes(r: Reader, node: yaml.Node, at: str) -> tuple[str, ...]:
+    """Outcome names; `NAME: text` also asks for `text` in the exception's (or error's) message."""
     names = []
     for n in _outcome_nodes(r, node, at):
         name = r.string(n, at)
-        if name not in OUTCOMES:
-            raise r.fail(n, at, _outcome_message(name))
+        outcome, colon, text = name.partition(": ")
+        if outcome not in OUTCOMES:
+            raise r.fail(n, at, _outcome_message(outcome))
+        if colon and not text.strip():
+            raise r.fail(n, at, f"{name!r}: name the text the message must contain after '{outcome}: '")
         names.append(name)
     return tuple(names)
 
@@ -786,6 +832,8 @@ _ACTOR_ARGS: dict[tuple[str, str], dict[str, str]] = {
         "value": "text",
         "await": "bool",
         "from": "consumer",
+        "future": "future",
+        "callback": "bool",
     },
     (PRODUCER, "send_offsets_to_transaction"): {"consumer": "consumer"},
     (CONSUMER, "poll"): {"max": "count"},
@@ -843,6 +891,30 @@ def _actor_args(
             args[name] = other
         elif kind == "partition":
             args[name] = r.integer(value_node, at, 0)
+        elif kind == "future":
+            future = r.string(value_node, at)
+            if not _FUTURE_NAME.match(future):
+                raise r.fail(
+                    value_node, at, f"{future!r} is not a future's name (a letter, then letters, digits, '_' or '-')"
+                )
+            args[name] = future
+    if spec.kind == PRODUCER and action == "produce" and "future" in args:
+        # a send whose future the application keeps and waits for later (`A.get: NAME`)
+        waits = [k for k in ("await", "from") if k in args]
+        if waits:
+            raise r.fail(
+                raw[waits[0]][0],
+                join_field(where, waits[0]),
+                f"with future: the send is waited for by a later {spec.name}.get (one record, not awaited here); remove {waits[0]}",
+            )
+        earlier = r.futures.setdefault(spec.name, {})
+        if args["future"] in earlier:
+            raise r.fail(
+                raw["future"][1],
+                join_field(where, "future"),
+                f"future {args['future']!r} is already named at line {earlier[args['future']]}",
+            )
+        earlier[args["future"]] = raw["future"][1].start_mark.line + 1
     if spec.kind == PRODUCER and action == "produce":
         declared = cluster.topic(args["topic"]) if "topic" in args else None
         if declared is None:  # a topic argument names a declared topic (checked above)
@@ -1155,7 +1227,43 @@ def _parse_expect(
         expect["anomalies"] = sorted(set(names))
         lines["anomalies"] = blocks["anomalies"][0].start_mark.line + 1
 
+    def producers_block() -> None:
+        expect["producers"] = {}
+        producers = [a.name for a in actors.values() if a.kind == PRODUCER]
+        for name, (name_node, state_node) in r.mapping(blocks["producers"][1], f"{section}.producers").items():
+            at = join_field(f"{section}.producers", name)
+            if name not in producers:
+                raise r.fail(name_node, at, unknown_name("producer", name, producers))
+            want = {}
+            for key, (k_node, v_node) in r.mapping(state_node, at).items():
+                if key != "state":
+                    raise r.fail(k_node, join_field(at, key), unknown_name("key", key, ("state",)))
+                state = r.string(v_node, join_field(at, key))
+                if state not in CLIENT_STATES:
+                    raise r.fail(v_node, join_field(at, key), unknown_name("client state", state, CLIENT_STATES))
+                want["state"] = state
+            if not want:
+                raise r.fail(state_node, at, "name the client's state")
+            expect["producers"][name] = want
+            lines[f"producers.{name}"] = name_node.start_mark.line + 1
+
+    def callbacks_block() -> None:
+        expect["callbacks"] = {}
+        producers = [a.name for a in actors.values() if a.kind == PRODUCER]
+        for name, (name_node, values_node) in r.mapping(blocks["callbacks"][1], f"{section}.callbacks").items():
+            at = join_field(f"{section}.callbacks", name)
+            if name not in producers:
+                raise r.fail(name_node, at, unknown_name("producer", name, producers))
+            per = expect["callbacks"][name] = {}
+            for value, (value_node, calls_node) in r.mapping(values_node, at).items():
+                where = join_field(at, value)
+                calls = r.sequence(calls_node, where)
+                per[value] = [_outcomes(r, n, join_field(where, i))[0] for i, n in enumerate(calls)]
+                lines[f"callbacks.{name}.{value}"] = value_node.start_mark.line + 1
+
     for key, block in (
+        ("producers", producers_block),
+        ("callbacks", callbacks_block),
         ("consumers", consumers_block),
         ("logs", logs_block),
         ("watermarks", watermarks_block),

@@ -189,7 +189,29 @@ TOP_LEVEL_KEYS = (
 )
 PROFILE_KEYS = ("kafka", "client")
 REQUIRED_TOP_LEVEL = ("format", "id", "title", "actors", "steps")
-EXPECT_KEYS = ("consumers", "logs", "watermarks", "transactions", "groups", "anomalies")
+EXPECT_KEYS = ("consumers", "logs", "watermarks", "transactions", "groups", "anomalies", "producers", "callbacks")
+# A producer's client state as its client names it (`expect: {producers: {A: {state: ...}}}`): librdkafka's
+# rd_kafka_txn_state_t (rdkafka_txnmgr.h), kafka-clients' TransactionManager.State, and the process's own.
+CLIENT_STATES = (
+    "INIT",
+    "WAIT_PID",
+    "READY_NOT_ACKED",
+    "READY",
+    "IN_TRANSACTION",
+    "BEGIN_COMMIT",
+    "COMMITTING_TRANSACTION",
+    "COMMIT_NOT_ACKED",
+    "BEGIN_ABORT",
+    "ABORTING_TRANSACTION",
+    "ABORT_NOT_ACKED",
+    "ABORTABLE_ERROR",
+    "FATAL_ERROR",
+    "UNINITIALIZED",
+    "INITIALIZING",
+    "PREPARED_TRANSACTION",
+    "CRASHED",
+    "CLOSED",
+)
 
 # Outcomes per profile (docs/scenario-format.md, "Outcomes per profile"): a step's `expect:` may be a mapping from
 # profile selectors to outcomes, and the `expect:` block may hold `by_profile: {SELECTOR: {checks}}`. A selector is
@@ -370,7 +392,23 @@ def outcomes_for(by_selector: Mapping[str, tuple[str, ...]], profile: Profile) -
 
 # How deep each block's checks sit: consumers.NAME.TP and groups.GROUP.TP are checks, logs.TP, watermarks.TP and
 # transactions.TXID are, and anomalies is one check of its own.
-_CHECK_DEPTH = {"consumers": 2, "groups": 2, "logs": 1, "watermarks": 1, "transactions": 1, "anomalies": 0}
+_CHECK_DEPTH = {
+    "consumers": 2,
+    "groups": 2,
+    "logs": 1,
+    "watermarks": 1,
+    "transactions": 1,
+    "anomalies": 0,
+    "producers": 1,
+    "callbacks": 2,
+}
+
+
+def outcome_matches(expected: str, outcome: str, message: str | None) -> bool:
+    """Whether an outcome as a file states it holds: the name alone matches the outcome's name; `NAME: text` also
+    needs `text` in the message (of the exception, or librdkafka's error string)."""
+    name, colon, text = expected.partition(": ")
+    return name == outcome and (not colon or text in (message or ""))
 
 
 def block_for(

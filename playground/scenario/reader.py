@@ -70,6 +70,7 @@ class Reader:
         self.broken: set[str] = set()  # actors whose declaration has an error
         self.database: DatabaseSpec | None = None  # the scenario's database, once read (app.* steps need one)
         self.step_expects: dict[int, dict[str, tuple[str, ...]]] = {}  # steps whose outcomes are stated per profile
+        self.futures: dict[str, dict[str, int]] = {}  # actor -> the futures its produce steps named -> their line
 
     @overload
     def attempt(self, check: Callable[..., T], *args: Any) -> T | None: ...

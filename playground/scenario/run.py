@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from playground.engine.backend import Backend
-from playground.engine.spec import DEFAULT_PROFILE, Profile, Step
+from playground.engine.backend import OK, Backend
+from playground.engine.spec import DEFAULT_PROFILE, PRODUCER, Profile, Step
 from playground.scenario.anomalies import HistoryStep, reads
 from playground.scenario.engines import make_backend
-from playground.scenario.model import FORMAT, Scenario
+from playground.scenario.model import FORMAT, Scenario, outcome_matches
 
 # --------------------------------------------------------------------------------------------------------------
 # Running
@@ -47,6 +47,7 @@ def run_scenario(
 
         backend = with_database(backend, scenario.database)
     steps, failures = [], []
+    producers = sorted(name for name, a in scenario.actors.items() if a.kind == PRODUCER)
     # steps whose outcomes are given per profile without naming this one (a profile added since the file was
     # written): not checked, and the observation says so
     unchecked = [
@@ -72,17 +73,31 @@ def run_scenario(
                 )
             if step.is_note:
                 continue
-            steps.append({"index": step.index, "step": step.label, "outcome": outcome})
-            if step.expect is not None and outcome not in step.expect:
+            entry: dict[str, Any] = {"index": step.index, "step": step.label, "outcome": outcome}
+            message = backend.outcome_message() if outcome != OK else None
+            if message:  # additions (issue 20): the exception's message, the producer's client state after the step
+                entry["message"] = message
+            state = backend.client_state(step.actor) if step.actor in producers and outcome != OK else None
+            if state is not None:
+                entry["state"] = state
+            steps.append(entry)
+            if step.expect is not None and not any(outcome_matches(e, outcome, message) for e in step.expect):
+                seen = f"{outcome} ({message})" if message and any(": " in e for e in step.expect) else outcome
                 failures.append(
-                    f"steps[{step.index}] {step.label} (line {step.line}): expected {' or '.join(step.expect)}, observed {outcome}"
+                    f"steps[{step.index}] {step.label} (line {step.line}): expected {' or '.join(step.expect)}, observed {seen}"
                 )
         raw = backend.observe()
+        states = {name: backend.client_state(name) for name in producers}
+        calls = backend.callbacks()
     finally:
         backend.close()
     observation = build_observation(
         scenario.id, getattr(backend, "name", str(backend)), seed, steps, raw, profile=observed_profile(backend)
     )
+    if any(v is not None for v in states.values()):  # an addition (issue 20): each producer's client state at the end
+        observation["producers"] = {name: {"state": v} for name, v in states.items() if v is not None}
+    if calls or any(s.args.get("callback") for s in scenario.steps):  # an addition (issue 20), when asked for
+        observation["callbacks"] = calls
     if "database" in raw:  # an addition to the contract's observation, only for scenarios with a database
         observation["database"] = {"tables": raw["database"]["tables"], "reconcile": raw["database"]["reconcile"]}
     if scenario.expect and "anomalies" in scenario.expect:
@@ -227,6 +242,20 @@ class Check:
         return f"{section}.{self.key} (line {self.line}): expected {_show(self.wanted)}, observed {_show(self.seen)}"
 
 
+@dataclass(frozen=True)
+class CallbackCheck(Check):
+    """A record's callback invocations: one outcome per invocation, in order; an expected `NAME: text` also needs
+    the text in that invocation's message."""
+
+    calls: Sequence[Mapping[str, Any]] = ()
+
+    @property
+    def ok(self) -> bool:
+        return len(self.wanted) == len(self.calls) and all(
+            outcome_matches(w, c["outcome"], c.get("message")) for w, c in zip(self.wanted, self.calls)
+        )
+
+
 def checks(expect: Mapping[str, Any] | None, lines: Mapping[str, int], observation: Mapping[str, Any]) -> list[Check]:
     """Every check of a block against an observation: one per consumer and partition, per log, per partition's
     watermarks, per transactional id, per group and partition."""
@@ -263,6 +292,14 @@ def checks(expect: Mapping[str, Any] | None, lines: Mapping[str, int], observati
             out.append(Check(key, offset, observation["groups"].get(group, {}).get(tp), lines.get(key, 0)))
     if "anomalies" in expect:
         out.append(Check("anomalies", expect["anomalies"], observation.get("anomalies", []), lines.get("anomalies", 0)))
+    for name, want in expect.get("producers", {}).items():
+        state = observation.get("producers", {}).get(name, {}).get("state")
+        out.append(Check(f"producers.{name}", want, {"state": state}, lines.get(f"producers.{name}", 0)))
+    for name, per in expect.get("callbacks", {}).items():
+        for value, wanted in per.items():
+            key = f"callbacks.{name}.{value}"
+            calls = [c for c in observation.get("callbacks", []) if c["actor"] == name and c["value"] == value]
+            out.append(CallbackCheck(key, wanted, [c["outcome"] for c in calls], lines.get(key, 0), calls))
     return out
 
 

@@ -152,9 +152,9 @@ def validate_step(live: Live, step: Step) -> None:
         if step.action not in CLUSTER_ACTORS[step.actor]:
             raise CommandError(_("Unknown action %(a)s.") % {"a": step.label})
         if step.actor == "broker" and step.action == "abort_transaction":
-            topic, _dash, number = str(step.args.get("partition", "")).rpartition("-")
-            spec = live.cluster.topic(topic)
-            if spec is None or not number.isdigit() or int(number) >= spec.partitions:
+            name, _dash, number = str(step.args.get("partition", "")).rpartition("-")
+            declared = live.cluster.topic(name)
+            if declared is None or not number.isdigit() or int(number) >= declared.partitions:
                 raise CommandError(_("No partition %(p)s.") % {"p": step.args.get("partition")})
         elif step.actor == "broker":
             broker = step.args.get("broker")

@@ -134,6 +134,8 @@ class SimBackend(Backend):
             self.cluster.groups.session_timeout_ms = int(self.config["session.timeout.ms"])
         self.producers: dict[str, ProducerActor] = {}
         self.consumers: dict[str, ConsumerActor] = {}
+        self._message: str | None = None  # the last step's error message (outcome_message)
+        self._callbacks: list[dict[str, Any]] = []
         for actor in actors.values():
             self.add_actor(actor)
 
@@ -214,6 +216,7 @@ class SimBackend(Backend):
 
     # -- steps ------------------------------------------------------------------------------------------------
     def apply(self, step: Step) -> str:
+        self._message = None
         if step.is_note:
             outcome = OK
         else:
@@ -302,6 +305,7 @@ class SimBackend(Backend):
                 detail=exc.describe(),
             )
             entry.last_error = {"op": op, "error": exc.name, "detail": exc.describe()}
+            self._message = exc.message
             wire = exc.wire_label()
             if wire is not None:
                 entry.last_error["wire"] = wire  # extension: the broker error behind the exception, with its code
@@ -310,6 +314,7 @@ class SimBackend(Backend):
             return exc.name
         error = exc.error
         entry.last_error = {"op": op, "error": error.name(), "detail": error.str()}
+        self._message = error.str()
         if isinstance(entry, ProducerActor) and error.name() == "_FENCED":
             entry.fenced = True
         return error.name()
@@ -321,6 +326,7 @@ class SimBackend(Backend):
             entry.client = self._new_producer(entry.spec)
             entry.fenced = False
             entry.last_error = None  # a new instance has raised nothing yet (as the real backend's restart)
+            entry.futures.clear()  # the old instance's futures went with it
             return OK
         p = entry.client
         if p is None or not p.alive:
@@ -336,9 +342,13 @@ class SimBackend(Backend):
             elif action == "begin_transaction":
                 p.begin_transaction()
             elif action == "produce":
+                if "future" in args:
+                    return self._produce_future(entry, p, args)
                 return (
                     self._java_produce(entry, p, args) if isinstance(p, JavaProducer) else self._produce(entry, p, args)
                 )
+            elif action == "get":
+                return self._get(entry, p, str(args.get("future")))
             elif action == "flush":
                 if p.flush() and not java:
                     return "_TIMED_OUT"
@@ -380,7 +390,9 @@ class SimBackend(Backend):
         futures = []
         for topic, partition, key, value in records:
             try:
-                futures.append(p.send(topic, value=value, key=key, partition=None if partition < 0 else partition))
+                callback = self._java_callback(entry, value) if args.get("callback") else None
+                part = None if partition < 0 else partition
+                futures.append(p.send(topic, value=value, key=key, partition=part, callback=callback))
             except JavaException as exc:
                 self._note_fenced(entry)
                 return self._fail(entry, "produce", exc)
@@ -428,14 +440,22 @@ class SimBackend(Backend):
         records = self._records(args)
         reports: list[tuple[Any, Message]] = []
         outcome = OK
+        record_callback = bool(args.get("callback"))
         for topic, partition, key, value in records:
             try:
+
+                def on_delivery(err: Any, msg: Message, value: Any = value) -> None:
+                    if wait:
+                        reports.append((err, msg))
+                    if record_callback:
+                        self._record_callback(entry, value, err.name() if err else OK, err.str() if err else None)
+
                 p.produce(
                     topic,
                     value=value,
                     key=key,
                     partition=partition,
-                    on_delivery=(lambda err, msg: reports.append((err, msg))) if wait else None,
+                    on_delivery=on_delivery if wait or record_callback else None,
                 )
             except KafkaException as exc:
                 self._note_fenced(entry)
@@ -450,10 +470,99 @@ class SimBackend(Backend):
                 elif outcome == OK:
                     outcome = err.name()
                     entry.last_error = {"op": "produce", "error": err.name(), "detail": err.str()}
+                    self._message = err.str()
             if len(reports) < len(records) and outcome == OK:
                 outcome = "_TIMED_OUT"
         self._note_fenced(entry)
         return outcome
+
+    # -- futures and callbacks ----------------------------------------------------------------------------------
+    def _record_callback(self, entry: ProducerActor, value: Any, outcome: str, message: str | None) -> None:
+        self._callbacks.append({"actor": entry.spec.name, "value": value, "outcome": outcome, "message": message})
+
+    def _java_callback(self, entry: ProducerActor, value: Any) -> Any:
+        """Callback.onCompletion, recording each invocation (kafka-clients may call one twice: at once for a send
+        refused with an ApiException, and again when its record, kept in the accumulator, fails with the batch)."""
+
+        def on_completion(metadata: Any, exc: JavaException | None) -> None:
+            self._record_callback(entry, value, exc.name if exc else OK, exc.message if exc else None)
+
+        return on_completion
+
+    def _produce_future(self, entry: ProducerActor, p: Producer | JavaProducer, args: dict[str, Any]) -> str:
+        """`produce: {..., future: f3}`: send() (produce()) and keep its future (its delivery report) for a later
+        `get`. The outcome is send()'s own: ok once it returned, or what it threw."""
+        ((topic, partition, key, value),) = self._records(args)
+        name = str(args["future"])
+        if isinstance(p, JavaProducer):
+            callback = self._java_callback(entry, value) if args.get("callback") else None
+            try:
+                part = None if partition < 0 else partition
+                entry.futures[name] = p.send(topic, value=value, key=key, partition=part, callback=callback)
+            except JavaException as exc:
+                entry.futures.pop(name, None)
+                self._note_fenced(entry)
+                return self._fail(entry, "produce", exc)
+            return OK
+        slot: dict[str, Any] = {}
+        record_callback = bool(args.get("callback"))
+
+        def on_delivery(err: Any, msg: Message) -> None:
+            slot["error"] = err
+            if record_callback:
+                self._record_callback(entry, value, err.name() if err else OK, err.str() if err else None)
+
+        try:
+            p.produce(topic, value=value, key=key, partition=partition, on_delivery=on_delivery)
+        except KafkaException as exc:
+            entry.futures.pop(name, None)
+            self._note_fenced(entry)
+            return self._fail(entry, "produce", exc)
+        entry.futures[name] = slot
+        return OK
+
+    def _get(self, entry: ProducerActor, p: Producer | JavaProducer, name: str) -> str:
+        """`get: f3`: Future.get() on the send's future (kafka-clients), or librdkafka's poll() until that
+        message's delivery report is served; the outcome is the send's result."""
+        if name not in entry.futures:
+            raise BackendError(f"{entry.spec.name} has no future {name!r} (a produce names it with future: {name})")
+        future = entry.futures[name]
+        if isinstance(p, JavaProducer):
+            try:
+                p.get(future)
+            except JavaException as exc:
+                self._note_fenced(entry)
+                return self._fail(entry, "get", exc)
+            entry.app_sent_ok += 1
+            return OK
+        deadline = p.now_ms + p.api_cap_ms
+        for _ in range(POLL_ROUNDS_MAX):
+            if "error" in future or p.now_ms >= deadline:
+                break
+            p.poll(max(0.001, (deadline - p.now_ms) / 1000))
+        if "error" not in future:
+            self._message = "no delivery report for the message"
+            return "_TIMED_OUT"
+        err = future["error"]
+        self._note_fenced(entry)
+        if err is not None:
+            entry.last_error = {"op": "get", "error": err.name(), "detail": err.str()}
+            self._message = err.str()
+            return str(err.name())
+        entry.app_sent_ok += 1
+        return OK
+
+    def outcome_message(self) -> str | None:
+        return self._message
+
+    def client_state(self, actor: str) -> str | None:
+        entry = self.producers.get(actor)
+        if entry is None or entry.client is None:
+            return None
+        return str(entry.client.state)
+
+    def callbacks(self) -> list[dict[str, Any]]:
+        return list(self._callbacks)
 
     def _consumer_step(self, entry: ConsumerActor, action: str, args: dict[str, Any]) -> str:
         if action == "restart":

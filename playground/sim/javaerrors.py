@@ -111,9 +111,48 @@ class JavaException(Exception):
         return f"JavaException({self.describe()})"
 
 
+# Errors.java's default message of each error (apache/kafka 3.9): what Errors.exception() gives a response without
+# an error message of its own, and so what getMessage() says.
+ERROR_MESSAGES = {
+    "UNKNOWN_TOPIC_OR_PARTITION": "This server does not host this topic-partition.",
+    "NOT_LEADER_OR_FOLLOWER": (
+        "For requests intended only for the leader, this error indicates that the broker is not the current leader. For requests intended for any replica, this error indicates that the broker is not a replica of the topic partition."
+    ),
+    "REQUEST_TIMED_OUT": "The request timed out.",
+    "NETWORK_EXCEPTION": "The server disconnected before a response was received.",
+    "COORDINATOR_LOAD_IN_PROGRESS": "The coordinator is loading and hence can't process requests.",
+    "COORDINATOR_NOT_AVAILABLE": "The coordinator is not available.",
+    "NOT_COORDINATOR": "This is not the correct coordinator.",
+    "NOT_ENOUGH_REPLICAS": "Messages are rejected since there are fewer in-sync replicas than required.",
+    "OUT_OF_ORDER_SEQUENCE_NUMBER": "The broker received an out of order sequence number.",
+    "DUPLICATE_SEQUENCE_NUMBER": "The broker received a duplicate sequence number.",
+    "INVALID_PRODUCER_EPOCH": "Producer attempted to produce with an old epoch.",
+    "INVALID_TXN_STATE": "The producer attempted a transactional operation in an invalid state.",
+    "INVALID_PRODUCER_ID_MAPPING": (
+        "The producer attempted to use a producer id which is not currently assigned to its transactional id."
+    ),
+    "INVALID_TRANSACTION_TIMEOUT": (
+        "The transaction timeout is larger than the maximum value allowed by the broker (as configured by transaction.max.timeout.ms)."
+    ),
+    "CONCURRENT_TRANSACTIONS": (
+        "The producer attempted to update a transaction while another concurrent operation on the same transaction was ongoing."
+    ),
+    "TRANSACTION_COORDINATOR_FENCED": (
+        "Indicates that the transaction coordinator sending a WriteTxnMarker is no longer the current coordinator for a given producer."
+    ),
+    "UNSTABLE_OFFSET_COMMIT": "There are unstable offsets that need to be cleared.",
+    "PRODUCER_FENCED": ("There is a newer producer with the same transactionalId which fences the current one."),
+    "TRANSACTION_ABORTABLE": (
+        "The server encountered an error with the transaction. The client can abort the transaction to continue using this transactional ID."
+    ),
+}
+
+
 def exception_for(error: str, message: str = "") -> JavaException:
-    """Errors.exception(): the exception class of a broker error code."""
-    return JavaException(ERROR_EXCEPTIONS.get(error, "KafkaException"), message or error, wire=error)
+    """Errors.exception(): the exception class of a broker error code, with Errors.java's message unless given."""
+    return JavaException(
+        ERROR_EXCEPTIONS.get(error, "KafkaException"), message or ERROR_MESSAGES.get(error, error), wire=error
+    )
 
 
 def fenced(error: str) -> JavaException:

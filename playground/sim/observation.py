@@ -22,6 +22,8 @@ class ProducerActor:
         self.app_sent_ok = 0
         self.last_error: dict[str, Any] | None = None
         self.fenced = False
+        # the sends' futures the steps named (`future: f3`): a kafka-clients future, or librdkafka's delivery report
+        self.futures: dict[str, Any] = {}
 
 
 class ConsumerActor:
