@@ -220,6 +220,7 @@ class JavaProducerBase(Client):
         self.linger_ms = conf_ms(c, "linger.ms", conf_ms(c, "queue.buffering.max.ms", 5 if release == "4" else 0))
         self.delivery_timeout_ms = conf_ms(c, "delivery.timeout.ms", conf_ms(c, "message.timeout.ms", 120_000))
         self.max_block_ms = conf_ms(c, "max.block.ms", 60_000)
+        self.request_timeout_ms = conf_ms(c, "request.timeout.ms", 30_000)
         self.retry_backoff_ms = conf_ms(c, "retry.backoff.ms", 100)
         # exponential backoff up to retry.backoff.max.ms came with 3.7 (KIP-580); 3.5 waits retry.backoff.ms each time
         self.retry_backoff_max_ms = (
@@ -246,6 +247,7 @@ class JavaProducerBase(Client):
         self.transaction_started = False
         self.new_partitions: set[str] = set()
         self.pending_partitions: set[str] = set()
+        self._unnoticed: dict[str, int] = {}  # partition -> when a send added it without waking the Sender
         self.partitions_in_txn: set[str] = set()
         self._pending_transition: tuple[TxnResult, str, str] | None = None  # (result, state, operation)
         self._coordinators: dict[str, int | None] = {"transaction": None, "group": None}

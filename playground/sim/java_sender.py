@@ -62,9 +62,13 @@ class JavaSender(JavaTxnManager):
         flushing or while the transaction completes, after the backoff when retried."""
         now = self.now_ms
         completing = self.state in (COMMITTING_TRANSACTION, ABORTING_TRANSACTION)
+        held_back = False
         for tp in sorted(set(self._accumulator) | set(self._retry_batch)):
             queue = self._accumulator.get(tp)
-            if tp in self._inflight or not self._sendable(tp):
+            if tp in self._inflight:
+                continue
+            if not self._sendable(tp):
+                held_back = held_back or bool(queue)
                 continue
             if tp in self._retry_batch:
                 retry_at = self._retry_at.get(tp, now)
@@ -83,6 +87,12 @@ class JavaSender(JavaTxnManager):
             batch = list(queue)
             queue.clear()
             self._send_batch(tp, batch)
+        if held_back and not self._inflight and not self._txn_inflight:
+            # Records wait for a partition the transaction does not hold, and nothing is on the wire to wake the
+            # Sender: its NetworkClient.poll sleeps until request.timeout.ms at most (Utils.min(timeout,
+            # metadataTimeout, defaultRequestTimeoutMs)). Measured with kafka-clients 3.9.1 and 4.4.0: a send
+            # joining a record held back outside a transaction goes out (AddPartitionsToTxn first) 30 s later.
+            self._wakeup(self.request_timeout_ms)
 
     def _send_batch(self, tp: str, batch: list[RecordFuture], retry: tuple[int, int, int] | None = None) -> None:
         c = self.cluster

@@ -96,7 +96,8 @@ class JavaTxnManager(JavaProducerBase):
 
     def _next_request(self, has_incomplete: bool) -> TxnRequestHandler | None:
         """TransactionManager.nextRequest."""
-        if self.new_partitions:
+        if self.new_partitions and any(self._unnoticed.get(tp) != self.now_ms for tp in self.new_partitions):
+            self._unnoticed.clear()
             self._enqueue(self._add_partitions_handler())
         if not self._requests:
             return None

@@ -266,6 +266,7 @@ class JavaProducer(JavaSender):
         and what fails the future instead."""
         self.stats["produce_calls"] += 1
         future = RecordFuture(topic, -1 if partition is None else partition, value, key, self.now_ms, callback)
+        appended = False
         try:
             self._throw_if_closed()
             count_ = self.cluster.partition_count(topic)
@@ -284,11 +285,21 @@ class JavaProducer(JavaSender):
             future.partition = partition
             future.created_ms = self.now_ms
             tp = future.tp
-            self._accumulator.setdefault(tp, deque()).append(future)  # appended first (RecordAccumulator.append)
+            queue = self._accumulator.setdefault(tp, deque())
+            new_batch = not queue  # batches are unbounded here: a record opens one only where none is waiting
+            queue.append(future)  # appended first (RecordAccumulator.append)
+            appended = True
             self._schedule_expiry(future.created_ms + self.delivery_timeout_ms)
+            adding = tp not in self.new_partitions
             if self.has_tm:
                 self._maybe_add_partition(tp)
-            self._wakeup()
+            if new_batch:
+                self._wakeup()
+            elif adding and tp in self.new_partitions:
+                # doSend wakes the Sender only for a new (or a full) batch: a record that joins a waiting batch, such
+                # as one held back outside a transaction, is added to the transaction at the Sender's next round, not
+                # at a round of this instant (the Sender thread ran that one before this send; _send_producer_data)
+                self._unnoticed[tp] = self.now_ms
             return future
         except JavaException as exc:
             if not exc.api:
@@ -298,6 +309,10 @@ class JavaProducer(JavaSender):
                 callback(None, exc)
             if self.has_tm:
                 self.maybe_transition_to_error_state(exc, sender_thread=False)
+            if self.state == FATAL_ERROR and appended and not future.done:
+                # its record is in the accumulator: a fatal Sender's round (every retry.backoff.ms, runOnce's
+                # client.poll(retryBackoffMs)) fails it with the batches (maybeAbortBatches)
+                self._wakeup(self.retry_backoff_ms)
             failed = RecordFuture(topic, future.partition, value, key, self.now_ms)
             failed.done, failed.exception = True, exc
             self.stats["failed"] += 1
@@ -336,8 +351,7 @@ class JavaProducer(JavaSender):
 
     def get(self, future: RecordFuture) -> Any:
         """Future.get(): block until the record is acknowledged; its exception if it failed (the application sees
-        the ExecutionException's cause)."""
-        self._wakeup()
+        the ExecutionException's cause). Waiting wakes nothing: the Sender sends when its own round comes."""
         self._wait(lambda: future.done, future.created_ms + self.delivery_timeout_ms + self.max_block_ms)
         if not future.done:
             raise JavaException("TimeoutException", "the record was not acknowledged")

@@ -253,3 +253,28 @@ def test_it_finds_no_transaction_to_abort_on_a_partition_without_one():
     run(b, *ABORTED_TXN)
     assert run(b, ("broker.abort_transaction", {"partition": "payments-0"})) == ["INVALID_TXN_STATE"]
     assert marks(b) == (2, 2)
+
+
+@pytest.mark.parametrize("release", ["3.5", "3.9", "4"])
+def test_it_sends_a_record_joining_one_held_back_outside_a_transaction_at_the_senders_next_round(release):
+    # KafkaProducer.doSend wakes the Sender only for a new or a full batch; the record refused outside a transaction
+    # keeps its batch, so the next record joins it without a wakeup, and maybeAddPartition wakes nothing either. The
+    # Sender's NetworkClient.poll sleeps at most request.timeout.ms: measured with kafka-clients 3.9.1 and 4.4.0 on a
+    # 3.9.1 broker, the AddPartitionsToTxn goes out 30 s after the send (tests/kafka/test_java_client.py)
+    cluster, p = producer("3.9", release)
+    p.init_transactions()
+    with pytest.raises(JavaException):
+        p.send("orders", "early", partition=0)
+    p.begin_transaction()
+    sent_at = cluster.now_ms
+    future = p.send("orders", "in-txn", partition=0)
+    p.get(future)
+    assert 30_000 <= cluster.now_ms - sent_at < 31_000
+    add = next(e for e in cluster.events if e.kind == "rpc" and e.rpc == "AddPartitionsToTxn")
+    assert add.time_ms - sent_at >= 30_000
+    # a record that opens a batch of its own wakes the Sender at once
+    p.commit_transaction()
+    p.begin_transaction()
+    started = cluster.now_ms
+    p.get(p.send("orders", "next", partition=0))
+    assert cluster.now_ms - started < 1_000
