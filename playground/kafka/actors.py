@@ -17,9 +17,14 @@ from playground.engine import events as ev
 from playground.engine.backend import BackendError
 from playground.engine.spec import CONSUMER, PRODUCER, ActorSpec, Profile, TopicSpec
 from playground.kafka.emitter import EventEmitter
+from playground.kafka.java_worker import JavaActorProcess
 from playground.kafka.names import SessionNames
 from playground.kafka.profiles import ACTOR_PROCESSES, FENCED_OUTCOMES, WorkerHandle
 from playground.kafka.worker import WorkerError
+
+# kafka-clients' defaults (ProducerConfig): how long a record may take, and one request
+DELIVERY_TIMEOUT_MS = 120_000
+REQUEST_TIMEOUT_MS = 30_000
 
 # Per-operation budgets (seconds). Each is passed to the client; the worker's parent waits a margin more.
 OP_TIMEOUT_S = {
@@ -115,11 +120,26 @@ def finish_start(actor: Actor, names: SessionNames, topics: dict[str, TopicSpec]
         call(actor, "assign", events, names, partitions=parts, from_committed=bool(actor.spec.group_id))
 
 
+def budget_s(actor: Actor, op: str, args: dict[str, Any]) -> float:
+    """How long an operation may take: OP_TIMEOUT_S, except a Java producer's awaited send, which waits as
+    Future.get() does, until kafka-clients itself completes or fails the record: within delivery.timeout.ms of
+    the send, plus a request in flight (request.timeout.ms). Its Sender may legitimately sleep that long: a record
+    that joins a batch held back outside a transaction wakes nothing, and goes out at the Sender's next poll
+    (request.timeout.ms later; measured, tests/kafka/test_java_client.py)."""
+    base = OP_TIMEOUT_S.get(op, 15.0)
+    if op in ("produce", "produce_many") and args.get("wait", True) and isinstance(actor.proc, JavaActorProcess):
+        conf = actor.real_config
+        delivery_ms = int(conf.get("delivery.timeout.ms", DELIVERY_TIMEOUT_MS))
+        request_ms = int(conf.get("request.timeout.ms", REQUEST_TIMEOUT_MS))
+        return max(base, (delivery_ms + request_ms) / 1000)
+    return base
+
+
 def call(actor: Actor, op: str, events: EventEmitter, names: SessionNames, **args: Any) -> dict[str, Any]:
-    """One operation in the actor's worker, bounded by OP_TIMEOUT_S; WorkerError when it is gone or too slow."""
+    """One operation in the actor's worker, bounded by `budget_s`; WorkerError when it is gone or too slow."""
     if actor.proc is None or not actor.proc.alive:
         raise WorkerError(f"actor {actor.spec.name} has no running client")
-    msg = actor.proc.call(op, timeout_s=OP_TIMEOUT_S.get(op, 15.0), **args)
+    msg = actor.proc.call(op, timeout_s=budget_s(actor, op, args), **args)
     return absorb(actor, msg, events, names)
 
 

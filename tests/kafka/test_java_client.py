@@ -367,3 +367,34 @@ def test_it_runs_library_scenarios_with_the_java_client_and_only_the_names_diffe
     print("\nscenario           step                                    librdkafka               java")
     print("\n".join(rows))
     assert not [r for r in rows if "observation" in r]
+
+
+@pytest.mark.parametrize("kafka", ["3.9", "4"])
+def test_it_awaits_a_send_joining_a_record_held_back_outside_a_transaction_until_kafka_clients_completes_it(kafka):
+    # The record of a send refused outside a transaction stays in its batch; the next send to that partition joins
+    # that batch, which wakes no Sender, so its AddPartitionsToTxn goes out at the Sender's next poll, request.timeout.ms
+    # (30 s) later: measured with kafka-clients 3.9.1 and 4.4.0. The worker gave up on the future after the step's 20 s
+    # and reported TimeoutException (issue 20); it now waits as Future.get() does (actors.budget_s), and the simulator
+    # says the same (tests/sim/test_sim_releases.py)
+    bootstrap = require_bootstrap(kafka)
+    cluster = ClusterSpec(brokers=1, topics=(TopicSpec("orders", 1),))
+    b = KafkaBackend(cluster, {"A": producer("A", "held-back")}, profile=Profile(kafka, "java"))
+    try:
+        assert b.settings["bootstrap"] == bootstrap
+        outcomes = run(
+            b,
+            "A.init_transactions",
+            produce("A", "early"),
+            "A.begin_transaction",
+            produce("A", "in-txn"),
+            "A.commit_transaction",
+        )
+        obs = b.observe()
+    finally:
+        b.close()
+    assert outcomes == ["ok", "IllegalStateException", "ok", "ok", "ok"]
+    assert [e.get("control") or e["value"] for e in obs["partitions"]["orders-0"]["log"]] == [
+        "early",
+        "in-txn",
+        "COMMIT",
+    ]
