@@ -165,6 +165,9 @@ KAFKA_BROKER_CONTROL = os.environ.get("KAFKA_BROKER_CONTROL", "")
 # playground/kafka/clusters.py, which also checks that each cluster is the version it stands for).
 KAFKA4_BOOTSTRAP_SERVERS = os.environ.get("KAFKA4_BOOTSTRAP_SERVERS", "")
 KAFKA4_BROKER_CONTROL = os.environ.get("KAFKA4_BROKER_CONTROL", "")
+# Sessions whose profile is Kafka 3.5 run on this one (the incident's release, before KIP-890; issue 20).
+KAFKA35_BOOTSTRAP_SERVERS = os.environ.get("KAFKA35_BOOTSTRAP_SERVERS", "")
+KAFKA35_BROKER_CONTROL = os.environ.get("KAFKA35_BROKER_CONTROL", "")
 # Which server process owns which real-cluster prefixes (playground/kafka/owners.py): a process that starts sweeps
 # the topics a dead one left behind, never a live one's.
 KAFKA_OWNERS_DIR = Path(os.environ.get("KAFKA_OWNERS_DIR", VAR_DIR / "kafka-owners"))

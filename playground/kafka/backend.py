@@ -33,6 +33,7 @@ from playground.kafka import actors as act
 from playground.kafka import brokers, clusters, topics
 from playground.kafka import observation as obs_view
 from playground.kafka.actors import Actor
+from playground.kafka.adminabort import apply_abort
 from playground.kafka.clusters import kafka_settings
 from playground.kafka.emitter import EventEmitter
 from playground.kafka.latewrite import apply_late_write
@@ -201,6 +202,8 @@ class KafkaBackend(Backend):
                 return OK
             if step.actor == "clock":
                 outcome = self._advance(int(step.args.get("ms", 0)))
+            elif step.actor == "broker" and step.action == "abort_transaction":  # an operator's abort
+                outcome = apply_abort(self, step)
             elif step.actor == "broker":
                 outcome = self._broker_step(step)
             elif step.actor == "net":  # a Produce request of an earlier transaction, delivered late

@@ -22,16 +22,30 @@ from playground.engine.spec import DEFAULT_PROFILE, Profile
 
 # Settings by a profile's Kafka version: (bootstrap servers, broker control).
 SETTINGS = {
+    "3.5": ("KAFKA35_BOOTSTRAP_SERVERS", "KAFKA35_BROKER_CONTROL"),
     "3.9": ("KAFKA_BOOTSTRAP_SERVERS", "KAFKA_BROKER_CONTROL"),
     "4": ("KAFKA4_BOOTSTRAP_SERVERS", "KAFKA4_BROKER_CONTROL"),
 }
 
 MAX_SLEEP_S = 120.0  # clock.advance sleeps for real; one step sleeps at most this (settings: KAFKA_MAX_SLEEP_S)
 
-# The first metadata.version level of each release line, from MetadataVersion.java (Kafka 4.4.0): IBP_3_9_IV0 is
-# 21, IBP_4_0_IV0 22, IBP_4_1_IV0 26, IBP_4_2_IV0 28, IBP_4_3_IV0 30, IBP_4_4_IV0 31 (4.4's last, IBP_4_4_IV2, is 33),
-# IBP_4_5_IV0 34. A broker supports up to its own release's latest production level.
-RELEASE_LINES = ((21, "3.9"), (22, "4.0"), (26, "4.1"), (28, "4.2"), (30, "4.3"), (31, "4.4"), (34, "4.5"))
+# The first metadata.version level of each release line, from MetadataVersion.java (Kafka 4.4.0): IBP_3_5_IV0 is 9
+# (3.5's last, IBP_3_5_IV2, is 11), IBP_3_6_IV0 12, IBP_3_7_IV0 15, IBP_3_8_IV0 20, IBP_3_9_IV0 21, IBP_4_0_IV0 22,
+# IBP_4_1_IV0 26, IBP_4_2_IV0 28, IBP_4_3_IV0 30, IBP_4_4_IV0 31 (4.4's last, IBP_4_4_IV2, is 33), IBP_4_5_IV0 34. A
+# broker supports up to its own release's latest production level.
+RELEASE_LINES = (
+    (9, "3.5"),
+    (12, "3.6"),
+    (15, "3.7"),
+    (20, "3.8"),
+    (21, "3.9"),
+    (22, "4.0"),
+    (26, "4.1"),
+    (28, "4.2"),
+    (30, "4.3"),
+    (31, "4.4"),
+    (34, "4.5"),
+)
 TRANSACTION_VERSION = "transaction.version"
 METADATA_VERSION = "metadata.version"
 

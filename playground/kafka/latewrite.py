@@ -30,12 +30,16 @@ from kio.static.primitive import Records, i16, i32, i32Timedelta
 
 from playground.engine import events as ev
 from playground.engine.backend import OK, BackendError
+from playground.engine.spec import Profile
 from playground.protocol.records import Record, encode_batch
 
 from .wire import WireClient, WireError, error_name
 
-# Produce versions per client (see the module docstring); 9..12 share one flexible schema (ProduceRequest.json).
-PRODUCE_VERSION = {"librdkafka": 10, "java-3.9": 11, "java-4": 12}
+# Produce versions per client (see the module docstring); 9..12 share one flexible schema (ProduceRequest.json). A
+# client sends the lower of its own highest version and the broker's (kafka-clients 4.x: 12 only with transaction
+# version 2, else 11): the same tables as the simulator's (playground/sim/apiversions.py).
+PRODUCE_VERSION = {"librdkafka": 10, "java-3.5": 9, "java-3.9": 11, "java-4": 11, "java-4-tv2": 12}
+BROKER_PRODUCE_MAX = {"3.5": 9, "3.9": 11, "4": 13}
 PRODUCE_MESSAGES: dict[int, Any] = {9: produce_v9, 10: produce_v10, 11: produce_v11, 12: produce_v12}
 
 # Errors a late write can meet, by code, beside wire.ERROR_NAMES (Errors.java).
@@ -143,8 +147,13 @@ def late_sequence(leader_state: dict[str, Any] | None, epoch: int, earlier_last_
 SETTLE_WAIT_S = 5.0  # see playground/sim/latewrite.py: the request arrives once no transaction of the id is half-done
 
 
-def produce_version(client: str, kafka: str) -> int:
-    return PRODUCE_VERSION["librdkafka" if client == "librdkafka" else f"java-{kafka}"]
+def produce_version(profile: Profile) -> int:
+    """The Produce version the profile's client sends to its cluster."""
+    if profile.client == "librdkafka":
+        client = "librdkafka"
+    else:
+        client = f"java-{profile.client_release}" + ("-tv2" if profile.transaction_version == 2 else "")
+    return min(PRODUCE_VERSION[client], BROKER_PRODUCE_MAX[profile.kafka])
 
 
 def apply_late_write(backend: Any, step: Any) -> str:
@@ -193,7 +202,7 @@ def apply_late_write(backend: Any, step: Any) -> str:
         if state not in ("PrepareCommit", "PrepareAbort"):
             break
         time.sleep(0.05)
-    version = produce_version(backend.profile.client, backend.profile.kafka)
+    version = produce_version(backend.profile)
     try:
         leader_state = leader_producer_state(wire, real_topic, partition, rec.producer_id)
         seq = late_sequence(leader_state, rec.epoch, rec.sequence)

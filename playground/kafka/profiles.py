@@ -34,7 +34,10 @@ CLIENT_SETTINGS = {"transaction.timeout.ms"}
 WorkerHandle = ActorProcess | JavaActorProcess
 ACTOR_PROCESSES: dict[str, Callable[[str, str, dict[str, Any], Profile], WorkerHandle]] = {
     "librdkafka": lambda name, kind, config, profile: ActorProcess(name, kind, config),
-    "java": lambda name, kind, config, profile: JavaActorProcess(name, kind, config, release=profile.release),
+    # kafka-clients of the profile's client release (the cluster's own unless the profile names another)
+    "java": lambda name, kind, config, profile: JavaActorProcess(
+        name, kind, config, release=profile.client_version or profile.release
+    ),
 }
 # kafka-clients blocks initTransactions, commitTransaction, abortTransaction, sendOffsetsToTransaction, and a send
 # that waits for metadata, for at most max.block.ms (60 s by default): kept below every budget of actors.OP_TIMEOUT_S,

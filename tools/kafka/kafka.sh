@@ -21,11 +21,12 @@
 #   kafka.sh quorum ...            org.apache.kafka.tools.MetadataQuorumCommand
 #   kafka.sh run-class CLASS ...   any class on the Kafka classpath
 #
-# --version 3.9|4 (anywhere on the line, or KAFKA_VERSION): which Kafka. 3.9 is
-# the default; 4 is the newest 4.x release pinned below (an exact release such
-# as 4.3.1 works too). Each version has its own jars, its own default run
-# directory (.run for 3.9, .run-4 for 4.x) and its own default ports (19092 for
-# 3.9, 19592 for 4.x), so `start --version 4` runs beside a 3.9 cluster. A 4.x
+# --version 3.5|3.9|4 (anywhere on the line, or KAFKA_VERSION): which Kafka. 3.9
+# is the default; 3.5 is 3.5.2 (the incident's release, before KIP-890); 4 is the
+# newest 4.x release pinned below (an exact release such as 4.3.1 works too).
+# Each version has its own jars, its own default run directory (.run for 3.9,
+# .run-3.5, .run-4) and its own default ports (19092 for 3.9, 19792 for 3.5,
+# 19592 for 4.x), so `start --version 4` runs beside a 3.9 cluster. A 4.x
 # cluster is formatted with transaction.version=2 (KIP-890's protocol).
 # Commands after `start` act on the version the run directory's cluster runs.
 #
@@ -42,6 +43,7 @@ set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # The releases a profile's Kafka version names. playground/engine/spec.py's
 # KAFKA_RELEASES says the same (tests/test_profiles.py checks that they agree).
+KAFKA_RELEASE_3_5="3.5.2"
 KAFKA_RELEASE_3_9="3.9.1"
 KAFKA_RELEASE_3_9_FALLBACK="3.9.0"
 KAFKA_RELEASE_4="4.4.0"
@@ -49,17 +51,21 @@ KAFKA_RELEASE_4="4.4.0"
 # by every run directory (they depend only on the jars and the JVM)
 BIN_DIR="$HERE/.run/bin"
 
-select_version() { # 3.9 | 4 | an exact release -> RELEASE, LINE, JARS_DIR, defaults
+select_version() { # 3.5 | 3.9 | 4 | an exact release -> RELEASE, LINE, JARS_DIR, defaults
     case "$1" in
+        3.5) LINE=3.5 RELEASE=$KAFKA_RELEASE_3_5 EXACT_RELEASE="" ;;
         3.9) LINE=3.9 RELEASE=$KAFKA_RELEASE_3_9 EXACT_RELEASE="" ;;
         4) LINE=4 RELEASE=$KAFKA_RELEASE_4 EXACT_RELEASE="" ;;
+        3.5.[0-9]*) LINE=3.5 RELEASE=$1 EXACT_RELEASE=$1 ;;
         3.9.[0-9]*) LINE=3.9 RELEASE=$1 EXACT_RELEASE=$1 ;;
         4.[0-9]*.[0-9]*) LINE=4 RELEASE=$1 EXACT_RELEASE=$1 ;;
-        *) die "unknown Kafka version '$1': 3.9 or 4 (or an exact release such as $KAFKA_RELEASE_4)" ;;
+        *) die "unknown Kafka version '$1': 3.5, 3.9 or 4 (or an exact release such as $KAFKA_RELEASE_4)" ;;
     esac
     if [[ "$LINE" == 3.9 ]]; then
         # where 3.9's jars have always been, so an existing checkout keeps them
         JARS_DIR="$HERE/.jars" DEFAULT_RUN_DIR="$HERE/.run" DEFAULT_BASE_PORT=19092
+    elif [[ "$LINE" == 3.5 ]]; then
+        JARS_DIR="$HERE/.jars-$RELEASE" DEFAULT_RUN_DIR="$HERE/.run-3.5" DEFAULT_BASE_PORT=19792
     else
         JARS_DIR="$HERE/.jars-$RELEASE" DEFAULT_RUN_DIR="$HERE/.run-4" DEFAULT_BASE_PORT=19592
     fi
@@ -221,12 +227,45 @@ public class KafkaShHelper {
             a.addAll(features);
             int rc;
             try {
-                rc = kafka.tools.StorageTool.execute(a.toArray(new String[0]), System.out);
+                rc = storageTool(a.toArray(new String[0]));
             } catch (Throwable t) {
                 System.err.println("format " + p + ": " + t);
                 rc = 1;
             }
             if (rc != 0) System.exit(1);
+        }
+    }
+
+    static final class ExitCalled extends RuntimeException {
+        final int code;
+        ExitCalled(int code) { super("exit " + code); this.code = code; }
+    }
+
+    // StorageTool.execute (3.6+), or its main (3.5, which ends in Exit.exit: caught through the exit procedure)
+    static int storageTool(String[] a) throws Exception {
+        Class<?> tool = Class.forName("kafka.tools.StorageTool");
+        try {
+            java.lang.reflect.Method execute = tool.getMethod("execute", String[].class, java.io.PrintStream.class);
+            return ((Number) execute.invoke(null, a, System.out)).intValue();
+        } catch (NoSuchMethodException e) {
+            // by reflection: 4.x has no org.apache.kafka.common.utils.Exit to compile against
+            Class<?> exit = Class.forName("org.apache.kafka.common.utils.Exit");
+            Class<?> procedure = Class.forName("org.apache.kafka.common.utils.Exit$Procedure");
+            Object thrower = java.lang.reflect.Proxy.newProxyInstance(procedure.getClassLoader(),
+                new Class<?>[] {procedure}, (self, method, args) -> {
+                    if (method.getName().equals("execute")) throw new ExitCalled((Integer) args[0]);
+                    return null;
+                });
+            exit.getMethod("setExitProcedure", procedure).invoke(null, thrower);
+            try {
+                tool.getMethod("main", String[].class).invoke(null, (Object) a);
+                return 0;
+            } catch (java.lang.reflect.InvocationTargetException t) {
+                if (t.getCause() instanceof ExitCalled) return ((ExitCalled) t.getCause()).code;
+                throw t;
+            } finally {
+                exit.getMethod("resetExitProcedure").invoke(null);
+            }
         }
     }
 
@@ -375,7 +414,7 @@ ensure_helper() { # compiled per release: it calls Kafka's own classes
     else
         mv -f "$tmp" "$src"
         javac -nowarn -cp "$(classpath)" -d "$dir" "$src" >&2 \
-            || die "could not compile $src"
+            || { rm -f "$dir/KafkaShHelper.class" "$src"; die "could not compile $src"; }
     fi
 }
 
@@ -796,7 +835,7 @@ main() {
     # commands (a Kafka tool's arguments are its own: `topics --version` is Kafka's)
     while (($#)); do
         case "$1" in
-            --version) version="${2:-}"; shift 2 || die "--version needs 3.9 or 4" ;;
+            --version) version="${2:-}"; shift 2 || die "--version needs 3.5, 3.9 or 4" ;;
             --version=*) version="${1#--version=}"; shift ;;
             *)
                 if [[ -z "$cmd" ]]; then
