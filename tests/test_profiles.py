@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_it_pins_in_kafka_sh_the_releases_the_profiles_name():
     text = (ROOT / "tools" / "kafka" / "kafka.sh").read_text(encoding="utf-8")
-    pins = dict(re.findall(r'^KAFKA_RELEASE_(3_9|4)="([0-9.]+)"$', text, re.M))
+    pins = dict(re.findall(r'^KAFKA_RELEASE_(3_5|3_9|4)="([0-9.]+)"$', text, re.M))
     assert {k.replace("_", "."): v for k, v in pins.items()} == KAFKA_RELEASES
 
 
@@ -64,9 +64,14 @@ def test_it_names_the_field_of_a_value_outside_the_allowed_set(kafka, client, me
 
 
 def test_it_tells_a_brokers_release_line_from_the_metadata_version_it_supports():
-    # MetadataVersion.java: IBP_3_9_IV0 = 21, IBP_4_0_IV0 = 22, IBP_4_4_IV0 = 31, IBP_4_4_IV2 = 33, IBP_4_5_IV0 = 34
-    assert [clusters.release_line(level) for level in (20, 21, 22, 25, 31, 33, 34, 40)] == [
-        "older than 3.9",
+    # MetadataVersion.java: IBP_3_5_IV0 = 9, IBP_3_5_IV2 = 11, IBP_3_6_IV0 = 12, IBP_3_8_IV0 = 20, IBP_3_9_IV0 = 21,
+    # IBP_4_0_IV0 = 22, IBP_4_4_IV0 = 31, IBP_4_4_IV2 = 33, IBP_4_5_IV0 = 34
+    assert [clusters.release_line(level) for level in (8, 9, 11, 12, 20, 21, 22, 25, 31, 33, 34, 40)] == [
+        "older than 3.5",
+        "3.5",
+        "3.5",
+        "3.6",
+        "3.8",
         "3.9",
         "4.0",
         "4.0",
@@ -76,6 +81,7 @@ def test_it_tells_a_brokers_release_line_from_the_metadata_version_it_supports()
         "4.5 or newer",
     ]
     assert clusters.line_of(Profile("4").release) == "4.4" and clusters.line_of(Profile("3.9").release) == "3.9"
+    assert clusters.line_of(Profile("3.5").release) == "3.5"
 
 
 class _Versions:
