@@ -174,6 +174,8 @@ class ClusterSpec:
     # Overrides of Kafka's defaults, broker and client settings alike, e.g. {"transaction.timeout.ms": 60000}.
     config: Mapping[str, Any] = field(default_factory=dict)
     topics: tuple[TopicSpec, ...] = ()
+    # The topics' replication factor (None: min(3, brokers), what it has always been)
+    replication_factor: int | None = None
 
     def topic(self, name: str) -> TopicSpec | None:
         return next((t for t in self.topics if t.name == name), None)

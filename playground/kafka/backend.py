@@ -41,7 +41,14 @@ from playground.kafka.names import SessionNames, new_prefix
 from playground.kafka.observation import ClusterEvents, log_fates
 from playground.kafka.observation import observation as build_observation
 from playground.kafka.observer import PREPARE_STATES, Observer, ObserverError
-from playground.kafka.profiles import ACTOR_PROCESSES, BROKER_SETTINGS, FENCED_OUTCOMES, actor_config, solo_group
+from playground.kafka.profiles import (
+    ACTOR_PROCESSES,
+    BROKER_SETTINGS,
+    FENCED_OUTCOMES,
+    TOPIC_SETTINGS,
+    actor_config,
+    solo_group,
+)
 from playground.kafka.wire import WireError
 from playground.kafka.worker import WorkerError
 
@@ -111,7 +118,10 @@ class KafkaBackend(Backend):
             self.transaction_version = self.cluster_version.transaction_version
             self.brokers = self.observer.broker_ids()
             real = {self.names.real_topic(t.name): t.partitions for t in cluster.topics}
-            topics.create(self.observer, self.settings, self.prefix, real, rf=min(3, len(self.brokers)))
+            # the file's cluster shape: its replication factor (at most one replica per broker) and min.insync.replicas
+            rf = min(cluster.replication_factor or 3, len(self.brokers))
+            topic_config = {k: str(v) for k, v in cluster.config.items() if k in TOPIC_SETTINGS}
+            topics.create(self.observer, self.settings, self.prefix, real, rf=rf, config=topic_config)
         except ObserverError as e:
             self.observer.close()
             raise BackendError(str(e)) from None

@@ -103,10 +103,13 @@ class Observer:
 
     # ------------------------------------------------------------------------------------- topics
 
-    def create_topics(self, topics: dict[str, int], replication: int) -> None:
+    def create_topics(self, topics: dict[str, int], replication: int, config: dict[str, str] | None = None) -> None:
         if not topics:
             return
-        new = [NewTopic(self._own(name), partitions, replication) for name, partitions in topics.items()]
+        new = [
+            NewTopic(self._own(name), partitions, replication, config=dict(config or {}))
+            for name, partitions in topics.items()
+        ]
         try:
             futures = self.admin.create_topics(new, operation_timeout=10, request_timeout=15)
             for _name, fut in futures.items():

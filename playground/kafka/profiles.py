@@ -27,7 +27,10 @@ BROKER_SETTINGS = {
     "transaction.state.log.num.partitions",
     "producer.id.expiration.ms",
     "offsets.topic.num.partitions",
+    "transaction.partition.verification.enable",
 }
+# cluster.config keys that are topic settings: given to the session's own topics when they are created
+TOPIC_SETTINGS = {"min.insync.replicas"}
 # cluster.config keys that are client settings (the producers' default)
 CLIENT_SETTINGS = {"transaction.timeout.ms"}
 

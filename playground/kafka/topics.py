@@ -21,14 +21,21 @@ log = logging.getLogger(__name__)
 CLEANUP_TIMEOUT_S = 5.0  # deleting the topics of a session whose start failed
 
 
-def create(observer: Observer, settings: dict[str, Any], prefix: str, topics: dict[str, int], rf: int) -> None:
+def create(
+    observer: Observer,
+    settings: dict[str, Any],
+    prefix: str,
+    topics: dict[str, int],
+    rf: int,
+    config: dict[str, str] | None = None,
+) -> None:
     """Sweep what killed processes left on this cluster (the first session of this process only), record the prefix,
-    then create the topics (real name -> partitions) at replication factor `rf`. Topics created before a failure are
-    deleted again (bounded) before the ObserverError goes on."""
+    then create the topics (real name -> partitions) at replication factor `rf`, with the topic `config` given.
+    Topics created before a failure are deleted again (bounded) before the ObserverError goes on."""
     owners.sweep_once(settings["bootstrap"], settings["client"], settings["owners_dir"])
     owners.register(settings["owners_dir"], prefix, settings["bootstrap"])
     try:
-        observer.create_topics(topics, rf)
+        observer.create_topics(topics, rf, config)
     except ObserverError:
         try:
             observer.delete_session(list(topics), [], timeout_s=CLEANUP_TIMEOUT_S)

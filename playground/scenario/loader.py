@@ -56,6 +56,7 @@ from playground.scenario.model import (
     ScenarioError,
     canonical_selector,
     for_profile,
+    profile_problems,
     selectors_of,
 )
 from playground.scenario.reader import INT, Reader, compose, did_you_mean, join_field, unknown_name
@@ -175,6 +176,12 @@ def parse_scenario(text: str, path: str = "<scenario>") -> Scenario:
                 reader.fail(node("goal"), "goal", "name at least one check (the same keys as expect:)")
             )
     hints = reader.attempt(_hints, reader, node("hints"), default=()) if "hints" in top else ()
+    if actors and cluster is not None and not reader.errors:
+        # settings the file's own profile refuses (a broker setting its Kafka lacks, a client's construction check)
+        for problem in profile_problems(cluster, actors, profile):
+            at, _colon, message = problem.partition(": ")
+            where = node("profile") if "profile" in top else node("cluster") or root
+            reader.errors.append(reader.fail(where, at, f"{message} (profile {profile.key})"))
     reader.raise_errors()
     # each was read, or an error was noted (a required key missing, a value wrong) and raise_errors raised it
     assert fmt is not None and scenario_id is not None and title is not None and cluster is not None
@@ -486,12 +493,17 @@ def _parse_cluster(r: Reader, node: yaml.Node | None) -> ClusterSpec:
     if node is None:
         return ClusterSpec()
     pairs = r.mapping(node, "cluster", allow_null=True)
+    keys = ("brokers", "replication_factor", "config", "topics")
     for key, (key_node, _) in pairs.items():
-        if key not in ("brokers", "config", "topics"):
-            raise r.fail(
-                key_node, join_field("cluster", key), unknown_name("key", key, ("brokers", "config", "topics"))
-            )
+        if key not in keys:
+            raise r.fail(key_node, join_field("cluster", key), unknown_name("key", key, keys))
     brokers = r.integer(pairs["brokers"][1], "cluster.brokers", 1, MAX_BROKERS) if "brokers" in pairs else 3
+    # the topics' replication factor: at most one replica per broker (CreateTopics: INVALID_REPLICATION_FACTOR)
+    replication_factor = (
+        r.integer(pairs["replication_factor"][1], "cluster.replication_factor", 1, brokers)
+        if "replication_factor" in pairs
+        else None
+    )
     config: dict[str, Any] = {}
     if "config" in pairs:
         for key, (key_node, value_node) in r.mapping(pairs["config"][1], "cluster.config", allow_null=True).items():
@@ -503,7 +515,10 @@ def _parse_cluster(r: Reader, node: yaml.Node | None) -> ClusterSpec:
                     where,
                     unknown_name("setting", key, CLUSTER_CONFIG, "settings") + " (or a simulator knob sim.*)",
                 )
-            config[key] = r.integer(value_node, where, 0 if key.startswith("sim.") else 1)
+            if CLUSTER_CONFIG.get(key) is bool:
+                config[key] = r.boolean(value_node, where)
+            else:
+                config[key] = r.integer(value_node, where, 0 if key.startswith("sim.") else 1)
     topics = []
     if "topics" in pairs:
         for name, (key_node, value_node) in r.mapping(pairs["topics"][1], "cluster.topics").items():
@@ -530,7 +545,7 @@ def _parse_cluster(r: Reader, node: yaml.Node | None) -> ClusterSpec:
                     where,
                     f"a cluster has at most {MAX_CLUSTER_PARTITIONS} partitions in all (a page draws every one)",
                 )
-    return ClusterSpec(brokers=brokers, config=config, topics=tuple(topics))
+    return ClusterSpec(brokers=brokers, config=config, topics=tuple(topics), replication_factor=replication_factor)
 
 
 def _parse_actors(r: Reader, node: yaml.Node, cluster: ClusterSpec) -> dict[str, ActorSpec]:

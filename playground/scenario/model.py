@@ -237,6 +237,8 @@ ConfigKind = type | tuple[str, ...]
 # would otherwise be silently ignored and the scenario would show Kafka's default instead.
 CLUSTER_CONFIG: dict[str, ConfigKind] = {
     "transaction.timeout.ms": int,  # the producers' default (client setting)
+    "transaction.partition.verification.enable": bool,  # KIP-890 part 1, Kafka 3.6+
+    "min.insync.replicas": int,  # the topics' (an acks=all write needs that many replicas in sync)
     "transaction.max.timeout.ms": int,
     "transactional.id.expiration.ms": int,
     "transaction.abort.timed.out.transaction.cleanup.interval.ms": int,
@@ -253,6 +255,7 @@ PRODUCER_CONFIG: dict[str, ConfigKind] = {
     "linger.ms": int,
     "message.timeout.ms": int,
     "delivery.timeout.ms": int,
+    "max.block.ms": int,  # kafka-clients only (librdkafka has no such setting: not applied there)
     "client.id": str,
 }
 CONSUMER_CONFIG: dict[str, ConfigKind] = {
@@ -263,6 +266,51 @@ CONSUMER_CONFIG: dict[str, ConfigKind] = {
     "enable.auto.commit": bool,
     "client.id": str,
 }
+
+# Settings a Kafka release does not have yet: setting -> (the first release with it, why). A scenario naming one
+# cannot run in a profile of an older Kafka (profile_problems).
+SETTINGS_SINCE: dict[str, tuple[str, str]] = {
+    "transaction.partition.verification.enable": ("3.6", "KIP-890 part 1's produce-path verification"),
+}
+KAFKA_ORDER = {"3.5": (3, 5), "3.6": (3, 6), "3.9": (3, 9), "4": (4, 4)}
+
+
+def profile_problems(cluster: ClusterSpec, actors: Mapping[str, ActorSpec], profile: Profile) -> list[str]:
+    """What a release or a client refuses of a scenario's settings, in the words of its refusal: a broker setting
+    the profile's Kafka does not have, and the client settings a client refuses at construction (kafka-clients'
+    KafkaProducer: delivery.timeout.ms below linger.ms + request.timeout.ms is a ConfigException; librdkafka's
+    rd_kafka_new for a transactional producer: "`message.timeout.ms` must be set <= `transaction.timeout.ms`",
+    measured with confluent-kafka 2.16). An empty list: the profile can run it."""
+    out = []
+    for key in cluster.config:
+        since = SETTINGS_SINCE.get(key)
+        if since is not None and KAFKA_ORDER[profile.kafka] < KAFKA_ORDER[since[0]]:
+            out.append(
+                f"cluster.config.{key}: Kafka {profile.release} has no such setting ({since[1]} came with Kafka "
+                f"{since[0]})"
+            )
+    client_defaults = {k: v for k, v in cluster.config.items() if k in ("transaction.timeout.ms",)}
+    for name, actor in actors.items():
+        if actor.kind != "producer":
+            continue
+        conf = {**client_defaults, **actor.config}
+        delivery = conf.get("delivery.timeout.ms", conf.get("message.timeout.ms"))
+        if profile.client == JAVA:
+            linger = int(conf.get("linger.ms", 5 if profile.client_release == "4" else 0))
+            if delivery is not None and int(delivery) < linger + 30_000:
+                out.append(
+                    f"actors.{name}: kafka-clients refuses delivery.timeout.ms {delivery}: it should be equal to or "
+                    f"larger than linger.ms + request.timeout.ms ({linger} + 30000)"
+                )
+        elif actor.transactional_id and delivery is not None:
+            txn_timeout = int(conf.get("transaction.timeout.ms", 60_000))
+            if int(delivery) > txn_timeout:
+                out.append(
+                    f"actors.{name}: librdkafka refuses message.timeout.ms {delivery} for a transactional producer: "
+                    f"`message.timeout.ms` must be set <= `transaction.timeout.ms` ({txn_timeout})"
+                )
+    return out
+
 
 MAX_BROKERS = 9
 MAX_PARTITIONS = 64

@@ -6,11 +6,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from playground.engine.backend import OK, Backend
+from playground.engine.backend import OK, Backend, ProfileError
 from playground.engine.spec import DEFAULT_PROFILE, PRODUCER, Profile, Step
 from playground.scenario.anomalies import HistoryStep, reads
 from playground.scenario.engines import make_backend
-from playground.scenario.model import FORMAT, Scenario, outcome_matches
+from playground.scenario.model import FORMAT, Scenario, outcome_matches, profile_problems
 
 # --------------------------------------------------------------------------------------------------------------
 # Running
@@ -39,6 +39,9 @@ def run_scenario(
     if record is None and scenario.expect and "anomalies" in scenario.expect:
         record = []  # the anomalies it expects are checked over this run's history
     if isinstance(backend, str):
+        problems = profile_problems(scenario.cluster, scenario.actors, scenario.profile)
+        if problems:  # what the release or the client refuses of the scenario's settings
+            raise ProfileError(f"{scenario.profile.label} cannot run {scenario.id}: " + "; ".join(problems))
         backend = make_backend(
             backend, scenario.cluster, scenario.actors, seed=seed, on_event=on_event, profile=scenario.profile
         )

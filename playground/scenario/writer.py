@@ -86,6 +86,8 @@ def _actor_line(spec: ActorSpec) -> str:
 
 def _cluster_lines(cluster: ClusterSpec) -> list[str]:
     out = ["cluster:", f"  brokers: {cluster.brokers}"]
+    if cluster.replication_factor is not None:
+        out.append(f"  replication_factor: {cluster.replication_factor}")
     if cluster.config:
         out.append(f"  config: {flow(dict(cluster.config))}")
     out.append("  topics:")

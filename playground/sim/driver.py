@@ -113,6 +113,8 @@ class SimBackend(Backend):
         self.spec = cluster
         self.seed = seed
         self.config = dict(cluster.config)
+        if cluster.replication_factor is not None:  # the file's cluster shape (a simulator knob may still override)
+            self.config.setdefault("sim.replication.factor", cluster.replication_factor)
         self._external = on_event
         self._spans: dict[str, tuple[list[int], list[tuple[int, str | None]]]] = {}
         self._landed: dict[str, int] = {}

@@ -86,6 +86,10 @@ class PartitionLeaders(Brokers):
             self.config.get("transaction.partition.verification.enable", True)
         )
         self.replication_factor = int(self.config.get("sim.replication.factor", min(3, brokers)))
+        # the user topics' min.insync.replicas (Kafka's default 1): an acks=all write with fewer replicas in sync is
+        # refused before the append (Partition.appendRecordsToLeader: NotEnoughReplicasException). Here a replica
+        # is in sync while its broker is up (the followers keep up; leaders.py has no replica.lag.time.max.ms)
+        self.min_insync_replicas = int(self.config.get("min.insync.replicas", 1))
         self.marker_retry_backoff_ms = int(self.config.get("sim.marker.retry.backoff.ms", 100))
         self.markers_written = 0
         self.partitions: dict[str, PartitionMeta] = {}
@@ -246,6 +250,11 @@ class PartitionLeaders(Brokers):
         log = self._leader_log(broker, partition, reply)
         if log is None:
             return
+        if acks == -1 and self.min_insync_replicas > 1 and not log.topic.startswith("__"):
+            in_sync = sum(1 for b in self.partitions[partition].replicas if self.broker_up(b))
+            if in_sync < self.min_insync_replicas:
+                reply("NOT_ENOUGH_REPLICAS")
+                return
         if transactional and transactional_id and self.kafka == "4" and version is not None and version >= 12:
             self._produce_tv2(
                 broker, log, transactional_id, producer_id, epoch, base_sequence, values, keys, acks, reply, client_id

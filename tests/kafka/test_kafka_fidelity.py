@@ -1,11 +1,13 @@
 """The differential test: every scenario in scenarios/ on the simulator and on a real Kafka cluster, under every
-profile both can run (PROFILES: Kafka 3.9 and Kafka 4.x, each with librdkafka and with the Java client), normalised
+profile both can run (PROFILES: Kafka 3.5, 3.9 and 4.x, each with librdkafka and with its own Java client, and the
+Java client of another release on 3.9 and 4.x), normalised
 observations compared field by field. Kafka is the reference: where they differ, the simulator (or the scenario) is
 wrong. There is no xfail: a difference is fixed, or, when it is one a real cluster cannot avoid (timing), it is
 normalised below with the reason in the code, never for a field where the two could really disagree. A scenario a
 profile cannot run meaningfully would be listed in EXCLUDED with its reason (none is today).
 
-Each profile runs on the test cluster of its Kafka version (KAFKA_BOOTSTRAP_SERVERS, KAFKA4_BOOTSTRAP_SERVERS), and
+Each profile runs on the test cluster of its Kafka version (KAFKA_BOOTSTRAP_SERVERS, KAFKA4_BOOTSTRAP_SERVERS,
+KAFKA35_BOOTSTRAP_SERVERS), and
 the simulator runs the same profile. Run time: the scenarios of every profile run on their clusters POOL at a time
 (each in its own topic and transactional-id prefix), the longest sleepers first; scenarios that stop brokers run
 alone on their cluster afterwards (after every client's shared runs of that Kafka version), since they move
@@ -42,8 +44,20 @@ SCENARIOS = {s.id: s for s in load_library(ROOT / "scenarios")}
 
 MAX_SLEEP_S = 80.0  # enough for every 75 s timeout scenario
 POOL = 8  # scenario runs at a time, every profile together: most of a run is waiting (sleeps, timeouts, markers)
-# The profiles compared: every client the real backend and the simulator both run, on each Kafka version.
-PROFILES = (Profile("3.9", "librdkafka"), Profile("4", "librdkafka"), Profile("3.9", "java"), Profile("4", "java"))
+# The profiles compared: every client the real backend and the simulator both run, on each Kafka version, and the
+# clients of another release that an upgrade meets (issue 20): kafka-clients 3.5 on Kafka 3.9 (the cluster first),
+# kafka-clients 3.9 on Kafka 4 (the classic protocol on a TV2 cluster). Kafka 3.5's run on its own cluster, after
+# the others (marker kafka35, tools/test.sh).
+PROFILES = (
+    Profile("3.9", "librdkafka"),
+    Profile("4", "librdkafka"),
+    Profile("3.9", "java"),
+    Profile("4", "java"),
+    Profile("3.9", "java", "3.5"),
+    Profile("4", "java", "3.9"),
+    Profile("3.5", "librdkafka"),
+    Profile("3.5", "java"),
+)
 
 # Scenarios whose story needs a broker timer far longer than a test can wait: scenario id -> the broker properties
 # of a dedicated 1-node cluster it runs on, the cap of one clock.advance there, and for each shortened timer the
@@ -533,7 +547,12 @@ def differences(sim: dict[str, Any], real: dict[str, Any], path: str = "") -> li
 
 def _params() -> list[Any]:
     return [
-        pytest.param(profile, sid, marks=[pytest.mark.kafka], id=f"kafka{profile.kafka}-{profile.client}-{sid}")
+        pytest.param(
+            profile,
+            sid,
+            marks=[pytest.mark.kafka] + ([pytest.mark.kafka35] if profile.kafka == "3.5" else []),
+            id=f"kafka{profile.kafka}-{profile.client_key}-{sid}",
+        )
         for profile in PROFILES
         for sid in SCENARIOS
     ]
