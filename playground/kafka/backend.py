@@ -102,6 +102,7 @@ class KafkaBackend(Backend):
         self.actors: dict[str, Actor] = {}
         self.stopped_brokers: set[int] = set()
         self.closed = False
+        self._message: str | None = None  # the last step's error message (outcome_message)
         self._seen = ClusterEvents(self.names, self.events)
         self._clock_capped: list[str] = []
         self._ignored_cluster = {k: v for k, v in cluster.config.items() if k in BROKER_SETTINGS}
@@ -208,6 +209,7 @@ class KafkaBackend(Backend):
         with self._lock:
             if self.closed:
                 raise BackendError("this session's backend is closed")
+            self._message = None
             if step.is_note:
                 return OK
             if step.actor == "clock":
@@ -250,7 +252,18 @@ class KafkaBackend(Backend):
                 except ObserverError as e:
                     log.warning("observing after %s: %s", step.label, e)
             self._emit(ev.Step, label=step.label, outcome=outcome)
+            error = self.actors[step.actor].last_error if step.actor in self.actors else None
+            self._message = str(error.get("detail") or "") or None if outcome != OK and error else None
             return outcome
+
+    def outcome_message(self) -> str | None:
+        """The failed step's error as the client described it (the Java worker: the exception's class and message,
+        and the wire error behind it; librdkafka: its error string)."""
+        return self._message
+
+    def client_state(self, actor: str) -> str | None:
+        a = self.actors.get(actor)
+        return a.state if a is not None and a.spec.kind == PRODUCER else None
 
     def _advance(self, ms: int) -> str:
         """A real cluster's clock cannot be moved: sleep. Beyond the configured cap the sleep is cut short and

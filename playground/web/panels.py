@@ -166,7 +166,9 @@ def profile_of(live: Any) -> dict[str, Any]:
     return {
         "kafka": profile.kafka,
         "release": profile.release,
-        "client": profile.client,
+        # the client as the header shows it: "java", or "java 3.5.2" for kafka-clients of another release (issue 20)
+        "client": profile.client if profile.own_client else f"{profile.client} {profile.client_version}",
+        "client_key": profile.client_key,
         "cluster_transaction_version": reported,
         "transaction_version": profile.transaction_version,
     }

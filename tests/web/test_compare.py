@@ -154,7 +154,11 @@ def test_it_answers_an_htmx_step_with_the_body_only(client):
         ("/compare/", 400, "scenario: "),
         (ZOMBIE.replace("a=3.9-librdkafka", "a=5-java"), 400, "a: 5-java is not a profile"),
         (ZOMBIE.replace("b=4-java", "b=4-jvm"), 400, "b: 4-jvm is not a profile"),
-        (ZOMBIE.replace("b=4-java", "b=java"), 400, "choose one of 3.9-librdkafka, 3.9-java, 4-librdkafka, 4-java"),
+        (
+            ZOMBIE.replace("b=4-java", "b=java"),
+            400,
+            "choose one of 3.5-librdkafka, 3.5-java, 3.5-java:3.9, 3.5-java:4, 3.9-librdkafka, 3.9-java, 3.9-java:3.5, 3.9-java:4, 4-librdkafka, 4-java, 4-java:3.5, 4-java:3.9",
+        ),
         (f"{ZOMBIE}&at=25", 404, "Step 25 is not in this comparison: it has steps 0 to 24."),
         (f"{ZOMBIE}&at=-1", 400, "at= is a step number"),
         (f"{ZOMBIE}&at=two", 400, "at= is a step number"),
@@ -235,3 +239,10 @@ def test_it_runs_a_comparison_once_and_steps_through_it_from_the_cache(client, m
     for k in (0, 1, 2, 5):
         assert client.get(f"{ZOMBIE}&at={k}").status_code == 200
     assert runs == [Profile("3.9", "librdkafka"), Profile("4", "java")]
+
+
+def test_it_compares_two_stages_of_an_upgrade_named_by_their_triples(client):
+    r = client.get("/compare/?scenario=rolling-upgrade&a=3.5-java&b=3.9-java:3.5")
+    assert r.status_code == 200, r.content
+    html = r.content.decode()
+    assert "Kafka 3.5.2 · java" in html and "Kafka 3.9.1 · java 3.5.2" in html

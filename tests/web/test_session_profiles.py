@@ -125,3 +125,16 @@ def test_it_says_which_setting_is_missing_for_a_real_session_of_a_version_withou
     assert r.content.decode() == (
         "This server has no Kafka 4.4.0 cluster configured (KAFKA4_BOOTSTRAP_SERVERS). Choose the simulator."
     )
+
+
+def test_it_runs_a_session_with_kafka_clients_of_another_release_and_says_so_in_the_header(client):
+    # issue 20: the client's release is the profile's third coordinate, stored in the client column as java:3.5
+    row = _created(
+        client.post("/new/", {"scenario": "zombie-fencing", "backend": "sim", "kafka": "3.9", "client": "java:3.5"})
+    )
+    assert (row.kafka, row.client) == ("3.9", "java:3.5") and row.profile == Profile("3.9", "java", "3.5")
+    assert session.load(row.id).backend.profile == Profile("3.9", "java", "3.5")
+    page = client.get(f"/s/{row.id}/").content.decode()
+    assert 'data-client="java:3.5"' in page and "Kafka 3.9.1 · java 3.5.2 · transaction.version" in page
+    kafka35 = _created(client.post("/new/", {"scenario": "zombie-fencing", "backend": "sim", "kafka": "3.5"}))
+    assert "Kafka 3.5.2 · librdkafka" in client.get(f"/s/{kafka35.id}/").content.decode()
