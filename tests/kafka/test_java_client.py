@@ -398,3 +398,17 @@ def test_it_awaits_a_send_joining_a_record_held_back_outside_a_transaction_until
         "in-txn",
         "COMMIT",
     ]
+
+
+def test_it_refuses_futures_and_callbacks_on_a_real_cluster_instead_of_running_them_as_something_else():
+    from playground.engine.backend import ProfileError
+    from playground.engine.spec import Step
+
+    b = session({"orders": 1}, producer("A", "with-futures"))
+    try:
+        with pytest.raises(ProfileError, match="simulator only"):
+            b.apply(Step("A", "produce", {"topic": "orders", "partition": 0, "value": "v", "future": "f1"}))
+        with pytest.raises(ProfileError, match="simulator only"):
+            b.apply(Step("A", "get", {"future": "f1"}))
+    finally:
+        b.close()
