@@ -5,7 +5,7 @@ that a refactoring of playground/sim can be shown to change nothing, byte for by
     .venv/bin/python tools/sim_golden.py check DIR     # the dump again, compared file by file with DIR
 
 Runs:
-- every scenario in scenarios/ under each of the four profiles (Kafka 3.9 / 4 x librdkafka / java), as
+- every scenario in scenarios/ under each profile (Kafka 3.5 / 3.9 / 4 x librdkafka / kafka-clients 3.5, 3.9, 4.4), as
   playground/scenario/run.py runs them (the scenario's seed, its database beside the backend when it has one);
 - seeded random walks (the command mix of tests/sim/test_sim_properties.py: two producers sharing a transactional
   id, one with its own, a plain one, consumers of both isolation levels and a group consumer, send_offsets, clock
@@ -33,10 +33,13 @@ sys.path.insert(0, str(ROOT))
 
 from playground.engine.backend import BackendError  # noqa: E402
 from playground.engine.spec import CONSUMER, PRODUCER, ActorSpec, ClusterSpec, Profile, Step, TopicSpec  # noqa: E402
+from playground.engine.spec import PROFILES as ALL_PROFILES  # noqa: E402
 from playground.scenario import load_scenario, run_scenario  # noqa: E402
 from playground.sim.driver import SimBackend  # noqa: E402
 
-PROFILES = (Profile("3.9", "librdkafka"), Profile("3.9", "java"), Profile("4", "librdkafka"), Profile("4", "java"))
+# every profile: the four of issue 9 first (their files' names are what they were), then those of issue 20
+CLASSIC = (Profile("3.9", "librdkafka"), Profile("3.9", "java"), Profile("4", "librdkafka"), Profile("4", "java"))
+PROFILES = CLASSIC + tuple(p for p in ALL_PROFILES if p not in CLASSIC)
 WALKS = 10
 WALK_STEPS = 100
 WALK_CONFIGS: dict[str, dict[str, Any]] = {
@@ -96,7 +99,7 @@ ANY_PRODUCER_ACTION = [
 
 
 def _key(profile: Profile) -> str:
-    return f"{profile.kafka}-{profile.client}"
+    return profile.key
 
 
 def _dump(events: list[Any], outcomes: list[str], observation: Any, view: Any) -> str:
