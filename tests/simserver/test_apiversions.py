@@ -10,6 +10,7 @@ import struct
 import pytest
 
 from playground.protocol import apiversions, messages
+from playground.sim import apiversions as sim_versions
 from tests.kafka.conftest import require_bootstrap
 
 
@@ -49,3 +50,22 @@ def test_the_simulated_cluster_advertises_the_release_cut_to_what_it_reads(kafka
     # what the clients of these tests use, at the release's newest version
     for key in (0, 1, 2, 3, 8, 9, 10, 18, 19, 20, 22, 25, 26, 32, 60, 61, 65, 66):
         assert sim["api_keys"][key][1] == release[key][1], key
+
+
+API_KEY = {
+    "Produce": 0,
+    "InitProducerId": 22,
+    "AddPartitionsToTxn": 24,
+    "AddOffsetsToTxn": 25,
+    "EndTxn": 26,
+    "TxnOffsetCommit": 28,
+}
+
+
+@pytest.mark.parametrize("kafka", ["3.9", "4"])
+def test_it_the_simulators_highest_transactional_versions_are_the_ones_the_brokers_advertise(kafka):
+    # playground/sim/ cannot import the protocol package (one layer, independent), so the simulator keeps its own
+    # table of the transactional APIs' highest versions: this keeps the two from drifting apart
+    assert set(sim_versions.BROKER_MAX[kafka]) == set(API_KEY)
+    for api, version in sim_versions.BROKER_MAX[kafka].items():
+        assert version == apiversions.API_KEYS[kafka][API_KEY[api]][1], api
