@@ -96,6 +96,7 @@ BOUNDS: tuple[Bound, ...] = (
     Bound("listener_idle_s", 15 * 60, "listener", "seconds it stays open without a connected application"),
 )
 BY_NAME = {b.name: b for b in BOUNDS}
+HELD = frozenset({"listeners_per_client", "listeners"})  # held for a while, then given back: 429, try again later
 DEFAULTS = {b.name: b.default for b in BOUNDS}
 
 
@@ -112,7 +113,7 @@ class LimitExceeded(Exception):
     def status(self) -> int:
         """429 for a count over time (wait and try again), 422 for a size or a total."""
         bound = BY_NAME.get(self.name)
-        return 429 if bound is not None and bound.window_s else 422
+        return 429 if bound is not None and (bound.window_s or self.name in HELD) else 422
 
 
 def limit(name: str) -> int:
