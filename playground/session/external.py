@@ -308,7 +308,7 @@ def label(entry: Mapping[str, Any]) -> tuple[str, str]:
     parts = []
     for who, api, n in entry[EXT].get("sum", []):
         parts.append(f"{who} {api}" + (f"×{n}" if n > 1 else ""))
-    return "external", ", ".join(parts[:6]) + (" …" if len(parts) > 6 else "")
+    return ", ".join(parts[:6]) + (" …" if len(parts) > 6 else ""), ""
 
 
 # ------------------------------------------------------------------------------------------------ what is shown
