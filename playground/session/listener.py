@@ -160,6 +160,7 @@ class SessionListener:
         self.first_buffered: float | None = None
         self.buffered_bytes = 0
         self.events_flushed = -1
+        self.urgent = False
         self.last_activity = time.monotonic()
         self.idle: asyncio.TimerHandle | None = None
         self.started_at = time.time()
@@ -278,8 +279,10 @@ class SessionListener:
         self._write(outputs)
         for kind, _conn, _broker, payload in items:
             self.buffered_bytes += len(payload)
-            if kind == external.REQUEST and self.first_buffered is None:
+            if self.first_buffered is None:
                 self.first_buffered = time.monotonic()
+            if kind == external.DISCONNECT:
+                self.urgent = True  # a client went away: its card says so soon
         self._after()
 
     def _tick(self) -> None:
@@ -328,7 +331,7 @@ class SessionListener:
             return
         loop = asyncio.get_running_loop()
         now = time.monotonic()
-        urgent = events != self.events_flushed or self.buffered_bytes > MAX_BUFFERED_BYTES
+        urgent = self.urgent or events != self.events_flushed or self.buffered_bytes > MAX_BUFFERED_BYTES
         if urgent:
             when = max(now, self.last_flush + MIN_FLUSH_INTERVAL_S)
         else:
@@ -347,6 +350,7 @@ class SessionListener:
                 self.flush_at = asyncio.get_running_loop().call_later(MIN_FLUSH_INTERVAL_S, self._flush)
             return
         self.flushing = True
+        self.urgent = False
         self.first_buffered = None
         self.buffered_bytes = 0
         self.events_flushed = _events(self.core) if self.core is not None else -1
