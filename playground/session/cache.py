@@ -98,6 +98,12 @@ class Cache:
                 live.last_used = time.monotonic()
             return live
 
+    def peek(self, session_id: str) -> Live | None:
+        """The session if this process holds it, without closing idle real-cluster sessions on the way (a caller
+        outside Django's threads: the listeners' loop)."""
+        with self._guard:
+            return self._items.get(session_id)
+
     def put(self, live: Live) -> None:
         size = int(getattr(settings, "PLAYGROUND_LIVE_SESSIONS", 200))
         evicted: list[Live] = []

@@ -34,7 +34,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from django.conf import settings
-from django.db import close_old_connections
+from django.db import DatabaseError, close_old_connections
 from django.utils.translation import gettext as _
 
 from playground.protocol.framing import FrameError, FrameReader
@@ -247,7 +247,7 @@ class SessionListener:
         if self.core is None:
             return None
         with CACHE.lock(self.sid):
-            live = CACHE.get(self.sid)
+            live = CACHE.peek(self.sid)
             if live is None or live.moment is not None or external.core_of(live.backend) is not self.core:
                 return None
             if live.listen is None or live.listen.get("owner") != external.OWNER:
@@ -349,15 +349,22 @@ class SessionListener:
             if not self.closed:
                 self.flush_at = asyncio.get_running_loop().call_later(MIN_FLUSH_INTERVAL_S, self._flush)
             return
-        self.flushing = True
         self.urgent = False
         self.first_buffered = None
         self.buffered_bytes = 0
         self.events_flushed = _events(self.core) if self.core is not None else -1
+        live = CACHE.peek(self.sid)
+        if live is not None and not live.ext_inputs and not live.pending:
+            return  # only time passed (a tick): the next row carries it
+        self.flushing = True
         self.last_flush = time.monotonic()
         _the_loop().in_worker(self._flush_job)
 
     def _flush_job(self) -> None:
+        again = False
+        if self.closed:
+            self.flushing = False
+            return
         try:
             live, _change = commit(self.sid, lambda live: Change())  # cuts what came in, stores it first
             if live.length >= limits.limit("commands"):
@@ -365,22 +372,36 @@ class SessionListener:
                 stop(self.sid, why="full")
         except (CommandError, limits.LimitExceeded) as exc:
             log.warning("session %s: the clients' requests could not be stored: %s", self.sid, exc)
+        except DatabaseError as exc:
+            # the database was busy (SQLite's lock): what was cut stays pending on the session, stored next time
+            log.info("session %s: storing the clients' requests failed (%s); trying again", self.sid, exc)
+            again = True
         finally:
             self.flushing = False
-            _the_loop().soon(self._changed)
+            _the_loop().soon(self._retry if again else self._changed)
+
+    def _retry(self) -> None:
+        if not self.closed:
+            self.urgent = True
+            self.first_buffered = self.first_buffered or time.monotonic()
+            self._changed()
 
     # -------------------------------------------------------------------------------------------- catching up
     def _changed(self) -> None:
         """The session changed (a command, a flush; in any thread): send what its core has for the clients (a step
         let time pass, a broker stopped), or notice that the session under the listener is another one now."""
-        if self.closed:
-            return
+        if self.closed or self.core is None:
+            return  # not adopted yet: _adopt follows the listen entry's commit
         outputs = self._locked(lambda live: None)
         if outputs is None:
             self._resync()
             return
         self._write(outputs)
         self._after()
+
+    async def _gone(self) -> None:
+        await self.shut()
+        _forget(self)
 
     def _resync(self) -> None:
         if self.resyncing or self.closed:
@@ -404,7 +425,7 @@ class SessionListener:
         if self.closed:
             return
         with CACHE.lock(self.sid):
-            live = CACHE.get(self.sid)
+            live = CACHE.peek(self.sid)
             core = external.core_of(live.backend) if live is not None else None
             ours = live is not None and live.listen is not None and live.listen.get("owner") == external.OWNER
             if live is None or core is None or not ours:
@@ -415,6 +436,7 @@ class SessionListener:
                     core.take_output()
                     was = self.core
                     self.core = core
+                    self.events_flushed = _events(core)  # what the log holds already: nothing to store for it
                     if was is not None:
                         for conn in list(self.conns.values()):
                             conn.close()
@@ -424,8 +446,7 @@ class SessionListener:
                         self.queued.clear()
         if gone:
             log.info("session %s: its log no longer listens; closing the listener", self.sid)
-            _forget(self)
-            asyncio.get_running_loop().create_task(self.shut())
+            asyncio.get_running_loop().create_task(self._gone())
             return
         if self.conns:
             self._follow(True)
@@ -617,6 +638,12 @@ def _on_changed(sender: Any, live: Live, **_: Any) -> None:
 
 
 signals.changed.connect(_on_changed, dispatch_uid="session.listener")
+
+
+def drain(timeout_s: float = 30.0) -> None:
+    """Wait until the database work queued so far is done (the worker is one thread: a no-op after it is enough)."""
+    if _LOOP is not None:
+        _LOOP.worker.submit(lambda: None).result(timeout_s)
 
 
 def close_all() -> None:

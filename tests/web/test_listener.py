@@ -5,6 +5,7 @@ websocket), production mode, listeners per client and per server, connections, t
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -18,6 +19,7 @@ from pathlib import Path
 import pytest
 from channels.testing import WebsocketCommunicator
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from django.db import OperationalError
 from django.test import Client
 
 from playground import session
@@ -54,6 +56,7 @@ def _listeners():
         if lst is not None:
             listener._forget(lst)
             listener._the_loop().run(lst.shut())
+    listener.drain()  # nothing of theirs writes to the database while it is emptied for the next test
 
 
 @pytest.fixture
@@ -70,7 +73,26 @@ def listen(client: Client, sid: str) -> str:
 
 
 def rows(sid: str) -> list[dict]:
-    return [c.as_entry() for c in Command.objects.filter(session_id=sid, dropped=False).order_by("seq")]
+    """The stored log. The test database is SQLite in memory with a shared cache, where a read that meets the
+    listener's write in another thread fails at once (SQLITE_LOCKED) instead of waiting: read again."""
+    for _ in range(100):
+        try:
+            return [c.as_entry() for c in Command.objects.filter(session_id=sid, dropped=False).order_by("seq")]
+        except OperationalError:
+            time.sleep(0.05)
+    raise AssertionError("the log stayed locked")
+
+
+def quiet(sid: str, disconnected: bool = False) -> None:
+    """Wait until the session's listener has stored what came in (the test then reads and writes the database alone);
+    with `disconnected`, first until its clients have all gone."""
+    lst = listener.LISTENERS.get(sid)
+    if lst is None:
+        return
+    if disconnected:
+        wait_for(lambda: not lst.conns, "the clients gone")
+    wait_for(lambda: not lst.flushing and lst.flush_at is None, "the listener's rows stored")
+    listener.drain()
 
 
 def stored(sid: str, predicate, what: str) -> list[dict]:
@@ -99,6 +121,9 @@ def fence_story(bootstrap: str) -> None:
     with pytest.raises(KafkaException) as fenced:
         pay.commit_transaction(10)
     assert fenced.value.args[0].name() == "_FENCED"
+    monitoring.close()
+    with contextlib.suppress(KafkaException):  # closing a fenced producer reports the fence again
+        pay.close()
 
 
 def view_digest(live) -> str:
@@ -140,6 +165,8 @@ def test_a_client_pair_sharing_a_transactional_id_lives_in_the_session_and_its_l
     }
     fence_story(bootstrap)
     log = stored(sid, lambda log: any(e.get("outcome") == "INVALID_PRODUCER_EPOCH" for e in log), "the fence stored")
+    quiet(sid, disconnected=True)
+    log = rows(sid)
     assert "listen" in log[0] and all(external.is_external(e) for e in log)
 
     # log.json: every client an actor with its library and version, its requests as commands
@@ -166,6 +193,7 @@ def test_a_client_pair_sharing_a_transactional_id_lives_in_the_session_and_its_l
     assert lost and "zombie" in lost[0].text and "payment-service" in lost[0].text
 
     # the same log replayed from scratch, here and in processes with other string hashes, shows the same
+    quiet(sid)
     listener.stop(sid)
     live = session.load(sid)
     here = view_digest(live)
@@ -218,6 +246,7 @@ def test_a_step_while_clients_are_connected_runs_at_the_time_they_saw_and_replay
     plain.produce("orders", value=b"t-1", partition=2)
     assert plain.flush(20) == 0
     time.sleep(0.3)  # the clock follows the wall clock while the client is connected
+    quiet(sid)
     session.add_producer(sid, "new")
     live, outcome = session.apply_step(sid, Step("A", "init_transactions"))
     assert outcome == "ok"
@@ -227,6 +256,7 @@ def test_a_step_while_clients_are_connected_runs_at_the_time_they_saw_and_replay
     assert plain.flush(20) == 0
     stored(sid, lambda log: sum(1 for e in log if "ext" in e) >= 2, "the client's second send stored")
     here = view_digest(session.load(sid))
+    quiet(sid)
     listener.stop(sid)
     session.CACHE.evict(sid)
     assert view_digest(session.load(sid)) == here
@@ -349,7 +379,60 @@ def test_reset_closes_the_listener_with_the_log_that_opened_it(client, sim_sessi
     sid = sim_session.id
     bootstrap = listen(client, sid)
     host, port = bootstrap.split(",")[0].rsplit(":", 1)
+    quiet(sid)
     session.reset(sid)
     wait_for(lambda: sid not in listener.LISTENERS, "the listener closed with its log")
     with pytest.raises(OSError):
         socket.create_connection((host, int(port)), timeout=2).close()
+
+
+def test_a_long_session_with_a_clients_requests_keeps_checkpoints_that_restore_it(client, sim_session, tmp_path):
+    sid = sim_session.id
+    bootstrap = listen(client, sid)
+    plain = Producer({"bootstrap.servers": bootstrap, "client.id": "busy", "linger.ms": 0, **QUIET})
+    for i in range(10):
+        plain.produce("orders", value=f"b-{i}".encode(), partition=i % 3)
+        assert plain.flush(20) == 0
+    stored(
+        sid, lambda log: sum(n for e in log if "ext" in e for _w, a, n in e["ext"]["sum"] if a == "Produce") >= 10, ""
+    )
+    quiet(sid)
+    session.add_producer(sid, "new")
+    live = session.load(sid)
+    while live.length <= session.CHECKPOINT_EVERY:
+        live, _ = session.apply_step(sid, Step("A", "flush"))  # the client stays connected meanwhile
+    assert session.CHECKPOINT_EVERY in live.checkpoints  # the simulator froze with its protocol core and clients
+    plain.produce("orders", value=b"after", partition=0)
+    assert plain.flush(20) == 0
+    stored(sid, lambda log: "ext" in log[-1], "the send after the checkpoint")
+    quiet(sid)
+    listener.stop(sid)
+    head = session.load(sid)
+    here = view_digest(head)
+    # step k restored from the checkpoint (a thaw, then the commands after it) is step k replayed from the start
+    k = session.CHECKPOINT_EVERY + 2
+    path = tmp_path / "prefix.json"
+    path.write_text(json.dumps(head.commands[:k]))
+    assert view_digest(session.moment(sid, k)) == replay_digest(str(path))
+    session.CACHE.evict(sid)
+    assert view_digest(session.load(sid)) == here
+
+
+def test_a_scenario_with_a_database_keeps_its_panel_beside_the_clients(client):
+    from playground.scenario import library
+
+    entry = library.find("db-incident-in-full")
+    assert entry is not None
+    row = hold(client, session.create(entry.scenario, source=entry.scenario.source, backend="sim"))
+    bootstrap = listen(client, row.id)
+    topic = entry.scenario.cluster.topics[0].name
+    plain = Producer({"bootstrap.servers": bootstrap, "client.id": "outsider", **QUIET})
+    plain.produce(topic, value=b"from-outside", partition=0)
+    assert plain.flush(20) == 0
+    stored(
+        row.id, lambda log: any("ext" in e and any(a == "Produce" for _w, a, _n in e["ext"]["sum"]) for e in log), ""
+    )
+    view = broadcast.view_of(session.load(row.id))
+    assert view["database"]["tables"] and "outsider" in view["producers"]
+    page = client.get(f"/s/{row.id}/").content.decode()
+    assert 'id="p-database"' in page and 'data-producer="outsider"' in page

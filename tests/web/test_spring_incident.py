@@ -17,7 +17,7 @@ from playground.session.history import findings
 from playground.web import broadcast
 
 from .conftest import hold
-from .test_listener import _listeners, listen  # noqa: F401  (the fixture closes the test's listeners)
+from .test_listener import _listeners, listen, quiet  # noqa: F401  (the fixture closes the test's listeners)
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
@@ -40,6 +40,7 @@ def test_the_incidents_spring_service_shows_its_fence_its_aborted_batch_and_its_
     assert app["paid_in_database"] == app["sends_returned"] > app["ledger_confirmed"] > 0, app
     assert app["batches_failed"] == 1, app
 
+    quiet(row.id, disconnected=True)
     listener.stop(row.id)  # everything the clients did is in the log now
     live = session.load(row.id)
     view = broadcast.view_of(live)
