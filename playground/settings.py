@@ -270,6 +270,16 @@ PLAYGROUND_BACKENDS = dict(
     item.split("=", 1) for item in os.environ.get("PLAYGROUND_BACKENDS", "").split(",") if "=" in item
 )
 
+# Connect your own app (issue 16, playground/session/listener.py): a session's simulated brokers served over the Kafka
+# protocol, one port per broker, bound to PLAYGROUND_LISTEN_HOST only (and advertised as it, or as
+# PLAYGROUND_LISTEN_ADVERTISED_HOST when clients reach this machine by another name), on free ports or on
+# PLAYGROUND_LISTEN_PORTS ("40000-40099"). Off in production mode unless PLAYGROUND_LISTEN=1 (on otherwise unless 0).
+_listen = os.environ.get("PLAYGROUND_LISTEN", "").strip().lower()
+PLAYGROUND_LISTEN = (_listen in ("1", "true", "yes", "on")) if _listen else not PLAYGROUND_PRODUCTION
+PLAYGROUND_LISTEN_HOST = os.environ.get("PLAYGROUND_LISTEN_HOST", "127.0.0.1").strip() or "127.0.0.1"
+PLAYGROUND_LISTEN_ADVERTISED_HOST = os.environ.get("PLAYGROUND_LISTEN_ADVERTISED_HOST", "").strip()
+PLAYGROUND_LISTEN_PORTS = os.environ.get("PLAYGROUND_LISTEN_PORTS", "").strip()
+
 # Watch your own cluster (/inspect/, playground/inspector): a read-only view of the cluster named above
 # (KAFKA_BOOTSTRAP_SERVERS), never of an address from a form. INSPECTOR_KEY is the capability that opens it (asked
 # once, then kept in an HttpOnly cookie); unset, the inspector is off. The allow-lists are comma-separated fnmatch

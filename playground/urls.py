@@ -41,9 +41,10 @@ urlpatterns = [
     path(SID + "claim/", views.claim, name="claim"),
     path(SID + "fork/", views.fork, name="fork"),
     path(SID + "run/", views.run, name="run"),
+    path(SID + "listen/", views.listen, name="listen"),
 ] + [
     # Every other command of the table, by name (the templates and broadcast.urls reverse these).
     path(SID + f"{name}/", views.command, {"name": name}, name=name)
     for name in commands.COMMANDS
-    if name != "run"
+    if name not in ("run", "listen")
 ]

@@ -202,8 +202,8 @@ def write(
             continue
         step = entry["step"]
         is_note = isinstance(step, Mapping) and NOTE in step
-        outcome = None if is_note else entry.get("outcome", "ok")
-        if not is_note and (outcome != "ok" or entry.get("fenced")):
+        outcome = None if is_note else entry.get("outcome", "ok")  # None: nothing expected (a re-enactment)
+        if not is_note and outcome is not None and (outcome != "ok" or entry.get("fenced")):
             out.append('  - note: ""')
         out.append(_step_line(step, outcome))
     out += _expect_lines(observation)

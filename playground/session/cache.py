@@ -69,6 +69,12 @@ def checkpoint_budget_bytes() -> int:
     return int(float(getattr(settings, "PLAYGROUND_CHECKPOINT_MB", 256)) * 1024 * 1024)
 
 
+def _serving(live: Live) -> bool:
+    from playground.session.external import OWNER
+
+    return bool(live.pending or live.ext_inputs or (live.listen and live.listen.get("owner") == OWNER))
+
+
 class Cache:
     """Live sessions of this process, least recently used first; bounded in count and in checkpoint bytes."""
 
@@ -92,6 +98,12 @@ class Cache:
                 live.last_used = time.monotonic()
             return live
 
+    def peek(self, session_id: str) -> Live | None:
+        """The session if this process holds it, without closing idle real-cluster sessions on the way (a caller
+        outside Django's threads: the listeners' loop)."""
+        with self._guard:
+            return self._items.get(session_id)
+
     def put(self, live: Live) -> None:
         size = int(getattr(settings, "PLAYGROUND_LIVE_SESSIONS", 200))
         evicted: list[Live] = []
@@ -102,9 +114,10 @@ class Cache:
                 evicted.append(old)
             self._items[live.session_id] = live
             self._items.move_to_end(live.session_id)
-            while len(self._items) > size:
-                _sid, dropped = self._items.popitem(last=False)
-                evicted.append(dropped)
+            # a session whose external clients this process serves is kept: its backend holds what they sent
+            # that the log does not hold yet (session/listener.py)
+            for sid in [s for s, lv in self._items.items() if not _serving(lv)][: max(0, len(self._items) - size)]:
+                evicted.append(self._items.pop(sid))
         for old in evicted:
             self._close(old)
 

@@ -29,7 +29,7 @@ from playground.engine.spec import (
     Step,
 )
 from playground.scenario.exercise import SKIP, pending_question
-from playground.session import limits, realcluster, signals, store
+from playground.session import external, limits, realcluster, signals, store
 from playground.session.backends import cluster_problem, detached_message, live_only
 from playground.session.cache import CACHE
 from playground.session.live import PACE_MAX_MS, PACE_OFF, PACE_WALL, CommandError, Live, run_entry
@@ -60,9 +60,12 @@ def _stored(live: Live, row: Any, change: Change) -> Live | None:
         ids = store.append(row, change.append, change.running)
         if ids is None:
             return None
+        live.pending = []
         for entry, row_id in zip(change.append, ids):
             live.record(entry, row_id)
-            CACHE.keep_checkpoint(live, live.length)
+        # the backend reflects the last entry: entries before it (external clients' inputs cut before a command) were
+        # applied when they came in, so only the state after all of them is a checkpoint's
+        CACHE.keep_checkpoint(live, live.length)
     elif change.truncate is not None:
         if not store.truncate(row, change.truncate, change.running):
             return None
@@ -97,6 +100,16 @@ def commit(
             live.owner = row.client_key or f"session:{row.pk}"  # whose budgets its commands spend
             if live.detached and not allow_detached:
                 raise CommandError(detached_message(live.detached), status=409)
+            if listening_elsewhere(live):
+                raise CommandError(
+                    _(
+                        "External clients drive this session through a listener in another server process: open the "
+                        "session again in a moment, or stop the listener there."
+                    ),
+                    status=409,
+                )
+            # what external clients sent since the last entry goes into the log before this command (it came first)
+            external.cut(live)
             try:
                 change = mutate(live)
             except (CommandError, limits.LimitExceeded):
@@ -114,6 +127,8 @@ def commit(
                 log.exception("session %s: the backend failed", session_id)
                 CACHE.evict(session_id)
                 raise CommandError(_("The backend failed on this command: %(e)s") % {"e": exc}, status=422) from exc
+            if live.pending and change.truncate is None and change.replace is None:
+                change.append[:0] = live.pending
             if change.empty:
                 return live, change
             stored = _stored(live, row, change)
@@ -127,6 +142,18 @@ def commit(
     if publish:
         signals.changed.send(sender=Live, live=live, langs=store.parse_langs(row.viewer_langs))
     return live, change
+
+
+def listening_elsewhere(live: Live) -> bool:
+    """Whether another server process listens for this session's external clients (their requests go into its log
+    in the order that process handles them, so nobody else may append meanwhile). A listener closes itself after
+    `listener_idle_s` without a client: one quiet for longer is gone (its process stopped)."""
+    if not live.listen or live.listen.get("owner") in ("", external.OWNER) or live.moment is not None:
+        return False
+    if live.listen.get("session") not in (None, live.session_id):
+        return False  # a fork's copy of another session's listener
+    quiet_ms = time.time() * 1000 - live.external_wall_ms
+    return quiet_ms < (limits.limit("listener_idle_s") + 60) * 1000
 
 
 # ------------------------------------------------------------------------------------------------- validation

@@ -89,8 +89,14 @@ BOUNDS: tuple[Bound, ...] = (
     Bound("queued_per_client", 100, "client and process", "requests waiting their turn (past them: 429)"),
     Bound("websockets_per_client", 150, "client and process", "open websockets (a room of 40 behind one NAT: ~120)"),
     Bound("websockets", 4_000, "process", "open websockets"),
+    # ---- connect your own app (session/listener.py): a listener is a set of sockets in one server process
+    Bound("listeners_per_client", 2, "client and process", "sessions listening for the client's own applications"),
+    Bound("listeners", 20, "process", "sessions listening for applications"),
+    Bound("listener_connections", 64, "listener", "open connections of applications"),
+    Bound("listener_idle_s", 15 * 60, "listener", "seconds it stays open without a connected application"),
 )
 BY_NAME = {b.name: b for b in BOUNDS}
+HELD = frozenset({"listeners_per_client", "listeners"})  # held for a while, then given back: 429, try again later
 DEFAULTS = {b.name: b.default for b in BOUNDS}
 
 
@@ -107,7 +113,7 @@ class LimitExceeded(Exception):
     def status(self) -> int:
         """429 for a count over time (wait and try again), 422 for a size or a total."""
         bound = BY_NAME.get(self.name)
-        return 429 if bound is not None and bound.window_s else 422
+        return 429 if bound is not None and (bound.window_s or self.name in HELD) else 422
 
 
 def limit(name: str) -> int:
@@ -195,6 +201,25 @@ def check_commands(count_after: int) -> None:
             "commands",
             n,
             _("This session reached its limit of %(n)d commands: reset it or start a new one.") % {"n": n},
+        )
+
+
+def check_listeners(held_by_client: int, held_here: int) -> None:
+    """Before a listener opens: the client's and this process's listeners held now (a listener is sockets in one
+    process, so the counts are the process's own, not the database's)."""
+    n = limit("listeners_per_client")
+    if held_by_client >= n:
+        raise LimitExceeded(
+            "listeners_per_client",
+            n,
+            _("You have %(n)d sessions listening for your own apps, the limit: stop one first.") % {"n": n},
+        )
+    n = limit("listeners")
+    if held_here >= n:
+        raise LimitExceeded(
+            "listeners",
+            n,
+            _("This server has %(n)d sessions listening for apps, its limit: try again later.") % {"n": n},
         )
 
 

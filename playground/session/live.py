@@ -31,6 +31,7 @@ from playground.engine.spec import (
 )
 from playground.scenario.anomalies import reads
 from playground.scenario.model import Scenario
+from playground.session import external
 
 GROUP_PREFIX = "session-"
 PACE_WALL, PACE_OFF = "wall", "off"  # a {"pace": ...} entry of the log
@@ -137,6 +138,8 @@ class Checkpoint:
     hints_shown: int
     paced: bool = False
     paced_at_ms: int | None = None
+    listen: Mapping[str, Any] | None = None
+    external_wall_ms: int = 0
 
 
 @dataclass
@@ -183,6 +186,13 @@ class Live:
     # the previous one (elapsed_ms) and that time passes on the simulator's clock before it (run_entry).
     paced: bool = False
     paced_at_ms: int | None = None  # the wall clock (ms) of the last paced entry
+    # External clients (session/external.py): the listen entry in force (None: nobody listens), the wall time of the
+    # last entry of theirs, and what the listener fed this process's backend that the log does not hold yet: entries
+    # cut but not stored (the commit loop stores them first), and the inputs since the last cut.
+    listen: Mapping[str, Any] | None = None
+    external_wall_ms: int = 0
+    pending: list[dict[str, Any]] = field(default_factory=list)
+    ext_inputs: list[tuple[int, int, int, int, bytes]] = field(default_factory=list)
 
     # ---- the log -------------------------------------------------------------------------------------------
     def record(self, entry: dict[str, Any], row_id: int = 0) -> None:
@@ -192,6 +202,17 @@ class Live:
         self._derive(len(self.commands) - 1, entry)
 
     def _derive(self, seq: int, entry: Mapping[str, Any]) -> None:
+        if external.is_external(entry):
+            if external.LISTEN in entry:
+                self.listen = entry[external.LISTEN]
+            elif external.UNLISTEN in entry:
+                self.listen = None
+            body = next(entry[k] for k in external.KINDS if k in entry)
+            self.external_wall_ms = int(body.get("wall_ms") or self.external_wall_ms)
+            mark = mark_of(entry)
+            if mark is not None:
+                self.marks.append((seq, mark))
+            return
         if "at_ms" in entry:
             self.paced_at_ms = int(entry["at_ms"])
         if "pace" in entry:  # the pace switched on or off: not a command
@@ -232,6 +253,8 @@ class Live:
             self.hints_shown,
             self.paced,
             self.paced_at_ms,
+            self.listen,
+            self.external_wall_ms,
         )
 
     def resume(self, head: Live, length: int, cp: Checkpoint) -> None:
@@ -243,6 +266,7 @@ class Live:
         self.predictions, self.hints_shown = dict(cp.predictions), cp.hints_shown
         self.paced, self.paced_at_ms = cp.paced, cp.paced_at_ms
         self.sql_checkpointed_ms = float(getattr(getattr(self.backend, "db", None), "spent_ms", 0.0))
+        self.listen, self.external_wall_ms = cp.listen, cp.external_wall_ms
 
     @property
     def length(self) -> int:
@@ -276,6 +300,9 @@ class Live:
 def run_entry(live: Live, entry: Mapping[str, Any]) -> dict[str, Any]:
     """Carry out a logged entry (a step, or an actor added) on the live backend; the entry as it should be logged
     now: with the outcome it gave, and the producers it left fenced that were not before."""
+    if external.is_external(entry):
+        body = {k: v for k, v in entry.items() if k != "outcome"}
+        return {**body, "outcome": external.apply(live.backend, body, external.position_of(live))}
     if not is_command(entry):
         return {**entry, "outcome": "ok"}
     if "add" in entry:
@@ -284,6 +311,13 @@ def run_entry(live: Live, entry: Mapping[str, Any]) -> dict[str, Any]:
         live.actors[spec.name] = spec
         return {"add": entry["add"], "outcome": "ok"}
     step = step_from_entry(entry["step"], int(entry.get("n", 0)))
+    if external.core_of(live.backend) is not None:
+        # clients are served: while they are connected the clock follows the wall clock, so the time since the last
+        # thing they did passes before the step (recorded, so that a replay passes it too)
+        vt = external.now_of(live)
+        if vt is not None:
+            entry = {**entry, "vt": vt}
+        external.before_step(live.backend, entry, external.position_of(live))
     before = live.backend.fenced_actors()
     out: dict[str, Any] = {"step": entry["step"]}
     if "n" in entry:
@@ -299,7 +333,10 @@ def run_entry(live: Live, entry: Mapping[str, Any]) -> dict[str, Any]:
             out["meanwhile_fatal"] = meanwhile
     if "at_ms" in entry:
         out["at_ms"] = entry["at_ms"]
+    if "vt" in entry:
+        out["vt"] = entry["vt"]
     outcome = live.backend.apply(step)
+    external.after_step(live.backend)
     out["outcome"] = outcome
     newly = sorted(live.backend.fenced_actors() - before)
     if newly:

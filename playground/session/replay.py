@@ -21,7 +21,7 @@ from django.utils.translation import gettext as _
 from playground.engine.backend import BackendError, ProfileError
 from playground.engine.spec import ActorSpec, ClusterSpec
 from playground.models import Command, Session
-from playground.session import store
+from playground.session import external, store
 from playground.session.backends import DetachedBackend, build, cluster_problem, live_only
 from playground.session.cache import CACHE, CHECKPOINT_EVERY, thaw
 from playground.session.live import (
@@ -98,6 +98,8 @@ def fresh(row: Session, *, creating: bool = True, backend_name: str | None = Non
 
 def apply_entry(live: Live, entry: Mapping[str, Any]) -> str:
     """Apply one logged entry to the backend (an actor added, or a step) and return the outcome it gives now."""
+    if external.is_external(entry):
+        return external.apply(live.backend, entry, live.length)  # what external clients did (session/external.py)
     if not is_command(entry):
         return "ok"  # an exercise's answer or hint: nothing for the backend
     if "add" in entry:
@@ -106,11 +108,14 @@ def apply_entry(live: Live, entry: Mapping[str, Any]) -> str:
         live.actors[spec.name] = spec
         return "ok"
     step = step_from_entry(entry["step"], int(entry.get("n", 0)))
+    external.before_step(live.backend, entry, live.length)  # the time that passed while clients were connected
     elapsed = int(entry.get("elapsed_ms") or 0)
     pass_time = getattr(live.backend, "pass_time", None)
     if elapsed > 0 and pass_time is not None and not step.is_note:
         pass_time(elapsed)  # the time the user took before it, as recorded (see run_entry)
-    return live.backend.apply(step)
+    outcome = live.backend.apply(step)
+    external.after_step(live.backend)
+    return outcome
 
 
 def replay(live: Live, entries: Iterable[tuple[dict[str, Any], int]]) -> None:

@@ -27,7 +27,7 @@ import struct
 import uuid
 from bisect import bisect_left, bisect_right
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NamedTuple
 
 from playground.engine import events as ev
@@ -39,6 +39,7 @@ from playground.sim.leaders import INTERNAL_TOPICS
 from playground.sim.log import Batch, PartitionLog
 from playground.sim.placement import java_string_hash
 from playground.sim.txnstate import EMPTY, STATE_IDS
+from playground.simserver.clients import Clients
 
 _MASK64 = (1 << 64) - 1
 
@@ -57,12 +58,13 @@ class WireValues(tuple):  # type: ignore[type-arg]
 
 
 class Connection:
-    __slots__ = ("broker", "busy", "client_id", "closed", "conn_id", "pumping", "queue", "software")
+    __slots__ = ("actor", "broker", "busy", "client_id", "closed", "conn_id", "pumping", "queue", "software")
 
     def __init__(self, conn_id: int, broker: int) -> None:
         self.conn_id = conn_id
         self.broker = broker
         self.client_id: str | None = None
+        self.actor: str | None = None  # the actor it belongs to, when the core tracks its clients (clients.py)
         self.software: tuple[str, str] | None = None  # from ApiVersions v3+: the client library and its version
         self.busy = False
         self.pumping = False
@@ -72,7 +74,7 @@ class Connection:
 
     @property
     def label(self) -> str:
-        return self.client_id or f"connection {self.conn_id}"
+        return self.actor or self.client_id or f"connection {self.conn_id}"
 
 
 class Call:
@@ -128,7 +130,9 @@ class ServerCore:
     milliseconds, so record timestamps and transaction times read as dates). `seed` names the cluster (its id).
     `record_values`: whether the simulator's log also holds each external record's key and value as values (what its
     views and its own consumers read); without them it holds the batches' bytes only, and a million records of a
-    hundred bytes cost tens of megabytes instead of hundreds (simcluster, where nothing but the wire reads them)."""
+    hundred bytes cost tens of megabytes instead of hundreds (simcluster, where nothing but the wire reads them).
+    `track_clients`: keep the clients as actors (clients.py; a session's listener), named apart from `reserved`; the
+    timeline then names a connection's requests by its actor (a second instance of a client.id is "id#2")."""
 
     def __init__(
         self,
@@ -139,6 +143,8 @@ class ServerCore:
         seed: int = 0,
         config: Mapping[str, Any] | None = None,
         record_values: bool = True,
+        track_clients: bool = False,
+        reserved: Iterable[str] = (),
     ) -> None:
         from playground.simserver import apis
 
@@ -147,6 +153,7 @@ class ServerCore:
         self.endpoints = dict(endpoints)
         self.config: dict[str, Any] = dict(config or {})
         self.record_values = record_values
+        self.clients = Clients(reserved) if track_clients else None
         self.handlers: dict[int, Handler] = {}
         served: dict[int, tuple[int, int]] = {}
         for api_key, (handler, lo, hi) in apis.HANDLERS.items():
@@ -231,6 +238,8 @@ class ServerCore:
         if conn is not None:
             conn.closed = True
             conn.queue.clear()
+            if self.clients is not None:
+                self.clients.closed(conn_id)
 
     def stop_broker(self, now_ms: int, broker: int) -> None:
         """The broker's process stops: its connections close unanswered, the simulator elects new leaders."""
@@ -239,6 +248,12 @@ class ServerCore:
             self._close(conn)
         self.cluster.stop_broker(broker)
         self.advance(now_ms)
+
+    def close_connections(self, broker: int | None = None) -> None:
+        """Close every connection (to `broker`, or to any): a session stops a broker by a step of its own, or
+        starts listening again on other ports."""
+        for conn in [c for c in self.conns.values() if broker is None or c.broker == broker]:
+            self._close(conn)
 
     def start_broker(self, now_ms: int, broker: int) -> None:
         self.advance(now_ms)
@@ -273,6 +288,8 @@ class ServerCore:
             conn.queue.clear()
             self.conns.pop(conn.conn_id, None)
             self.outbox.append(Output(conn.conn_id, None))
+            if self.clients is not None:
+                self.clients.closed(conn.conn_id)
 
     def _pump(self, conn: Connection) -> None:
         """Handle the connection's next request unless one is being handled (the muted channel)."""
@@ -292,6 +309,9 @@ class ServerCore:
                 conn.busy = True
                 if item.client_id is not None:
                     conn.client_id = item.client_id
+                if self.clients is not None:
+                    self.clients.request(conn, item, self.now_ms)
+                    conn.actor = self.clients.label(conn)
                 call = Call(self, conn, item)
                 try:
                     self.handlers[item.api_key](call)
@@ -319,6 +339,8 @@ class ServerCore:
                 detail=f"v{request.api_version}" + (f", {detail}" if detail else ""),
                 correlation=call.rpc,
             )
+        if self.clients is not None:
+            self.clients.answered(self, conn, request, data, error)
         if conn.closed:
             return
         if data is not None:

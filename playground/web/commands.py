@@ -13,16 +13,17 @@ from typing import Any
 from django.utils.translation import gettext as _
 
 from playground import session
-from playground.session import capability, limits, store
+from playground.session import capability, limits, listener, store
 from playground.web import forms
 
 
 @dataclass(frozen=True)
 class Command:
     name: str
-    run: Callable[[str, Any], Any]  # (session id, the valid form or None)
+    run: Callable[..., Any]  # (session id, the valid form or None[, the client's key when `per_client`])
     form: type[forms.Form] | None = None
     starts_runner: bool = False  # "run": the caller starts the runner in its event loop
+    per_client: bool = False  # counted against the client (a listener): run gets the client's key too
 
 
 def _add_producer(sid: str, f: forms.Form) -> Any:
@@ -60,6 +61,9 @@ COMMANDS: dict[str, Command] = {
         Command("rerun", lambda sid, f: session.rerun(sid)),
         # A real-cluster session ends: its backend closed, its topics deleted; the log stays.
         Command("end", lambda sid, f: session.end(sid)),
+        # Connect your own app: the session's brokers served over the Kafka protocol (session/listener.py), or not.
+        Command("listen", lambda sid, f, client: listener.start(sid, client), per_client=True),
+        Command("unlisten", lambda sid, f: listener.stop(sid)),
     )
 }
 
@@ -77,7 +81,7 @@ def authorize(sid: str, key: str | None) -> None:
         raise session.CommandError(watch_only_message(), status=403)
 
 
-def execute(name: str, sid: str, data: Mapping[str, Any], key: str | None) -> Command:
+def execute(name: str, sid: str, data: Mapping[str, Any], key: str | None, client: str = "") -> Command:
     command = COMMANDS.get(name)
     if command is None:
         raise session.CommandError(_("Unknown command %(c)s.") % {"c": str(name)[:40]}, status=404)
@@ -87,7 +91,10 @@ def execute(name: str, sid: str, data: Mapping[str, Any], key: str | None) -> Co
         form = command.form(data)
         if not form.is_valid():
             raise session.CommandError(form.message())
-    command.run(sid, form)
+    if command.per_client:
+        command.run(sid, form, client)
+    else:
+        command.run(sid, form)
     return command
 
 
@@ -113,12 +120,13 @@ def answer(
     key: str | None,
     idempotency_key: str | None = None,
     wait_s: float = WAIT_FOR_FIRST_S,
+    client: str = "",
 ) -> Answer:
     """`execute`, answered: every refusal as its status and sentence. With an Idempotency-Key (the HTTP header, the
     websocket's "idempotency_key"), the same key within a session gets the first answer again and changes nothing:
     a POST whose answer was lost and is sent again is not a second command."""
     if idempotency_key is None:
-        return _answer(name, sid, data, key)
+        return _answer(name, sid, data, key, client)
     if not IDEMPOTENCY_KEY.match(idempotency_key):
         return Answer(400, _("Idempotency-Key: 1 to 64 letters, digits, '.', '_', ':' or '-'."))
     try:
@@ -129,7 +137,7 @@ def answer(
     if first is not None:
         return _first_answer(sid, idempotency_key, wait_s)
     try:
-        done = _answer(name, sid, data, key)
+        done = _answer(name, sid, data, key, client)
     except BaseException:
         store.release_answer(sid, idempotency_key)
         raise
@@ -150,9 +158,9 @@ def _first_answer(sid: str, idempotency_key: str, wait_s: float) -> Answer:
         time.sleep(0.05)
 
 
-def _answer(name: str, sid: str, data: Mapping[str, Any], key: str | None) -> Answer:
+def _answer(name: str, sid: str, data: Mapping[str, Any], key: str | None, client: str = "") -> Answer:
     try:
-        return Answer(204, command=execute(name, sid, data, key))
+        return Answer(204, command=execute(name, sid, data, key, client))
     except session.CommandError as exc:
         return Answer(exc.status, str(exc))
     except limits.LimitExceeded as exc:

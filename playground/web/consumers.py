@@ -27,6 +27,7 @@ from django.conf import settings
 from django.utils import translation
 
 from playground import session
+from playground.deploy.clientaddr import client_address
 from playground.scenario.i18n import normalize
 from playground.session import capability, limits
 from playground.web import board, broadcast, commands
@@ -181,9 +182,12 @@ class SessionConsumer(AsyncWebsocketConsumer):
 
     def _execute(self, name: str, data: dict, idempotency_key: str | None) -> commands.Answer:
         with translation.override(self.lang):
+            client = session.client_key(client_address(self.scope))
             # No waiting here for a first request still being carried out: this thread serves every socket's
             # database calls in this process.
-            return commands.answer(name, self.sid, data, self.key, idempotency_key=idempotency_key, wait_s=0)
+            return commands.answer(
+                name, self.sid, data, self.key, idempotency_key=idempotency_key, wait_s=0, client=client
+            )
 
     # ---- group messages: one handler per type
     async def session_update(self, event: dict) -> None:

@@ -83,6 +83,7 @@ class NewSessionForm(ProfileForm):
     scenario = forms.CharField(required=False, max_length=100)
     backend = forms.ChoiceField(required=False, choices=[("sim", "sim"), ("kafka", "kafka")])
     seed = forms.IntegerField(required=False, min_value=0, max_value=2**31 - 1)
+    listen = forms.BooleanField(required=False)  # "Connect your own app": the new session listens at once
 
 
 class ActionForm(Form):

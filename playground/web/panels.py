@@ -13,7 +13,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from playground.engine.spec import CONSUMER_ACTIONS, PRODUCER_ACTIONS
-from playground.session import limits, live_only
+from playground.session import external, limits, live_only
 from playground.session.live import is_command
 from playground.web import diagrams
 
@@ -31,6 +31,7 @@ RECONCILE_TABLE = ""  # the reconciliation's rows, for a cell's "show all" (no t
 PANELS = (
     "header",
     "scrubber",
+    "connect",
     "cluster",
     "producers",
     "consumers",
@@ -192,6 +193,8 @@ def scrubber(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
         entry = live.commands[seq]
         if kind == "note":
             label, text = "note", dict(step_from_entry(entry["step"]).args.get("text", {}))
+        elif external.is_external(entry):
+            label, text = external.label(entry)[0] + " → " + entry.get("outcome", "ok"), None
         else:
             step = step_from_entry(entry["step"]) if "step" in entry else None
             label, text = (step.label if step else "+ actor") + " → " + entry.get("outcome", "ok"), None
@@ -230,9 +233,13 @@ def producers(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
                 else "idle"
             )
         )
+        ext = p.get("external")
+        if ext is not None and state == "DISCONNECTED" and not p.get("fenced"):
+            tone = "off"
         cards.append(
             {
                 "name": name,
+                "external": _external(ext),
                 "txid": p.get("transactional_id"),
                 "pid": p.get("producer_id"),
                 "epoch": p.get("epoch"),
@@ -267,6 +274,7 @@ def consumers(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
         cards.append(
             {
                 "name": name,
+                "external": _external(c.get("external")),
                 "isolation": c.get("isolation_level", "read_committed"),
                 "group": c.get("group_id"),
                 "state": c.get("state", "RUNNING"),
@@ -329,6 +337,20 @@ def consumers(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
         "columns": [{"name": c["name"], "isolation": c["isolation"]} for c in columns],
         "tables": tables,
         "actions": CONSUMER_ACTIONS,
+    }
+
+
+def _external(ext: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """An external client's card says so: its client.id, library and version, whether it is connected."""
+    if ext is None:
+        return None
+    software = ext.get("software") or {}
+    return {
+        "client_id": ext.get("client_id"),
+        "library": software.get("library"),
+        "version": software.get("version"),
+        "connected": bool(ext.get("connected")),
+        "member_id": ext.get("member_id"),
     }
 
 
@@ -485,6 +507,7 @@ def truth(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
         rows.append(
             {
                 "name": name,
+                "external": p.get("external") is not None,
                 "txid": p.get("transactional_id"),
                 "sent": sent,
                 "landed": landed,
@@ -527,6 +550,12 @@ def narrative(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
         if len(mine) == MINE_ROWS:
             break
         e = live.commands[i]
+        if external.is_external(e):
+            if _quiet(e):
+                continue
+            label, args = external.label(e)
+            mine.append({"i": i, "label": label, "args": args, "outcome": e.get("outcome", "ok"), "external": True})
+            continue
         if "n" in e or not is_command(e):
             continue
         if "add" in e:
@@ -686,6 +715,72 @@ def anomalies(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
     return {"deferred": False, "findings": [f.as_dict() for f in findings(live)]}
 
 
+# Requests a client sends just to stay in touch: a row of only these (answered ok) is not listed in the narrative.
+QUIET_APIS = frozenset(
+    {"Fetch", "Heartbeat", "Metadata", "ApiVersions", "FindCoordinator", "ListOffsets", "OffsetFetch"}
+)
+
+
+def _quiet(entry: Mapping[str, Any]) -> bool:
+    if external.EXT not in entry or entry.get("outcome", "ok") != "ok":
+        return False
+    return all(api in QUIET_APIS for _who, api, _n in entry[external.EXT].get("sum", []))
+
+
+def connect(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
+    """Connect your own app: whether this session can serve one (a simulated session, on a server that allows it),
+    its bootstrap address while it listens, snippets to point a client at it, and who is connected."""
+    from django.conf import settings
+
+    ext = view.get("external") or {}
+    listen = getattr(live, "listen", None)
+    bootstrap = ",".join(f"{h}:{p}" for h, p in listen["brokers"].values()) if listen else ""
+    clients = []
+    for kind, group in (("producer", view.get("producers", {})), ("consumer", view.get("consumers", {}))):
+        for name, a in group.items():
+            x = a.get("external")
+            if x is None:
+                continue
+            software = x.get("software") or {}
+            clients.append(
+                {
+                    "name": name,
+                    "kind": kind,
+                    "client_id": x.get("client_id"),
+                    "library": software.get("library"),
+                    "version": software.get("version"),
+                    "connected": bool(x.get("connected")),
+                    "txid": a.get("transactional_id"),
+                    "pid": a.get("producer_id"),
+                    "epoch": a.get("epoch"),
+                    "group": a.get("group_id"),
+                    "state": a.get("state"),
+                }
+            )
+    for a in ext.get("admins", []):
+        software = a.get("software") or ("", "")
+        clients.append(
+            {
+                "name": a["name"],
+                "kind": "admin",
+                "client_id": a.get("client_id"),
+                "library": software[0] if software else None,
+                "version": software[1] if software else None,
+                "connected": bool(a.get("connected")) and bool(ext.get("listening")),
+            }
+        )
+    topic = live.cluster.topics[0].name if live.cluster.topics else "orders"
+    return {
+        "available": bool(getattr(settings, "PLAYGROUND_LISTEN", False)) and live.backend_name == "sim",
+        "listening": bool(ext.get("listening")),
+        "bootstrap": bootstrap,
+        "topic": topic,
+        "clients": clients,
+        "connected": sum(1 for c in clients if c["connected"]),
+        "moment": live.moment is not None,
+    }
+
+
 def _add_summary(kind: str, body: Mapping[str, Any]) -> str:
     if kind == "producer":
         return f"transactional.id {body['transactional.id']}" if body.get("transactional.id") else "plain"
@@ -698,6 +793,7 @@ def _add_summary(kind: str, body: Mapping[str, Any]) -> str:
 BUILDERS = {
     "header": header,
     "scrubber": scrubber,
+    "connect": connect,
     "cluster": cluster,
     "producers": producers,
     "consumers": consumers,

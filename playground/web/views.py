@@ -24,7 +24,7 @@ from playground.kafka import java_worker
 from playground.models import ScenarioText
 from playground.scenario import check_text, library, pick
 from playground.scenario.i18n import normalize
-from playground.session import capability, compare, limits
+from playground.session import capability, compare, external, limits, listener
 from playground.session.backends import not_configured
 from playground.session.export import as_scenario
 from playground.web import broadcast, commands, forms, panels
@@ -53,8 +53,8 @@ def _drive(response: HttpResponse, request: HttpRequest, row: Any) -> HttpRespon
     return response
 
 
-def _to_session(request: HttpRequest, row: Any) -> HttpResponse:
-    url = reverse("session", kwargs={"sid": row.id})
+def _to_session(request: HttpRequest, row: Any, anchor: str = "") -> HttpResponse:
+    url = reverse("session", kwargs={"sid": row.id}) + anchor
     if request.headers.get("HX-Request"):
         response = HttpResponse(status=204, headers={"HX-Redirect": url})
     else:
@@ -91,6 +91,7 @@ def _gallery(
             "chosen": chosen,
             "default_profile": DEFAULT_PROFILE,
             "waiting": waiting,
+            "listen": listener.enabled(),
         },
         status=status,
     )
@@ -137,6 +138,14 @@ def new_session(request: HttpRequest) -> HttpResponse:
             # The cluster did not answer: the gallery again, with the sentence, and the same button to retry.
             return _gallery(request, str(exc), 503, d.get("backend") or "")
         return problem(str(exc), exc.status)
+    if d.get("listen"):
+        # "Connect your own app" from the gallery: the creator holds the drive capability, so it may listen
+        try:
+            listener.start(row.id, client(request))
+        except (limits.LimitExceeded, session.CommandError) as exc:
+            # the session is made; its page offers to connect again and says why not if it still cannot
+            log.info("session %s: no listener: %s", row.id, exc)
+        return _to_session(request, row, anchor="#connect")
     return _to_session(request, row)
 
 
@@ -205,9 +214,18 @@ def session_log(request: HttpRequest, sid: str) -> HttpResponse:
             "seed": live.seed,
             "version": live.version,
             "origin": live.origin,
-            "commands": live.commands,
+            "commands": [_readable(c) for c in live.commands],
+            # the applications that connected to the session's listener, as actors (their requests are commands)
+            "external": external.actors(live.backend),
         }
     )
+
+
+def _readable(entry: dict[str, Any]) -> dict[str, Any]:
+    """An external clients' entry with its requests spelled out beside the packed form it is stored in."""
+    if external.EXT in entry:
+        return {**entry, "requests": external.requests_of(entry)}
+    return entry
 
 
 @require_GET
@@ -235,12 +253,32 @@ def healthz(request: HttpRequest) -> HttpResponse:
 # --------------------------------------------------------------------------------------------------- commands
 def _execute(request: HttpRequest, sid: str, name: str) -> tuple[HttpResponse, Any]:
     done = commands.answer(
-        name, sid, request.POST, _key(request, sid), idempotency_key=request.headers.get("Idempotency-Key")
+        name,
+        sid,
+        request.POST,
+        _key(request, sid),
+        idempotency_key=request.headers.get("Idempotency-Key"),
+        client=client(request),
     )
     response = HttpResponse(status=204) if done.status == 204 else problem(done.body, done.status)
     if done.replayed:
         response["Idempotent-Replayed"] = "true"  # the first request's answer: nothing was done again
     return response, done.command
+
+
+@answers_problems
+def listen(request: HttpRequest, sid: str) -> HttpResponse:
+    """Connect your own app: GET answers the session's listener ({"bootstrap_servers": "host:port,...", "state": ...});
+    POST starts it (behind the drive capability, counted against the client) and answers the same."""
+    if request.method not in ("GET", "HEAD", "POST"):
+        return HttpResponse(status=405, headers={"Allow": "GET, POST"})
+    if not session.exists(sid):
+        raise Http404(_("No such session."))
+    if request.method == "POST":
+        response, _done = _execute(request, sid, "listen")
+        if response.status_code != 204:
+            return response
+    return JsonResponse(listener.state(sid))
 
 
 @require_POST

@@ -5,6 +5,7 @@ cd "$(dirname "$0")/../.."
 PY=".venv/bin/python"
 echo "== simulator =="; "$PY" tools/bench/sim.py
 echo "== web =="; "$PY" tools/bench/web.py
+echo "== connect your own app: an external client's request to the screen =="; "$PY" tools/bench/connect.py
 echo "== sessions as rows, scrubbing, the editor =="; "$PY" tools/bench/sharing.py
 echo "== the anomaly checker over a growing history =="; "$PY" tools/bench/anomalies.py
 echo "== a workshop: 40 attendees and the board (PostgreSQL, Redis, 2 Daphne, nginx) =="; "$PY" tools/bench/workshop.py

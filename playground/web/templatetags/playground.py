@@ -323,8 +323,9 @@ def producer_card(c: Mapping[str, Any], p: Mapping[str, Any], u: Mapping[str, An
         f"transactional.id <code>{_a(c['txid'])}</code>" if c["txid"] else _a(_("plain: idempotent, no transactions"))
     )
     badge = "FENCED" if c["fenced"] else _a(c["state"])
+    external = " external" if c.get("external") is not None else ""
     parts = [
-        f'<article id="{_a(item_id("pc", name))}"{OOB if oob else ""} class="pcard tone-{c["tone"]}{" fenced" if c["fenced"] else ""}" data-producer="{_a(name)}">',
+        f'<article id="{_a(item_id("pc", name))}"{OOB if oob else ""} class="pcard tone-{c["tone"]}{" fenced" if c["fenced"] else ""}{external}" data-producer="{_a(name)}">',
         f'<header><span class="swatch{colour}" aria-hidden="true"></span><b class="pname">{_a(name)}</b> <span class="txid">{txid}</span></header>',
         f'<div class="ids"><span>PID <b>{_a(dash(c["pid"]))}</b> · epoch <b>{_a(dash(c["epoch"]))}</b></span>'
         f'<span class="badge tone-{c["tone"]}" data-state="{_a(c["state"])}">{badge}</span></div>',
@@ -338,6 +339,14 @@ def producer_card(c: Mapping[str, Any], p: Mapping[str, Any], u: Mapping[str, An
         )
     k = c["counters"]
     sent, landed, rc = k.get("app_sent_ok", 0), k.get("landed", 0), k.get("read_committed_received", 0)
+    ext = c.get("external")
+    if ext is not None:
+        # an application of its own, connected to the session's listener: what it sent, no buttons of ours
+        text = _("sent <b>%(s)s</b> · landed <b>%(l)s</b> · committed <b>%(r)s</b>") % {"s": sent, "l": landed, "r": rc}
+        parts.append(f'<div class="counters" data-sent="{sent}" data-landed="{landed}" data-rc="{rc}">{text}</div>')
+        parts.append(_external_line(ext))
+        parts.append("</article>")
+        return "".join(parts)
     text = _("app believes sent <b>%(s)s</b> · landed <b>%(l)s</b> · read_committed got <b>%(r)s</b>") % {
         "s": sent,
         "l": landed,
@@ -405,6 +414,18 @@ def producer_card(c: Mapping[str, Any], p: Mapping[str, Any], u: Mapping[str, An
     return "".join(parts)
 
 
+def _external_line(ext: Mapping[str, Any]) -> str:
+    """An external client's line: its own application, its client.id, library and version, connected or not."""
+    software = " ".join(x for x in (ext.get("library"), ext.get("version")) if x) or _("library not announced")
+    state = _("connected") if ext.get("connected") else _("disconnected")
+    return (
+        f'<div class="extline" data-connected="{"yes" if ext.get("connected") else "no"}">'
+        f'<span class="extbadge" title="{_a(_("an application of your own, connected to this session’s listener"))}">'
+        f"{_a(_('your app'))}</span> client.id <code>{_a(ext.get('client_id') or '—')}</code> · "
+        f'<span class="software">{_a(software)}</span> · <span class="conn">{_a(state)}</span></div>'
+    )
+
+
 @register.simple_tag
 def consumer_cards(cards: list[Any], u: Mapping[str, Any]) -> str:
     out = []
@@ -416,6 +437,15 @@ def consumer_cards(cards: list[Any], u: Mapping[str, Any]) -> str:
         from django.utils.translation import ngettext
 
         got = ngettext("%(n)s record received", "%(n)s records received", c["received"]) % {"n": c["received"]}
+        ext = c.get("external")
+        if ext is not None:
+            tone = "tone-ok" if ext.get("connected") else "tone-off"
+            out.append(
+                f'<article class="ccard external{"" if ext.get("connected") else " down"}" data-consumer="{_a(name)}">'
+                f'<header><b>{_a(name)}</b>{group} <span class="badge {tone}">{_a(c["state"])}</span></header>'
+                f'<div class="pos">{pos} · {_a(got)}</div>{_external_line(ext)}</article>'
+            )
+            continue
         b = [_button(u["action"], "poll", "poll", actor=name, action="poll")]
         if c["group"]:
             b.append(_button(u["action"], "commit", "commit", actor=name, action="commit"))

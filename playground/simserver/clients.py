@@ -1,0 +1,642 @@
+"""The clients of the protocol server as actors: who connected (its client.id, and the library and version its
+ApiVersions named), what it is (a producer instance, a consumer, an admin client), its transactional id, producer id
+and epoch, its group and member id, what it sent and what it was answered (issue 16: a session shows an application
+it does not run the way it shows its own producers and consumers).
+
+Follows what the requests carry, as Kafka defines them (clients/src/main/resources/common/message/*.json): the request
+header's client.id, ApiVersionsRequest's ClientSoftwareName/Version (v3+), InitProducerIdRequest's TransactionalId,
+the RecordBatch's ProducerId/ProducerEpoch (DefaultRecordBatch), the group requests' GroupId and MemberId, and the
+answers the core sends (InitProducerIdResponse's ProducerId/ProducerEpoch, EndTxnResponse's on transaction.version 2).
+
+Instances. A client opens a connection per broker, and nothing on the wire says which connections belong to one
+client; two instances of an application often share a client.id (librdkafka's "rdkafka", kafka-clients'
+"producer-<transactional id>"). So a connection belongs to an actor once one of its requests says whose it is:
+- InitProducerId on a connection of no actor starts a producer instance (or, with a producer id and epoch, KIP-360,
+  continues the instance that holds them); Produce, AddPartitionsToTxn, AddOffsetsToTxn, EndTxn and TxnOffsetCommit
+  belong to the instance holding their producer id and epoch (a fenced zombie keeps its old epoch, so its requests
+  stay its own). A Produce of producer id -1 (no idempotence) belongs to the plain producer of its client.id.
+- the group requests belong to the consumer of that client.id and group; a Fetch or ListOffsets to the consumer of
+  that client.id (a consumer without a group is made by its first Fetch). A consumer is one per client.id and group:
+  two consumer instances under one client.id show as one.
+- the admin APIs (CreateTopics, DescribeTransactions, ...) to the admin client of that client.id.
+Connections that only ask ApiVersions, Metadata or FindCoordinator belong to nobody. An actor is connected while one
+of its connections is open. Names are the client.id, with "#2", "#3", ... for a second instance of the same one.
+
+What each did is kept as a history of operations (`ops`), in the anomaly checker's terms (a producer's
+init_transactions, begin_transaction, produce, commit_transaction, ...; a consumer's poll with what it read), each
+tagged with the session log position (`position`) whose inputs caused it: the checker reads them beside the session's
+own steps, and a session saved as a scenario is written from them.
+
+Pure and deterministic (no clock, no I/O): updated by the core from the requests it reads and the answers it sends.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from playground.protocol import records
+
+PRODUCER, CONSUMER, ADMIN = "producer", "consumer", "admin"
+# Answers that mean the producer was fenced: another instance took its transactional id (KafkaProducer raises
+# ProducerFencedException for both, librdkafka _FENCED).
+FENCING_ERRORS = frozenset({"PRODUCER_FENCED", "INVALID_PRODUCER_EPOCH"})
+# Answers a client retries on its own as part of the protocol's normal course: not worth a mark in the session's log.
+ROUTINE_ERRORS = frozenset(
+    {
+        "CONCURRENT_TRANSACTIONS",
+        "COORDINATOR_LOAD_IN_PROGRESS",
+        "COORDINATOR_NOT_AVAILABLE",
+        "NOT_COORDINATOR",
+        "NOT_LEADER_OR_FOLLOWER",
+        "LEADER_NOT_AVAILABLE",
+        "MEMBER_ID_REQUIRED",
+        "REBALANCE_IN_PROGRESS",
+        "UNKNOWN_TOPIC_OR_PARTITION",
+        "UNSTABLE_OFFSET_COMMIT",
+        "FETCH_SESSION_ID_NOT_FOUND",
+        "OFFSET_OUT_OF_RANGE",
+        "UNKNOWN_LEADER_EPOCH",
+        "FENCED_LEADER_EPOCH",
+        "NETWORK_EXCEPTION",
+    }
+)
+ADMIN_APIS = frozenset(
+    {
+        "CreateTopics",
+        "DeleteTopics",
+        "DescribeConfigs",
+        "DescribeTransactions",
+        "ListTransactions",
+        "DescribeProducers",
+        "DescribeGroups",
+        "ListGroups",
+        "DeleteGroups",
+        "WriteTxnMarkers",
+        "DescribeCluster",
+    }
+)
+GROUP_APIS = frozenset({"JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup", "OffsetCommit", "OffsetFetch"})
+TXN_APIS = frozenset({"AddPartitionsToTxn", "AddOffsetsToTxn", "EndTxn", "TxnOffsetCommit"})
+OPS_MAX = 5000  # operations kept (the anomaly checker and a saved scenario read them)
+RECEIVED_MAX = 200  # offsets kept per partition of a consumer (the consumers panel shows the last rows)
+
+
+class Actor:
+    """One external client, as the session shows it."""
+
+    __slots__ = (
+        "client_id",
+        "committed",
+        "conns",
+        "epochs",
+        "fenced",
+        "first_ms",
+        "group_id",
+        "in_transaction",
+        "isolation",
+        "kind",
+        "landed",
+        "last_error",
+        "last_ms",
+        "member_id",
+        "name",
+        "open_records",
+        "positions",
+        "producer_epoch",
+        "producer_id",
+        "received",
+        "received_total",
+        "rejected",
+        "requests",
+        "sent",
+        "software",
+        "topics",
+        "transactional_id",
+    )
+
+    def __init__(self, name: str, kind: str, client_id: str | None, now_ms: int) -> None:
+        self.name = name
+        self.kind = kind
+        self.client_id = client_id
+        self.software: tuple[str, str] | None = None
+        self.transactional_id: str | None = None
+        self.producer_id: int | None = None
+        self.producer_epoch: int | None = None
+        self.epochs: set[tuple[int, int]] = set()  # every (producer id, epoch) this instance was given
+        self.in_transaction = False
+        self.fenced = False
+        self.last_error: dict[str, str] | None = None
+        self.group_id: str | None = None
+        self.member_id: str | None = None
+        self.isolation: str | None = None
+        self.topics: set[str] = set()
+        self.conns: set[int] = set()
+        self.first_ms = self.last_ms = now_ms
+        self.requests = 0
+        self.sent = 0  # records in its Produce requests
+        self.landed = 0  # of those, appended to a partition's log
+        self.rejected = 0  # refused by the leader
+        self.committed = 0  # appended in transactions it committed (or without a transaction)
+        self.open_records = 0  # appended in its open transaction
+        self.positions: dict[str, int] = {}
+        self.received: dict[str, deque[int]] = {}
+        self.received_total = 0
+
+    @property
+    def connected(self) -> bool:
+        return bool(self.conns)
+
+    @property
+    def state(self) -> str:
+        """The client's state as far as its requests tell (the cards' words)."""
+        if self.fenced:
+            return "FENCED"
+        if not self.conns:
+            return "DISCONNECTED"
+        if self.kind == PRODUCER:
+            if self.producer_id is None:
+                return "INIT"
+            return "IN_TRANSACTION" if self.in_transaction else "READY"
+        return "RUNNING"
+
+    def view(self) -> dict[str, Any]:
+        """How the session's view shows it (the backend view's producer or consumer entry, plus `external`)."""
+        software = {"library": self.software[0], "version": self.software[1]} if self.software else None
+        external = {
+            "client_id": self.client_id,
+            "software": software,
+            "connected": self.connected,
+            "requests": self.requests,
+            "first_ms": self.first_ms,
+            "last_ms": self.last_ms,
+            "member_id": self.member_id,
+        }
+        if self.kind == CONSUMER:
+            return {
+                "isolation_level": self.isolation or "read_uncommitted",
+                "group_id": self.group_id,
+                "topics": sorted(self.topics),
+                "state": self.state,
+                "positions": dict(sorted(self.positions.items())),
+                "received": {tp: [{"offset": o, "value": None} for o in offs] for tp, offs in self.received.items()},
+                "received_total": self.received_total,
+                "last_error": self.last_error,
+                "external": external,
+            }
+        return {
+            "transactional_id": self.transactional_id,
+            "producer_id": self.producer_id,
+            "epoch": self.producer_epoch,
+            "state": self.state,
+            "last_error": self.last_error,
+            "fenced": self.fenced,
+            # what the application sent, what landed, what a read_committed consumer gets: the broker's side of the
+            # app's view (an external application's own beliefs are not on the wire)
+            "counters": {"app_sent_ok": self.sent, "landed": self.landed, "read_committed_received": self.committed},
+            "queued": 0,
+            "fatal_error": "PRODUCER_FENCED" if self.fenced else None,
+            "client": _library(self.software),
+            "external": {**external, "rejected": self.rejected, "kind": self.kind},
+        }
+
+
+def _library(software: tuple[str, str] | None) -> str:
+    name = (software[0] if software else "").lower()
+    return "java" if "java" in name or name.startswith("apache-kafka") else "librdkafka"
+
+
+class Clients:
+    """The actors of every connection of a core (see the module's docstring). `reserved`: names taken already (a
+    session's own actors)."""
+
+    def __init__(self, reserved: Iterable[str] = ()) -> None:
+        self.actors: dict[str, Actor] = {}
+        self.by_conn: dict[int, str] = {}
+        self.reserved = set(reserved)
+        self.ops: deque[dict[str, Any]] = deque(maxlen=OPS_MAX)
+        self.position = 0  # the session log position whose inputs are being handled
+
+    # ------------------------------------------------------------------------------------------------ naming
+    def _new(self, kind: str, client_id: str | None, now_ms: int) -> Actor:
+        base = client_id or "client"
+        name, n = base, 1
+        while name in self.actors or name in self.reserved:
+            n += 1
+            name = f"{base}#{n}"
+        actor = self.actors[name] = Actor(name, kind, client_id, now_ms)
+        return actor
+
+    def _bind(self, conn: Any, actor: Actor) -> Actor:
+        self.by_conn[conn.conn_id] = actor.name
+        actor.conns.add(conn.conn_id)
+        if conn.software is not None:
+            actor.software = conn.software
+        return actor
+
+    def of(self, conn_id: int) -> Actor | None:
+        name = self.by_conn.get(conn_id)
+        return self.actors.get(name) if name is not None else None
+
+    def label(self, conn: Any) -> str | None:
+        actor = self.of(conn.conn_id)
+        return actor.name if actor is not None else None
+
+    def _holding(self, pid: int, epoch: int) -> Actor | None:
+        for actor in self.actors.values():
+            if (pid, epoch) in actor.epochs:
+                return actor
+        return None
+
+    def _first(self, kind: str, client_id: str | None, **match: Any) -> Actor | None:
+        found = None
+        for actor in self.actors.values():
+            if (
+                actor.kind == kind
+                and actor.client_id == client_id
+                and all(getattr(actor, k) == v for k, v in match.items())
+            ):
+                if actor.conns:
+                    return actor
+                found = found or actor
+        return found
+
+    # ------------------------------------------------------------------------------------------------ requests
+    def request(self, conn: Any, request: Any, now_ms: int) -> None:
+        """A request is about to be handled: whose connection it is, when that is what it tells."""
+        actor = self.of(conn.conn_id)
+        if actor is None:
+            actor = self._owner(conn, request, now_ms)
+        if actor is None:
+            return
+        actor.requests += 1
+        actor.last_ms = now_ms
+        if conn.software is not None and actor.software is None:
+            actor.software = conn.software
+
+    def _owner(self, conn: Any, request: Any, now_ms: int) -> Actor | None:
+        name, body, client_id = request.name, request.body, request.client_id
+        actor: Actor | None = None
+        if name == "InitProducerId":
+            pid = int(getattr(body, "producer_id", -1))
+            epoch = int(getattr(body, "producer_epoch", -1))
+            txid = body.transactional_id
+            if pid >= 0:
+                actor = self._holding(pid, epoch)
+            if actor is None:
+                # a retry of an InitProducerId that never got its answer (the coordinator moved) is the same instance
+                for candidate in self.actors.values():
+                    if (
+                        candidate.kind == PRODUCER
+                        and candidate.client_id == client_id
+                        and candidate.transactional_id == txid
+                        and candidate.producer_id is None
+                    ):
+                        actor = candidate
+                        break
+            if actor is None:
+                actor = self._new(PRODUCER, client_id, now_ms)
+                actor.transactional_id = txid
+        elif name == "Produce":
+            batch_pid, batch_epoch = _producer_of(body)
+            if batch_pid is None:
+                return None
+            if batch_pid >= 0:
+                actor = self._holding(batch_pid, batch_epoch)
+            else:
+                actor = self._first(PRODUCER, client_id, producer_id=None)
+            if actor is None:
+                actor = self._new(PRODUCER, client_id, now_ms)
+        elif name in TXN_APIS:
+            txn_pid, txn_epoch = _txn_producer(name, body)
+            actor = self._holding(txn_pid, txn_epoch) if txn_pid is not None else None
+        elif name in GROUP_APIS:
+            group = _group_of(body)
+            if group is None:
+                return None
+            actor = self._first(CONSUMER, client_id, group_id=group) or self._first(CONSUMER, client_id, group_id=None)
+            if actor is None:
+                actor = self._new(CONSUMER, client_id, now_ms)
+            actor.group_id = group
+        elif name in ("Fetch", "ListOffsets"):
+            actor = self._first(CONSUMER, client_id)
+            if actor is None and name == "Fetch":
+                actor = self._new(CONSUMER, client_id, now_ms)
+        elif name in ADMIN_APIS:
+            actor = self._first(ADMIN, client_id) or self._new(ADMIN, client_id, now_ms)
+        if actor is None:
+            return None
+        return self._bind(conn, actor)
+
+    def closed(self, conn_id: int) -> None:
+        name = self.by_conn.pop(conn_id, None)
+        if name is not None and name in self.actors:
+            self.actors[name].conns.discard(conn_id)
+
+    # ------------------------------------------------------------------------------------------------ answers
+    def answered(self, core: Any, conn: Any, request: Any, data: Mapping[str, Any] | None, error: str | None) -> None:
+        """The core answered a request (data None: acks=0, nothing is sent back)."""
+        actor = self.of(conn.conn_id)
+        if actor is None:
+            return
+        now_ms = core.now_ms
+        actor.last_ms = now_ms
+        name = request.name
+        if error is not None and error not in ROUTINE_ERRORS:
+            actor.last_error = {"op": name, "error": error}
+        if error in FENCING_ERRORS and actor.kind == PRODUCER:
+            actor.fenced = True
+            actor.in_transaction = False
+        handler = _ANSWERS.get(name)
+        if handler is not None:
+            handler(self, core, actor, request, data or {}, error)
+
+    def _op(self, actor: Actor, action: str, outcome: str | None, t_ms: int, **extra: Any) -> None:
+        if outcome in ROUTINE_ERRORS:
+            return  # the client tries again: its next answer is the one that counts
+        op: dict[str, Any] = {"n": self.position, "actor": actor.name, "action": action, "args": {}, "t": t_ms}
+        op["outcome"] = outcome or "ok"
+        op.update(extra)
+        self.ops.append(op)
+
+    def _init(self, core: Any, actor: Actor, request: Any, data: Mapping[str, Any], error: str | None) -> None:
+        if error is None:
+            pid, epoch = int(data.get("producer_id", -1)), int(data.get("producer_epoch", -1))
+            if actor.transactional_id and actor.in_transaction:
+                actor.open_records = 0  # the open transaction was aborted by the re-initialisation
+            actor.producer_id, actor.producer_epoch = pid, epoch
+            actor.epochs.add((pid, epoch))
+            actor.fenced = False
+            actor.in_transaction = False
+        if actor.transactional_id:
+            self._op(actor, "init_transactions", error, core.now_ms)
+
+    def _add_partitions(
+        self, core: Any, actor: Actor, request: Any, data: Mapping[str, Any], error: str | None
+    ) -> None:
+        if not actor.in_transaction and error is None:
+            actor.in_transaction = True
+            actor.open_records = 0
+            self._op(actor, "begin_transaction", None, core.now_ms)
+
+    def _produce(self, core: Any, actor: Actor, request: Any, data: Mapping[str, Any], error: str | None) -> None:
+        body = request.body
+        results: dict[tuple[Any, int], Mapping[str, Any]] = {}
+        for topic in data.get("responses", ()):
+            key = topic.get("topic_id", topic.get("name"))
+            for part in topic.get("partition_responses", ()):
+                results[(key, int(part["index"]))] = part
+        version = request.api_version
+        for topic in body.topic_data:
+            key = getattr(topic, "topic_id", None) if version >= 13 else getattr(topic, "name", None)
+            name = core.topic_of(key) if version >= 13 else key
+            for part in topic.partition_data:
+                found = records.read_batches(part.records or b"")
+                count = sum(b.record_count for b in found)
+                if name:
+                    actor.topics.add(name)
+                answer = results.get((key, int(part.index)))
+                part_error = answer.get("error_code") if answer is not None else None
+                if part_error in ROUTINE_ERRORS:
+                    continue  # sent again once the client knows where (counted then)
+                actor.sent += count
+                if answer is None:  # acks=0: nobody is told anything
+                    continue
+                tp = f"{name}-{int(part.index)}"
+                if part_error:
+                    actor.rejected += count
+                    for key_value in _sent_records(found, 100):
+                        args = {"topic": name, "partition": int(part.index), "value": key_value[1]}
+                        if key_value[0] is not None:
+                            args["key"] = key_value[0]
+                        self._op(actor, "produce", part_error, core.now_ms, args=args)
+                    continue
+                actor.landed += count
+                if actor.in_transaction and any(b.transactional for b in found):
+                    actor.open_records += count
+                else:
+                    actor.committed += count
+                base = int(answer.get("base_offset", -1))
+                for offset, key_value in _written(core, tp, base, count):
+                    args = {"topic": name, "partition": int(part.index), "value": key_value[1]}
+                    if key_value[0] is not None:
+                        args["key"] = key_value[0]
+                    self._op(actor, "produce", None, core.now_ms, args=args, offset=offset)
+
+    def _end_txn(self, core: Any, actor: Actor, request: Any, data: Mapping[str, Any], error: str | None) -> None:
+        commit = bool(request.body.committed)
+        if error is None:
+            if commit:
+                actor.committed += actor.open_records
+            actor.open_records = 0
+            actor.in_transaction = False
+            epoch = int(data.get("producer_epoch", -1))
+            if epoch >= 0 and actor.producer_id is not None:  # transaction.version 2 bumps the epoch every time
+                pid = int(data.get("producer_id", actor.producer_id))
+                actor.producer_id, actor.producer_epoch = pid, epoch
+                actor.epochs.add((pid, epoch))
+        self._op(actor, "commit_transaction" if commit else "abort_transaction", error, core.now_ms)
+
+    def _txn_offsets(self, core: Any, actor: Actor, request: Any, data: Mapping[str, Any], error: str | None) -> None:
+        self._op(actor, "send_offsets_to_transaction", error, core.now_ms, args={"group": request.body.group_id})
+
+    def _join(self, core: Any, actor: Actor, request: Any, data: Mapping[str, Any], error: str | None) -> None:
+        if error is None and data.get("member_id"):
+            actor.member_id = str(data["member_id"])
+
+    def _offset_commit(self, core: Any, actor: Actor, request: Any, data: Mapping[str, Any], error: str | None) -> None:
+        self._op(actor, "commit", error, core.now_ms)
+
+    def _fetch(self, core: Any, actor: Actor, request: Any, data: Mapping[str, Any], error: str | None) -> None:
+        rc = int(getattr(request.body, "isolation_level", 0)) == 1
+        actor.isolation = "read_committed" if rc else "read_uncommitted"
+        offsets = _fetch_offsets(request, core)
+        read: list[list[Any]] = []
+        lso: dict[str, int] = {}
+        for topic in data.get("responses", ()):
+            key = topic.get("topic_id", topic.get("topic"))
+            name = core.topic_of(key) if request.api_version >= 13 else key
+            if not name or name.startswith("__"):
+                continue
+            actor.topics.add(name)
+            for part in topic.get("partitions", ()):
+                tp = f"{name}-{int(part['partition_index'])}"
+                fetched = offsets.get(tp)
+                if fetched is not None and tp not in actor.positions:
+                    actor.positions[tp] = fetched
+                raw = part.get("records") or b""
+                if part.get("error_code") or not raw:
+                    continue
+                got = _delivered(core, tp, raw, rc, part.get("aborted_transactions") or ())
+                nxt = _next_offset(raw)
+                if nxt is not None:
+                    actor.positions[tp] = nxt
+                if not got:
+                    continue
+                kept = actor.received.setdefault(tp, deque(maxlen=RECEIVED_MAX))
+                kept.extend(got)
+                actor.received_total += len(got)
+                read.extend([tp, o] for o in got)
+                if rc and int(part.get("last_stable_offset", -1)) >= 0:
+                    lso[tp] = int(part["last_stable_offset"])
+        if read:
+            extra: dict[str, Any] = {"read": read}
+            if lso:
+                extra["lso"] = lso
+            self._op(actor, "poll", None, core.now_ms, **extra)
+
+    # ------------------------------------------------------------------------------------------------ views
+    def producers(self) -> dict[str, dict[str, Any]]:
+        return {a.name: a.view() for a in self.actors.values() if a.kind == PRODUCER}
+
+    def consumers(self) -> dict[str, dict[str, Any]]:
+        return {a.name: a.view() for a in self.actors.values() if a.kind == CONSUMER}
+
+    def admins(self) -> list[dict[str, Any]]:
+        return [
+            {
+                "name": a.name,
+                "client_id": a.client_id,
+                "software": a.software,
+                "connected": a.connected,
+                "requests": a.requests,
+            }
+            for a in self.actors.values()
+            if a.kind == ADMIN
+        ]
+
+    def groups(self) -> set[str]:
+        return {a.group_id for a in self.actors.values() if a.group_id}
+
+
+_ANSWERS = {
+    "InitProducerId": Clients._init,
+    "AddPartitionsToTxn": Clients._add_partitions,
+    "Produce": Clients._produce,
+    "EndTxn": Clients._end_txn,
+    "TxnOffsetCommit": Clients._txn_offsets,
+    "JoinGroup": Clients._join,
+    "OffsetCommit": Clients._offset_commit,
+    "Fetch": Clients._fetch,
+}
+
+
+def _producer_of(body: Any) -> tuple[int | None, int]:
+    """The producer id and epoch of a Produce request's first batch (a request's batches are all one producer's)."""
+    for topic in body.topic_data:
+        for part in topic.partition_data:
+            try:
+                found = records.read_batches(part.records or b"")
+            except records.CorruptRecordError:
+                continue
+            if found:
+                return found[0].producer_id, found[0].producer_epoch
+    return None, -1
+
+
+def _txn_producer(name: str, body: Any) -> tuple[int | None, int]:
+    if name == "AddPartitionsToTxn":
+        pid = getattr(body, "v3_and_below_producer_id", None)
+        epoch = getattr(body, "v3_and_below_producer_epoch", -1)
+        if pid is None:
+            return None, -1
+        return int(pid), int(epoch)
+    return int(body.producer_id), int(body.producer_epoch)
+
+
+def _group_of(body: Any) -> str | None:
+    group = getattr(body, "group_id", None)
+    if group is None:
+        groups = getattr(body, "groups", None)  # OffsetFetch v8+
+        if groups:
+            group = groups[0].group_id
+    return str(group) if group else None
+
+
+def _written(core: Any, tp: str, base: int, count: int) -> list[tuple[int, tuple[Any, Any]]]:
+    """(offset, (key, value)) of the records a Produce appended at `base`, as the simulator's log holds them."""
+    if base < 0 or tp not in core.cluster.partitions:
+        return []
+    log = core.cluster.log(tp)
+    i = log.batch_index(base)
+    if i >= len(log.batches) or log.batches[i].base_offset != base:
+        return []
+    batch = log.batches[i]
+    return [(base + j, (batch.key_at(j), batch.values[j])) for j in range(min(count, len(batch.values)))]
+
+
+def _sent_records(batches: list[records.RecordBatch], limit: int) -> list[tuple[Any, Any]]:
+    """(key, value) of the records of batches a leader refused, as text where they are UTF-8 (at most `limit`)."""
+    out: list[tuple[Any, Any]] = []
+    for batch in batches:
+        try:
+            recs = batch.records()
+        except records.CorruptRecordError:
+            continue
+        out.extend((_text(r.key), _text(r.value)) for r in recs[: limit - len(out)])
+    return out
+
+
+def _text(raw: bytes | None) -> Any:
+    if raw is None:
+        return None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return raw
+
+
+def _fetch_offsets(request: Any, core: Any) -> dict[str, int]:
+    out = {}
+    for topic in request.body.topics:
+        name = getattr(topic, "topic", None)
+        if not name and getattr(topic, "topic_id", None) is not None:
+            name = core.topic_of(topic.topic_id)
+        if not name:
+            continue
+        for part in topic.partitions:
+            out[f"{name}-{int(part.partition)}"] = int(part.fetch_offset)
+    return out
+
+
+def _next_offset(raw: bytes) -> int | None:
+    try:
+        found = records.read_batches(raw)
+    except records.CorruptRecordError:
+        return None
+    return found[-1].next_offset if found else None
+
+
+def _delivered(core: Any, tp: str, raw: bytes, read_committed: bool, aborted: Iterable[Mapping[str, Any]]) -> list[int]:
+    """The offsets a consumer hands its application from a Fetch's records: the data records, without the aborted
+    transactions' when it reads committed (the client drops them by the answer's aborted-transaction list)."""
+    try:
+        found = records.read_batches(raw)
+    except records.CorruptRecordError:
+        return []
+    aborted_from: dict[int, int] = {}
+    for a in aborted:
+        pid, first = int(a["producer_id"]), int(a["first_offset"])
+        aborted_from[pid] = min(first, aborted_from.get(pid, first))
+    out: list[int] = []
+    for batch in found:
+        if batch.control:
+            continue
+        if (
+            read_committed
+            and batch.transactional
+            and batch.base_offset >= aborted_from.get(batch.producer_id, batch.next_offset)
+            and _fate(core, tp, batch.base_offset) == "aborted"
+        ):
+            continue
+        out.extend(range(batch.base_offset, batch.next_offset))
+    return out
+
+
+def _fate(core: Any, tp: str, offset: int) -> str | None:
+    log = core.cluster.log(tp)
+    i = log.batch_index(offset)
+    if i < len(log.batches) and log.batches[i].base_offset <= offset <= log.batches[i].last_offset:
+        return str(log.batches[i].fate())
+    return None
