@@ -75,7 +75,7 @@ bash tools/kafka/kafka.sh stop >/dev/null 2>&1 || true
 bash tools/kafka/kafka.sh --version 4 stop >/dev/null 2>&1 || true
 if KAFKA35_BOOTSTRAP_SERVERS=$(bash tools/kafka/kafka.sh start --version 3.5 --nodes 3 | tail -n 1); then
     export KAFKA35_BOOTSTRAP_SERVERS
-    "$PYTEST" -m "kafka35" tests/kafka || status=$((status == 0 ? $? : status))
+    "$PYTEST" -m "kafka35" tests/kafka tests/simserver || status=$((status == 0 ? $? : status))
 else
     echo "the Kafka 3.5 cluster did not start (logs: tools/kafka/.run-3.5/node-*/server.log)" >&2
     status=1

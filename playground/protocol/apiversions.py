@@ -1,6 +1,6 @@
 """What each Kafka release's brokers advertise in ApiVersions, read off real brokers (tools/kafka, 1-node KRaft
 clusters as `kafka.sh start` formats them: 3.9.1, and 4.4.0 with transaction.version=2) with an ApiVersions v4 request,
-and pinned here as data. tests/simserver/test_apiversions.py asks a real broker again and compares.
+3.5.2 (whose brokers answer ApiVersions v3 at most) with a v3 one, and pinned here as data. tests/simserver/test_apiversions.py asks a real broker again and compares.
 
 `API_KEYS`: api key -> (min, max) version. `SUPPORTED_FEATURES`: feature -> (min, max) level the broker's software
 supports; ApiVersions v3 and older leave out features whose min is 0 (KIP-1022). `FINALIZED_FEATURES`: feature ->
@@ -15,6 +15,17 @@ from typing import Final
 # fmt: off
 API_KEYS: Final = MappingProxyType(
     {
+        "3.5": MappingProxyType(
+            {
+                0: (0, 9), 1: (0, 15), 2: (0, 8), 3: (0, 12), 8: (0, 8), 9: (0, 8), 10: (0, 4), 11: (0, 9),
+                12: (0, 4), 13: (0, 5), 14: (0, 5), 15: (0, 5), 16: (0, 4), 17: (0, 1), 18: (0, 3), 19: (0, 7),
+                20: (0, 6), 21: (0, 2), 22: (0, 4), 23: (0, 4), 24: (0, 3), 25: (0, 3), 26: (0, 3), 27: (0, 1),
+                28: (0, 3), 29: (0, 3), 30: (0, 3), 31: (0, 3), 32: (0, 4), 33: (0, 2), 34: (0, 2), 35: (0, 4),
+                36: (0, 2), 37: (0, 3), 42: (0, 2), 43: (0, 2), 44: (0, 1), 45: (0, 0), 46: (0, 0), 47: (0, 0),
+                48: (0, 1), 49: (0, 1), 50: (0, 0), 51: (0, 0), 55: (0, 1), 57: (0, 1), 60: (0, 0), 61: (0, 0),
+                64: (0, 0), 65: (0, 0), 66: (0, 0),
+            }
+        ),
         "3.9": MappingProxyType(
             {
                 0: (0, 11), 1: (0, 17), 2: (0, 9), 3: (0, 12), 8: (0, 9), 9: (0, 9), 10: (0, 6), 11: (0, 9),
@@ -47,6 +58,7 @@ API_KEYS: Final = MappingProxyType(
 
 SUPPORTED_FEATURES: Final = MappingProxyType(
     {
+        "3.5": MappingProxyType({"metadata.version": (1, 11)}),
         "3.9": MappingProxyType({"kraft.version": (0, 1), "metadata.version": (1, 21)}),
         "4": MappingProxyType(
             {
@@ -64,6 +76,7 @@ SUPPORTED_FEATURES: Final = MappingProxyType(
 
 FINALIZED_FEATURES: Final = MappingProxyType(
     {
+        "3.5": MappingProxyType({"metadata.version": (11, 11)}),
         "3.9": MappingProxyType({"metadata.version": (21, 21)}),
         "4": MappingProxyType(
             {
@@ -78,7 +91,7 @@ FINALIZED_FEATURES: Final = MappingProxyType(
     }
 )
 
-RELEASES: Final = {"3.9": "3.9.1", "4": "4.4.0"}
+RELEASES: Final = {"3.5": "3.5.2", "3.9": "3.9.1", "4": "4.4.0"}
 
 
 def advertised(kafka: str, served: dict[int, tuple[int, int]]) -> dict[int, tuple[int, int]]:

@@ -22,12 +22,13 @@ from collections.abc import Mapping
 
 TRANSACTIONAL_APIS = ("InitProducerId", "AddPartitionsToTxn", "AddOffsetsToTxn", "EndTxn", "TxnOffsetCommit", "Produce")
 
-# A broker's highest version of each, by Kafka version key (spec.KAFKA_RELEASES). 3.5.2: the tag's message schemas;
-# 3.9.1 and 4.4.0: what the brokers advertise in ApiVersions, read off tools/kafka clusters.
+# A broker's highest version of each, by Kafka version key (spec.KAFKA_RELEASES): what the brokers of 3.5.2, 3.9.1 and
+# 4.4.0 advertise in ApiVersions, read off tools/kafka clusters (3.5.2's schema has AddPartitionsToTxn v4, the brokers'
+# own verification request, but its brokers do not advertise it).
 BROKER_MAX: Mapping[str, Mapping[str, int]] = {
     "3.5": {
         "InitProducerId": 4,
-        "AddPartitionsToTxn": 4,
+        "AddPartitionsToTxn": 3,
         "AddOffsetsToTxn": 3,
         "EndTxn": 3,
         "TxnOffsetCommit": 3,

@@ -72,6 +72,13 @@ TEST_CONFIG = ("group.initial.rebalance.delay.ms=0",)
 
 
 @pytest.fixture(scope="session")
+def simcluster35():
+    cluster = start_simcluster("3.5", 1, *TEST_CONFIG, "auto.create.topics.enable=true")
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture(scope="session")
 def simcluster39():
     cluster = start_simcluster("3.9", 3, *TEST_CONFIG)
     yield cluster

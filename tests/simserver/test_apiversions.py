@@ -14,14 +14,16 @@ from playground.sim import apiversions as sim_versions
 from tests.kafka.conftest import require_bootstrap
 
 
-def api_versions(bootstrap: str) -> dict:
+def api_versions(bootstrap: str, version: int = 4) -> dict:
     host, _, port = bootstrap.split(",")[0].rpartition(":")
-    body = messages.build(messages.request_class(18, 4), {"client_software_name": "t", "client_software_version": "1"})
-    payload = messages.encode_request(18, 4, 1, "apiversions-test", body)
+    body = messages.build(
+        messages.request_class(18, version), {"client_software_name": "t", "client_software_version": "1"}
+    )
+    payload = messages.encode_request(18, version, 1, "apiversions-test", body)
     with socket.create_connection((host, int(port)), timeout=20) as sock:
         sock.sendall(struct.pack(">i", len(payload)) + payload)
         size = struct.unpack(">i", sock.recv(4, socket.MSG_WAITALL))[0]
-        _, answer = messages.decode_response(18, 4, sock.recv(size, socket.MSG_WAITALL))
+        _, answer = messages.decode_response(18, version, sock.recv(size, socket.MSG_WAITALL))
     return {
         "api_keys": {a.api_key: (a.min_version, a.max_version) for a in answer.api_keys},
         "supported": {f.name: (f.min_version, f.max_version) for f in answer.supported_features},
@@ -30,18 +32,19 @@ def api_versions(bootstrap: str) -> dict:
 
 
 @pytest.mark.kafka
-@pytest.mark.parametrize("kafka", ["3.9", "4"])
+@pytest.mark.parametrize("kafka", ["3.9", "4", pytest.param("3.5", marks=pytest.mark.kafka35)])
 def test_the_pinned_tables_are_what_a_real_broker_of_the_release_advertises(kafka):
-    real = api_versions(require_bootstrap(kafka))
+    # a 3.5 broker answers ApiVersions v3 at most (a v4 request gets UNSUPPORTED_VERSION and the v0 answer)
+    real = api_versions(require_bootstrap(kafka), version=3 if kafka == "3.5" else 4)
     assert real["api_keys"] == dict(apiversions.API_KEYS[kafka])
     assert real["supported"] == dict(apiversions.SUPPORTED_FEATURES[kafka])
     assert real["finalized"] == dict(apiversions.FINALIZED_FEATURES[kafka])
 
 
-@pytest.mark.parametrize("kafka", ["3.9", "4"])
+@pytest.mark.parametrize("kafka", ["3.5", "3.9", "4"])
 def test_the_simulated_cluster_advertises_the_release_cut_to_what_it_reads(kafka, request):
-    cluster = request.getfixturevalue("simcluster39" if kafka == "3.9" else "simcluster4")
-    sim = api_versions(cluster.bootstrap)
+    cluster = request.getfixturevalue("simcluster" + kafka.replace(".", ""))
+    sim = api_versions(cluster.bootstrap, version=3 if kafka == "3.5" else 4)
     assert sim["supported"] == dict(apiversions.SUPPORTED_FEATURES[kafka])
     assert sim["finalized"] == dict(apiversions.FINALIZED_FEATURES[kafka])
     release = apiversions.API_KEYS[kafka]
@@ -62,10 +65,20 @@ API_KEY = {
 }
 
 
-@pytest.mark.parametrize("kafka", ["3.9", "4"])
+@pytest.mark.parametrize("kafka", ["3.5", "3.9", "4"])
 def test_it_the_simulators_highest_transactional_versions_are_the_ones_the_brokers_advertise(kafka):
     # playground/sim/ cannot import the protocol package (one layer, independent), so the simulator keeps its own
     # table of the transactional APIs' highest versions: this keeps the two from drifting apart
     assert set(sim_versions.BROKER_MAX[kafka]) == set(API_KEY)
     for api, version in sim_versions.BROKER_MAX[kafka].items():
         assert version == apiversions.API_KEYS[kafka][API_KEY[api]][1], api
+
+
+def test_it_serves_kafka_3_5_and_a_transactional_producer_commits_on_it(simcluster35):
+    from confluent_kafka import Producer
+
+    p = Producer({"bootstrap.servers": simcluster35.bootstrap, "transactional.id": "t35", "linger.ms": 0})
+    p.init_transactions(60)
+    p.begin_transaction()
+    p.produce("orders-35", b"v")
+    p.commit_transaction(60)
