@@ -37,13 +37,13 @@ from django.conf import settings
 from django.db import DatabaseError, close_old_connections
 from django.utils.translation import gettext as _
 
-from playground.protocol.framing import FrameError, FrameReader
 from playground.session import external, limits, signals
 from playground.session.cache import CACHE
 from playground.session.commands import Change, commit
 from playground.session.live import CommandError, Live, run_entry
 from playground.session.replay import load
 from playground.simserver.core import Output, ServerCore
+from playground.simserver.server import Connection
 
 log = logging.getLogger(__name__)
 
@@ -97,55 +97,18 @@ def _the_loop() -> _Loop:
         return _LOOP
 
 
-# ------------------------------------------------------------------------------------------------ connections
-class _Conn(asyncio.Protocol):
-    def __init__(self, listener: SessionListener, broker: int, conn_id: int) -> None:
-        self.listener = listener
-        self.broker = broker
-        self.conn_id = conn_id
-        self.reader = FrameReader()
-        self.transport: asyncio.Transport | None = None
-        self.paused = False
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
-        self.listener._opened(self)
-
-    def data_received(self, data: bytes) -> None:
-        try:
-            frames = self.reader.feed(data)
-        except FrameError as e:
-            log.info("session %s broker %s connection %s: %s", self.listener.sid, self.broker, self.conn_id, e)
-            self.close()
-            return
-        if frames:
-            self.listener._frames(self, frames)
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self.transport = None
-        self.listener._lost(self)
-
-    def write(self, data: bytes) -> None:
-        if self.transport is not None and not self.transport.is_closing():
-            self.transport.write(data)
-
-    def close(self) -> None:
-        if self.transport is not None and not self.transport.is_closing():
-            self.transport.close()
-
-
 class SessionListener:
     """One session's listener in this process (see the module's docstring)."""
 
     def __init__(self, sid: str, client: str, host: str, advertised: str) -> None:
         self.sid = sid
+        self.label = f"session {sid} "  # how the log names this listener's connections
         self.client = client
         self.host = host
         self.advertised = advertised
         self.servers: dict[int, asyncio.AbstractServer] = {}
         self.ports: dict[int, int] = {}
-        self.conns: dict[int, _Conn] = {}
+        self.conns: dict[int, Connection] = {}
         self.next_conn = 0
         self.core: ServerCore | None = None  # the core of the live session this listener feeds
         self.queued: list[tuple[int, int, int, bytes]] = []  # inputs waiting for the session to be caught up
@@ -202,9 +165,9 @@ class SessionListener:
         candidates = _port_candidates()
         for broker in brokers:
 
-            def factory(b: int = broker) -> _Conn:
+            def factory(b: int = broker) -> Connection:
                 self.next_conn += 1
-                return _Conn(self, b, self.next_conn)
+                return Connection(self, b, self.next_conn)
 
             last_error: OSError | None = None
             for port in candidates:
@@ -457,7 +420,7 @@ class SessionListener:
             self._after()
 
     # -------------------------------------------------------------------------------------------- sockets
-    def _opened(self, conn: _Conn) -> None:
+    def _opened(self, conn: Connection) -> None:
         if self.closed or len(self.conns) >= limits.limit("listener_connections"):
             log.info("session %s: connection refused (closed, or %d open)", self.sid, len(self.conns))
             conn.close()
@@ -466,7 +429,7 @@ class SessionListener:
         self.last_activity = time.monotonic()
         self._follow(True)
 
-    def _frames(self, conn: _Conn, frames: list[bytes]) -> None:
+    def _frames(self, conn: Connection, frames: list[bytes]) -> None:
         if self.closed or conn.conn_id not in self.conns:
             return
         self._feed([(external.REQUEST, conn.conn_id, conn.broker, payload) for payload in frames])
@@ -476,7 +439,7 @@ class SessionListener:
             conn.transport.pause_reading()
             conn.paused = True
 
-    def _lost(self, conn: _Conn) -> None:
+    def _lost(self, conn: Connection) -> None:
         if self.conns.pop(conn.conn_id, None) is None or self.closed:
             return
         self._feed([(external.DISCONNECT, conn.conn_id, conn.broker, b"")])

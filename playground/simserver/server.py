@@ -18,7 +18,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Protocol
 
 from playground.protocol.framing import FrameError, FrameReader
 from playground.protocol.messages import api_name, peek
@@ -31,35 +31,48 @@ log = logging.getLogger("playground.simserver")
 MAX_QUEUED_REQUESTS = 200
 
 
-class _Connection(asyncio.Protocol):
-    def __init__(self, server: SimServer, broker: int, conn_id: int) -> None:
-        self.server = server
+class Owner(Protocol):
+    """Whoever serves a connection's frames: a SimServer, or a session's listener (playground/session/listener.py)."""
+
+    label: str  # how the log names it
+
+    def _opened(self, conn: Connection) -> None: ...
+
+    def _frames(self, conn: Connection, frames: list[bytes]) -> None: ...
+
+    def _lost(self, conn: Connection) -> None: ...
+
+
+class Connection(asyncio.Protocol):
+    """A client's connection to one simulated broker: it cuts what arrives into frames and hands them to its owner; a
+    malformed or oversize frame closes it."""
+
+    def __init__(self, owner: Owner, broker: int, conn_id: int) -> None:
+        self.owner = owner
         self.broker = broker
         self.conn_id = conn_id
         self.reader = FrameReader()
         self.transport: asyncio.Transport | None = None
-        self.paused = False
+        self.paused = False  # reading paused until the core has answered what it queued
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
         self.transport = transport
-        self.server._opened(self)
+        self.owner._opened(self)
 
     def data_received(self, data: bytes) -> None:
         try:
             frames = self.reader.feed(data)
         except FrameError as e:
-            log.info("broker %s connection %s: %s; closing it", self.broker, self.conn_id, e)
+            log.info("%sbroker %s connection %s: %s; closing it", self.owner.label, self.broker, self.conn_id, e)
             self.close()
             return
-        for payload in frames:
-            self.server._receive(self, payload)
-            if self.transport is None or self.transport.is_closing():
-                return
+        if frames:
+            self.owner._frames(self, frames)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.transport = None
-        self.server._lost(self)
+        self.owner._lost(self)
 
     def write(self, data: bytes) -> None:
         if self.transport is not None and not self.transport.is_closing():
@@ -86,6 +99,7 @@ class SimServer:
         record_values: bool = True,
         on_request: Callable[[int, int, str, int, str | None], None] | None = None,
     ) -> None:
+        self.label = ""  # the log names the broker and the connection only
         self.cluster = cluster
         self.host = host
         self.base_port = base_port
@@ -97,7 +111,7 @@ class SimServer:
         self.core: ServerCore | None = None
         self.ports: dict[int, int] = {}
         self._listeners: dict[int, asyncio.AbstractServer] = {}
-        self._conns: dict[int, _Connection] = {}
+        self._conns: dict[int, Connection] = {}
         self._next_conn = 0
         self._timer: asyncio.TimerHandle | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -163,9 +177,9 @@ class SimServer:
     async def _listen(self, broker: int, port: int) -> None:
         assert self._loop is not None
 
-        def factory() -> _Connection:
+        def factory() -> Connection:
             self._next_conn += 1
-            return _Connection(self, broker, self._next_conn)
+            return Connection(self, broker, self._next_conn)
 
         server = await self._loop.create_server(factory, self.host, port, reuse_address=True)
         self._listeners[broker] = server
@@ -202,7 +216,7 @@ class SimServer:
         self._listeners.clear()
 
     # ------------------------------------------------------------------------------------------------ connections
-    def _opened(self, conn: _Connection) -> None:
+    def _opened(self, conn: Connection) -> None:
         assert self._loop is not None
         self._conns[conn.conn_id] = conn
         if self._paused_at is not None:
@@ -210,7 +224,13 @@ class SimServer:
             self._paused_at = None
             self._schedule()
 
-    def _lost(self, conn: _Connection) -> None:
+    def _frames(self, conn: Connection, frames: list[bytes]) -> None:
+        for payload in frames:
+            self._receive(conn, payload)
+            if conn.transport is None or conn.transport.is_closing():
+                return
+
+    def _lost(self, conn: Connection) -> None:
         assert self.core is not None and self._loop is not None
         if self._conns.pop(conn.conn_id, None) is None:
             return
@@ -220,7 +240,7 @@ class SimServer:
             self._paused_at = self._loop.time()
         self._schedule()
 
-    def _receive(self, conn: _Connection, payload: bytes) -> None:
+    def _receive(self, conn: Connection, payload: bytes) -> None:
         assert self.core is not None
         if self.on_request is not None:
             try:
