@@ -156,6 +156,24 @@ def move(room: Workshop, item: int) -> None:
     signals.moved.send(sender=Workshop, room=room, item=item)
 
 
+def reveal(room: Workshop, item: int, n: int) -> None:
+    """The facilitator shows the room a question's right answer on the board before most of the room has run its
+    step (to discuss it); stored, so that a reloaded board still shows it."""
+    from playground.rooms.answers import question_steps
+
+    if not 0 <= item < len(room.agenda):
+        raise CommandError(_("The agenda has items 1 to %(n)d.") % {"n": len(room.agenda)}, status=404)
+    if n not in {s.index for s in question_steps(room, item)}:
+        raise CommandError(_("Step %(k)d asks no question.") % {"k": n + 1}, status=404)
+    with transaction.atomic():
+        row = Workshop.objects.select_for_update().get(pk=room.pk)
+        shown = dict(row.revealed or {})
+        shown[str(item)] = sorted(set(shown.get(str(item), [])) | {n})
+        Workshop.objects.filter(pk=room.pk).update(revealed=shown)
+    room.revealed = shown
+    signals.revealed.send(sender=Workshop, room=room, item=item, n=n)
+
+
 def set_follow(room: Workshop, on: bool) -> None:
     Workshop.objects.filter(pk=room.pk).update(follow=on)
     signals.follow_changed.send(sender=Workshop, room=room, on=on)

@@ -268,7 +268,8 @@ class RoomConsumer(AsyncWebsocketConsumer):
         # while this socket was connecting: its group message went to the others only) is followed all the same.
         now = await database_sync_to_async(Workshop.objects.filter(pk=self.room_id).values("current", "follow").first)()
         if now is not None:
-            await self.send(text_data=self._state_frame(item=now["current"], follow=now["follow"]))
+            src = board.follow_src(await database_sync_to_async(rooms.follow_session)(self.room_id))
+            await self.send(text_data=self._state_frame(item=now["current"], follow=now["follow"], src=src))
 
     async def disconnect(self, code: int) -> None:
         if self.answers_due is not None:
@@ -283,20 +284,21 @@ class RoomConsumer(AsyncWebsocketConsumer):
             await self.send(text_data=error_frame("This socket only listens: send nothing but ping."))
 
     # ---- group messages: one handler per type
-    def _state_frame(self, item: int | None = None, follow: bool | None = None) -> str:
-        """The room's item and follow-me, for rooms.js to compare with what the page shows (data-item, data-follow)."""
+    def _state_frame(self, item: int | None = None, follow: bool | None = None, src: str = "") -> str:
+        """The room's item and follow-me, for rooms.js to compare with what the page shows (data-item, data-follow);
+        with follow-me, the panel's frame to dock (data-follow-src, "" when there is none)."""
         attrs = ""
         if item is not None:
             attrs += f' data-goto="/w/{escape(self.code)}/{"board/" if self.board else ""}" data-item="{int(item)}"'
         if follow is not None:
-            attrs += f' data-follow="{"on" if follow else "off"}"'
+            attrs += f' data-follow="{"on" if follow else "off"}" data-follow-src="{escape(src if follow else "")}"'
         return f'<div id="room-move" hx-swap-oob="true"{attrs}></div>'
 
     async def room_moved(self, event: dict) -> None:
         await self.send(text_data=self._state_frame(item=event["item"]))
 
     async def room_follow(self, event: dict) -> None:
-        await self.send(text_data=self._state_frame(follow=bool(event.get("on"))))
+        await self.send(text_data=self._state_frame(follow=bool(event.get("on")), src=str(event.get("src") or "")))
 
     async def room_seat(self, event: dict) -> None:
         if self.board:
@@ -326,5 +328,5 @@ class RoomConsumer(AsyncWebsocketConsumer):
         with translation.override(self.lang):
             return render_to_string(
                 "playground/rooms/_questions.html",
-                {"questions": rooms.questions(room, room.current), "lang": self.lang, "oob": True},
+                {"questions": rooms.questions(room, room.current), "lang": self.lang, "oob": True, "code": room.code},
             )

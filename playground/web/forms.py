@@ -243,3 +243,7 @@ class NewWorkshopForm(Form):
 
 class MoveForm(Form):
     item = forms.IntegerField(min_value=0, max_value=1000)
+
+
+class RevealForm(Form):
+    n = forms.IntegerField(min_value=0, max_value=10_000)  # the question's scenario step

@@ -151,6 +151,7 @@ def board(request: HttpRequest, room: Workshop, room_secret: str) -> HttpRespons
             "cards": _cards(room, item),
             "lang": lang,
             "questions": rooms.questions(room, item),
+            "code": room.code,
             "mine": mine,
             "join_link": request.build_absolute_uri(reverse("join") + f"?code={room.code}"),
         },
@@ -163,11 +164,28 @@ def move(request: HttpRequest, room: Workshop, room_secret: str) -> HttpResponse
     form = forms.MoveForm(request.POST)
     if not form.is_valid():
         return problem(form.message())
+    item = form.cleaned_data["item"]
     try:
-        rooms.move(room, form.cleaned_data["item"])
+        if room.follow and 0 <= item < len(room.agenda):
+            rooms.seat(room, None, item, room_secret)  # the attendees' pages follow the facilitator's new session
+        rooms.move(room, item)
     except session.CommandError as exc:
         return problem(str(exc), exc.status)
     return HttpResponse(status=204, headers={"HX-Refresh": "true"})
+
+
+@require_POST
+@facilitator
+def reveal(request: HttpRequest, room: Workshop, room_secret: str) -> HttpResponse:
+    """The board shows a question's right answer before most of the room has run its step."""
+    form = forms.RevealForm(request.POST)
+    if not form.is_valid():
+        return problem(form.message())
+    try:
+        rooms.reveal(room, room.current, form.cleaned_data["n"])
+    except session.CommandError as exc:
+        return problem(str(exc), exc.status)
+    return HttpResponse(status=204)
 
 
 @require_POST
@@ -190,7 +208,7 @@ def questions_fragment(request: HttpRequest, code: str) -> HttpResponse:
     return render(
         request,
         "playground/rooms/_questions.html",
-        {"questions": rooms.questions(room, room.current), "lang": normalize(get_language())},
+        {"questions": rooms.questions(room, room.current), "lang": normalize(get_language()), "code": room.code},
     )
 
 

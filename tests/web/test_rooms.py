@@ -197,7 +197,7 @@ async def test_it_follows_a_move_and_a_follow_switch_made_while_the_page_connect
     while not await page.receive_nothing(timeout=0.3):
         frames.append(await page.receive_from())
     assert frames[-1] == (
-        f'<div id="room-move" hx-swap-oob="true" data-goto="/w/{room.code}/" data-item="1" data-follow="on"></div>'
+        f'<div id="room-move" hx-swap-oob="true" data-goto="/w/{room.code}/" data-item="1" data-follow="on" data-follow-src=""></div>'
     )
     await page.disconnect()
 
