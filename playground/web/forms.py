@@ -19,6 +19,7 @@ from playground.engine.spec import (
     parse_profile,
 )
 from playground.session import NAME_RE, limits
+from playground.session.runner import RUN_STEP_MS_MAX, RUN_STEP_MS_MIN
 
 NAME_MAX = 40
 TRUE = ("1", "true", "on", "yes")
@@ -223,6 +224,12 @@ class CellForm(Form):
 
 class ClaimForm(Form):
     key = forms.CharField(max_length=128)
+
+
+class RunForm(Form):
+    """ "run": optionally its speed, the milliseconds between two steps (the page's speed control)."""
+
+    ms = forms.IntegerField(required=False, min_value=RUN_STEP_MS_MIN, max_value=RUN_STEP_MS_MAX)
 
 
 class PredictForm(Form):
