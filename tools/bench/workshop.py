@@ -460,7 +460,8 @@ class Attendee:
         self.start_at = 0.0  # when (time.monotonic()) this attendee opens the join page
         self.joined = threading.Event()
         self.done = threading.Event()
-        self.sid: str | None = None
+        self.sid: str | None = None  # the exercise's session
+        self.page_sid: str | None = None  # the session the page shows (after a move, the next item's)
         self.join_ms: dict[str, float] = {}
         self.commands: list[dict] = []  # {"name", "t0", "status", "post_ms", "frame_ms", "count"}
         self.cond = threading.Condition()
@@ -539,10 +540,10 @@ class Attendee:
     def _swap_own(self, sid: str, query: str) -> None:
         """The page was (re)loaded: its session's socket and the room's socket open again."""
         old, old_room = self.ws, self.room_ws
-        self.ws, snapshot = self._watch(sid, query)
+        self.ws, _snapshot = self._watch(sid, query)
         with self.cond:
-            self.sid, self.version = sid, max(int(m.group(1)) for m in VERSION.finditer(snapshot))
-            self.seen, self.sizes = {}, {}
+            # the page's session from now on (the exercise's commands stay counted under self.sid)
+            self.page_sid = sid
         threading.Thread(target=self._read_session, args=(self.ws,), daemon=True).start()
         self.room_ws = open_room_socket(self.base, self.client.room_id(), self.client.cookie_header())
         threading.Thread(target=self._read_room, args=(self.room_ws,), daemon=True).start()
@@ -562,12 +563,12 @@ class Attendee:
             self.follow_frame_ms = got[0] - t0
             src = got[1].group(1)
             if src is None:  # the page reloads, and its follow panel frames the facilitator's session
-                _sid, query, page = self._open_page(f"/s/{self.sid}/")
+                _sid, query, page = self._open_page(f"/s/{self.page_sid}/")
                 m = FOLLOW_IFRAME.search(page)
                 if not m:
                     raise RuntimeError("the reloaded page has no follow panel")
                 src = m.group(1)
-                self._swap_own(self.sid, query)
+                self._swap_own(self.page_sid, query)
             fsid, query, _page = self._open_page(html.unescape(src))
             self.follow_ws, _snapshot = self._watch(fsid, query)
             self.follow_ms = now_ms() - t0
@@ -598,8 +599,8 @@ class Attendee:
                     self.follow_ws.close()
                 self.follow_ws = None
             if not got[1].group(1):  # an older page reloads on every switch
-                _sid, query, _page = self._open_page(f"/s/{self.sid}/")
-                self._swap_own(self.sid, query)
+                _sid, query, _page = self._open_page(f"/s/{self.page_sid}/")
+                self._swap_own(self.page_sid, query)
         except Exception as exc:
             self.errors.add("follow-me failed", f"{self.name}: {exc!r}")
 
@@ -637,7 +638,7 @@ class Attendee:
         if status != 302 or not location:
             raise RuntimeError(f"GET {headers['Location']} -> {status}: {body[:300]}")
         t3 = time.perf_counter()
-        self.sid = re.search(r"/s/([^/]+)/", location).group(1)
+        self.sid = self.page_sid = re.search(r"/s/([^/]+)/", location).group(1)
         status, page = c.get(f"/s/{self.sid}/")
         if status != 200:
             raise RuntimeError(f"GET /s/{self.sid}/ -> {status}")
@@ -842,7 +843,7 @@ class BrowserAttendee:
 
     def wait_unfollow(self) -> None:
         try:
-            self.page.wait_for_selector(".follow-panel iframe", state="detached", timeout=30000)
+            self.page.wait_for_selector(".follow-panel iframe", state="hidden", timeout=30000)
             self.page.wait_for_selector("#ws-status[data-state=open]", timeout=30000)
         except Exception as exc:
             self.errors.add("follow-me failed", f"Chromium (off): {exc!r}")
