@@ -100,7 +100,7 @@
     speed.addEventListener("change", function () {
       try { localStorage.setItem("run-speed", speed.value); } catch (err) { /* private mode */ }
       speed.blur();  // the keys (n, r, ...) work again at once
-      if (document.querySelector("#p-header button.running")) send(speed.dataset.run, { ms: speed.value });
+      if (document.querySelector("#p-header button.running")) postForm(speed.dataset.run, { ms: speed.value });
     });
   }
   function post(btn) {
@@ -108,9 +108,10 @@
     var vals = {};
     try { vals = btn.dataset.vals ? JSON.parse(btn.dataset.vals) : {}; } catch (err) { vals = {}; }
     if (speed && btn.dataset.post === speed.dataset.run) vals.ms = speed.value;
-    send(btn.dataset.post, vals);
+    postForm(btn.dataset.post, vals);
   }
-  function send(url, vals) {
+  // (not "send": that name is the websocket's, below, and a second declaration in one scope replaces the first)
+  function postForm(url, vals) {
     fetch(url, {
       method: "POST", credentials: "same-origin",
       headers: { "X-CSRFToken": csrf(), "Content-Type": "application/x-www-form-urlencoded", "Idempotency-Key": idempotencyKey() },
