@@ -30,7 +30,7 @@ from playground.rooms.room import (
     set_follow,
     wrong_codes_per_minute,
 )
-from playground.rooms.seats import facilitator_session, follow_session, seat
+from playground.rooms.seats import facilitator_session, follow_session, item_profile, seat
 
 __all__ = [
     "ATTENDEE_COOKIE",
@@ -46,6 +46,7 @@ __all__ = [
     "facilitator_session",
     "follow_session",
     "is_facilitator",
+    "item_profile",
     "join",
     "move",
     "questions",

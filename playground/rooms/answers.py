@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+from playground.engine.spec import parse_profile
 from playground.models import Command, ScenarioText, Seat, Workshop
 from playground.scenario import parsed
 from playground.scenario.exercise import distribution
@@ -74,9 +75,18 @@ def _scenario_of(text_id: str, scenario_id: str) -> Any:
 
 
 def question_steps(room: Workshop, item: int) -> list[Any]:
-    """The agenda item's steps that ask a question (the scenario's own profile: the board's answer)."""
+    """The agenda item's steps that ask a question, with their answers in the item's profile (the board's answer)."""
     entry = room.agenda[item]
-    return [s for s in _scenario_of(entry["text"], entry["id"]).steps if s.predict]
+    chosen = entry.get("profile") or {}
+    return _question_steps(entry["text"], entry["id"], chosen.get("kafka"), chosen.get("client"))
+
+
+@functools.lru_cache(maxsize=64)
+def _question_steps(text_id: str, scenario_id: str, kafka: str | None, client: str | None) -> list[Any]:
+    scenario = _scenario_of(text_id, scenario_id)
+    if kafka:  # an answer may be stated per profile: the room's sessions run in the item's
+        scenario = scenario.for_profile(parse_profile(kafka, client))
+    return [s for s in scenario.steps if s.predict]
 
 
 def questions(room: Workshop, item: int) -> list[dict[str, Any]]:

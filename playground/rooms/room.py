@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from django.db import IntegrityError, transaction
 from django.utils.translation import gettext as _
 
+from playground.engine.spec import Profile
 from playground.models import Attendee, ScenarioText, Workshop, name_key
 from playground.rooms import signals
 from playground.scenario import library
@@ -31,9 +32,12 @@ def derived_key(owner_secret: str, session_id: str) -> str:
     return hmac.new(owner_secret.encode(), session_id.encode(), hashlib.sha256).hexdigest()
 
 
-def create(title: str, scenario_ids: list[str], *, client: str = "") -> tuple[Workshop, str]:
+def create(
+    title: str, scenario_ids: list[str], *, client: str = "", profiles: Mapping[str, Profile] | None = None
+) -> tuple[Workshop, str]:
     """A new room over library scenarios, in this order; the facilitator's secret to hand to their browser.
-    `client` is the creator's key: rooms per hour are counted against it, and so are the sessions its rooms make."""
+    `client` is the creator's key: rooms per hour are counted against it, and so are the sessions its rooms make.
+    `profiles`: the Kafka version and client an item's sessions run in, by scenario id (absent: the scenario's own)."""
     n = limits.limit("room_items")
     if len(scenario_ids) > n:
         raise CommandError(_("An agenda has at most %(n)d items.") % {"n": n})
@@ -50,7 +54,11 @@ def create(title: str, scenario_ids: list[str], *, client: str = "") -> tuple[Wo
         agenda = []
         for scenario in scenarios:
             text = ScenarioText.store(scenario.source, scenario.id)
-            agenda.append({"text": text.id, "id": scenario.id, "title": dict(scenario.title)})
+            entry: dict[str, object] = {"text": text.id, "id": scenario.id, "title": dict(scenario.title)}
+            chosen = (profiles or {}).get(scenario.id)
+            if chosen is not None and chosen != scenario.profile:
+                entry["profile"] = chosen.to_dict()
+            agenda.append(entry)
         secret = capability.new_key()
         for _attempt in range(20):  # a fresh code: 31^6 of them, a clash is rare
             try:

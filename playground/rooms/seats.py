@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from django.db import IntegrityError, transaction
 from django.utils.translation import gettext as _
 
 from playground import session
+from playground.engine.spec import Profile, parse_profile
 from playground.models import Attendee, ScenarioText, Seat, Workshop
 from playground.rooms.room import derived_key
 from playground.scenario import parsed
@@ -30,7 +34,13 @@ def seat(room: Workshop, attendee: Attendee | None, item: int, owner_secret: str
     # and a room makes at most a session per attendee and item (the seats' unique constraint).
     taken = limits.take("room_sessions_per_hour", room.client_key or f"room:{room.pk}")
     try:
-        row = session.create(scenario, source=text.text, backend="sim", key=lambda sid: derived_key(owner_secret, sid))
+        row = session.create(
+            scenario,
+            source=text.text,
+            backend="sim",
+            key=lambda sid: derived_key(owner_secret, sid),
+            profile=item_profile(entry),
+        )
     except BaseException:
         limits.give_back(taken)
         raise
@@ -57,6 +67,12 @@ def seat(room: Workshop, attendee: Attendee | None, item: int, owner_secret: str
     if live is not None:
         live.seat = store.seat_of(row.id)  # built before its seat existed
     return row.id, derived_key(owner_secret, row.id)
+
+
+def item_profile(entry: Mapping[str, Any]) -> Profile | None:
+    """The profile an agenda item's sessions run in (None: the scenario's own)."""
+    chosen = entry.get("profile")
+    return parse_profile(chosen["kafka"], chosen["client"]) if chosen else None
 
 
 def facilitator_session(room: Workshop, item: int) -> str | None:

@@ -1,6 +1,7 @@
 // Workshops: when the facilitator moves the room, every page of the room follows; follow-me docks (or drops) the
 // facilitator's session in a panel below the attendee's own, without reloading their page; the board's spotlight
-// shows one attendee's session full screen (watch-only) for the projector, saying whose it is.
+// shows one attendee's session full screen (watch-only) for the projector, saying whose it is. /w/new/ lists the
+// agenda being chosen in its order (the order of the ticks, then moved), each item with its profile.
 (function () {
   "use strict";
   function dock(src) {
@@ -67,4 +68,50 @@
       t.setAttribute("aria-expanded", panel.classList.contains("folded") ? "false" : "true");
     }
   });
+  // /w/new/: the ticked items in the agenda's order. Without this script the form still works: the order is the
+  // library's and every item runs in its scenario's own profile.
+  var list = document.getElementById("agenda-list"), row = document.getElementById("agenda-row");
+  if (list && row) {
+    var renumber = function () {
+      var items = list.querySelectorAll(".agenda-item");
+      items.forEach(function (li, i) {
+        li.querySelector(".order").value = String(i + 1);
+      });
+      document.getElementById("agenda-empty").hidden = items.length > 0;
+    };
+    var add = function (box) {
+      var li = row.content.firstElementChild.cloneNode(true);
+      li.dataset.id = box.value;
+      li.querySelector(".order").name = "order-" + box.value;
+      li.querySelector(".profile").name = "profile-" + box.value;
+      li.querySelector(".agenda-title").textContent = box.dataset.title;
+      list.appendChild(li);
+    };
+    var rowOf = function (id) {
+      return Array.prototype.find.call(list.children, function (li) { return li.dataset.id === id; });
+    };
+    // A page restored by the browser's Back keeps its ticks: list them (in the library's order).
+    document.querySelectorAll("#agenda-pick input[name=scenario]:checked").forEach(add);
+    renumber();
+    document.getElementById("agenda-pick").addEventListener("change", function (e) {
+      var box = e.target;
+      if (box.name !== "scenario") return;
+      var li = rowOf(box.value);
+      if (box.checked && !li) add(box);
+      if (!box.checked && li) li.remove();
+      renumber();
+    });
+    list.addEventListener("click", function (e) {
+      var b = e.target.closest("button"), li = b && b.closest(".agenda-item");
+      if (!li) return;
+      if (b.classList.contains("agenda-up") && li.previousElementSibling) list.insertBefore(li, li.previousElementSibling);
+      else if (b.classList.contains("agenda-down") && li.nextElementSibling) list.insertBefore(li.nextElementSibling, li);
+      else if (b.classList.contains("agenda-drop")) {
+        var box = document.querySelector('#agenda-pick input[value="' + li.dataset.id + '"]');
+        if (box) box.checked = false;
+        li.remove();
+      }
+      renumber();
+    });
+  }
 })();

@@ -10,6 +10,7 @@ from django.test import Client
 
 from playground import rooms, session
 from playground.asgi import application
+from playground.engine.spec import Profile
 from playground.models import Attendee, Seat, Workshop
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -314,3 +315,38 @@ def test_it_gives_two_pages_opening_the_same_item_at_once_the_same_seat(monkeypa
     from playground.models import Session
 
     assert Session.objects.filter(seat__isnull=True, scenario_id="zombie-fencing").count() == 0  # the loser's is gone
+
+
+def test_it_starts_a_new_workshop_with_nothing_ticked_and_a_profile_choice_per_item():
+    page = Client().get("/w/new/").content.decode()
+    assert 'name="scenario"' in page and "checked" not in page
+    assert 'id="agenda-list"' in page and '<option value="4-java">Kafka 4.4.0 · java</option>' in page
+
+
+def test_it_runs_each_agenda_item_in_the_profile_chosen_for_it():
+    fac = Client()
+    r = fac.post(
+        "/w/create/",
+        {
+            "title": "Tuesday",
+            "scenario": AGENDA,
+            "order-zombie-fencing": "1",
+            "order-ex-who-is-fenced": "2",
+            "profile-zombie-fencing": "4-java",
+        },
+    )
+    assert r.status_code == 302, r.content
+    room = Workshop.objects.get(code=r["Location"].strip("/").split("/")[-2])
+    assert [a["id"] for a in room.agenda] == ["zombie-fencing", "ex-who-is-fenced"]
+    ada, first = _attendee(room, "Ada")
+    assert session.load(first).profile == Profile("4", "java")
+    assert "Kafka 4.4.0 · java" in fac.get(f"/w/{room.code}/board/").content.decode()  # the board says so
+    assert fac.post(f"/w/{room.code}/move/", {"item": "1"}).status_code == 204
+    second = ada.get(f"/w/{room.code}/")["Location"].strip("/").split("/")[-1]
+    assert second != first and session.load(second).profile == session.load(second).scenario.profile
+
+
+def test_it_refuses_an_agenda_item_profile_that_is_not_one_of_the_playground():
+    r = Client().post("/w/create/", {"title": "T", "scenario": AGENDA, "profile-zombie-fencing": "2.8-java"})
+    assert r.status_code == 400 and "profile-zombie-fencing" in r.content.decode()
+    assert not Workshop.objects.exists()
