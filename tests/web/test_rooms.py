@@ -350,3 +350,9 @@ def test_it_refuses_an_agenda_item_profile_that_is_not_one_of_the_playground():
     r = Client().post("/w/create/", {"title": "T", "scenario": AGENDA, "profile-zombie-fencing": "2.8-java"})
     assert r.status_code == 400 and "profile-zombie-fencing" in r.content.decode()
     assert not Workshop.objects.exists()
+
+
+def test_it_links_the_gallery_to_workshops_and_the_inspector():
+    page = Client().get("/").content.decode()
+    for link in ('href="/w/" id="to-join"', 'href="/w/new/" id="to-room-new"', 'href="/inspect/" id="to-inspect"'):
+        assert link in page
