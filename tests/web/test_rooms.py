@@ -356,3 +356,14 @@ def test_it_links_the_gallery_to_workshops_and_the_inspector():
     page = Client().get("/").content.decode()
     for link in ('href="/w/" id="to-join"', 'href="/w/new/" id="to-room-new"', 'href="/inspect/" id="to-inspect"'):
         assert link in page
+
+
+def test_it_says_the_new_workshop_page_and_the_gallery_links_in_chinese():
+    c = Client()
+    c.cookies["django_language"] = "zh-hans"
+    page = c.get("/w/new/").content.decode()
+    for zh in ("议程", "还没有内容：勾选一个场景或练习。", "从议程中移除", "按场景自身的 profile"):
+        assert zh in page
+    assert "remove from the agenda" not in page and "Nothing yet" not in page
+    gallery = c.get("/").content.decode()
+    assert "加入工作坊" in gallery and "检查一个集群" in gallery and "join a workshop" not in gallery
