@@ -127,13 +127,27 @@ def test_it_runs_a_workshop_with_three_attendees(browser, server):
 
     # Follow me: the facilitator's own session appears, live and watch-only, on every attendee's page.
     before = fac.url
+    bo = attendees[2]
+    bo.evaluate("() => { window.sameDocument = true; }")  # gone if the page reloads
     fac.locator("#follow-toggle").click()
     fac.wait_for_function("() => document.querySelector('#follow-toggle').textContent.includes('on')", timeout=8000)
-    bo = attendees[2]
-    bo.wait_for_selector(".follow-panel iframe", timeout=10000)
+    bo.wait_for_selector(".follow-panel iframe[src]", timeout=10000)
     follow = bo.frame_locator(".follow-panel iframe")
     follow.locator("#ws-status[data-state=open]").wait_for(timeout=10000)
     assert follow.locator("body.watch").count() == 1
+    # Docked without a reload, below Bo's own session (which it covers nowhere: the page's end makes room for it),
+    # and opening on the partition logs.
+    assert bo.evaluate("() => window.sameDocument") is True
+    bo.evaluate("() => window.scrollTo(0, document.documentElement.scrollHeight)")
+    own_end = bo.evaluate(
+        "() => Math.max(...[...document.querySelectorAll('main .panel')].map((p) => p.getBoundingClientRect().bottom))"
+    )
+    assert own_end <= bo.locator("#follow-panel").bounding_box()["y"] + 1
+    frame_h = bo.locator("#follow-panel iframe").bounding_box()["height"]
+    assert (
+        follow.locator(".a-logs").bounding_box()["y"]
+        < bo.locator("#follow-panel iframe").bounding_box()["y"] + frame_h / 2
+    )
     shot(bo, "workshop-follow", full_page=False)
 
     # The facilitator moves the room on: every attendee's page opens the next item.
