@@ -143,6 +143,8 @@ def test_it_runs_a_workshop_with_three_attendees(browser, server):
         "() => Math.max(...[...document.querySelectorAll('main .panel')].map((p) => p.getBoundingClientRect().bottom))"
     )
     assert own_end <= bo.locator("#follow-panel").bounding_box()["y"] + 1
+    assert follow.locator("body").evaluate("(b) => getComputedStyle(b).zoom") == "1"  # a panel, not a projector
+    assert follow.locator(".a-logs").bounding_box()["width"] > follow.locator(".a-narr").bounding_box()["width"]
     frame_h = bo.locator("#follow-panel iframe").bounding_box()["height"]
     assert (
         follow.locator(".a-logs").bounding_box()["y"]
