@@ -74,6 +74,15 @@ def test_it_shows_the_board_and_presenter_mode_readable_from_the_back_of_the_roo
         assert _px(fac, ".seat .who") >= 18 and _px(fac, "#room-questions .dist li") >= 16 and _fits(fac)
         assert fac.locator("#room-questions .answered").first.bounding_box()["y"] < height / 2
 
+    # The spotlight: a presenter-mode page zoomed once, for the projector's width (not again by the board's zoom).
+    fac.locator(".seat .spotlight").first.click()
+    spot = fac.frame_locator("#spotlight iframe")
+    spot.locator("#ws-status[data-state=open]").wait_for(timeout=10000)
+    assert "Ada" in fac.locator("#spotlight-who").inner_text()
+    assert spot.locator("body").evaluate("(b) => getComputedStyle(b).zoom") == "1.6"
+    assert fac.locator("#spotlight iframe").evaluate("(f) => f.getBoundingClientRect().width / f.offsetWidth") == 1
+    fac.locator("#spotlight-close").click()
+
     # Presenter mode: the facilitator's own session, every log cell and panel text large enough for a projector.
     mine = fac.locator("#open-mine").get_attribute("href")
     own = fac.context.new_page()  # the facilitator's browser: the room's capability opens their session
