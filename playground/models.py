@@ -84,6 +84,9 @@ class Session(models.Model):
     running = models.BooleanField(default=False)
     # The runner's heartbeat: when a running session's is stale, its process died and another one takes over.
     runner_at = models.DateTimeField(null=True, blank=True)
+    # The run's speed: milliseconds between its steps, as the viewer chose it (0: PLAYGROUND_RUN_STEP_MS). Not part
+    # of the log: how fast a run went changes nothing in what the session is.
+    run_step_ms = models.PositiveIntegerField(default=0)
     # SHA-256 (hex) of the drive capability: whoever presents the secret may act. "" = nobody may (sessions stored
     # before capabilities existed: watch and fork them).
     drive_key = models.CharField(max_length=64, blank=True, default="")
@@ -172,6 +175,8 @@ class Workshop(models.Model):
     agenda = models.JSONField()
     current = models.PositiveIntegerField(default=0)  # the agenda item the room is on
     follow = models.BooleanField(default=False)  # "follow me": the facilitator's session on every attendee's page
+    # {"<agenda item>": [scenario step, ...]}: questions whose right answer the facilitator showed on the board early
+    revealed = models.JSONField(default=dict, blank=True)
     room_key = models.CharField(max_length=64)
     # A keyed hash of the creator's address: sessions made through the room count against it (limits.py).
     client_key = models.CharField(max_length=64, blank=True, default="")

@@ -26,6 +26,7 @@ urlpatterns = [
     path("w/<str:code>/board/", roomviews.board, name="board"),
     path("w/<str:code>/move/", roomviews.move, name="room-move"),
     path("w/<str:code>/follow/", roomviews.follow, name="room-follow"),
+    path("w/<str:code>/reveal/", roomviews.reveal, name="room-reveal"),
     path("w/<str:code>/questions/", roomviews.questions_fragment, name="room-questions"),
     # Watch your own cluster (read-only; every route behind INSPECTOR_KEY): playground/web/inspectviews.py
     path("inspect/", inspectviews.page, name="inspect"),

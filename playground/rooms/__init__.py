@@ -25,11 +25,12 @@ from playground.rooms.room import (
     is_facilitator,
     join,
     move,
+    reveal,
     secrets_from,
     set_follow,
     wrong_codes_per_minute,
 )
-from playground.rooms.seats import facilitator_session, seat
+from playground.rooms.seats import facilitator_session, follow_session, item_profile, seat
 
 __all__ = [
     "ATTENDEE_COOKIE",
@@ -43,10 +44,13 @@ __all__ = [
     "create",
     "derived_key",
     "facilitator_session",
+    "follow_session",
     "is_facilitator",
+    "item_profile",
     "join",
     "move",
     "questions",
+    "reveal",
     "room_answers",
     "seat",
     "secrets_from",

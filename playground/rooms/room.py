@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from django.db import IntegrityError, transaction
 from django.utils.translation import gettext as _
 
+from playground.engine.spec import Profile
 from playground.models import Attendee, ScenarioText, Workshop, name_key
 from playground.rooms import signals
 from playground.scenario import library
@@ -31,9 +32,12 @@ def derived_key(owner_secret: str, session_id: str) -> str:
     return hmac.new(owner_secret.encode(), session_id.encode(), hashlib.sha256).hexdigest()
 
 
-def create(title: str, scenario_ids: list[str], *, client: str = "") -> tuple[Workshop, str]:
+def create(
+    title: str, scenario_ids: list[str], *, client: str = "", profiles: Mapping[str, Profile] | None = None
+) -> tuple[Workshop, str]:
     """A new room over library scenarios, in this order; the facilitator's secret to hand to their browser.
-    `client` is the creator's key: rooms per hour are counted against it, and so are the sessions its rooms make."""
+    `client` is the creator's key: rooms per hour are counted against it, and so are the sessions its rooms make.
+    `profiles`: the Kafka version and client an item's sessions run in, by scenario id (absent: the scenario's own)."""
     n = limits.limit("room_items")
     if len(scenario_ids) > n:
         raise CommandError(_("An agenda has at most %(n)d items.") % {"n": n})
@@ -50,7 +54,11 @@ def create(title: str, scenario_ids: list[str], *, client: str = "") -> tuple[Wo
         agenda = []
         for scenario in scenarios:
             text = ScenarioText.store(scenario.source, scenario.id)
-            agenda.append({"text": text.id, "id": scenario.id, "title": dict(scenario.title)})
+            entry: dict[str, object] = {"text": text.id, "id": scenario.id, "title": dict(scenario.title)}
+            chosen = (profiles or {}).get(scenario.id)
+            if chosen is not None and chosen != scenario.profile:
+                entry["profile"] = chosen.to_dict()
+            agenda.append(entry)
         secret = capability.new_key()
         for _attempt in range(20):  # a fresh code: 31^6 of them, a clash is rare
             try:
@@ -154,6 +162,24 @@ def move(room: Workshop, item: int) -> None:
         raise CommandError(_("The agenda has items 1 to %(n)d.") % {"n": len(room.agenda)}, status=404)
     Workshop.objects.filter(pk=room.pk).update(current=item)
     signals.moved.send(sender=Workshop, room=room, item=item)
+
+
+def reveal(room: Workshop, item: int, n: int) -> None:
+    """The facilitator shows the room a question's right answer on the board before most of the room has run its
+    step (to discuss it); stored, so that a reloaded board still shows it."""
+    from playground.rooms.answers import question_steps
+
+    if not 0 <= item < len(room.agenda):
+        raise CommandError(_("The agenda has items 1 to %(n)d.") % {"n": len(room.agenda)}, status=404)
+    if n not in {s.index for s in question_steps(room, item)}:
+        raise CommandError(_("Step %(k)d asks no question.") % {"k": n + 1}, status=404)
+    with transaction.atomic():
+        row = Workshop.objects.select_for_update().get(pk=room.pk)
+        shown = dict(row.revealed or {})
+        shown[str(item)] = sorted(set(shown.get(str(item), [])) | {n})
+        Workshop.objects.filter(pk=room.pk).update(revealed=shown)
+    room.revealed = shown
+    signals.revealed.send(sender=Workshop, room=room, item=item, n=n)
 
 
 def set_follow(room: Workshop, on: bool) -> None:

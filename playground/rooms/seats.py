@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from django.db import IntegrityError, transaction
 from django.utils.translation import gettext as _
 
 from playground import session
+from playground.engine.spec import Profile, parse_profile
 from playground.models import Attendee, ScenarioText, Seat, Workshop
 from playground.rooms.room import derived_key
-from playground.scenario import parse_scenario
+from playground.scenario import parsed
 from playground.session import limits, store
 from playground.session.live import CommandError
 
@@ -25,12 +29,18 @@ def seat(room: Workshop, attendee: Attendee | None, item: int, owner_secret: str
         return found, derived_key(owner_secret, found)
     entry = room.agenda[item]
     text = ScenarioText.objects.get(pk=entry["text"])
-    scenario = parse_scenario(text.text, f"{entry['id']}.yaml")
+    scenario = parsed(text.text, f"{entry['id']}.yaml")
     # Not the attendee's per-client budget (a room behind one NAT would exhaust it at once): the room's creator's,
     # and a room makes at most a session per attendee and item (the seats' unique constraint).
     taken = limits.take("room_sessions_per_hour", room.client_key or f"room:{room.pk}")
     try:
-        row = session.create(scenario, source=text.text, backend="sim", key=lambda sid: derived_key(owner_secret, sid))
+        row = session.create(
+            scenario,
+            source=text.text,
+            backend="sim",
+            key=lambda sid: derived_key(owner_secret, sid),
+            profile=item_profile(entry),
+        )
     except BaseException:
         limits.give_back(taken)
         raise
@@ -59,5 +69,24 @@ def seat(room: Workshop, attendee: Attendee | None, item: int, owner_secret: str
     return row.id, derived_key(owner_secret, row.id)
 
 
+def item_profile(entry: Mapping[str, Any]) -> Profile | None:
+    """The profile an agenda item's sessions run in (None: the scenario's own)."""
+    chosen = entry.get("profile")
+    return parse_profile(chosen["kafka"], chosen["client"]) if chosen else None
+
+
 def facilitator_session(room: Workshop, item: int) -> str | None:
     return Seat.objects.filter(workshop=room, attendee=None, item=item).values_list("session_id", flat=True).first()
+
+
+def follow_session(room_id: str) -> str | None:
+    """The session every attendee's page shows beside their own while follow-me is on: the facilitator's, for the
+    item the room is on (None: follow-me is off, or the facilitator has no session for it)."""
+    now = Workshop.objects.filter(pk=room_id).values("current", "follow").first()
+    if not now or not now["follow"]:
+        return None
+    return (
+        Seat.objects.filter(workshop_id=room_id, attendee=None, item=now["current"])
+        .values_list("session_id", flat=True)
+        .first()
+    )

@@ -9,3 +9,5 @@ joined = Signal()
 moved = Signal()
 # Follow-me switched: `room`, `on`.
 follow_changed = Signal()
+# The facilitator revealed the right answer of question `n` (a scenario step) of agenda item `item`: `room`, `item`, `n`.
+revealed = Signal()

@@ -7,7 +7,7 @@ by docs/scenario-format-extensions.md. Every validation error names the file, th
 No Django here: the simulator's tests, the web layer and the management command all import this package.
 """
 
-from playground.scenario.loader import check_text, load_library, load_scenario, parse_scenario
+from playground.scenario.loader import check_text, load_library, load_scenario, parse_scenario, parsed
 from playground.scenario.model import (
     CLUSTER_CONFIG,
     CONSUMER_CONFIG,
@@ -46,6 +46,7 @@ __all__ = [
     "load_library",
     "load_scenario",
     "parse_scenario",
+    "parsed",
     "pick",
     "run_scenario",
 ]

@@ -1,6 +1,11 @@
 """Exercises: a scenario's `goal:` checked after every command, its `hints:`, and the `predict:` questions of its
 steps (docs/scenario-format-extensions.md).
 
+An exercise does not give its answers away (`Reveal`): a step's `expect` shows once the step has run, a note that
+follows a question once that question's step has run (answered or skipped first), and the goal's values once every
+question has been revealed (until then the checklist names what to reach, not what it will hold; an item already
+reached shows what it holds, which the panels show anyway). A scenario that asks nothing keeps showing everything.
+
 The goal is checked against what the session shows now (the backend's view), not against `observe()`, which
 lets time run until the cluster is quiescent: a check must never move the session it checks. Answers and hints
 are entries of the session's own command log ({"predict": {"n": k, "choice": i}}, {"hint": k}), so they replay,
@@ -92,6 +97,40 @@ def pending_question(live: Progress) -> int | None:
     if k < len(steps) and steps[k].predict and k not in live.predictions:
         return k
     return None
+
+
+def is_exercise(scenario: Scenario | None) -> bool:
+    """A goal, hints or a question: the scenario is an exercise (its panel shows, and it keeps its answers back)."""
+    return scenario is not None and bool(scenario.goal or scenario.hints or any(s.predict for s in scenario.steps))
+
+
+@dataclass(frozen=True)
+class Reveal:
+    """What an exercise shows of its answers at a point of a session: `open_question` is the first question whose
+    step has not run yet (None: every answer may show); `exercise` False shows everything (a plain scenario)."""
+
+    exercise: bool
+    open_question: int | None
+
+    def note(self, index: int) -> bool:
+        """A note shows unless a question before it still waits for its step to run (the note explains it)."""
+        return not self.exercise or self.open_question is None or index < self.open_question
+
+    def expect(self, done: bool) -> bool:
+        """A step's `expect` (the outcome it should give) shows once the step has run."""
+        return not self.exercise or done
+
+    def goal_values(self, ok: bool) -> bool:
+        """A goal item's values show once reached, or when no question is left to give away."""
+        return not self.exercise or ok or self.open_question is None
+
+
+def reveal(live: Progress) -> Reveal:
+    """The session's reveal: questions count as revealed once their step has run (the cursor passed them)."""
+    if not is_exercise(live.scenario):
+        return Reveal(False, None)
+    k = live.cursor
+    return Reveal(True, next((s.index for s in live.steps if s.predict and s.index >= k), None))
 
 
 def distribution(answers: Iterable[int], choices: int) -> dict[str, Any]:

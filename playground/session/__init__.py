@@ -53,7 +53,7 @@ from playground.session.live import (
 )
 from playground.session.realcluster import close_all_at_exit, end, rerun
 from playground.session.replay import exists, load, moment
-from playground.session.runner import ensure_runner, ensure_watchdog, run_loop
+from playground.session.runner import ensure_runner, ensure_watchdog, run_loop, run_speeds, set_speed
 from playground.session.store import drive_key
 
 atexit.register(close_all_at_exit)
@@ -98,8 +98,10 @@ __all__ = [
     "reset",
     "run_loop",
     "run_one",
+    "run_speeds",
     "set_pace",
     "set_running",
+    "set_speed",
     "step",
     "step_from_entry",
     "validate_step",

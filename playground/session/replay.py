@@ -49,11 +49,11 @@ CACHE.on_close = _close
 
 def spec_of(row: Session) -> tuple[Any, ClusterSpec, dict[str, ActorSpec]]:
     if row.scenario_id:
-        from playground.scenario import ScenarioError, parse_scenario
+        from playground.scenario import ScenarioError, parsed
 
         try:
             # its steps' outcomes and its expect block as stated for the session's profile
-            scenario = parse_scenario(row.scenario_source, f"{row.scenario_id}.yaml").for_profile(row.profile)
+            scenario = parsed(row.scenario_source, f"{row.scenario_id}.yaml").for_profile(row.profile)
         except ScenarioError as exc:
             raise CommandError(_("This session's scenario no longer loads: %(e)s") % {"e": exc}, status=422) from exc
         return scenario, scenario.cluster, dict(scenario.actors)

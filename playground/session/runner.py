@@ -30,25 +30,44 @@ _RUNNERS: dict[str, Any] = {}
 _WATCHDOG: dict[str, Any] = {}
 RUNNER_STALE_S = 5.0
 WATCHDOG_EVERY_S = 2.0
+# The speeds a viewer may choose (Session.run_step_ms): a presenter slows a run down to talk over it.
+RUN_STEP_MS_MIN, RUN_STEP_MS_MAX = 100, 10_000
+
+
+RUN_SPEEDS_MS = (300, 800, 1600, 3000, 6000)  # the page's choices (and the server's default, when another)
 
 
 def run_delay_s() -> float:
     return float(getattr(settings, "PLAYGROUND_RUN_STEP_MS", 800)) / 1000.0
 
 
-def _beat(session_id: str) -> None:
+def run_speeds() -> tuple[int, list[tuple[int, str]]]:
+    """The default time between a run's steps (ms) and the choices: (ms, "0.8 s")."""
+    default = round(run_delay_s() * 1000)
+    return default, [(ms, f"{ms / 1000:g} s") for ms in sorted({*RUN_SPEEDS_MS, default})]
+
+
+def _beat(session_id: str) -> float:
+    """The runner's heartbeat; and the time to wait before the next step, as the session's speed says now (the
+    viewer may change it while the run goes on, from any process)."""
     Session.objects.filter(pk=session_id, running=True).update(runner_at=timezone.now())
+    ms = Session.objects.filter(pk=session_id).values_list("run_step_ms", flat=True).first()
+    return ms / 1000.0 if ms else run_delay_s()
+
+
+def set_speed(session_id: str, step_ms: int) -> None:
+    Session.objects.filter(pk=session_id).update(run_step_ms=max(RUN_STEP_MS_MIN, min(RUN_STEP_MS_MAX, step_ms)))
 
 
 async def run_loop(session_id: str) -> None:
     try:
         while True:
             started = time.monotonic()
-            await database_sync_to_async(_beat)(session_id)
+            delay_s = await database_sync_to_async(_beat)(session_id)
             more = await database_sync_to_async(run_one)(session_id)
             if not more:
                 break
-            await asyncio.sleep(max(0.0, run_delay_s() - (time.monotonic() - started)))
+            await asyncio.sleep(max(0.0, delay_s - (time.monotonic() - started)))
     except (CommandError, LimitExceeded) as exc:
         log.info("session %s: run stopped: %s", session_id, exc)
         await database_sync_to_async(_stop_quietly)(session_id)

@@ -72,9 +72,13 @@ def publish_seat(live: Any, contexts: Mapping[str, Mapping[str, Any]]) -> None:
     if not getattr(live, "seat", None) or live.seat["attendee"] is None:
         return
     _send(board_group(live.seat["room"]), {"type": "room.seat", "card": card(live, contexts)})
-    if live.length and "predict" in live.commands[-1]:
-        n = live.commands[-1]["predict"]["n"]
+    last = live.commands[-1] if live.length else {}
+    if "predict" in last:
+        n = last["predict"]["n"]
         _send(room_group(live.seat["room"]), {"type": "room.answers", "item": live.seat["item"], "n": n})
+    elif "n" in last and 0 <= last["n"] < len(live.steps) and live.steps[last["n"]].predict:
+        # a question's step ran: once it has for most of the room, the board shows its right answer
+        _send(room_group(live.seat["room"]), {"type": "room.answers", "item": live.seat["item"], "n": last["n"]})
 
 
 def _send(group: str, message: dict[str, Any]) -> None:
@@ -109,12 +113,24 @@ def publish_joined(room: Workshop, attendee: Attendee) -> None:
     _send(board_group(room.pk), {"type": "room.seat", "card": blank_card(attendee), "count": count})
 
 
+def follow_src(session_id: str | None) -> str:
+    """The follow-me panel's frame: the facilitator's session, watch-only, laid out for a panel ("" : none)."""
+    return f"/s/{session_id}/?present=1&embed=1" if session_id else ""
+
+
 def on_moved(sender: Any, room: Workshop, item: int, **_: Any) -> None:
     _send(room_group(room.pk), {"type": "room.moved", "item": item})
 
 
 def on_follow_changed(sender: Any, room: Workshop, on: bool, **_: Any) -> None:
-    _send(room_group(room.pk), {"type": "room.follow", "on": on})
+    from playground import rooms
+
+    # The frame names the session: every page docks it at once (a reload of 40 pages took seconds).
+    _send(room_group(room.pk), {"type": "room.follow", "on": on, "src": follow_src(rooms.follow_session(room.pk))})
+
+
+def on_revealed(sender: Any, room: Workshop, item: int, n: int, **_: Any) -> None:
+    _send(room_group(room.pk), {"type": "room.answers", "item": item, "n": n})
 
 
 def on_joined(sender: Any, room: Workshop, attendee: Attendee, **_: Any) -> None:

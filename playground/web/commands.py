@@ -34,6 +34,13 @@ def _add_consumer(sid: str, f: forms.Form) -> Any:
     return session.add_consumer(sid, f.cleaned_data["isolation"], f.cleaned_data.get("group") or None)
 
 
+def _run(sid: str, f: forms.Form) -> Any:
+    live = session.set_running(sid, True)
+    if f.cleaned_data.get("ms"):
+        session.set_speed(sid, f.cleaned_data["ms"])  # also while it runs already: the speed control changed
+    return live
+
+
 COMMANDS: dict[str, Command] = {
     c.name: c
     for c in (
@@ -46,7 +53,7 @@ COMMANDS: dict[str, Command] = {
         Command("step", lambda sid, f: session.step(sid)),
         Command("back", lambda sid, f: session.back(sid)),
         Command("reset", lambda sid, f: session.reset(sid)),
-        Command("run", lambda sid, f: session.set_running(sid, True), starts_runner=True),
+        Command("run", _run, forms.RunForm, starts_runner=True),
         Command("pause", lambda sid, f: session.set_running(sid, False)),
         # the simulator's clock follows the user's pace (the wall time between commands), or not
         Command("pace", lambda sid, f: session.set_pace(sid, True)),

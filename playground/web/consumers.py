@@ -28,6 +28,7 @@ from django.utils import translation
 
 from playground import session
 from playground.deploy.clientaddr import client_address
+from playground.models import Session
 from playground.scenario.i18n import normalize
 from playground.session import capability, limits
 from playground.web import board, broadcast, commands
@@ -76,6 +77,13 @@ def moment_frame(at: int | None, length: int) -> str:
     return f'<span id="ws-moment" hx-swap-oob="true" data-at="{value}" data-length="{length}"></span>'
 
 
+def current_frame(version: int, length: int) -> str:
+    """What a page rendered at the session's current version gets instead of a snapshot: it is live at that version."""
+    return f'<span id="state-version" data-version="{int(version)}" hx-swap-oob="true"></span>' + moment_frame(
+        None, length
+    )
+
+
 class SessionConsumer(AsyncWebsocketConsumer):
     async def connect(self) -> None:
         self.sid = self.scope["url_route"]["kwargs"]["sid"]
@@ -84,16 +92,36 @@ class SessionConsumer(AsyncWebsocketConsumer):
         self.key = capability.from_header(_headers(self.scope).get(b"cookie", b"").decode("latin-1"), self.sid)
         query = parse_qs((self.scope.get("query_string") or b"").decode("latin-1"))
         self.at = _step_of(query.get("at", [""])[0])  # held at an earlier step (None: live)
-        if not await database_sync_to_async(session.exists)(self.sid):
+        shown = _step_of(query.get("v", [""])[0])  # the version the page was rendered at, when it says so
+        if not await database_sync_to_async(self._opening)():
             await self.close(code=4404)
             return
-        await database_sync_to_async(session.store.add_viewer_lang)(self.sid, self.lang)
         # Join first, accept last, then the snapshot: an update racing with the connect is sent after the snapshot,
         # never lost (the snapshot is rendered after joining, from the database's current log).
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.accept()
         session.ensure_watchdog()  # this process serves pages: it takes over runs whose process died
+        if shown is not None and self.at is None:
+            # A page that was just rendered at the version the session is still at shows it already: no snapshot
+            # (a room moving on opens 40 pages at once; each rendered every panel twice). Read after joining the
+            # group: whatever changes from here on comes as an update.
+            now = await database_sync_to_async(self._version)()
+            if now is not None and now[0] == shown:
+                await self.send(text_data=current_frame(now[0], now[1]))
+                return
         await self.send_snapshot()
+
+    def _opening(self) -> bool:
+        """The session exists; its updates are rendered in this page's language from now on."""
+        langs = Session.objects.filter(pk=self.sid).values_list("viewer_langs", flat=True).first()
+        if langs is None:
+            return False
+        if self.lang not in session.store.parse_langs(langs):
+            session.store.add_viewer_lang(self.sid, self.lang)
+        return True
+
+    def _version(self) -> tuple[int, int] | None:
+        return Session.objects.filter(pk=self.sid).values_list("version", "length").first()
 
     async def disconnect(self, code: int) -> None:
         if getattr(self, "group", None):
@@ -244,7 +272,8 @@ class RoomConsumer(AsyncWebsocketConsumer):
         # while this socket was connecting: its group message went to the others only) is followed all the same.
         now = await database_sync_to_async(Workshop.objects.filter(pk=self.room_id).values("current", "follow").first)()
         if now is not None:
-            await self.send(text_data=self._state_frame(item=now["current"], follow=now["follow"]))
+            src = board.follow_src(await database_sync_to_async(rooms.follow_session)(self.room_id))
+            await self.send(text_data=self._state_frame(item=now["current"], follow=now["follow"], src=src))
 
     async def disconnect(self, code: int) -> None:
         if self.answers_due is not None:
@@ -259,20 +288,21 @@ class RoomConsumer(AsyncWebsocketConsumer):
             await self.send(text_data=error_frame("This socket only listens: send nothing but ping."))
 
     # ---- group messages: one handler per type
-    def _state_frame(self, item: int | None = None, follow: bool | None = None) -> str:
-        """The room's item and follow-me, for rooms.js to compare with what the page shows (data-item, data-follow)."""
+    def _state_frame(self, item: int | None = None, follow: bool | None = None, src: str = "") -> str:
+        """The room's item and follow-me, for rooms.js to compare with what the page shows (data-item, data-follow);
+        with follow-me, the panel's frame to dock (data-follow-src, "" when there is none)."""
         attrs = ""
         if item is not None:
             attrs += f' data-goto="/w/{escape(self.code)}/{"board/" if self.board else ""}" data-item="{int(item)}"'
         if follow is not None:
-            attrs += f' data-follow="{"on" if follow else "off"}"'
+            attrs += f' data-follow="{"on" if follow else "off"}" data-follow-src="{escape(src if follow else "")}"'
         return f'<div id="room-move" hx-swap-oob="true"{attrs}></div>'
 
     async def room_moved(self, event: dict) -> None:
         await self.send(text_data=self._state_frame(item=event["item"]))
 
     async def room_follow(self, event: dict) -> None:
-        await self.send(text_data=self._state_frame(follow=bool(event.get("on"))))
+        await self.send(text_data=self._state_frame(follow=bool(event.get("on")), src=str(event.get("src") or "")))
 
     async def room_seat(self, event: dict) -> None:
         if self.board:
@@ -302,5 +332,5 @@ class RoomConsumer(AsyncWebsocketConsumer):
         with translation.override(self.lang):
             return render_to_string(
                 "playground/rooms/_questions.html",
-                {"questions": rooms.questions(room, room.current), "lang": self.lang, "oob": True},
+                {"questions": rooms.questions(room, room.current), "lang": self.lang, "oob": True, "code": room.code},
             )

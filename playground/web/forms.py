@@ -19,6 +19,7 @@ from playground.engine.spec import (
     parse_profile,
 )
 from playground.session import NAME_RE, limits
+from playground.session.runner import RUN_STEP_MS_MAX, RUN_STEP_MS_MIN
 
 NAME_MAX = 40
 TRUE = ("1", "true", "on", "yes")
@@ -227,6 +228,12 @@ class ClaimForm(Form):
     key = forms.CharField(max_length=128)
 
 
+class RunForm(Form):
+    """ "run": optionally its speed, the milliseconds between two steps (the page's speed control)."""
+
+    ms = forms.IntegerField(required=False, min_value=RUN_STEP_MS_MIN, max_value=RUN_STEP_MS_MAX)
+
+
 class PredictForm(Form):
     """An answer to a step's question: the step's index and the choice's (-1: skipped)."""
 
@@ -245,3 +252,7 @@ class NewWorkshopForm(Form):
 
 class MoveForm(Form):
     item = forms.IntegerField(min_value=0, max_value=1000)
+
+
+class RevealForm(Form):
+    n = forms.IntegerField(min_value=0, max_value=10_000)  # the question's scenario step

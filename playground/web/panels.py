@@ -521,28 +521,32 @@ def truth(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def narrative(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
+    from playground.scenario.exercise import reveal
     from playground.session import step_from_entry
 
     outcomes = live.step_outcomes
     cursor = live.cursor
+    shown = reveal(live)  # an exercise keeps its answers back (expectations, the notes that explain a question)
     steps = []
     current_note = None
     for s in live.steps:
         done = s.index in outcomes
         outcome = outcomes.get(s.index)
+        hidden = s.is_note and not shown.note(s.index)
         row = {
             "n": s.index,
-            "note": dict(s.args.get("text", {})) if s.is_note else None,
+            "note": dict(s.args.get("text", {})) if s.is_note and not hidden else None,
+            "hidden": hidden,
             "label": s.label,
             "args": "" if s.is_note else step_summary(s.label, s.args),
-            "expect": list(s.expect) if s.expect else None,
+            "expect": list(s.expect) if s.expect and shown.expect(done) else None,
             "done": done,
             "current": s.index == cursor - 1,
             "next": s.index == cursor,
             "outcome": outcome,
             "as_expected": (outcome in s.expect) if (done and s.expect and not s.is_note) else None,
         }
-        if s.is_note and s.index < cursor and any(row["note"].values()):
+        if row["note"] and s.index < cursor and any(row["note"].values()):
             current_note = row["note"]
         steps.append(row)
     mine: list[dict[str, Any]] = []
@@ -590,9 +594,15 @@ def exercise(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
     from playground.scenario import exercise as ex
 
     scenario = live.scenario
-    if scenario is None or not (scenario.goal or scenario.hints or any(s.predict for s in scenario.steps)):
+    if not ex.is_exercise(scenario):
         return {"on": False}
-    items = [i.as_dict() for i in ex.goal_items(live)]
+    reveal = ex.reveal(live)
+    items = [
+        i.as_dict() | {"hidden": False}
+        if reveal.goal_values(i.ok)
+        else {"kind": i.kind, "subject": i.subject, "wanted": None, "seen": None, "ok": False, "hidden": True}
+        for i in ex.goal_items(live)
+    ]
     pending = ex.pending_question(live)
     shown = [s for s in scenario.steps if s.predict and s.index < live.cursor][-3:]  # the latest answered questions
     given = rooms.answers(live, [s.index for s in shown])
@@ -620,6 +630,8 @@ def exercise(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
         "hints_left": len(scenario.hints) - live.hints_shown,
         "question": question,
         "asked": asked,
+        # whose answers these are, for a page watching someone else's session (the board's spotlight)
+        "who": (live.seat or {}).get("name") or "",
     }
 
 

@@ -19,3 +19,4 @@ def connect() -> None:
     room_signals.moved.connect(board.on_moved, dispatch_uid="web.board.moved")
     room_signals.follow_changed.connect(board.on_follow_changed, dispatch_uid="web.board.follow")
     room_signals.joined.connect(board.on_joined, dispatch_uid="web.board.joined")
+    room_signals.revealed.connect(board.on_revealed, dispatch_uid="web.board.revealed")

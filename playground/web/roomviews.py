@@ -15,10 +15,11 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 
 from playground import rooms, session
+from playground.engine.spec import DEFAULT_PROFILE
 from playground.models import Attendee, Seat, Workshop
 from playground.scenario import library
 from playground.scenario.i18n import normalize
-from playground.session import capability, limits
+from playground.session import capability, compare, limits
 from playground.web import broadcast, forms, panels
 from playground.web.board import blank_card, card
 from playground.web.http import answers_problems, client, problem
@@ -91,7 +92,14 @@ def join(request: HttpRequest) -> HttpResponse:
 
 @require_GET
 def new_page(request: HttpRequest) -> HttpResponse:
-    return render(request, "playground/rooms/new.html", {"entries": [e for e in library.entries() if e.scenario]})
+    return render(
+        request,
+        "playground/rooms/new.html",
+        {
+            "entries": [e for e in library.entries() if e.scenario],
+            "profiles": [(compare.profile_text(p), p.label) for p in compare.PROFILES],
+        },
+    )
 
 
 @require_POST
@@ -108,7 +116,13 @@ def create(request: HttpRequest) -> HttpResponse:
         return (int(raw) if raw.isascii() and raw.isdigit() and len(raw) <= 6 else 1000 + item[0], item[0])
 
     ordered = [sid for _i, sid in sorted(enumerate(chosen), key=position)]
-    room, secret = rooms.create(form.cleaned_data["title"], ordered, client=client(request))
+    # An item's profile: empty is the scenario's own; anything but a profile of this playground is a 400 naming it.
+    profiles = {
+        sid: compare.profile_from_text(f"profile-{sid}", request.POST.get(f"profile-{sid}"), DEFAULT_PROFILE)
+        for sid in ordered
+        if request.POST.get(f"profile-{sid}")
+    }
+    room, secret = rooms.create(form.cleaned_data["title"], ordered, client=client(request), profiles=profiles)
     response = redirect("board", code=room.code)
     _cookie(response, request, rooms.cookie_names(room.pk)[0], secret)
     return response
@@ -148,9 +162,12 @@ def board(request: HttpRequest, room: Workshop, room_secret: str) -> HttpRespons
             "room": room,
             "item": item,
             "agenda": room.agenda,
+            # the profile an item's sessions run in, where the facilitator chose one other than the scenario's
+            "profiles": [p.label if (p := rooms.item_profile(a)) else "" for a in room.agenda],
             "cards": _cards(room, item),
             "lang": lang,
             "questions": rooms.questions(room, item),
+            "code": room.code,
             "mine": mine,
             "join_link": request.build_absolute_uri(reverse("join") + f"?code={room.code}"),
         },
@@ -163,11 +180,28 @@ def move(request: HttpRequest, room: Workshop, room_secret: str) -> HttpResponse
     form = forms.MoveForm(request.POST)
     if not form.is_valid():
         return problem(form.message())
+    item = form.cleaned_data["item"]
     try:
-        rooms.move(room, form.cleaned_data["item"])
+        if room.follow and 0 <= item < len(room.agenda):
+            rooms.seat(room, None, item, room_secret)  # the attendees' pages follow the facilitator's new session
+        rooms.move(room, item)
     except session.CommandError as exc:
         return problem(str(exc), exc.status)
     return HttpResponse(status=204, headers={"HX-Refresh": "true"})
+
+
+@require_POST
+@facilitator
+def reveal(request: HttpRequest, room: Workshop, room_secret: str) -> HttpResponse:
+    """The board shows a question's right answer before most of the room has run its step."""
+    form = forms.RevealForm(request.POST)
+    if not form.is_valid():
+        return problem(form.message())
+    try:
+        rooms.reveal(room, room.current, form.cleaned_data["n"])
+    except session.CommandError as exc:
+        return problem(str(exc), exc.status)
+    return HttpResponse(status=204)
 
 
 @require_POST
@@ -190,7 +224,7 @@ def questions_fragment(request: HttpRequest, code: str) -> HttpResponse:
     return render(
         request,
         "playground/rooms/_questions.html",
-        {"questions": rooms.questions(room, room.current), "lang": normalize(get_language())},
+        {"questions": rooms.questions(room, room.current), "lang": normalize(get_language()), "code": room.code},
     )
 
 

@@ -173,6 +173,7 @@ def session_page(request: HttpRequest, sid: str) -> HttpResponse:
     key = _key(request, sid)
     drives = capability.matches(key, session.drive_key(sid))
     watch_link = request.build_absolute_uri(reverse("session", kwargs={"sid": sid}))
+    run_step_ms, run_speeds = session.run_speeds()
     return render(
         request,
         "playground/session.html",
@@ -194,6 +195,9 @@ def session_page(request: HttpRequest, sid: str) -> HttpResponse:
             "kafka": session.kafka_configured(),
             "room": room_context(head, request),
             "present": request.GET.get("present") == "1",
+            "embed": request.GET.get("embed") == "1",  # the follow-me panel's frame: laid out to open on the logs
+            "run_step_ms": run_step_ms,
+            "run_speeds": run_speeds,
         },
     )
 

@@ -91,11 +91,28 @@
   document.addEventListener("htmx:configRequest", function (e) {
     if (e.detail.verb === "post") e.detail.headers["Idempotency-Key"] = idempotencyKey();
   });
+  // The run's speed (time between steps): this browser's choice, sent with "run"; changed while a run goes on,
+  // it is sent again (the runner reads it before every step).
+  var speed = document.getElementById("run-speed");
+  if (speed) {
+    try { if (localStorage.getItem("run-speed")) speed.value = localStorage.getItem("run-speed"); } catch (err) { /* private mode */ }
+    if (!speed.value) speed.selectedIndex = 1;
+    speed.addEventListener("change", function () {
+      try { localStorage.setItem("run-speed", speed.value); } catch (err) { /* private mode */ }
+      speed.blur();  // the keys (n, r, ...) work again at once
+      if (document.querySelector("#p-header button.running")) postForm(speed.dataset.run, { ms: speed.value });
+    });
+  }
   function post(btn) {
     if (btn.dataset.confirm && !window.confirm(btn.dataset.confirm)) return;
     var vals = {};
     try { vals = btn.dataset.vals ? JSON.parse(btn.dataset.vals) : {}; } catch (err) { vals = {}; }
-    fetch(btn.dataset.post, {
+    if (speed && btn.dataset.post === speed.dataset.run) vals.ms = speed.value;
+    postForm(btn.dataset.post, vals);
+  }
+  // (not "send": that name is the websocket's, below, and a second declaration in one scope replaces the first)
+  function postForm(url, vals) {
+    fetch(url, {
       method: "POST", credentials: "same-origin",
       headers: { "X-CSRFToken": csrf(), "Content-Type": "application/x-www-form-urlencoded", "Idempotency-Key": idempotencyKey() },
       body: new URLSearchParams(vals).toString()

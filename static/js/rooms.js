@@ -1,17 +1,42 @@
-// Workshops: when the facilitator moves the room (or switches follow-me), every page of the room follows; the
-// board's spotlight shows one attendee's session full screen (watch-only) for the projector.
+// Workshops: when the facilitator moves the room, every page of the room follows; follow-me docks (or drops) the
+// facilitator's session in a panel below the attendee's own, without reloading their page; the board's spotlight
+// shows one attendee's session full screen (watch-only) for the projector, saying whose it is. /w/new/ lists the
+// agenda being chosen in its order (the order of the ticks, then moved), each item with its profile.
 (function () {
   "use strict";
+  function dock(src) {
+    var panel = document.getElementById("follow-panel");
+    var frame = panel && panel.querySelector("iframe");
+    if (!frame) return;
+    if (!src) {
+      panel.hidden = true;
+      document.body.classList.remove("following");
+      if (frame.getAttribute("src")) frame.src = "about:blank";  // its socket closes: nothing to watch
+      frame.removeAttribute("src");
+      return;
+    }
+    if (frame.getAttribute("src") !== src) frame.src = src;
+    panel.hidden = false;
+    document.body.classList.add("following");
+  }
   document.addEventListener("htmx:wsAfterMessage", function () {
     var move = document.getElementById("room-move"), page = document.querySelector("[data-item]");
     if (!move || !page || page === move) return;
-    var item = move.dataset.item, follow = move.dataset.follow, to = move.dataset.goto;
+    var item = move.dataset.item, follow = move.dataset.follow, src = move.dataset.followSrc, to = move.dataset.goto;
     move.removeAttribute("data-item");
     move.removeAttribute("data-follow");
+    move.removeAttribute("data-follow-src");
     // The room is on another item than this page: the attendee's own session for it (created on the way).
-    if (item !== undefined && item !== page.dataset.item) location.href = to;
-    // Follow-me switched since this page was rendered: the page shows (or drops) the facilitator's session.
-    else if (follow !== undefined && follow !== page.dataset.follow) location.reload();
+    if (item !== undefined && item !== page.dataset.item) { location.href = to; return; }
+    if (follow === undefined) return;
+    if (!document.getElementById("follow-panel") || src === undefined) {
+      // The board: its follow-me button says the new state.
+      if (follow !== page.dataset.follow) location.reload();
+      return;
+    }
+    // An attendee's page: the facilitator's session docked or dropped (never the facilitator's own page in itself).
+    page.dataset.follow = follow;
+    dock(follow === "on" && src && src.indexOf("/s/" + page.dataset.sid + "/") !== 0 ? src : "");
   });
   // The board: a card for an attendee the page has no slot for (joined after the board was opened) goes at the end.
   document.addEventListener("htmx:oobErrorNoTarget", function (e) {
@@ -28,6 +53,8 @@
     var overlay = document.getElementById("spotlight");
     if (t.classList.contains("spotlight") && overlay) {
       overlay.querySelector("iframe").src = t.dataset.src;
+      var who = document.getElementById("spotlight-who");
+      if (who) who.textContent = (who.dataset.template || "{name}").replace("{name}", t.dataset.who || "");
       overlay.hidden = false;
       if (overlay.requestFullscreen) overlay.requestFullscreen().catch(function () {});
     } else if (t.id === "spotlight-close" && overlay) {
@@ -35,7 +62,56 @@
       overlay.querySelector("iframe").src = "about:blank";
       if (document.fullscreenElement) document.exitFullscreen();
     } else if (t.id === "follow-fold") {
-      t.closest(".follow-panel").classList.toggle("folded");
+      var panel = t.closest(".follow-panel");
+      panel.classList.toggle("folded");
+      document.body.classList.toggle("follow-folded", panel.classList.contains("folded"));
+      t.setAttribute("aria-expanded", panel.classList.contains("folded") ? "false" : "true");
     }
   });
+  // /w/new/: the ticked items in the agenda's order. Without this script the form still works: the order is the
+  // library's and every item runs in its scenario's own profile.
+  var list = document.getElementById("agenda-list"), row = document.getElementById("agenda-row");
+  if (list && row) {
+    var renumber = function () {
+      var items = list.querySelectorAll(".agenda-item");
+      items.forEach(function (li, i) {
+        li.querySelector(".order").value = String(i + 1);
+      });
+      document.getElementById("agenda-empty").hidden = items.length > 0;
+    };
+    var add = function (box) {
+      var li = row.content.firstElementChild.cloneNode(true);
+      li.dataset.id = box.value;
+      li.querySelector(".order").name = "order-" + box.value;
+      li.querySelector(".profile").name = "profile-" + box.value;
+      li.querySelector(".agenda-title").textContent = box.dataset.title;
+      list.appendChild(li);
+    };
+    var rowOf = function (id) {
+      return Array.prototype.find.call(list.children, function (li) { return li.dataset.id === id; });
+    };
+    // A page restored by the browser's Back keeps its ticks: list them (in the library's order).
+    document.querySelectorAll("#agenda-pick input[name=scenario]:checked").forEach(add);
+    renumber();
+    document.getElementById("agenda-pick").addEventListener("change", function (e) {
+      var box = e.target;
+      if (box.name !== "scenario") return;
+      var li = rowOf(box.value);
+      if (box.checked && !li) add(box);
+      if (!box.checked && li) li.remove();
+      renumber();
+    });
+    list.addEventListener("click", function (e) {
+      var b = e.target.closest("button"), li = b && b.closest(".agenda-item");
+      if (!li) return;
+      if (b.classList.contains("agenda-up") && li.previousElementSibling) list.insertBefore(li, li.previousElementSibling);
+      else if (b.classList.contains("agenda-down") && li.nextElementSibling) list.insertBefore(li.nextElementSibling, li);
+      else if (b.classList.contains("agenda-drop")) {
+        var box = document.querySelector('#agenda-pick input[value="' + li.dataset.id + '"]');
+        if (box) box.checked = false;
+        li.remove();
+      }
+      renumber();
+    });
+  }
 })();

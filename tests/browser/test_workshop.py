@@ -40,14 +40,23 @@ def test_it_runs_a_workshop_with_three_attendees(browser, server):
     # The facilitator creates the room: the fencing exercise first.
     fac = context()
     fac.goto(server.url + "/w/new/")
-    for box in fac.locator("input[name=scenario]").all():
-        box.set_checked(box.get_attribute("value") in ("ex-who-is-fenced", "zombie-fencing"))
-    fac.fill("input[name=order-ex-who-is-fenced]", "1")
-    fac.fill("input[name=order-zombie-fencing]", "2")
+    assert fac.locator("input[name=scenario]:checked").count() == 0 and fac.locator("#agenda-empty").is_visible()
+    # Ticked in the wrong order, then put right: the agenda is listed as it will run, each item with its profile.
+    fac.locator('input[name=scenario][value="zombie-fencing"]').check()
+    fac.locator('input[name=scenario][value="ex-who-is-fenced"]').check()
+    listed = '() => [...document.querySelectorAll("#agenda-list li")].map((li) => li.dataset.id)'
+    assert fac.evaluate(listed) == ["zombie-fencing", "ex-who-is-fenced"]
+    assert fac.locator("#agenda-list .agenda-title").first.inner_text().startswith("Two instances")
+    fac.locator('#agenda-list li[data-id="ex-who-is-fenced"] .agenda-up').click()
+    assert fac.evaluate(listed) == ["ex-who-is-fenced", "zombie-fencing"]
+    assert not fac.locator("#agenda-empty").is_visible()
+    fac.locator('#agenda-list li[data-id="zombie-fencing"] select.profile').select_option("4-java")
+    shot(fac, "workshop-new", full_page=False)
     fac.locator("#create-room").click()
     fac.wait_for_url(re.compile(r"/w/[A-Z0-9]{6}/board/$"))
     code = fac.locator("#room-code").inner_text()
     fac.wait_for_selector("#ws-status[data-state=open]")
+    assert fac.locator(".agenda li").nth(1).locator(".profile-tag").inner_text() == "Kafka 4.4.0 · java"
 
     # Three attendees join by code (typed in lower case), each gets a session of their own.
     attendees = []
@@ -112,17 +121,35 @@ def test_it_runs_a_workshop_with_three_attendees(browser, server):
     frame = fac.frame_locator("#spotlight iframe")
     frame.locator("#ws-status[data-state=open]").wait_for(timeout=10000)
     assert frame.locator("body.present.watch").count() == 1
+    # whose session it is: on the overlay's bar and on the page itself
+    assert "Ada" in fac.locator("#spotlight-who").inner_text() and "Ada" in frame.locator("#whose").inner_text()
     fac.locator("#spotlight-close").click()
 
     # Follow me: the facilitator's own session appears, live and watch-only, on every attendee's page.
     before = fac.url
+    bo = attendees[2]
+    bo.evaluate("() => { window.sameDocument = true; }")  # gone if the page reloads
     fac.locator("#follow-toggle").click()
     fac.wait_for_function("() => document.querySelector('#follow-toggle').textContent.includes('on')", timeout=8000)
-    bo = attendees[2]
-    bo.wait_for_selector(".follow-panel iframe", timeout=10000)
+    bo.wait_for_selector(".follow-panel iframe[src]", timeout=10000)
     follow = bo.frame_locator(".follow-panel iframe")
     follow.locator("#ws-status[data-state=open]").wait_for(timeout=10000)
     assert follow.locator("body.watch").count() == 1
+    # Docked without a reload, below Bo's own session (which it covers nowhere: the page's end makes room for it),
+    # and opening on the partition logs.
+    assert bo.evaluate("() => window.sameDocument") is True
+    bo.evaluate("() => window.scrollTo(0, document.documentElement.scrollHeight)")
+    own_end = bo.evaluate(
+        "() => Math.max(...[...document.querySelectorAll('main .panel')].map((p) => p.getBoundingClientRect().bottom))"
+    )
+    assert own_end <= bo.locator("#follow-panel").bounding_box()["y"] + 1
+    assert follow.locator("body").evaluate("(b) => getComputedStyle(b).zoom") == "1"  # a panel, not a projector
+    assert follow.locator(".a-logs").bounding_box()["width"] > follow.locator(".a-narr").bounding_box()["width"]
+    frame_h = bo.locator("#follow-panel iframe").bounding_box()["height"]
+    assert (
+        follow.locator(".a-logs").bounding_box()["y"]
+        < bo.locator("#follow-panel iframe").bounding_box()["y"] + frame_h / 2
+    )
     shot(bo, "workshop-follow", full_page=False)
 
     # The facilitator moves the room on: every attendee's page opens the next item.

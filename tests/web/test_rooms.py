@@ -10,6 +10,7 @@ from django.test import Client
 
 from playground import rooms, session
 from playground.asgi import application
+from playground.engine.spec import Profile
 from playground.models import Attendee, Seat, Workshop
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -197,7 +198,7 @@ async def test_it_follows_a_move_and_a_follow_switch_made_while_the_page_connect
     while not await page.receive_nothing(timeout=0.3):
         frames.append(await page.receive_from())
     assert frames[-1] == (
-        f'<div id="room-move" hx-swap-oob="true" data-goto="/w/{room.code}/" data-item="1" data-follow="on"></div>'
+        f'<div id="room-move" hx-swap-oob="true" data-goto="/w/{room.code}/" data-item="1" data-follow="on" data-follow-src=""></div>'
     )
     await page.disconnect()
 
@@ -314,3 +315,55 @@ def test_it_gives_two_pages_opening_the_same_item_at_once_the_same_seat(monkeypa
     from playground.models import Session
 
     assert Session.objects.filter(seat__isnull=True, scenario_id="zombie-fencing").count() == 0  # the loser's is gone
+
+
+def test_it_starts_a_new_workshop_with_nothing_ticked_and_a_profile_choice_per_item():
+    page = Client().get("/w/new/").content.decode()
+    assert 'name="scenario"' in page and "checked" not in page
+    assert 'id="agenda-list"' in page and '<option value="4-java">Kafka 4.4.0 · java</option>' in page
+
+
+def test_it_runs_each_agenda_item_in_the_profile_chosen_for_it():
+    fac = Client()
+    r = fac.post(
+        "/w/create/",
+        {
+            "title": "Tuesday",
+            "scenario": AGENDA,
+            "order-zombie-fencing": "1",
+            "order-ex-who-is-fenced": "2",
+            "profile-zombie-fencing": "4-java",
+        },
+    )
+    assert r.status_code == 302, r.content
+    room = Workshop.objects.get(code=r["Location"].strip("/").split("/")[-2])
+    assert [a["id"] for a in room.agenda] == ["zombie-fencing", "ex-who-is-fenced"]
+    ada, first = _attendee(room, "Ada")
+    assert session.load(first).profile == Profile("4", "java")
+    assert "Kafka 4.4.0 · java" in fac.get(f"/w/{room.code}/board/").content.decode()  # the board says so
+    assert fac.post(f"/w/{room.code}/move/", {"item": "1"}).status_code == 204
+    second = ada.get(f"/w/{room.code}/")["Location"].strip("/").split("/")[-1]
+    assert second != first and session.load(second).profile == session.load(second).scenario.profile
+
+
+def test_it_refuses_an_agenda_item_profile_that_is_not_one_of_the_playground():
+    r = Client().post("/w/create/", {"title": "T", "scenario": AGENDA, "profile-zombie-fencing": "2.8-java"})
+    assert r.status_code == 400 and "profile-zombie-fencing" in r.content.decode()
+    assert not Workshop.objects.exists()
+
+
+def test_it_links_the_gallery_to_workshops_and_the_inspector():
+    page = Client().get("/").content.decode()
+    for link in ('href="/w/" id="to-join"', 'href="/w/new/" id="to-room-new"', 'href="/inspect/" id="to-inspect"'):
+        assert link in page
+
+
+def test_it_says_the_new_workshop_page_and_the_gallery_links_in_chinese():
+    c = Client()
+    c.cookies["django_language"] = "zh-hans"
+    page = c.get("/w/new/").content.decode()
+    for zh in ("议程", "还没有内容：勾选一个场景或练习。", "从议程中移除", "按场景自身的 profile"):
+        assert zh in page
+    assert "remove from the agenda" not in page and "Nothing yet" not in page
+    gallery = c.get("/").content.decode()
+    assert "加入工作坊" in gallery and "检查一个集群" in gallery and "join a workshop" not in gallery

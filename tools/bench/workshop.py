@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import html
 import json
 import os
 import random
@@ -121,6 +122,15 @@ OBSERVE_BOARD = r"""() => {
     return [s.id, s.dataset.session || '', p ? p.textContent.trim() : ''];
   });
 }"""
+
+# What a page's websockets and frames say: the session's socket (htmx's ws-connect), the follow-me panel's frame,
+# and the room's frame for follow-me (data-follow-src: the page docks the panel itself, without a reload).
+WS_CONNECT = re.compile(r'ws-connect="/ws/s/([^/"]+)/\??([^"]*)"')
+FOLLOW_IFRAME = re.compile(r'class="follow-panel"[\s\S]*?<iframe[^>]* src="([^"]+)"')
+FOLLOW_ON = re.compile(r'data-follow="on"(?: data-follow-src="([^"]+)")?')
+FOLLOW_OFF = re.compile(r'data-follow="off"( data-follow-src="")?')
+SECOND_ITEM = "ex-isolation-levels"  # the agenda's second item: where the room moves to
+FOLLOW_STEPS = 5  # the facilitator's steps while the room follows (each reaches every attendee's panel)
 
 COMMANDS_IN_TEXT = re.compile(r"(\d+)\s+commands?")
 STEP_IN_TEXT = re.compile(r"step\s+(\d+)/(\d+)")
@@ -450,7 +460,8 @@ class Attendee:
         self.start_at = 0.0  # when (time.monotonic()) this attendee opens the join page
         self.joined = threading.Event()
         self.done = threading.Event()
-        self.sid: str | None = None
+        self.sid: str | None = None  # the exercise's session
+        self.page_sid: str | None = None  # the session the page shows (after a move, the next item's)
         self.join_ms: dict[str, float] = {}
         self.commands: list[dict] = []  # {"name", "t0", "status", "post_ms", "frame_ms", "count"}
         self.cond = threading.Condition()
@@ -458,15 +469,17 @@ class Attendee:
         self.sizes: dict[int, int] = {}  # version -> bytes of the frame that brought it
         self.version = -1
         self.closing = False
-        self.ws = self.room_ws = None
-        self.room_frames = 0
+        self.ws = self.room_ws = self.follow_ws = None
+        self.room_frames: list[tuple[float, str]] = []
+        self.follow_seen: dict[int, float] = {}  # the facilitator's session: version -> when its frame came
+        self.follow_frame_ms = self.follow_ms = self.move_frame_ms = self.move_ms = None
         self.thread = threading.Thread(target=self._run, name=f"attendee-{index}", daemon=True)
 
     # ---- the websockets' readers
-    def _read_session(self) -> None:
+    def _read_session(self, ws) -> None:
         try:
             while True:
-                frame = self.ws.recv(timeout=None)
+                frame = ws.recv(timeout=None)
                 t = now_ms()
                 with self.cond:
                     for m in VERSION.finditer(frame):
@@ -476,17 +489,138 @@ class Attendee:
                         self.version = max(self.version, v)
                     self.cond.notify_all()
         except (ConnectionClosed, OSError) as exc:
-            if not self.closing:
+            if not self.closing and ws is self.ws:
                 self.errors.add("websocket closed", f"{self.name} session {self.sid}: {exc!r}")
 
-    def _read_room(self) -> None:
+    def _read_room(self, ws) -> None:
         try:
             while True:
-                self.room_ws.recv(timeout=None)
-                self.room_frames += 1
+                frame = ws.recv(timeout=None)
+                t = now_ms()
+                with self.cond:
+                    self.room_frames.append((t, frame))
+                    self.cond.notify_all()
         except (ConnectionClosed, OSError) as exc:
-            if not self.closing:
+            if not self.closing and ws is self.room_ws:
                 self.errors.add("websocket closed", f"{self.name} room socket: {exc!r}")
+
+    def _room_frame(self, after: int, pattern: re.Pattern, timeout: float) -> tuple[float, re.Match] | None:
+        """The first frame of the room's socket from index `after` on that matches `pattern`."""
+        deadline = time.monotonic() + timeout
+        with self.cond:
+            while True:
+                for t, frame in self.room_frames[after:]:
+                    if m := pattern.search(frame):
+                        return t, m
+                after = len(self.room_frames)
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return None
+                self.cond.wait(timeout=left)
+
+    def _open_page(self, path: str) -> tuple[str, str, str]:
+        """GET a session page; its session id and the query its page opens the session's websocket with."""
+        status, page = self.client.get(path)
+        if status != 200:
+            raise RuntimeError(f"GET {path} -> {status}")
+        m = WS_CONNECT.search(page)
+        if not m:
+            raise RuntimeError(f"GET {path}: no session websocket on the page")
+        return m.group(1), html.unescape(m.group(2) or ""), page
+
+    def _watch(self, sid: str, query: str):
+        """A session's websocket, as the page opens it, until the first frame that says which version it shows."""
+        ws = open_viewer(self.base, sid, cookie=self.client.cookie_header(), query=query, timeout=60)
+        deadline = time.monotonic() + UPDATE_TIMEOUT_S * 3
+        while True:
+            frame = ws.recv(timeout=max(0.1, deadline - time.monotonic()))
+            if VERSION.search(frame):
+                return ws, frame
+
+    def _swap_own(self, sid: str, query: str) -> None:
+        """The page was (re)loaded: its session's socket and the room's socket open again."""
+        old, old_room = self.ws, self.room_ws
+        self.ws, _snapshot = self._watch(sid, query)
+        with self.cond:
+            # the page's session from now on (the exercise's commands stay counted under self.sid)
+            self.page_sid = sid
+        threading.Thread(target=self._read_session, args=(self.ws,), daemon=True).start()
+        self.room_ws = open_room_socket(self.base, self.client.room_id(), self.client.cookie_header())
+        threading.Thread(target=self._read_room, args=(self.room_ws,), daemon=True).start()
+        for ws in (old, old_room):
+            with contextlib.suppress(Exception):
+                ws.close()
+
+    # ---- the facilitator switches follow-me on, and moves the room (what rooms.js does, over HTTP and sockets)
+    def react_follow(self, after: int, t0: float) -> None:
+        """Follow-me on: the facilitator's session in a panel of this page, watch-only and live. Either the frame
+        names it (data-follow-src: rooms.js docks the panel, no reload) or the page reloads and frames it."""
+        try:
+            got = self._room_frame(after, FOLLOW_ON, timeout=30)
+            if got is None:
+                self.errors.add("follow-me not followed", f"{self.name}: no follow frame within 30 s")
+                return
+            self.follow_frame_ms = got[0] - t0
+            src = got[1].group(1)
+            if src is None:  # the page reloads, and its follow panel frames the facilitator's session
+                _sid, query, page = self._open_page(f"/s/{self.page_sid}/")
+                m = FOLLOW_IFRAME.search(page)
+                if not m:
+                    raise RuntimeError("the reloaded page has no follow panel")
+                src = m.group(1)
+                self._swap_own(self.page_sid, query)
+            fsid, query, _page = self._open_page(html.unescape(src))
+            self.follow_ws, _snapshot = self._watch(fsid, query)
+            self.follow_ms = now_ms() - t0
+            threading.Thread(target=self._read_follow, args=(self.follow_ws,), daemon=True).start()
+        except Exception as exc:
+            self.errors.add("follow-me failed", f"{self.name}: {exc!r}")
+
+    def _read_follow(self, ws) -> None:
+        try:
+            while True:
+                frame = ws.recv(timeout=None)
+                t = now_ms()
+                with self.cond:
+                    for m in VERSION.finditer(frame):
+                        self.follow_seen.setdefault(int(m.group(1)), t)
+                    self.cond.notify_all()
+        except (ConnectionClosed, OSError):
+            pass
+
+    def react_unfollow(self, after: int) -> None:
+        try:
+            got = self._room_frame(after, FOLLOW_OFF, timeout=30)
+            if got is None:
+                self.errors.add("follow-me not followed", f"{self.name}: no follow-off frame within 30 s")
+                return
+            if self.follow_ws is not None:
+                with contextlib.suppress(Exception):
+                    self.follow_ws.close()
+                self.follow_ws = None
+            if not got[1].group(1):  # an older page reloads on every switch
+                _sid, query, _page = self._open_page(f"/s/{self.page_sid}/")
+                self._swap_own(self.page_sid, query)
+        except Exception as exc:
+            self.errors.add("follow-me failed", f"{self.name}: {exc!r}")
+
+    def react_move(self, after: int, item: int, t0: float) -> None:
+        """The room moved: rooms.js goes to /w/<code>/, which sends the page to the attendee's own session for the
+        new item (made on the way when there is none yet)."""
+        try:
+            got = self._room_frame(after, re.compile(rf'data-goto="([^"]+)" data-item="{item}"'), timeout=30)
+            if got is None:
+                self.errors.add("move not followed", f"{self.name}: no move frame within 30 s")
+                return
+            self.move_frame_ms = got[0] - t0
+            status, location, body = self.client.get_redirect(html.unescape(got[1].group(1)))
+            if status != 302 or not location:
+                raise RuntimeError(f"GET {got[1].group(1)} -> {status}: {body[:200]}")
+            sid, query, _page = self._open_page(location)
+            self._swap_own(sid, query)
+            self.move_ms = now_ms() - t0
+        except Exception as exc:
+            self.errors.add("move failed", f"{self.name}: {exc!r}")
 
     # ---- joining
     def _join(self) -> None:
@@ -504,7 +638,7 @@ class Attendee:
         if status != 302 or not location:
             raise RuntimeError(f"GET {headers['Location']} -> {status}: {body[:300]}")
         t3 = time.perf_counter()
-        self.sid = re.search(r"/s/([^/]+)/", location).group(1)
+        self.sid = self.page_sid = re.search(r"/s/([^/]+)/", location).group(1)
         status, page = c.get(f"/s/{self.sid}/")
         if status != 200:
             raise RuntimeError(f"GET /s/{self.sid}/ -> {status}")
@@ -521,8 +655,8 @@ class Attendee:
             self.version = max(self.version, int(m.group(1)))
         self.room_ws = open_room_socket(self.base, room_id, cookie)
         t5 = time.perf_counter()
-        threading.Thread(target=self._read_session, daemon=True).start()
-        threading.Thread(target=self._read_room, daemon=True).start()
+        threading.Thread(target=self._read_session, args=(self.ws,), daemon=True).start()
+        threading.Thread(target=self._read_room, args=(self.room_ws,), daemon=True).start()
         self.join_ms = {
             "join_page": (t1 - t0) * 1000,
             "join_post": (t2 - t1) * 1000,
@@ -608,7 +742,7 @@ class Attendee:
 
     def close(self) -> None:
         self.closing = True
-        for ws in (self.ws, self.room_ws):
+        for ws in (self.ws, self.room_ws, self.follow_ws):
             if ws is not None:
                 with contextlib.suppress(Exception):
                     ws.close()
@@ -631,6 +765,7 @@ class BrowserAttendee:
         self.commands: list[dict] = []
         self.sid: str | None = None
         self.join_ms = 0.0
+        self.follow_ms = self.move_ms = None
 
     def _response(self, response) -> None:
         req = response.request
@@ -695,6 +830,33 @@ class BrowserAttendee:
                 }
             )
             next_at = time.monotonic() + self.rng.uniform(*self.pace)
+
+    def wait_follow(self, t0: float) -> None:
+        """The follow-me panel on this page, its frame's socket open on the facilitator's session."""
+        try:
+            self.page.wait_for_selector(".follow-panel iframe", timeout=30000)
+            frame = self.page.frame_locator(".follow-panel iframe")
+            frame.locator("#ws-status[data-state=open]").wait_for(timeout=30000)
+            self.follow_ms = now_ms() - t0
+        except Exception as exc:
+            self.errors.add("follow-me failed", f"Chromium: {exc!r}")
+
+    def wait_unfollow(self) -> None:
+        try:
+            self.page.wait_for_selector(".follow-panel iframe", state="hidden", timeout=30000)
+            self.page.wait_for_selector("#ws-status[data-state=open]", timeout=30000)
+        except Exception as exc:
+            self.errors.add("follow-me failed", f"Chromium (off): {exc!r}")
+
+    def wait_move(self, t0: float) -> None:
+        """This page on the attendee's own session for the new item, its socket open."""
+        old = self.sid
+        try:
+            self.page.wait_for_url(lambda url: "/s/" in url and f"/s/{old}/" not in url, timeout=30000)
+            self.page.wait_for_selector("#ws-status[data-state=open]", timeout=30000)
+            self.move_ms = now_ms() - t0
+        except Exception as exc:
+            self.errors.add("move failed", f"Chromium: {exc!r}")
 
     def close(self) -> None:
         with contextlib.suppress(Exception):
@@ -784,7 +946,16 @@ def run(args) -> dict:
         fac = Client(base)
         fac.get("/w/new/")
         t0 = time.perf_counter()
-        status, body, headers = fac.post("/w/create/", {"title": "Bench workshop", "scenario": SCENARIO})
+        status, body, headers = fac.post(
+            "/w/create/",
+            [
+                ("title", "Bench workshop"),
+                ("scenario", SCENARIO),
+                ("scenario", SECOND_ITEM),
+                ("order-" + SCENARIO, "1"),
+                ("order-" + SECOND_ITEM, "2"),
+            ],
+        )
         if status != 302:
             raise RuntimeError(f"POST /w/create/ -> {status}: {body[:300]}")
         result["create_ms"] = round((time.perf_counter() - t0) * 1000, 1)
@@ -886,6 +1057,8 @@ def run(args) -> dict:
                 board_cards_final = board.evaluate(
                     "() => Array.from(document.querySelectorAll('.seat .progress')).map(p => p.textContent.trim())"
                 )
+                board_socket.close()
+                result["room_moves"] = room_moves(servers, board, fac, code, attendees, chromium, errors)
                 chromium.close()
                 board_ctx.close()
             finally:
@@ -907,7 +1080,6 @@ def run(args) -> dict:
             m = COMMANDS_IN_TEXT.search(text)
             if m:
                 socket_at.setdefault((sid, int(m.group(1)) - start_count.get(sid, 0)), t)
-        board_socket.close()
         board_socket_latency = []
         socket_latency, posts, board_latency, board_frame_latency, sends = [], [], [], [], []
         per_kind: dict[str, list[float]] = {"step": [], "predict": []}
@@ -1041,6 +1213,103 @@ def run(args) -> dict:
     return result
 
 
+def room_moves(servers, board, fac: Client, code: str, attendees: list, chromium, errors: Errors) -> dict:
+    """The facilitator, on the board in Chromium, switches follow-me on, steps their own session while the room
+    follows, switches it off, and moves the room to the agenda's next item: how long until every attendee's page
+    shows it (the socket attendees do what rooms.js does, over HTTP and websockets; the Chromium attendee is a page),
+    and the servers' CPU for it."""
+    out: dict = {}
+    ready = [a for a in attendees if a.sid and a.room_ws is not None]
+
+    def phase(name: str, click, react, wait_chromium) -> None:
+        marks = {id(a): len(a.room_frames) for a in ready}
+        cpu0 = servers.cpu()
+        t0 = now_ms()
+        threads = [threading.Thread(target=react, args=(a, marks[id(a)], t0), daemon=True) for a in ready]
+        for t in threads:
+            t.start()
+        click()
+        if wait_chromium is not None:
+            wait_chromium(t0)
+        for t in threads:
+            t.join(timeout=90)
+        cpu1 = servers.cpu()
+        out[name] = {"cpu": cpu_delta(cpu0, cpu1), "wall_ms": round(now_ms() - t0, 1)}
+
+    def settle() -> None:
+        board.wait_for_selector("#ws-status[data-state=open]", timeout=60000)
+        time.sleep(2.0)
+
+    # Follow-me on: the facilitator's session docked on every attendee's page.
+    settle()
+    phase(
+        "follow",
+        board.locator("#follow-toggle").click,
+        lambda a, mark, t0: a.react_follow(mark, t0),
+        chromium.wait_follow,
+    )
+    out["follow"].update(
+        {
+            "socket_attendees": stats([a.follow_ms for a in ready if a.follow_ms is not None]),
+            "room_frame": stats([a.follow_frame_ms for a in ready if a.follow_frame_ms is not None]),
+            "chromium_ms": round(chromium.follow_ms, 1) if chromium.follow_ms is not None else None,
+            "followed": sum(1 for a in ready if a.follow_ms is not None),
+        }
+    )
+    # The facilitator steps their own session: each step on every follower's panel.
+    status, location, _body = fac.get_redirect(f"/w/{code}/")
+    fsid = re.search(r"/s/([^/]+)/", location or "").group(1) if status == 302 else None
+    lags: list[float] = []
+    if fsid:
+        _status, page = fac.get(f"/s/{fsid}/")
+        version = int(VERSION.search(page).group(1))
+        for _ in range(FOLLOW_STEPS):
+            t0 = now_ms()
+            status, body, _h = fac.post(f"/s/{fsid}/step/")
+            if status != 204:
+                errors.add(f"HTTP {status}", f"facilitator POST /s/{fsid}/step/: {body[:200]}")
+                break
+            version += 1
+            deadline = time.monotonic() + UPDATE_TIMEOUT_S
+            for a in ready:
+                if a.follow_ws is None:
+                    continue
+                with a.cond:
+                    while version not in a.follow_seen and time.monotonic() < deadline:
+                        a.cond.wait(timeout=max(0.0, deadline - time.monotonic()))
+                    seen = a.follow_seen.get(version)
+                if seen is None:
+                    errors.add("missing update", f"{a.name}: the facilitator's version {version} never came")
+                else:
+                    lags.append(seen - t0)
+            time.sleep(1.0)
+    out["follow_step"] = stats(lags)
+    settle()
+    phase(
+        "unfollow",
+        board.locator("#follow-toggle").click,
+        lambda a, mark, t0: a.react_unfollow(mark),
+        lambda t0: chromium.wait_unfollow(),
+    )
+    # The room moves on to the next item.
+    settle()
+    phase(
+        "move",
+        board.locator(".agenda button").first.click,
+        lambda a, mark, t0: a.react_move(mark, 1, t0),
+        chromium.wait_move,
+    )
+    out["move"].update(
+        {
+            "socket_attendees": stats([a.move_ms for a in ready if a.move_ms is not None]),
+            "room_frame": stats([a.move_frame_ms for a in ready if a.move_frame_ms is not None]),
+            "chromium_ms": round(chromium.move_ms, 1) if chromium.move_ms is not None else None,
+            "moved": sum(1 for a in ready if a.move_ms is not None),
+        }
+    )
+    return out
+
+
 def fmt(s: dict) -> str:
     if not s.get("n"):
         return "no samples"
@@ -1098,6 +1367,34 @@ def report(r: dict) -> None:
         f"  board: {r['board_cards_live_after_joins']}/{r['attendees']} cards shown live after the joins (opened before "
         f"them), {r['board_cards_after_reload']} after a reload ({r['board_reload_ms']} ms); at the end "
         f"{r['board_cards_at_the_end']} cards show the scenario's last step"
+    )
+    rm = r.get("room_moves") or {}
+    for key, label, aim in (("follow", "follow-me on", 1000.0), ("move", "open for everyone (a move)", 1000.0)):
+        m = rm.get(key)
+        if not m:
+            continue
+        n = m.get("followed", m.get("moved"))
+        c = m["cpu"]
+        daphne_s = sum(c["daphne_s"])
+        s = m["socket_attendees"]
+        print(
+            f"  {label}: click -> each socket attendee's page showing it {fmt(s)} ({n}/{r['attendees'] - 1}), "
+            f"Chromium attendee {m['chromium_ms']} ms  [aim under {aim:.0f} ms: "
+            f"{ok(s.get('p95_ms') is not None and s['p95_ms'] < aim and (m['chromium_ms'] or 1e9) < aim)}]"
+        )
+        print(
+            f"      the room's frame reaching the pages: {fmt(m['room_frame'])}; Daphne CPU {c['daphne_s']} s "
+            f"({round(1000 * daphne_s / max(1, r['attendees']), 1)} ms per attendee), PostgreSQL {c['postgres_s']} s, "
+            f"machine {c['machine_busy_pct']}% busy over {m['wall_ms']} ms"
+        )
+    if rm.get("follow_step"):
+        print(f"  follow-me: the facilitator's step -> every follower's panel: {fmt(rm['follow_step'])}")
+    j = r["join_ms"]
+    print(
+        f"  a join (POST /w/join/ -> own session page and sockets open): p50 "
+        f"{round(j['join_post']['p50_ms'] + j['seat']['p50_ms'] + j['session_page']['p50_ms'] + j['sockets']['p50_ms'], 1)}"
+        f" ms (sum of the parts' p50s); total with the join page {fmt(j['total'])}  [aim under 500 ms: "
+        f"{ok(j['total']['p95_ms'] is not None and j['total']['p95_ms'] < 500)}]"
     )
     for key, label in (("memory_idle", "idle"), ("memory_start", "start"), ("memory_end", "end")):
         m = r[key]

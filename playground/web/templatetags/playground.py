@@ -268,7 +268,12 @@ def narrative_steps(steps: list[Any], lang: str) -> str:
         )
         cur = ' aria-current="step"' if s["current"] else ""
         body = [f'<li class="{cls}" data-n="{s["n"]}"{cur}><span class="i">{s["n"] + 1}</span>']
-        if s["note"]:
+        if s.get("hidden"):  # an exercise's note that explains a question not revealed yet
+            body[0] = body[0].replace('class="', 'class="note held ', 1)
+            body.append(
+                f'<span class="ntext">{_a(_("… shown once the question before it is answered and its step has run"))}</span>'
+            )
+        elif s["note"]:
             body.append(f'<span class="ntext">{_a(pick(s["note"], lang))}</span>')
         else:
             body.append(f"<code>{_a(s['label'])}</code>")
@@ -480,6 +485,8 @@ def _listed(values: Any) -> str:
 def goal_item(item: Mapping[str, Any]) -> str:
     """One check of an exercise's goal as a sentence, with what the session shows now when it does not hold yet."""
     kind, subject, wanted = item["kind"], item["subject"].split(" "), item["wanted"]
+    if item.get("hidden"):  # an exercise still asking questions: what to reach, without the values
+        return mark_safe(f'<span class="goal-text held">{_a(_held_goal(kind, subject))}</span>')
     if kind == "consumers":
         text = _("%(c)s got %(v)s from %(tp)s") % {"c": subject[0], "v": _listed(wanted), "tp": subject[1]}
     elif kind == "logs":
@@ -495,6 +502,18 @@ def goal_item(item: Mapping[str, Any]) -> str:
     if not item["ok"]:
         out += f' <span class="now">{_a(_("now"))}: {_a(_listed(item["seen"]))}</span>'
     return mark_safe(out)
+
+
+def _held_goal(kind: str, subject: list[str]) -> str:
+    if kind == "consumers":
+        return _("what %(c)s reads from %(tp)s") % {"c": subject[0], "tp": subject[1]}
+    if kind == "logs":
+        return _("what %(tp)s holds") % {"tp": subject[0]}
+    if kind == "watermarks":
+        return _("%(tp)s: where its HW and LSO end up") % {"tp": subject[0]}
+    if kind == "transactions":
+        return _("how the transaction of %(t)s ends") % {"t": subject[0]}
+    return _("what group %(g)s commits on %(tp)s") % {"g": subject[0], "tp": subject[-1]}
 
 
 @register.inclusion_tag("playground/_profile.html")

@@ -1,0 +1,106 @@
+"""Rooms that move at once: a page opened at the session's current version gets no second rendering of every panel
+over its websocket; follow-me's frame names the facilitator's session (the pages dock it without a reload) and a
+move keeps it following; a run goes at the speed its page asks for."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from channels.db import database_sync_to_async
+from channels.testing import WebsocketCommunicator
+from django.test import Client
+
+from playground import rooms, session
+from playground.asgi import application
+from playground.models import Session, Workshop
+from playground.session import runner
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+HEADERS = [(b"origin", b"http://127.0.0.1"), (b"host", b"127.0.0.1")]
+
+
+def _facilitator() -> tuple[Client, Workshop]:
+    c = Client()
+    r = c.post("/w/create/", {"title": "Tuesday", "scenario": ["ex-who-is-fenced", "zombie-fencing"]})
+    assert r.status_code == 302, r.content
+    return c, Workshop.objects.get(code=r["Location"].strip("/").split("/")[-2])
+
+
+def _attendee(room: Workshop, name: str) -> tuple[Client, str]:
+    c = Client()
+    assert c.post("/w/join/", {"code": room.code, "name": name}).status_code == 302
+    return c, c.get(f"/w/{room.code}/")["Location"].strip("/").split("/")[-1]
+
+
+def _cookie(c: Client) -> bytes:
+    return "; ".join(f"{k}={v.value}" for k, v in c.cookies.items()).encode()
+
+
+def _socket_url(page: str) -> str:
+    return re.search(r'ws-connect="(/ws/s/[^"]+)"', page).group(1).replace("&amp;", "&")
+
+
+async def test_it_sends_a_page_opened_at_the_current_version_no_snapshot_and_a_stale_one_a_snapshot():
+    _f, room = await database_sync_to_async(_facilitator)()
+    ada, sid = await database_sync_to_async(_attendee)(room, "Ada")
+    page = (await database_sync_to_async(ada.get)(f"/s/{sid}/")).content.decode()
+    url = _socket_url(page)
+    assert url.endswith("&v=0")
+    ws = WebsocketCommunicator(application, url, headers=HEADERS)
+    assert (await ws.connect(timeout=5))[0]
+    first = await ws.receive_from(timeout=5)
+    assert 'id="state-version" data-version="0"' in first and 'id="ws-moment"' in first
+    assert 'id="p-logs"' not in first and len(first) < 300  # the page has every panel already
+    await database_sync_to_async(session.step)(sid)  # after that, updates as ever
+    assert 'data-version="1"' in await ws.receive_from(timeout=5)
+    await ws.disconnect()
+    stale = WebsocketCommunicator(application, url, headers=HEADERS)  # the page at version 0, the session at 1
+    assert (await stale.connect(timeout=5))[0]
+    snapshot = await stale.receive_from(timeout=5)
+    assert 'id="p-logs"' in snapshot and 'data-version="1"' in snapshot
+    await stale.disconnect()
+
+
+async def test_it_docks_the_facilitators_session_on_every_page_without_a_reload():
+    fac, room = await database_sync_to_async(_facilitator)()
+    ada, ada_sid = await database_sync_to_async(_attendee)(room, "Ada")
+    page = WebsocketCommunicator(
+        application, f"/ws/w/{room.pk}/", headers=[*HEADERS, (b"cookie", await database_sync_to_async(_cookie)(ada))]
+    )
+    assert (await page.connect(timeout=5))[0]
+    assert 'data-follow="off" data-follow-src=""' in await page.receive_from(timeout=5)
+    assert (await database_sync_to_async(fac.post)(f"/w/{room.code}/follow/", {"on": "1"})).status_code == 204
+    mine = await database_sync_to_async(rooms.facilitator_session)(room, 0)
+    frame = await page.receive_from(timeout=5)
+    assert f'data-follow="on" data-follow-src="/s/{mine}/?present=1&amp;embed=1"' in frame
+    # the attendee's page, loaded now, has the panel docked; the facilitator's own page does not frame itself
+    html = (await database_sync_to_async(ada.get)(f"/s/{ada_sid}/")).content.decode()
+    assert re.search(rf'id="follow-panel"[^>]*>.*<iframe src="/s/{mine}/\?present=1&amp;embed=1"', html, re.S)
+    own = (await database_sync_to_async(fac.get)(f"/s/{mine}/")).content.decode()
+    assert re.search(r'id="follow-panel"[^>]* hidden>', own)
+    embed = (await database_sync_to_async(ada.get)(f"/s/{mine}/?present=1&embed=1")).content.decode()
+    assert re.search(r'<body[^>]*class="[^"]*\bembed\b', embed)
+    # a move with follow-me on: the facilitator's session for the next item exists before the pages get there
+    assert (await database_sync_to_async(fac.post)(f"/w/{room.code}/move/", {"item": "1"})).status_code == 204
+    assert 'data-item="1"' in await page.receive_from(timeout=5)
+    assert await database_sync_to_async(rooms.facilitator_session)(room, 1) is not None
+    assert (await database_sync_to_async(fac.post)(f"/w/{room.code}/follow/", {"on": "0"})).status_code == 204
+    assert 'data-follow="off" data-follow-src=""' in await page.receive_from(timeout=5)
+    await page.disconnect()
+
+
+def test_it_runs_at_the_speed_the_page_asks_for():
+    c = Client()
+    sid = c.post("/new/", {"scenario": "ex-who-is-fenced"})["Location"].strip("/").split("/")[-1]
+    assert c.post(f"/s/{sid}/run/", {"ms": "3000"}).status_code == 204
+    assert Session.objects.get(pk=sid).run_step_ms == 3000
+    assert runner._beat(sid) == 3.0
+    assert c.post(f"/s/{sid}/run/", {"ms": "5"}).status_code == 400  # below the fastest speed offered
+    assert c.post(f"/s/{sid}/run/", {"ms": "1600"}).status_code == 204  # changed while it runs
+    assert Session.objects.get(pk=sid).run_step_ms == 1600
+    default_ms, speeds = runner.run_speeds()
+    assert (default_ms, f"{default_ms / 1000:g} s") in speeds
+    page = c.get(f"/s/{sid}/").content.decode()
+    assert 'id="run-speed"' in page and f'data-run="/s/{sid}/run/"' in page
