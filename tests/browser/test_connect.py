@@ -138,7 +138,9 @@ def test_a_teams_own_clients_live_in_a_session_shown_live_to_a_watcher_and_forke
     assert page.locator('#p-logs .cell.marker.m-C[data-control="COMMIT"]').count() >= 1
     assert page.locator('#p-logs .cell[data-fate="aborted"]').count() >= 1
     # the consumers' views: the ledger got the committed records, and the aborted one is hidden from it
-    page.wait_for_function("document.querySelectorAll('#p-consumers .cmp-table td.s-got').length >= 5", timeout=WAIT_MS)
+    page.wait_for_function(
+        "() => document.querySelectorAll('#p-consumers .cmp-table td.s-got').length >= 5", timeout=WAIT_MS
+    )
     assert page.locator("#p-consumers .cmp-table td.s-aborted").count() >= 1
     # the timeline names the clients, the coordinator their transactional id
     lanes = page.locator("#p-timeline").inner_text()
