@@ -16,6 +16,7 @@ from playground.kafka.wire import WireClient
 from playground.scenario import load_scenario, run_scenario
 from playground.scenario.model import PROFILES
 from tests.kafka.conftest import ROOT, require_bootstrap
+from tests.kafkatopics import listed_everywhere
 
 pytestmark = pytest.mark.kafka
 
@@ -70,6 +71,7 @@ def test_it_answers_a_replay_of_a_sequence_already_written_as_a_duplicate_and_wr
     topic = f"pg-latewrite-{int(time.time() * 1000)}"
     admin = AdminClient({"bootstrap.servers": bootstrap})
     admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
+    listed_everywhere(bootstrap, {topic})  # the wire client below asks any one broker for the partition's leader
     wire = WireClient(bootstrap)
     try:
         p = Producer({"bootstrap.servers": bootstrap, "transactional.id": topic})
