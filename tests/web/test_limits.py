@@ -80,7 +80,7 @@ def _endless_sessions(client, creators: list[str]) -> list[str]:
 def _spent_then_refused(codes: list[int], refused: int) -> bool:
     """A.init_transactions and the first statement run (nothing spent before them); then each statement spends its 30
     ms or more (more on a loaded machine: the deadline is checked between the VM's opcodes), so the budget of 100 ms
-    runs out after one to three of them, and from then on every step is refused."""
+    runs out after one to four of them, and from then on every step is refused."""
     first_refused = codes.index(refused) if refused in codes else len(codes)
     return codes[:2] == [204, 204] and set(codes[first_refused:]) == {refused} and set(codes[:first_refused]) == {204}
 
