@@ -122,9 +122,9 @@ class SessionConsumer(AsyncWebsocketConsumer):
     def _snapshot(self) -> str:
         head = session.load(self.sid)
         if self.at is None:
-            return broadcast.snapshot(head, self.lang) + moment_frame(None, head.length)
+            return broadcast.snapshot(head, self.lang) + moment_frame(None, head.step_count)
         at = session.moment(self.sid, self.at)
-        return broadcast.snapshot(at, self.lang, head=head) + moment_frame(self.at, head.length)
+        return broadcast.snapshot(at, self.lang, head=head) + moment_frame(self.at, head.step_count)
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         if text_data is None or len(text_data) > MAX_FRAME:

@@ -49,10 +49,15 @@ SCRUB_TICKS_MAX = 400  # up to this many commands, a tick each; beyond, the trac
 SCRUB_COLUMN = 3  # marks of one kind closer than this (SVG units) are drawn as one
 
 
+FIRE_AND_FORGET = "fire-and-forget"  # a word of step_summary's, translated where it is shown (summary_words)
+
+
 def step_summary(label: str, args: Mapping[str, Any]) -> str:
-    """A step's arguments in a few words: `orders-0 "txn1-p0"`, `+61s`, `broker 2`."""
+    """A step's arguments in a few words: `orders-0 "txn1-p0"`, `+61s`, `broker 2`; a database step's statement."""
     if not args:
         return ""
+    if "sql" in args:
+        return str(args["sql"])
     if "ms" in args:
         ms = int(args["ms"])
         return f"+{ms // 1000}s" if ms % 1000 == 0 else f"+{ms}ms"
@@ -71,7 +76,7 @@ def step_summary(label: str, args: Mapping[str, Any]) -> str:
     if "from" in args:
         parts.append(f"from {args['from']}")
     if args.get("await") is False:
-        parts.append("fire-and-forget")
+        parts.append(FIRE_AND_FORGET)
     if "consumer" in args:
         parts.append(str(args["consumer"]))
     if "max" in args:
@@ -139,8 +144,11 @@ def header(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
         "time_ms": view.get("time_ms", 0),
         "cursor": live.cursor,
         "total": len(live.steps),
+        # the one step numbering (session/live.py): the step shown, and where the scenario ends at this pace
+        "step": live.step_count,
+        "end": live.step_count + len(live.steps) - live.cursor if scenario is not None else None,
         "running": live.running,
-        "commands": len(live.commands),
+        "commands": live.step_count,
         "last": last,
         "version": live.version,
         # A real cluster: live in this process, or detached (see session.py), or live but not observable right now.
@@ -173,17 +181,18 @@ def profile_of(live: Any) -> dict[str, Any]:
 
 
 def scrubber(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
-    """The time slider's track: step k is the state after the first k commands (0..length). A tick per command
-    (while they fit), and marks where a command failed, fenced a producer, or carried a note; marks of one kind
-    that would overlap are drawn once (the first), so the drawing stays small at 20,000 commands."""
+    """The time slider's track: step k is the state after the first k commands (0..step_count; live.py). A tick
+    per step (while they fit), and marks where a command failed, fenced a producer, or carried a note; marks of one
+    kind that would overlap are drawn once (the first), so the drawing stays small at 20,000 commands."""
     from playground.session import step_from_entry
 
-    n = live.length
+    n = live.step_count
     scale = SCRUB_WIDTH / max(n, 1)
     ticks = " ".join(f"M{round((i + 1) * scale, 1)} 9V17" for i in range(n)) if 0 < n <= SCRUB_TICKS_MAX else ""
     marks, seen = [], set()
     for seq, kind in live.marks:
-        column = (int((seq + 1) * scale / SCRUB_COLUMN), kind)
+        k = live.step_of(seq)
+        column = (int(k * scale / SCRUB_COLUMN), kind)
         if column in seen:
             continue
         seen.add(column)
@@ -195,7 +204,7 @@ def scrubber(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
             label, text = (step.label if step else "+ actor") + " → " + entry.get("outcome", "ok"), None
             if entry.get("fenced"):
                 label += " (fenced " + ", ".join(entry["fenced"]) + ")"
-        marks.append({"x": round((seq + 1) * scale - 2, 1), "k": seq + 1, "kind": kind, "label": label, "text": text})
+        marks.append({"x": round(k * scale - 2, 1), "k": k, "kind": kind, "label": label, "text": text})
     return {"length": n, "w": SCRUB_WIDTH, "ticks": ticks, "marks": marks}
 
 
@@ -500,6 +509,7 @@ def narrative(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
 
     outcomes = live.step_outcomes
     cursor = live.cursor
+    ran_as, now = live.scenario_steps, live.step_count
     steps = []
     current_note = None
     for s in live.steps:
@@ -507,6 +517,8 @@ def narrative(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
         outcome = outcomes.get(s.index)
         row = {
             "n": s.index,
+            # the step number it ran as, or will run as when the scenario goes on from here (one numbering: live.py)
+            "k": ran_as.get(s.index, now + s.index - cursor + 1),
             "note": dict(s.args.get("text", {})) if s.is_note else None,
             "label": s.label,
             "args": "" if s.is_note else step_summary(s.label, s.args),
@@ -530,11 +542,25 @@ def narrative(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
         if "add" in e:
             ((name, decl),) = e["add"].items()
             ((kind, body),) = decl.items()
-            mine.append({"i": i, "label": f"+ {kind} {name}", "args": _add_summary(kind, body), "outcome": "ok"})
+            mine.append(
+                {
+                    "i": i,
+                    "k": live.step_of(i),
+                    "label": f"+ {kind} {name}",
+                    "args": _add_summary(kind, body),
+                    "outcome": "ok",
+                }
+            )
         else:
             s = step_from_entry(e["step"])
             mine.append(
-                {"i": i, "label": s.label, "args": step_summary(s.label, s.args), "outcome": e.get("outcome", "ok")}
+                {
+                    "i": i,
+                    "k": live.step_of(i),
+                    "label": s.label,
+                    "args": step_summary(s.label, s.args),
+                    "outcome": e.get("outcome", "ok"),
+                }
             )
     mine.reverse()
     return {

@@ -178,7 +178,7 @@ def session_page(request: HttpRequest, sid: str) -> HttpResponse:
             "consumers": ctx["producers"]["consumers"],
             "limits": {k: limits.limit(k) for k in limits.DEFAULTS},
             "at": at,
-            "length": head.length,
+            "length": head.step_count,
             "drives": drives,
             "watch_link": watch_link,
             "drive_link": f"{watch_link}#drive={key}" if drives else "",

@@ -28,16 +28,19 @@ def test_it_steps_both_profiles_together_and_lights_the_fenced_commit(page, serv
         "Kafka 4.4.0 · java",
     ]
 
-    page.locator(".cmp-steps a[href$='at=3']").click()  # A has opened its transaction and written a-1
-    page.wait_for_selector('#compare[data-at="3"]')
+    page.locator(".cmp-steps a[href$='at=4']").click()  # A has opened its transaction and written a-1
+    page.wait_for_selector('#compare[data-at="4"]')
     assert page.locator(".cmp-side.differs").count() == 0
 
+    page.locator("#cmp-next").click()  # the scenario's note: a step, as in a session of it
+    page.wait_for_selector('#compare[data-at="5"]')
+    assert page.locator(".cmp-step").inner_text().startswith("5.") and page.locator(".cmp-note").count() == 1
     page.locator("#cmp-next").click()  # B.init_transactions: B takes epoch 2, A's transaction is aborted
-    page.wait_for_selector('#compare[data-at="4"]')
+    page.wait_for_selector('#compare[data-at="6"]')
     assert page.locator(".cmp-step code").inner_text() == "B.init_transactions"
     page.locator("#cmp-next").click()  # A.commit_transaction: fenced, as each client says it
-    page.wait_for_selector('#compare[data-at="5"]')
-    assert page.url.endswith("at=5")  # the address follows, so the step can be shared
+    page.wait_for_selector('#compare[data-at="7"]')
+    assert page.url.endswith("at=7")  # the address follows, so the step can be shared
     assert page.locator(".cmp-step code").inner_text() == "A.commit_transaction"
 
     a, b = page.locator('.cmp-side[data-side="a"]'), page.locator('.cmp-side[data-side="b"]')
@@ -53,9 +56,9 @@ def test_it_steps_both_profiles_together_and_lights_the_fenced_commit(page, serv
     shot(page, "compare", full_page=False)
 
     page.keyboard.press("b")  # the keys step both sides too
-    page.wait_for_selector('#compare[data-at="4"]')
+    page.wait_for_selector('#compare[data-at="6"]')
     page.go_back()  # and history goes back to the address before
-    page.wait_for_selector('#compare[data-at="5"]')
+    page.wait_for_selector('#compare[data-at="7"]')
 
 
 def test_it_takes_every_key_press_as_a_step_however_fast(page, server):

@@ -111,7 +111,7 @@ def test_it_writes_plays_shares_forks_scrubs_and_watches(browser, server):
         page.wait_for_function(f"() => document.querySelector('#state-version').dataset.version !== '{before}'")
     assert page.locator(".scrub-track .mark.m-fenced").count() >= 1  # A's commit: _FENCED, marked on the slider
     _scrub(page, 3)
-    assert "viewing step 3 of 6" in page.locator("#scrub-label").inner_text()
+    assert "viewing step 3 · live: step 6" in page.locator("#scrub-label").inner_text()
     assert page.locator("#p-header .cursor").inner_text().startswith("3 /")
     assert page.locator('button[data-post*="/step/"]').is_disabled()  # an earlier step is read-only
     assert "?at=3" in page.url

@@ -43,6 +43,19 @@ def get(mapping: Any, key: Any) -> Any:
 
 
 @register.filter
+def summary(text: Any) -> str:
+    """A step's summary (panels.step_summary) with its few words in the viewer's language."""
+    from django.utils.translation import gettext
+
+    text = "" if text is None else str(text)
+    if text.startswith("coordinator of "):
+        return gettext("coordinator of %(t)s") % {"t": text[len("coordinator of ") :]}
+    if text == "fire-and-forget" or text.endswith(" fire-and-forget"):
+        return text[: -len("fire-and-forget")] + gettext("fire-and-forget")
+    return text
+
+
+@register.filter
 def short(value: Any, n: int = 12) -> str:
     text = "" if value is None else str(value)
     return text if len(text) <= n else text[: n - 1] + "…"
@@ -267,13 +280,13 @@ def narrative_steps(steps: list[Any], lang: str) -> str:
             if on
         )
         cur = ' aria-current="step"' if s["current"] else ""
-        body = [f'<li class="{cls}" data-n="{s["n"]}"{cur}><span class="i">{s["n"] + 1}</span>']
+        body = [f'<li class="{cls}" data-n="{s["n"]}" data-step="{s["k"]}"{cur}><span class="i">{s["k"]}</span>']
         if s["note"]:
             body.append(f'<span class="ntext">{_a(pick(s["note"], lang))}</span>')
         else:
             body.append(f"<code>{_a(s['label'])}</code>")
             if s["args"]:
-                body.append(f' <span class="args">{_a(s["args"])}</span>')
+                body.append(f' <span class="args">{_a(summary(s["args"]))}</span>')
             want = " / ".join(s["expect"] or ())
             if s["done"]:
                 err = "" if s["outcome"] == "ok" else " err"
