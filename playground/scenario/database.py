@@ -606,6 +606,9 @@ class WithDatabase(Backend):
     def stable_offsets(self) -> dict[str, int]:
         return self.inner.stable_offsets()
 
+    def log_entries(self, since: Mapping[str, int]) -> dict[str, list[dict[str, Any]]]:
+        return self.inner.log_entries(since)
+
     def close(self) -> None:
         self.inner.close()
 

@@ -43,7 +43,8 @@ PANELS = (
     "database",
     "anomalies",
 )
-ANOMALIES_LIVE_MAX = 2000  # commands up to which the anomaly checker runs on every update
+ANOMALIES_SHOWN = 30  # findings the panel lists (the rest are counted)
+ANOMALIES_MOMENT_MAX = 2000  # an earlier step past this is not checked anew (the checker reads its whole history)
 SCRUB_WIDTH = 1000  # the time slider's drawing, in SVG units
 SCRUB_TICKS_MAX = 400  # up to this many commands, a tick each; beyond, the track (and the marks) only
 SCRUB_COLUMN = 3  # marks of one kind closer than this (SVG units) are drawn as one
@@ -702,12 +703,31 @@ def cell(view: Mapping[str, Any], table: str, row: int, col: int) -> Any:
 
 def anomalies(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
     """What the anomaly checker finds in the session's history (playground/scenario/anomalies.py), each finding with the
-    steps it names (the time slider goes there)."""
+    steps it names (the time slider goes there): the alarms first, then what the application was told (notices), at
+    most ANOMALIES_SHOWN. The session's checker is fed as the log grows; an earlier step of a long session (a
+    moment, built anew) is not checked again past ANOMALIES_MOMENT_MAX."""
     from playground.session.history import findings
 
-    if live.length > ANOMALIES_LIVE_MAX:
-        return {"deferred": True, "findings": []}
-    return {"deferred": False, "findings": [f.as_dict() for f in findings(live)]}
+    if live.moment is not None and live.moment > ANOMALIES_MOMENT_MAX and live.anomalies is None:
+        return {"deferred": ANOMALIES_MOMENT_MAX, "findings": []}
+    found = findings(live, view)
+    ordered = [f for f in found if not f.notice] + [f for f in found if f.notice]
+    return {
+        "deferred": 0,
+        "findings": [
+            {
+                "rule": f.rule,
+                "anomaly": f.anomaly,
+                "notice": f.notice,
+                "kind": f.kind,
+                "params": f.params,
+                "steps": f.steps,
+            }
+            for f in ordered[:ANOMALIES_SHOWN]
+        ],
+        "more": max(0, len(ordered) - ANOMALIES_SHOWN),
+        "alarms": sum(1 for f in found if not f.notice),
+    }
 
 
 def _add_summary(kind: str, body: Mapping[str, Any]) -> str:
