@@ -29,7 +29,7 @@ from django.utils import translation
 from playground import session
 from playground.scenario.i18n import normalize
 from playground.session import capability, limits
-from playground.web import board, broadcast, commands
+from playground.web import board, broadcast, commands, fanout
 
 log = logging.getLogger(__name__)
 
@@ -86,7 +86,7 @@ class SessionConsumer(AsyncWebsocketConsumer):
         if not await database_sync_to_async(session.exists)(self.sid):
             await self.close(code=4404)
             return
-        await database_sync_to_async(session.store.add_viewer_lang)(self.sid, self.lang)
+        await database_sync_to_async(self._opened)()
         # Join first, accept last, then the snapshot: an update racing with the connect is sent after the snapshot,
         # never lost (the snapshot is rendered after joining, from the database's current log).
         await self.channel_layer.group_add(self.group, self.channel_name)
@@ -94,7 +94,18 @@ class SessionConsumer(AsyncWebsocketConsumer):
         session.ensure_watchdog()  # this process serves pages: it takes over runs whose process died
         await self.send_snapshot()
 
+    def _opened(self) -> None:
+        session.store.add_viewer_lang(self.sid, self.lang)  # every language ever opened: when fanout cannot tell
+        fanout.viewer_opened(self.sid, self.lang, self.channel_name)  # updates are rendered in the open ones
+        self.counted = True
+
     async def disconnect(self, code: int) -> None:
+        if getattr(self, "counted", False):
+            self.counted = False
+            if fanout.uses_redis():
+                await database_sync_to_async(fanout.viewer_closed)(self.sid, self.lang, self.channel_name)
+            else:
+                fanout.viewer_closed(self.sid, self.lang, self.channel_name)
         if getattr(self, "group", None):
             await self.channel_layer.group_discard(self.group, self.channel_name)
 
