@@ -504,7 +504,12 @@ def session_scenario(request: HttpRequest, sid: str) -> HttpResponse:
 def _pair(request: HttpRequest, own: Profile) -> tuple[Profile, Profile]:
     """?a=&b=: side A defaults to the item's own profile, side B to the other one (compare.other_profile)."""
     a = compare.profile_from_text("a", request.GET.get("a"), own)
-    return a, compare.profile_from_text("b", request.GET.get("b"), compare.other_profile(a))
+    b = compare.profile_from_text("b", request.GET.get("b"), compare.other_profile(a))
+    if a == b:  # both sides would be the same run: nothing to compare
+        raise compare.CompareError(
+            _("a and b are both %(profile)s: choose two different profiles.") % {"profile": compare.profile_text(a)}
+        )
+    return a, b
 
 
 def _compare_page(

@@ -5,6 +5,8 @@ ProducerFencedException and PRODUCER_FENCED (90) on the Java client's."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from .conftest import ARTIFACTS, shot
@@ -74,3 +76,21 @@ def test_it_takes_every_key_press_as_a_step_however_fast(page, server):
     page.keyboard.press("ArrowRight")  # and one more, from where it stopped: no press was left over
     page.wait_for_selector('#compare[data-at="5"]', timeout=20_000)
     assert page.url.endswith("at=5")
+
+
+def test_it_keeps_the_step_when_the_pair_changes_and_refuses_the_same_profile_twice(page, server):
+    page.goto(server.url + "/compare/?scenario=zombie-fencing&a=3.9-librdkafka&b=4-java&at=0")
+    page.wait_for_selector('#compare[data-at="0"]')
+    for _ in range(7):  # stepped with htmx: the page was loaded at step 0
+        page.locator("#cmp-next").click()
+        page.wait_for_selector(f'#compare[data-at="{_ + 1}"]')
+    pair = page.locator("#compare-pair")
+    pair.locator('select[name="b"]').select_option("3.9-librdkafka")  # the same as A: refused before it is sent
+    pair.locator("button.compare-go").click()
+    assert pair.locator('select[name="b"]').evaluate("s => s.validationMessage").startswith("Choose two different")
+    assert page.url.endswith("at=7") and "b=4-java" in page.url
+    pair.locator('select[name="b"]').select_option("4-librdkafka")
+    pair.locator("button.compare-go").click()
+    page.wait_for_url(re.compile(r"b=4-librdkafka"))
+    page.wait_for_selector('#compare[data-at="7"]')  # the same moment, under the new pair
+    assert page.locator(".cmp-step code").inner_text() == "A.commit_transaction"

@@ -156,6 +156,8 @@ def test_it_answers_an_htmx_step_with_the_body_only(client):
         (ZOMBIE.replace("a=3.9-librdkafka", "a=5-java"), 400, "a: 5-java is not a profile"),
         (ZOMBIE.replace("b=4-java", "b=4-jvm"), 400, "b: 4-jvm is not a profile"),
         (ZOMBIE.replace("b=4-java", "b=java"), 400, "choose one of 3.9-librdkafka, 3.9-java, 4-librdkafka, 4-java"),
+        (ZOMBIE.replace("b=4-java", "b=3.9-librdkafka"), 400, "a and b are both 3.9-librdkafka: choose two different"),
+        ("/compare/?scenario=zombie-fencing&b=3.9-librdkafka", 400, "a and b are both 3.9-librdkafka"),  # A's default
         (f"{ZOMBIE}&at=33", 404, "Step 33 is not in this comparison: it has steps 0 to 32."),
         (f"{ZOMBIE}&at=-1", 400, "at= is a step number"),
         (f"{ZOMBIE}&at=two", 400, "at= is a step number"),
