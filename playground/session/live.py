@@ -196,6 +196,8 @@ class Live:
     # The anomaly checker fed with this Live's log so far (session/history.py); never copied: a Live rebuilt from a
     # checkpoint starts its own.
     anomalies: Any = None
+    # What the panels derive from the log and keep up to date the same way (web/panels.py: sends per topic).
+    derived: dict[str, Any] = field(default_factory=dict)
 
     # ---- the log -------------------------------------------------------------------------------------------
     def record(self, entry: dict[str, Any], row_id: int = 0) -> None:

@@ -8,10 +8,12 @@ and two equal contexts render equal HTML: `broadcast` skips panels whose context
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlencode
 
+from playground.engine.backend import OK
 from playground.engine.spec import CONSUMER_ACTIONS, PRODUCER_ACTIONS
 from playground.session import limits, live_only
 from playground.session.live import is_command
@@ -467,6 +469,14 @@ def coordinator(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
 CONSUMER_READS = frozenset({"Fetch", "ListOffsets"})
 
 
+def _read_committed_sends(sent: int, topics: Counter[str] | None, read_committed: set[str]) -> int:
+    """Of a producer's `sent` sends, those to a topic a read_committed consumer reads (all of them when the log
+    does not say which topics they went to)."""
+    if not topics or "" in topics:
+        return sent if not topics or read_committed else 0
+    return min(sent, sum(n for t, n in topics.items() if t in read_committed))
+
+
 def timeline(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
     consumers = set(view.get("consumers", {}))
     clients = list(view.get("producers", {})) + list(consumers)
@@ -479,9 +489,39 @@ def timeline(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
     return {**diagrams.timeline(events, clients, rows=TIMELINE_ROWS), "reads_left_out": reads}
 
 
+def sent_by_topic(live: Any) -> dict[str, Counter[str]]:
+    """Per producer, its produce commands the application was told succeeded, per topic ("": a produce of what a
+    consumer polled, whose records and topic the command does not say). Kept up to date as the log grows; a Live
+    rebuilt from a checkpoint (going back, a moment) counts anew."""
+    from playground.session import step_from_entry
+
+    memo = live.derived.get("sent_by_topic")
+    if memo is None or memo[0] > live.length:
+        memo = live.derived["sent_by_topic"] = [0, {}]
+    by_actor: dict[str, Counter[str]] = memo[1]
+    for entry in live.commands[memo[0] :]:
+        if "step" not in entry or entry.get("outcome", OK) != OK:
+            continue
+        step = step_from_entry(entry["step"])
+        if step.action == "produce":
+            topic = "" if "from" in step.args else str(step.args.get("topic", ""))
+            by_actor.setdefault(step.actor, Counter())[topic] += 1
+    memo[0] = live.length
+    return by_actor
+
+
 def truth(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
+    """What each producer's application believes it sent, what landed, what read_committed got. The gap counts
+    only sends to topics a read_committed consumer reads: a send nobody reads that way has not gone missing."""
     rows = []
     top = 1
+    read_committed = {
+        str(t)
+        for c in view.get("consumers", {}).values()
+        if c.get("isolation_level") == "read_committed"
+        for t in c.get("topics") or ()
+    }
+    by_actor = sent_by_topic(live)
     for name, p in view.get("producers", {}).items():
         c = p.get("counters") or {}
         sent, landed, got = (
@@ -497,7 +537,7 @@ def truth(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
                 "sent": sent,
                 "landed": landed,
                 "got": got,
-                "gap": max(0, sent - got),
+                "gap": max(0, _read_committed_sends(sent, by_actor.get(name), read_committed) - got),
             }
         )
     for r in rows:

@@ -77,3 +77,21 @@ def test_it_marks_what_read_committed_holds_back_behind_the_lso():
     assert "held: behind LSO 0" in table  # c-1, c-2 (committed) and n-1 (plain) wait behind stuck's open h-1
     assert table.count("held: behind LSO") >= 4
     assert "✓" in table  # read_uncommitted got them
+
+
+@pytest.mark.parametrize(("scenario_id", "gap"), [("db-incident-in-full", 4), ("shared-id-incident", 4)])
+def test_it_counts_in_the_gap_only_sends_to_topics_a_read_committed_consumer_reads(scenario_id, gap):
+    """The incident's gap is pay's four orders: not audit's five records nor monitor's metric, which no
+    read_committed consumer reads."""
+    from playground.web import panels
+
+    entry = library.find(scenario_id)
+    row = session.create(entry.scenario, source=entry.scenario.source, backend="sim")
+    for _step in entry.scenario.steps:
+        live, _outcome = session.step(row.id)
+    truth = panels.truth(live, broadcast.view_of(live))
+    assert truth["gap"] == gap and {r["name"]: r["gap"] for r in truth["rows"] if r["gap"]} == {"pay": gap}
+    assert sum(r["sent"] - r["got"] for r in truth["rows"]) > gap or scenario_id == "shared-id-incident"
+    assert f"{gap} sends the applications believe succeeded, to topics a read_committed" in broadcast.snapshot(
+        live, "en"
+    )
