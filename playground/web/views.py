@@ -4,6 +4,7 @@ changes through the websocket, for every viewer alike) or a 4xx whose body is th
 from __future__ import annotations
 
 import logging
+import re
 from typing import Any
 from urllib.parse import urlencode
 
@@ -21,7 +22,7 @@ from django.views.decorators.http import require_GET, require_POST
 from playground import session
 from playground.engine.spec import DEFAULT_PROFILE, Profile
 from playground.kafka import java_worker
-from playground.models import ScenarioText
+from playground.models import ScenarioText, Session
 from playground.scenario import check_text, library, pick
 from playground.scenario.i18n import normalize
 from playground.session import capability, compare, limits
@@ -185,6 +186,8 @@ def session_page(request: HttpRequest, sid: str) -> HttpResponse:
             "kafka": session.kafka_configured(),
             "room": room_context(head, request),
             "present": request.GET.get("present") == "1",
+            # a session of a scenario links back to the text it was started from (the editor opens a draft of it)
+            "edit_link": f"{reverse('editor')}?source={sid}" if head.scenario is not None else "",
         },
     )
 
@@ -317,13 +320,35 @@ expect:
 """
 
 
+DRAFT_KEY = re.compile(r"[a-z]+:[\w.-]{1,64}|new")
+
+
 def _editor(
-    request: HttpRequest, text: str, *, errors: list[dict] | None = None, origin: str = "", status: int = 200
+    request: HttpRequest,
+    text: str,
+    *,
+    errors: list[dict] | None = None,
+    origin: str = "",
+    status: int = 200,
+    draft: str = "new",
 ) -> HttpResponse:
+    """The editor page. `draft`: the key under which the browser keeps what is typed (static/js/editor.js): one per
+    text opened; a page answering a POST shows the text posted, not an older draft."""
+    posted = request.method == "POST"
+    if posted:
+        sent = request.POST.get("draft", "")
+        draft = sent if DRAFT_KEY.fullmatch(sent) else "new"
     return render(
         request,
         "playground/editor.html",
-        {"text": text, "errors": errors or [], "origin": origin, "kafka": session.kafka_configured()},
+        {
+            "text": text,
+            "errors": errors or [],
+            "origin": origin,
+            "kafka": session.kafka_configured(),
+            "draft": draft,
+            "posted": posted,
+        },
         status=status,
     )
 
@@ -337,17 +362,22 @@ def editor(request: HttpRequest) -> HttpResponse:
         scenario = library.get(request.GET["from"])
         if scenario is None:
             raise Http404(_("No scenario %(id)s in the library.") % {"id": request.GET["from"]})
-        return _editor(request, scenario.source, origin=scenario.id)
+        return _editor(request, scenario.source, origin=scenario.id, draft=f"from:{scenario.id}")
     if request.GET.get("sc"):
         shared = ScenarioText.objects.filter(pk=request.GET["sc"][:32], shared=True).first()
         if shared is None:
             raise Http404(_("No such shared scenario."))
-        return _editor(request, shared.text, origin=shared.scenario_id)
+        return _editor(request, shared.text, origin=shared.scenario_id, draft=f"text:{shared.pk}")
+    if request.GET.get("source"):  # "edit this scenario" of a session: the text it was started from
+        row = Session.objects.filter(pk=request.GET["source"][:64]).select_related("source").first()
+        if row is None or not row.scenario_source:
+            raise Http404(_("This session was not started from a scenario text."))
+        return _editor(request, row.scenario_source, origin=row.scenario_id, draft=f"text:{row.source_id}")
     if request.GET.get("session"):
         sid = request.GET["session"][:64]
         if not session.exists(sid):
             raise Http404(_("No such session."))
-        return _editor(request, as_scenario(sid), origin=sid)
+        return _editor(request, as_scenario(sid), origin=sid, draft=f"session:{sid}")
     return _editor(request, EXAMPLE)
 
 

@@ -152,3 +152,43 @@ def test_it_writes_plays_shares_forks_scrubs_and_watches(browser, server):
     shot(w, "watch-link", full_page=False)
     for context in (author, reader, watcher):
         context.close()
+
+
+def test_it_keeps_the_editors_draft_stays_on_errors_and_edits_a_played_scenario_again(browser, server):
+    ctx = browser.new_context(viewport={"width": 1440, "height": 1000}, locale="en-US")
+    page = ctx.new_page()
+    page.goto(server.url + "/editor/")
+    page.wait_for_selector("#editor-form[data-ready=true]")
+    # Play with an error: nothing is sent, the editor says why and shows the line
+    _set_text(page, TEXT)
+    page.wait_for_selector("#editor-status.bad")
+    page.locator("#editor-play").click()
+    page.wait_for_selector("#editor-refused", state="visible")
+    assert page.locator("#editor-refused").inner_text().startswith("Fix the problems listed below first")
+    assert page.url.endswith("/editor/")
+    # fixed and played; Back shows the draft, not the example
+    _set_text(page, TEXT.replace("begin_transactoin", "begin_transaction"))
+    page.wait_for_selector("#editor-status.ok")
+    page.wait_for_selector("#editor-refused", state="hidden")
+    page.locator("#editor-play").click()
+    page.wait_for_url(re.compile(r"/s/[^/]+/$"))
+    _live(page)
+    page.go_back()
+    page.wait_for_selector("#editor-form[data-ready=true]")
+    page.wait_for_function("() => document.querySelector('.cm-content').textContent.includes('written-here')")
+    assert "Written in the browser" in page.locator(".cm-content").inner_text()
+    assert page.locator("#editor-draft").is_visible()
+    # the session links back to its text; a draft of that text is kept under its own key
+    page.go_forward()
+    page.wait_for_url(re.compile(r"/s/[^/]+/$"))
+    href = page.locator("#edit-scenario").get_attribute("href")
+    page.goto(server.url + href)
+    page.wait_for_selector("#editor-form[data-ready=true]")
+    assert "written-here" in page.locator(".cm-content").inner_text()
+    assert page.locator("#editor-draft").is_hidden()  # nothing typed on this text yet
+    # discarding the empty editor's draft brings the example back
+    page.goto(server.url + "/editor/")
+    page.wait_for_selector("#editor-form[data-ready=true]")
+    page.locator("#editor-draft-discard").click()
+    assert "my-scenario" in page.locator(".cm-content").inner_text() and page.locator("#editor-draft").is_hidden()
+    ctx.close()

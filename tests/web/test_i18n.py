@@ -110,11 +110,15 @@ def test_it_shows_no_english_string_of_the_catalogue_on_a_chinese_page(client, s
 def _no_english_on_chinese_pages(client, settings):
     settings.PLAYGROUND_DEFAULT_BACKEND = "sim"
     client.cookies[settings.LANGUAGE_COOKIE_NAME] = "zh-hans"
-    pages = {
-        "gallery": client.get("/").content.decode(),
-        "editor": client.get("/new/").content.decode(),
-        "compare": client.get("/compare/?scenario=zombie-fencing&a=3.9-librdkafka&b=4-java&at=7").content.decode(),
-    }
+    pages = {}
+    for name, url in (
+        ("gallery", "/"),
+        ("editor", "/editor/"),
+        ("compare", "/compare/?scenario=zombie-fencing&a=3.9-librdkafka&b=4-java&at=7"),
+    ):
+        r = client.get(url)
+        assert r.status_code == 200, url
+        pages[name] = r.content.decode()
     for name in ("zombie-fencing", "db-incident-in-full"):
         entry = library.find(name)
         assert entry is not None
