@@ -78,15 +78,47 @@ def _profile_choice(request: HttpRequest, base: Profile) -> Profile:
 
 
 # ------------------------------------------------------------------------------------------------------ pages
+# The gallery's groups, in order: a scenario goes in the first whose tags it has (the last takes the rest).
+GALLERY_GROUPS: tuple[tuple[str, frozenset[str]], ...] = (
+    ("exercises", frozenset({"exercise"})),
+    ("kafka-4", frozenset({"kafka-4", "transaction-protocol-v2"})),
+    ("database", frozenset({"database"})),
+    ("exactly-once", frozenset({"exactly-once"})),
+    ("fencing", frozenset({"fencing", "zombie", "epoch"})),
+    ("basics", frozenset()),
+)
+
+
+def gallery_groups(entries: list[Any]) -> list[dict[str, Any]]:
+    """The library's entries grouped for the gallery (a file that does not load goes with the basics)."""
+    titles = {
+        "basics": _("Basics: commit, abort, the LSO, timeouts"),
+        "fencing": _("Fencing and shared transactional ids"),
+        "exactly-once": _("Exactly-once: consume, transform, produce"),
+        "database": _("A database beside Kafka"),
+        "kafka-4": _("Kafka 4: transaction protocol 2 (KIP-890)"),
+        "exercises": _("Exercises: predict, then step"),
+    }
+    grouped: dict[str, list[Any]] = {key: [] for key, _tags in GALLERY_GROUPS}
+    for e in entries:
+        tags = set(e.scenario.tags) if e.scenario is not None else set()
+        key = next(k for k, want in GALLERY_GROUPS if not want or tags & want)
+        grouped[key].append(e)
+    order = ["basics", "fencing", "exactly-once", "database", "kafka-4", "exercises"]
+    return [{"key": k, "title": titles[k], "entries": grouped[k]} for k in order if grouped[k]]
+
+
 def _gallery(
     request: HttpRequest, error: str = "", status: int = 200, chosen: str = "", waiting: dict[str, Any] | None = None
 ) -> HttpResponse:
     # The backend choice is offered only when the server names a cluster (nothing a user types is an address).
+    entries = library.entries()
     return render(
         request,
         "playground/gallery.html",
         {
-            "entries": library.entries(),
+            "entries": entries,
+            "groups": gallery_groups(list(entries)),
             "kafka": session.kafka_configured(),
             "error": error,
             "chosen": chosen,
