@@ -131,5 +131,11 @@ class Backend(ABC):
             out[tp] = [e for e in part.get("log", []) if e["offset"] >= start]
         return out
 
+    def coordinator_timers(self) -> dict[str, Any]:
+        """When the transaction coordinators act by themselves next: {"abort_scan_interval_ms": n,
+        "next_abort_scan_ms": {broker: t or None}} (the scan that aborts transactions past their timeout). A backend
+        that cannot know (a real cluster's brokers keep their own schedule) says nothing."""
+        return {}
+
     def close(self) -> None:  # noqa: B027 - a backend with nothing to release need not say so
         """Release clients, processes and (real cluster) the session's topics."""

@@ -609,6 +609,9 @@ class WithDatabase(Backend):
     def log_entries(self, since: Mapping[str, int]) -> dict[str, list[dict[str, Any]]]:
         return self.inner.log_entries(since)
 
+    def coordinator_timers(self) -> dict[str, Any]:
+        return self.inner.coordinator_timers()
+
     def close(self) -> None:
         self.inner.close()
 

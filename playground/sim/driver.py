@@ -549,6 +549,14 @@ class SimBackend(Backend):
             for name in observation.user_partitions(self.cluster)
         }
 
+    def coordinator_timers(self) -> dict[str, Any]:
+        # read only: the abort scans' next ticks as brokers.PeriodicScan scheduled them
+        scans = {b: scan for (b, kind), scan in self.cluster._scans.items() if kind == "abort"}
+        return {
+            "abort_scan_interval_ms": self.cluster.txn_coordinator.abort_interval_ms,
+            "next_abort_scan_ms": {b: scan.scheduled_ms for b, scan in sorted(scans.items())},
+        }
+
     def view(self, log_limit: int = 200) -> dict[str, Any]:
         return observation.view(
             self.cluster,

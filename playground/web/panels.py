@@ -419,6 +419,25 @@ def logs(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
     return {"strips": strips}
 
 
+def _timeout_of(t: Mapping[str, Any], timers: Mapping[str, Any]) -> dict[str, Any]:
+    """An open transaction's timeout: past `times_out_ms` (its start + transaction.timeout.ms) the coordinator's
+    abort scan, which runs every `scan_every_ms` on its broker's grid of ticks, aborts it at the first tick after
+    (`aborted_at_ms`; unknown on a real cluster). So the clock's effect is predictable: +61 s on a 60 s timeout
+    may leave it Ongoing until the next tick."""
+    start, timeout = t.get("txn_start_time_ms"), t.get("timeout_ms")
+    if t.get("state") != "Ongoing" or t.get("pending_state") or start is None or start < 0 or not timeout:
+        return {}
+    times_out = int(start) + int(timeout)
+    every = timers.get("abort_scan_interval_ms")
+    tick = (timers.get("next_abort_scan_ms") or {}).get(t.get("coordinator_broker"))
+    aborted_at = None
+    if every and tick is not None:
+        # the scan's ticks are tick + k x every; Kafka aborts a transaction whose start + timeout < now
+        k = max(0, -(-(times_out + 1 - int(tick)) // int(every)))
+        aborted_at = int(tick) + k * int(every)
+    return {"times_out_ms": times_out, "aborted_at_ms": aborted_at, "scan_every_s": (every or 0) // 1000}
+
+
 def coordinator(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
     sm = diagrams.current_state_machine(view.get("transitions"))
     users: dict[str, list[dict[str, Any]]] = {}
@@ -428,6 +447,7 @@ def coordinator(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
                 {"name": name, "epoch": p.get("epoch"), "fenced": bool(p.get("fenced"))}
             )
     entries = []
+    timers = live.backend.coordinator_timers() if hasattr(live.backend, "coordinator_timers") else {}
     for txid, t in sorted(view.get("transactions", {}).items()):
         current = t.get("state")
         entries.append(
@@ -443,6 +463,7 @@ def coordinator(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
                 "txn_start_time_ms": t.get("txn_start_time_ms"),
                 "pending": t.get("pending_state"),
                 "users": users.get(txid, []),
+                **_timeout_of(t, timers),
             }
         )
     # The diagram's geometry is static (cached in diagrams); the context only says whether there is one.

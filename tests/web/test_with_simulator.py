@@ -95,3 +95,35 @@ def test_it_counts_in_the_gap_only_sends_to_topics_a_read_committed_consumer_rea
     assert f"{gap} sends the applications believe succeeded, to topics a read_committed" in broadcast.snapshot(
         live, "en"
     )
+
+
+def test_it_shows_when_an_open_transaction_times_out_and_when_the_abort_scan_aborts_it():
+    """Free play: a producer's transaction left open. The coordinator panel says when it times out and at which
+    tick of the abort scan it is aborted; the clock moved to 1 ms before that tick leaves it Ongoing, to the tick
+    aborts it."""
+    from playground.web import panels
+
+    sid = session.create(None, backend="sim").id
+    session.add_producer(sid, "new")
+    for step in (
+        Step("A", "init_transactions"),
+        Step("A", "begin_transaction"),
+        Step("A", "produce", {"topic": "orders", "partition": 0, "value": "a-1"}),
+    ):
+        live, _outcome = session.apply_step(sid, step)
+
+    def entry(live):
+        (e,) = panels.coordinator(live, broadcast.view_of(live))["entries"]
+        return e
+
+    e = entry(live)
+    assert e["state"] == "Ongoing" and e["times_out_ms"] == e["txn_start_time_ms"] + e["timeout_ms"]
+    assert e["times_out_ms"] < e["aborted_at_ms"] <= e["times_out_ms"] + 10_000 and e["scan_every_s"] == 10
+    html = broadcast.snapshot(live, "en")
+    assert f'data-aborted-at="{e["aborted_at_ms"]}"' in html and "the abort scan runs every 10 s" in html
+    now = live.backend.view()["time_ms"]
+    live, _ = session.apply_step(sid, Step("clock", "advance", {"ms": e["aborted_at_ms"] - now - 1}))
+    assert entry(live)["state"] == "Ongoing"
+    live, _ = session.apply_step(sid, Step("clock", "advance", {"ms": 1}))
+    aborting = entry(live)  # the scan's tick: the coordinator has begun the abort (epoch bumped, PrepareAbort)
+    assert aborting["pending"] == "PrepareAbort" and aborting["epoch"] == 1 and "times_out_ms" not in aborting
