@@ -2,6 +2,9 @@
 // is hidden. The filter is kept in the address (#filter=...) so a link can open the gallery filtered.
 (function () {
   "use strict";
+  // The Java worker being built: the page asks again every 5 s (an inline script here was refused by the CSP).
+  var waiting = document.getElementById("start-when-ready");
+  if (waiting) window.setTimeout(function () { waiting.submit(); }, 5000);
   var input = document.getElementById("gallery-filter");
   if (!input) return;
   var count = document.getElementById("gallery-count");

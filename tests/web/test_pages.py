@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from playground import session
@@ -98,3 +100,13 @@ def test_it_groups_the_gallery_basics_fencing_exactly_once_database_kafka_4_exer
     assert 'id="gallery-filter"' in html and "js/gallery.js" in html
     footer = html.split('<footer class="foot">', 1)[1]
     assert "Kafka 3.9 or 4.x" in footer and "KIP-890" in footer
+
+
+def test_it_asks_again_for_a_session_waiting_on_the_java_build_without_an_inline_script(rf):
+    from playground.web.views import _gallery
+
+    request = rf.post("/new/", {"scenario": "commit-and-abort"})
+    waiting = {"sentence": "The worker is being built.", "fields": [("scenario", "commit-and-abort")]}
+    html = _gallery(request, status=202, waiting=waiting).content.decode()
+    assert 'id="start-when-ready"' in html and "js/gallery.js" in html  # gallery.js submits it again after 5 s
+    assert not re.search(r"<script(?![^>]*\bsrc=)[^>]*>", html)  # the CSP refuses inline scripts
