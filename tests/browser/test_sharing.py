@@ -192,3 +192,24 @@ def test_it_keeps_the_editors_draft_stays_on_errors_and_edits_a_played_scenario_
     page.locator("#editor-draft-discard").click()
     assert "my-scenario" in page.locator(".cm-content").inner_text() and page.locator("#editor-draft").is_hidden()
     ctx.close()
+
+
+def test_it_takes_the_keys_after_the_slider_was_dragged(browser, server):
+    ctx = browser.new_context(viewport={"width": 1440, "height": 900}, locale="en-US")
+    page = ctx.new_page()
+    page.goto(server.url + "/")
+    page.locator("[data-scenario=zombie-fencing] button", has_text="Play").click()
+    page.wait_for_url(re.compile(r"/s/[^/]+/$"))
+    _live(page)
+    for _ in range(4):
+        before = _version(page)
+        page.keyboard.press("n")
+        page.wait_for_function(f"() => document.querySelector('#state-version').dataset.version !== '{before}'")
+    _scrub(page, 2)
+    page.focus("#scrub")  # as a drag leaves it
+    page.keyboard.press("]")
+    page.wait_for_selector('#ws-moment[data-at="3"]', state="attached", timeout=8000)
+    page.keyboard.press("[")
+    page.wait_for_selector('#ws-moment[data-at="2"]', state="attached", timeout=8000)
+    assert "viewing step 2 · live: step 4" in page.locator("#scrub-label").inner_text()
+    ctx.close()

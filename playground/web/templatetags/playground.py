@@ -87,7 +87,7 @@ def strip(s: Mapping[str, Any], oob: bool = False) -> str:
     leader = f"{_a(_('leader'))} b{s['leader']}" if s["leader"] else _a(_("no leader"))
     return (
         f'<div id="{_a(item_id("strip", s["tp"]))}"{OOB if oob else ""} class="strip" data-tp="{_a(s["tp"])}" data-hw="{s["hw"]}" data-lso="{s["lso"]}" data-leo="{s["leo"]}">'
-        f'<div class="strip-label"><b>{_a(s["tp"])}</b><small>{leader}</small><small class="marks">HW {s["hw"]} · <span class="lso">LSO {s["lso"]}</span> · LEO {s["leo"]}</small></div>'
+        f'<div class="strip-label"><b title="{_a(s["tp"])}">{_a(s["tp"])}</b><small>{leader}</small><small class="marks">HW {s["hw"]} · <span class="lso">LSO {s["lso"]}</span> · LEO {s["leo"]}</small></div>'
         f'<ol class="cells">{strip_cells(s)}</ol></div>'
     )
 
@@ -282,11 +282,13 @@ def narrative_steps(steps: list[Any], lang: str) -> str:
         cur = ' aria-current="step"' if s["current"] else ""
         body = [f'<li class="{cls}" data-n="{s["n"]}" data-step="{s["k"]}"{cur}><span class="i">{s["k"]}</span>']
         if s["note"]:
-            body.append(f'<span class="ntext">{_a(pick(s["note"], lang))}</span>')
+            text = _a(pick(s["note"], lang))
+            body.append(f'<span class="ntext" title="{text}">{text}</span>')  # a past note is cut to a line
         else:
             body.append(f"<code>{_a(s['label'])}</code>")
             if s["args"]:
-                body.append(f' <span class="args">{_a(summary(s["args"]))}</span>')
+                args = _a(summary(s["args"]))
+                body.append(f' <span class="args" title="{args}">{args}</span>')
             want = " / ".join(s["expect"] or ())
             if s["done"]:
                 err = "" if s["outcome"] == "ok" else " err"
