@@ -127,3 +127,14 @@ def test_it_shows_when_an_open_transaction_times_out_and_when_the_abort_scan_abo
     live, _ = session.apply_step(sid, Step("clock", "advance", {"ms": 1}))
     aborting = entry(live)  # the scan's tick: the coordinator has begun the abort (epoch bumped, PrepareAbort)
     assert aborting["pending"] == "PrepareAbort" and aborting["epoch"] == 1 and "times_out_ms" not in aborting
+
+
+def test_it_shows_a_database_steps_sql_in_the_narrative_and_in_compare(client):
+    entry = library.find("db-incident-in-full")
+    row = session.create(entry.scenario, source=entry.scenario.source, backend="sim")
+    live = session.load(row.id)
+    html = broadcast.snapshot(live, "en")
+    statement = "UPDATE orders SET status = &#x27;paid&#x27; WHERE id = 101"
+    assert f'<code>app.sql</code> <span class="args" title="{statement}">{statement}</span>' in html
+    page = client.get("/compare/?scenario=db-incident-in-full&a=3.9-librdkafka&b=4-java").content.decode()
+    assert f"app.sql: {statement}" in page
