@@ -37,3 +37,30 @@ def test_it_keeps_names_outcomes_and_the_clock_on_one_line_at_1440_px(browser, s
     assert page.locator("#p-header .nw").evaluate_all(one_line) == []
     shot(page, "session-1440", full_page=False)
     ctx.close()
+
+
+def test_it_keeps_the_editors_cheatsheet_and_an_exercises_choices_inside_their_panels(browser, server):
+    ctx = browser.new_context(viewport={"width": 1440, "height": 900}, locale="en-US")
+    page = ctx.new_page()
+    page.goto(server.url + "/editor/")
+    page.wait_for_selector("#editor-form[data-ready=true]")
+    sheet = page.locator(".cheatsheet")
+    assert sheet.evaluate("e => e.scrollWidth <= e.clientWidth + 1")
+    assert sheet.evaluate("e => e.getBoundingClientRect().right <= document.documentElement.clientWidth")
+
+    page.goto(server.url + "/")
+    page.locator("[data-scenario=ex-isolation-levels] button", has_text="Play").click()
+    page.wait_for_url(re.compile(r"/s/[^/]+/$"))
+    page.wait_for_selector("#ws-status[data-state=open]")
+    for _ in range(40):
+        if page.locator(".question .choices button").count():
+            break
+        before = page.locator("#state-version").get_attribute("data-version")
+        page.keyboard.press("n")
+        page.wait_for_function(f"() => document.querySelector('#state-version').dataset.version !== '{before}'")
+    question = page.locator(".question").first
+    right = question.evaluate("q => q.getBoundingClientRect().right")
+    edges = question.locator(".choices button").evaluate_all("bs => bs.map(b => b.getBoundingClientRect().right)")
+    assert edges and max(edges) <= right
+    shot(page, "exercise-question-1440", full_page=False)
+    ctx.close()
