@@ -9,19 +9,19 @@
   if (!input) return;
   var count = document.getElementById("gallery-count");
   var none = document.getElementById("gallery-none");
-  var cards = Array.prototype.slice.call(document.querySelectorAll(".group .card[data-search]"));
+  var cards = Array.prototype.slice.call(document.querySelectorAll(".group .card[data-scenario]"));
 
   function apply() {
     var words = input.value.toLowerCase().split(/\s+/).filter(Boolean);
     var shown = 0;
     cards.forEach(function (card) {
-      var text = card.dataset.search.toLowerCase();
+      var text = ((card.querySelector("[data-search]") || card).dataset.search || "").toLowerCase();
       var ok = words.every(function (w) { return text.indexOf(w) >= 0; });
       card.hidden = !ok;
       if (ok) shown += 1;
     });
     document.querySelectorAll(".group").forEach(function (g) {
-      g.hidden = !g.querySelector(".card[data-search]:not([hidden])");
+      g.hidden = !g.querySelector(".card[data-scenario]:not([hidden])");
     });
     if (count) {
       count.textContent = words.length

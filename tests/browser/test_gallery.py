@@ -18,7 +18,7 @@ def test_it_groups_the_scenarios_and_filters_them(page, server):
     shot(page, "gallery-grouped", full_page=False)
 
     page.locator("#gallery-filter").fill("database")
-    visible = page.locator("section.group .card[data-search]:visible")
+    visible = page.locator("section.group .card[data-scenario]:visible")
     visible.first.wait_for()
     ids = sorted(visible.evaluate_all("cs => cs.map(c => c.dataset.scenario)"))
     assert ids == ["db-commit-kafka-then-database", "db-incident-in-full", "db-transactional-outbox"]
@@ -33,7 +33,7 @@ def test_it_groups_the_scenarios_and_filters_them(page, server):
     page.locator("#gallery-filter").fill("no-such-thing")
     page.locator("#gallery-none").wait_for()
     page.locator("#gallery-filter").fill("")
-    assert page.locator("section.group .card[data-search]:visible").count() == 26
+    assert page.locator("section.group .card[data-scenario]:visible").count() == 26
 
     # the filter in the address opens the gallery filtered; compare opened on a card does not stretch its row
     page.goto(server.url + "/#filter=kafka-4")
