@@ -50,7 +50,7 @@
     problems.textContent = "";
     (data.errors || []).forEach(function (e) {
       var li = document.createElement("li"), b = document.createElement("button"), code = document.createElement("code");
-      b.type = "button"; b.className = "goto"; b.dataset.line = e.line; b.textContent = "line " + e.line;
+      b.type = "button"; b.className = "goto"; b.dataset.line = e.line; b.textContent = (form.dataset.tLine || "line") + " " + e.line;
       code.textContent = e.field;
       li.dataset.line = e.line;
       li.append(b, " ", code, ": " + e.message);
@@ -61,10 +61,15 @@
     if (data.ok) {
       var s = data.scenario;
       statusEl.className = "editor-status ok";
-      statusEl.textContent = "✓ " + (s.title.en || s.id) + " · " + s.steps + " steps · " + s.actors.length + " actors";
+      // the page's language: its own words from the catalogue (data-t-*), the scenario's title in that language
+      var zh = (document.documentElement.lang || "").indexOf("zh") === 0;
+      var title = (zh && s.title.zh) || s.title.en || s.id;
+      statusEl.textContent = "✓ " + (form.dataset.tChecked || "{title} · {steps} steps · {actors} actors")
+        .replace("{title}", title).replace("{steps}", s.steps).replace("{actors}", s.actors.length);
     } else {
       statusEl.className = "editor-status bad";
-      statusEl.textContent = data.errors.length + (data.errors.length === 1 ? " problem" : " problems");
+      var n = data.errors.length;
+      statusEl.textContent = ((n === 1 ? form.dataset.tProblem : form.dataset.tProblems) || "{n} problems").replace("{n}", n);
     }
   }
 

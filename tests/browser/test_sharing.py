@@ -213,3 +213,19 @@ def test_it_takes_the_keys_after_the_slider_was_dragged(browser, server):
     page.wait_for_selector('#ws-moment[data-at="2"]', state="attached", timeout=8000)
     assert "viewing step 2 · live: step 4" in page.locator("#scrub-label").inner_text()
     ctx.close()
+
+
+def test_it_says_the_editors_check_in_chinese_on_a_chinese_page(browser, server):
+    ctx = browser.new_context(viewport={"width": 1440, "height": 900}, locale="zh-CN")
+    ctx.add_cookies([{"name": "django_language", "value": "zh-hans", "url": server.url}])
+    page = ctx.new_page()
+    page.goto(server.url + "/editor/")
+    page.wait_for_selector("#editor-form[data-ready=true]")
+    _set_text(page, TEXT)
+    page.wait_for_selector("#editor-status.bad")
+    assert page.locator("#editor-status").inner_text() == "1 个问题"
+    assert "line" not in page.locator("#editor-problems li .goto").inner_text()
+    _set_text(page, TEXT.replace("begin_transactoin", "begin_transaction"))
+    page.wait_for_selector("#editor-status.ok")
+    assert page.locator("#editor-status").inner_text() == "✓ 在浏览器里写的 · 6 步 · 3 个角色"
+    ctx.close()
