@@ -16,6 +16,7 @@ are entries of the log but not steps: they belong to the step before them.
 
 from __future__ import annotations
 
+import copy
 import re
 import time
 from bisect import bisect_right
@@ -145,6 +146,7 @@ class Checkpoint:
     paced_at_ms: int | None = None
     commands: int = 0  # how many of the entries before it are commands (steps)
     scenario_steps: Mapping[int, int] = field(default_factory=dict)
+    derived: Mapping[str, Any] = field(default_factory=dict)  # Live.derived as it was: a moment goes on from there
 
 
 @dataclass
@@ -252,6 +254,7 @@ class Live:
             self.paced_at_ms,
             len(self.command_seqs),
             dict(self.scenario_steps),
+            copy.deepcopy(self.derived),
         )
 
     def resume(self, head: Live, length: int, cp: Checkpoint) -> None:
@@ -263,6 +266,7 @@ class Live:
         self.predictions, self.hints_shown = dict(cp.predictions), cp.hints_shown
         self.paced, self.paced_at_ms = cp.paced, cp.paced_at_ms
         self.command_seqs, self.scenario_steps = head.command_seqs[: cp.commands], dict(cp.scenario_steps)
+        self.derived = copy.deepcopy(dict(cp.derived))  # what the panels derived from a prefix of these commands
         self.sql_checkpointed_ms = float(getattr(getattr(self.backend, "db", None), "spent_ms", 0.0))
 
     @property

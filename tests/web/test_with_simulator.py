@@ -138,3 +138,23 @@ def test_it_shows_a_database_steps_sql_in_the_narrative_and_in_compare(client):
     assert f'<code>app.sql</code> <span class="args" title="{statement}">{statement}</span>' in html
     page = client.get("/compare/?scenario=db-incident-in-full&a=3.9-librdkafka&b=4-java").content.decode()
     assert f"app.sql: {statement}" in page
+
+
+def test_it_counts_a_moments_sends_per_topic_from_its_checkpoint_as_from_scratch(monkeypatch):
+    """A moment goes on from what its checkpoint had counted (Live.derived): the same as counting its log anew."""
+    from playground.session import cache
+    from playground.web import panels
+
+    monkeypatch.setattr(cache, "CHECKPOINT_EVERY", 10)  # checkpoints inside this 37-step story
+
+    entry = library.find("db-incident-in-full")
+    row = session.create(entry.scenario, source=entry.scenario.source, backend="sim")
+    for _step in entry.scenario.steps:
+        live, _outcome = session.step(row.id)
+        panels.sent_by_topic(live)  # as the truth panel does after each command
+    assert any(cp.derived.get("sent_by_topic") for cp in session.load(row.id).checkpoints.values())
+    for k in (13, 25, live.step_count - 1, 4):
+        at = session.moment(row.id, k)
+        counted = {a: dict(c) for a, c in panels.sent_by_topic(at).items()}
+        at.derived.clear()
+        assert counted == {a: dict(c) for a, c in panels.sent_by_topic(at).items()}, k
