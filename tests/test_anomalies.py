@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from playground.scenario import load_library, run_scenario
-from playground.scenario.anomalies import History, check, fates_of, history_of_run
+from playground.scenario.anomalies import Checker, History, check, fates_of, history_of_run
 from tests.test_scenario_library import LIBRARY
 
 
@@ -53,19 +53,97 @@ def test_it_finds_a_write_the_app_was_told_succeeded_and_that_was_aborted_or_nev
         step(0, "A", "begin_transaction"),
         produce(1, "a-1"),
         produce(2, "a-2"),
-        step(3, "A", "commit_transaction", "_FENCED"),
+        step(3, "A", "commit_transaction"),
+        produce(4, "p-1", actor="P"),
     ]
     lost = History(steps, {"orders-0": _log(data("a-1"), marker("ABORT"))}, {})
     findings = check(lost)
-    assert [f.rule for f in findings] == ["lost-write", "lost-write"] and findings[0].anomaly == "lost update"
-    assert "orders-0@0 (aborted)" in findings[0].text and "_FENCED" in findings[0].text
+    assert [f.rule for f in findings] == ["lost-write", "lost-write", "lost-write"]
+    assert findings[0].anomaly == "lost update" and findings[0].steps == (1,)
+    assert "orders-0@0 (aborted)" in findings[0].text
+    assert "produce() returned ok, and commit_transaction() returned ok" in findings[0].text
     assert "in no partition's log" in findings[1].text and findings[1].steps == (2,)
+    assert findings[2].steps == (4,) and "(produce() returned ok)" in findings[2].text  # a plain send: no commit
     ok = History(
-        [*steps[:3], step(3, "A", "commit_transaction")],
+        steps[:4],
         {"orders-0": _log(data("a-1"), data("a-2"), marker("COMMIT"))},
         {},
     )
     assert check(ok) == []
+
+
+def test_it_says_a_write_the_app_was_told_failed_at_commit_or_at_produce_was_aborted_and_told_not_lost():
+    fenced = [
+        step(0, "A", "begin_transaction"),
+        produce(1, "a-1"),
+        produce(2, "a-2"),
+        step(3, "A", "commit_transaction", "_FENCED"),
+    ]
+    (finding,) = check(History(fenced, {"orders-0": _log(data("a-1"), marker("ABORT"))}, {}))
+    assert finding.rule == "aborted-told" and finding.notice and finding.anomaly is None
+    assert finding.steps == (1, 2, 3)
+    assert finding.text == (
+        "A's sends of 'a-1', 'a-2' to orders were aborted, and the application was told at step 4 "
+        "(commit_transaction() returned _FENCED): orders-0@0 (aborted)"
+    )
+    # told at a produce of the transaction: the first error is the step that told it
+    told_at_produce = [*fenced[:2], produce(2, "a-2", outcome="_FENCED"), step(3, "A", "commit_transaction", "_FENCED")]
+    (finding,) = check(History(told_at_produce, {"orders-0": _log(data("a-1"), marker("ABORT"))}, {}))
+    assert finding.params["k"] == 3 and "produce() returned _FENCED" in finding.text
+
+
+def test_it_judges_a_transaction_only_once_the_application_knows_how_it_ended():
+    log = {"orders-0": _log(data("a-1"), marker("ABORT"))}  # fenced away before its producer commits
+    still_open = [step(0, "A", "begin_transaction"), produce(1, "a-1")]
+    assert check(History(still_open, log, {})) == []
+    # a told transaction whose record is still open (not aborted yet) is not judged either
+    told = [*still_open, step(2, "A", "commit_transaction", "_FENCED")]
+    assert check(History(told, {"orders-0": _log(data("a-1"))}, {})) == []
+    assert rules(History(told, log, {})) == ["aborted-told"]
+
+
+def test_it_names_the_java_clients_calls_in_a_java_session():
+    steps = [
+        step(0, "A", "begin_transaction"),
+        produce(1, "a-1"),
+        {**produce(2, "a-2"), "args": {"topic": "orders", "value": "a-2", "await": False}},
+        step(3, "A", "commit_transaction", "ProducerFencedException"),
+        produce(4, "p-1", actor="P"),
+    ]
+    found = check(History(steps, {"orders-0": _log(data("a-1"), marker("ABORT"))}, {}, client="java"))
+    assert [f.rule for f in found] == ["lost-write", "aborted-told"]
+    assert "(send().get() returned)" in found[0].text and "produce()" not in found[0].text
+    assert "commitTransaction() threw ProducerFencedException" in found[1].text
+
+
+def test_it_finds_the_same_incrementally_as_over_the_whole_history_at_every_step():
+    """The session's checker is fed command by command (and the logs as they grow): after each, what it finds is
+    what a check of the history so far finds."""
+    logs = {
+        "orders-0": _log(
+            data("a-1"), data("p-1", pid=2, transactional=False), marker("ABORT"), data("a-1"), marker("COMMIT")
+        )
+    }
+    steps = [
+        step(0, "A", "begin_transaction"),
+        produce(1, "a-1"),
+        produce(2, "p-1", actor="P"),
+        step(3, "A", "commit_transaction", "_FENCED"),
+        step(4, "rc", "poll", read=[["orders-0", 0], ["orders-0", 1]]),
+        step(5, "A", "begin_transaction"),
+        produce(6, "a-1"),
+        step(7, "A", "commit_transaction"),
+        step(8, "rc", "seek_to_committed"),
+        step(9, "rc", "poll", read=[["orders-0", 1], ["orders-0", 3]]),
+    ]
+    log_at = [1, 2, 2, 3, 3, 3, 4, 5, 5, 5]  # how much of the log exists once each step ran
+    checker = Checker({"rc": "read_committed"})
+    for i, s in enumerate(steps):
+        checker.add_log("orders-0", logs["orders-0"][: log_at[i]])
+        checker.add_step(s)
+        so_far = History(steps[: i + 1], {"orders-0": logs["orders-0"][: log_at[i]]}, {"rc": "read_committed"})
+        assert checker.findings() == check(so_far), i
+    assert {f.rule for f in checker.findings()} == {"aborted-told", "aborted-read", "duplicate"}
 
 
 def test_it_does_not_count_a_transaction_the_app_aborted_itself_or_a_producer_that_died():

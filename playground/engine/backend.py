@@ -63,6 +63,7 @@ from typing import Any
 from playground.engine.spec import ActorSpec, ClusterSpec, Step
 
 OK = "ok"
+WHOLE_LOG = 100_000  # entries per partition: the whole log of any session a server keeps
 
 
 class BackendError(Exception):
@@ -133,6 +134,22 @@ class Backend(ABC):
     def stable_offsets(self) -> dict[str, int]:
         """The last stable offset of every partition right now, when the backend can tell cheaply ({} otherwise):
         the checker compares what a read_committed poll returned with it."""
+        return {}
+
+    def log_entries(self, since: Mapping[str, int]) -> dict[str, list[dict[str, Any]]]:
+        """Every partition's log entries (as view() gives them) from offset `since[tp]` on (from the start when a
+        partition is not named): what the anomaly checker has not read yet. A backend that can read a log from an
+        offset cheaply says so by overriding this; here, from the whole log of view()."""
+        out: dict[str, list[dict[str, Any]]] = {}
+        for tp, part in self.view(WHOLE_LOG).get("partitions", {}).items():
+            start = since.get(tp, 0)
+            out[tp] = [e for e in part.get("log", []) if e["offset"] >= start]
+        return out
+
+    def coordinator_timers(self) -> dict[str, Any]:
+        """When the transaction coordinators act by themselves next: {"abort_scan_interval_ms": n,
+        "next_abort_scan_ms": {broker: t or None}} (the scan that aborts transactions past their timeout). A backend
+        that cannot know (a real cluster's brokers keep their own schedule) says nothing."""
         return {}
 
     def close(self) -> None:  # noqa: B027 - a backend with nothing to release need not say so

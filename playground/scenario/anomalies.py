@@ -3,11 +3,18 @@ application was told, what Kafka holds, what consumers got and what the database
 In the style of Jepsen's checkers: each finding names the rule it breaks, the steps and records involved, and
 Elle's anomaly name where one applies.
 
+A write is judged once its outcome is known to the application: a plain send when produce() (send()) returns; a
+send in a transaction when that transaction ends: commit_transaction() returned ok (the application believes it),
+or it returned an error, or a produce() in it did (the application was told it failed), or the application aborted
+it, or its producer died or was closed (nobody is left to believe anything). Until then it is not judged: a record a
+fence aborted before its producer commits is not lost yet, the commit will tell the application.
+
 Rules:
-- `lost-write` (lost update): the application was told a send succeeded (produce() returned ok, awaited or not),
-  and read_committed will never deliver it: its record was aborted or never landed (a record of a transaction
-  still open at the end is not counted: it may yet commit).
-  Sends of a transaction the application aborted itself are not counted: it knows.
+- `lost-write` (lost update): the application was told a send succeeded (a plain send's produce() returned ok,
+  awaited or not; or its transaction's commit returned ok), and read_committed will never deliver it: its record was
+  aborted or never landed (a record of a transaction still open is not counted: it may yet commit).
+- `aborted-told`: sends of a transaction that was aborted (or never landed) and the application was told so (its
+  commit or a produce() in it returned an error): not lost, the application knows; the finding says at which step.
 - `failed-write-visible`: a send the application was told failed, or a send of a transaction it aborted itself
   (also one delivered late by the network, `net.late_write`), yet its record was committed.
 - `duplicate`: a consumer got the same record twice (redelivered after a crash or a seek), or the same value from
@@ -19,8 +26,14 @@ Rules:
 - `divergence`: the scenario's reconciliation query shows a row with a failed check (the database and Kafka
   disagree: an order paid and never delivered, stock deducted and the order never sent).
 
-The last three must never happen on a correct cluster: they check the simulator (and a real cluster) too.
-Pure: no Django; the history is plain data (`History`).
+The aborted and undecided reads must never happen on a correct cluster: they check the simulator (and a real
+cluster) too.
+
+`Checker` is incremental: a session feeds it the commands and the log entries it has not seen yet, and only the
+findings whose records or sends changed are worked out again, so an update costs the same at command 10 and at
+10,000. `check(history)` runs one over a whole history. Each finding carries a sentence id (`kind`) and its
+parameters: `text` is the English sentence (the command line's); the web layer says the same in the viewer's
+language. Pure: no Django; the history is plain data (`History`).
 """
 
 from __future__ import annotations
@@ -35,25 +48,49 @@ from playground.engine.spec import Step
 from playground.scenario.model import Scenario
 
 OK = "ok"
-RULES = ("lost-write", "failed-write-visible", "duplicate", "aborted-read", "undecided-read", "divergence")
+RULES = (
+    "lost-write",
+    "aborted-told",
+    "failed-write-visible",
+    "duplicate",
+    "aborted-read",
+    "undecided-read",
+    "divergence",
+)
 ELLE = {"lost-write": "lost update", "aborted-read": "G1a", "undecided-read": "G1b"}
+# What the application was told, not a fault of Kafka's or the application's bookkeeping: shown, not alarmed.
+NOTICES = frozenset({"aborted-told"})
+LISTED_MAX = 12  # records (or values) a finding names; the rest are counted
+JAVA = "java"
 
 
 @dataclass(frozen=True)
 class Finding:
     rule: str
-    text: str  # what happened, in a sentence naming values, offsets and outcomes
-    steps: tuple[int, ...] = ()  # positions in the log (a session) or step indexes (a scenario run)
+    kind: str  # which sentence (SENTENCES) says it
+    params: Mapping[str, Any] = field(default_factory=dict)  # the sentence's values, plain data
+    steps: tuple[int, ...] = ()  # 0-based: positions among a session's commands, or a scenario run's step indexes
     records: tuple[str, ...] = ()  # "orders-0@3"
 
     @property
     def anomaly(self) -> str | None:
         return ELLE.get(self.rule)
 
+    @property
+    def notice(self) -> bool:
+        return self.rule in NOTICES
+
+    @property
+    def text(self) -> str:
+        return english(self)
+
     def as_dict(self) -> dict[str, Any]:
         return {
             "rule": self.rule,
             "anomaly": self.anomaly,
+            "notice": self.notice,
+            "kind": self.kind,
+            "params": dict(self.params),
             "text": self.text,
             "steps": list(self.steps),
             "records": list(self.records),
@@ -65,6 +102,79 @@ class Finding:
         return f"{self.rule}{name}{where}: {self.text}"
 
 
+# ------------------------------------------------------------------------------------------------- sentences
+# {placeholders} are filled by `english` (and by the web layer, in the viewer's language, from the same params).
+SENTENCES = {
+    "lost": "{actor} was told its send of {value} to {topic} succeeded ({said}), but read_committed does not "
+    "deliver it: {where}",
+    "aborted_told": "{actor}'s {sends} to {topics} {were} aborted, and the application was told at step {k} "
+    "({op}): {where}",
+    "told_failed_visible": "{actor} was told its send of {value} failed ({outcome}), yet it was committed at {records}",
+    "aborted_visible": "{actor} aborted the transaction its send of {value} belonged to, yet it was committed at "
+    "{records}",
+    "aborted_read": "{actor} (read_committed) got {value} at {record}, a record of an aborted transaction",
+    "undecided_read": "{actor} (read_committed) got {record} while the last stable offset was {lso}: data of an "
+    "undecided transaction",
+    "redelivered": "{actor} got {value} at {record} {times} times (redelivered: its position went back, after a "
+    "crash or a seek)",
+    "written_twice": "{actor} got {value} from {count} records of {topic} ({records}): it was written and committed "
+    "more than once",
+    "divergence": "the reconciliation's row {row} fails {failed}: the database and Kafka disagree",
+}
+# How the application was told (the client's own names: librdkafka's produce() and commit_transaction(), the Java
+# client's send(), Future.get() and commitTransaction()).
+SAID = {
+    "produce_ok": "produce() returned ok",
+    "produce_commit_ok": "produce() returned ok, and commit_transaction() returned ok",
+    "send": "send() returned",
+    "send_get": "send().get() returned",
+    "send_commit": "send() returned, and commitTransaction() returned",
+    "send_get_commit": "send().get() returned, and commitTransaction() returned",
+}
+OPS = {
+    "commit": "commit_transaction() returned {outcome}",
+    "produce": "produce() returned {outcome}",
+    "commit_java": "commitTransaction() threw {outcome}",
+    "produce_java": "send() threw {outcome}",
+    "produce_get_java": "send().get() threw {outcome}",
+}
+FATES = {"aborted": "aborted", "open": "open", "committed": "committed", "plain": "plain"}
+NOT_IN_LOG = "it is in no partition's log"
+
+
+def listed(items: Sequence[Any], more: int = 0) -> str:
+    text = ", ".join(str(i) for i in items)
+    return f"{text} and {more} more" if more else text
+
+
+def where_text(where: Sequence[Sequence[str]], more: int = 0) -> str:
+    """[[record, fate], ...] as "orders-0@0 (aborted), ..." (empty: the record is in no partition's log)."""
+    if not where:
+        return NOT_IN_LOG
+    return listed([f"{r} ({FATES.get(f, f)})" for r, f in where], more)
+
+
+def english(f: Finding) -> str:
+    p = dict(f.params)
+    if "where" in p:
+        p["where"] = where_text(p["where"], p.get("where_more", 0))
+    if "records" in p:
+        p["records"] = listed(p["records"], p.get("records_more", 0))
+    if "said" in p:
+        p["said"] = SAID[p["said"]]
+    if "op" in p:
+        p["op"] = OPS[p["op"]].format(outcome=p["outcome"])
+    if f.kind == "aborted_told":
+        n = len(p["values"])
+        p["sends"] = ("send of " if n == 1 else "sends of ") + listed(p["values"], p.get("values_more", 0))
+        p["were"] = "was" if n == 1 else "were"
+        p["topics"] = ", ".join(p["topics"])
+    if f.kind == "divergence":
+        p["failed"] = ", ".join(p["failed"])
+    return SENTENCES[f.kind].format(**p)
+
+
+# --------------------------------------------------------------------------------------------------- history
 class Reads(TypedDict, total=False):
     """What a poll returned, kept with its step (absent: not a poll, or it returned nothing)."""
 
@@ -76,7 +186,7 @@ class HistoryStep(TypedDict):
     """One step of a history: a command of a session's log or a step of a scenario run, with its outcome and, for
     a poll, its Reads (None, or absent: nothing read)."""
 
-    n: int  # position in the session's log, or the scenario step's index
+    n: int  # position among the session's commands, or the scenario step's index
     actor: str
     action: str
     args: Mapping[str, Any]
@@ -93,12 +203,14 @@ class History:
     logs: {tp: [{"offset", "value", "key", "producer_id", "transactional", "control"}]} in offset order
     isolation: {consumer: "read_committed" | "read_uncommitted"}
     reconcile: the reconciliation query's {"columns", "rows"}, or None
+    client: whose names the sentences use ("librdkafka" or "java")
     """
 
     steps: Sequence[HistoryStep]
     logs: Mapping[str, list[Mapping[str, Any]]]
     isolation: Mapping[str, str]
     reconcile: Mapping[str, Any] | None = None
+    client: str = "librdkafka"
     fates: dict[tuple[str, int], str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -123,206 +235,458 @@ def reads(backend: Backend, step: Step) -> Reads:
 def fates_of(logs: Mapping[str, list[Mapping[str, Any]]]) -> dict[tuple[str, int], str]:
     """Each data record's fate, from the log alone: a transactional record is decided by its producer's next
     marker on the partition (COMMIT: committed, ABORT: aborted; none yet: open); a plain record is plain."""
-    out: dict[tuple[str, int], str] = {}
+    checker = Checker()
     for tp, log in logs.items():
-        waiting: dict[Any, list[int]] = defaultdict(list)
-        for e in log:
-            if e.get("control"):
-                fate = "committed" if e["control"] == "COMMIT" else "aborted"
-                for offset in waiting.pop(e.get("producer_id", e.get("producer")), []):
-                    out[(tp, offset)] = fate
-            elif e.get("transactional"):
-                waiting[e.get("producer_id", e.get("producer"))].append(e["offset"])
-            else:
-                out[(tp, e["offset"])] = "plain"
-        for offsets in waiting.values():
-            for offset in offsets:
-                out[(tp, offset)] = "open"
-    return out
+        checker.add_log(tp, log)
+    return dict(checker.fates)
 
 
 def _topic(tp: str) -> str:
     return tp.rpartition("-")[0]
 
 
-def check(history: History) -> list[Finding]:
-    return [*_writes(history), *_reads(history), *_divergence(history)]
+def _record(tp: str, offset: int) -> str:
+    return f"{tp}@{offset}"
 
 
-# ---------------------------------------------------------------------------------------------------- writes
-def _sends(history: History) -> tuple[list[HistoryStep], list[HistoryStep], list[HistoryStep], dict[int, str]]:
-    """(sends the application was told succeeded, sends it was told failed, sends of transactions it aborted itself,
-    and for a send in a transaction the outcome its commit returned). An aborted transaction's sends are not
-    believed (the application knows), nor are the sends of a producer that crashed before its transaction ended
-    (nobody is left to believe anything). A `net.late_write` is a send of the transaction its `of:` record was sent
-    in, delivered late: aborted with it when the application aborted that transaction."""
-    told_ok: list[HistoryStep] = []
-    told_failed: list[HistoryStep] = []
-    open_sends: dict[str, list[HistoryStep]] = defaultdict(list)
-    commit_of: dict[int, str] = {}
-    dropped: set[int] = set()
-    aborted: list[HistoryStep] = []
-    sent: dict[tuple[str, str], HistoryStep] = {}  # (actor, value) -> that send
-    for s in history.steps:
+def _awaited(s: HistoryStep) -> bool:
+    wait = (s.get("args") or {}).get("await", True)
+    return not (wait is False or str(wait).lower() in ("false", "no", "0"))
+
+
+def _capped(items: Sequence[Any]) -> tuple[list[Any], int]:
+    return list(items[:LISTED_MAX]), max(0, len(items) - LISTED_MAX)
+
+
+Key = tuple[str, str]  # (topic, value): a send and the records it may have become
+
+
+@dataclass
+class _Txn:
+    """A transaction as the application sees it, from begin_transaction() until it learns how it ended."""
+
+    sends: list[HistoryStep] = field(default_factory=list)
+    told: tuple[int, str, str] | None = None  # (step, op, outcome): the first error a produce() in it returned
+
+
+@dataclass
+class _Told:
+    """A transaction that ended in an error the application was told of."""
+
+    ident: int
+    actor: str
+    sends: list[HistoryStep]
+    step: int
+    op: str
+    outcome: str
+
+
+class Checker:
+    """The checker, fed as the history grows: `add_log` (a partition's new entries, in offset order), `add_step`
+    (each step after the log entries it may read), `set_reconcile`; `findings()` at any point."""
+
+    def __init__(self, isolation: Mapping[str, str] | None = None, client: str = "librdkafka") -> None:
+        self.isolation = dict(isolation or {})
+        self.client = client
+        # the logs
+        self.next_offset: dict[str, int] = {}
+        self.values: dict[tuple[str, int], Any] = {}
+        self.fates: dict[tuple[str, int], str] = {}
+        self._waiting: dict[tuple[str, Any], list[int]] = defaultdict(list)  # (tp, producer) -> open offsets
+        self._records: dict[Key, list[tuple[str, int]]] = defaultdict(list)
+        # the sends, as the application saw them
+        self._txns: dict[str, _Txn] = {}
+        self._sent: dict[tuple[str, str], HistoryStep] = {}  # (actor, value) -> that send (for late writes)
+        self._app_aborted: set[int] = set()  # steps of sends told ok whose transaction the application aborted
+        self._believed: dict[Key, list[HistoryStep]] = defaultdict(list)
+        self._committed: set[int] = set()  # believed sends whose transaction's commit returned ok
+        self._told_failed: dict[Key, list[HistoryStep]] = defaultdict(list)
+        self._aborted: dict[Key, list[HistoryStep]] = defaultdict(list)
+        self._told: list[_Told] = []
+        self._told_by_key: dict[Key, list[tuple[int, HistoryStep]]] = defaultdict(list)
+        # the reads
+        self._rc_reads: dict[tuple[str, int], list[tuple[int, str]]] = defaultdict(list)
+        self._got: dict[str, dict[tuple[str, int], list[int]]] = defaultdict(lambda: defaultdict(list))
+        self._got_values: dict[str, dict[Key, set[tuple[str, int]]]] = defaultdict(lambda: defaultdict(set))
+        self._feeders: set[str] = set()
+        self._reconcile: Mapping[str, Any] | None = None
+        # the findings, by what they depend on (worked out again only when that changed)
+        self._by_key: dict[Key, list[Finding]] = {}
+        self._by_told: dict[int, Finding] = {}
+        self._aborted_reads: dict[tuple[str, int], list[Finding]] = {}
+        self._undecided: list[Finding] = []
+        self._dups: dict[str, list[Finding]] = {}
+        self._divergence: list[Finding] = []
+        self._dirty_keys: set[Key] = set()
+        self._dirty_records: set[tuple[str, int]] = set()
+        self._dirty_consumers: set[str] = set()
+        self._sorted: list[Finding] | None = None
+
+    # ---- feeding -------------------------------------------------------------------------------------------
+    def add_log(self, tp: str, entries: Iterable[Mapping[str, Any]]) -> None:
+        """A partition's entries from `next_offset[tp]` on (earlier ones are ignored: the log only grows)."""
+        start = self.next_offset.get(tp, 0)
+        for e in entries:
+            offset = e["offset"]
+            if offset < start:
+                continue
+            start = offset + 1
+            producer = e.get("producer_id", e.get("producer"))
+            if e.get("control"):
+                fate = "committed" if e["control"] == "COMMIT" else "aborted"
+                for o in self._waiting.pop((tp, producer), []):
+                    self._decide(tp, o, fate)
+                continue
+            self.values[(tp, offset)] = e.get("value")
+            key = (_topic(tp), str(e.get("value")))
+            self._records[key].append((tp, offset))
+            self._dirty_keys.add(key)
+            if e.get("transactional"):
+                self.fates[(tp, offset)] = "open"
+                self._waiting[(tp, producer)].append(offset)
+            else:
+                self.fates[(tp, offset)] = "plain"
+        self.next_offset[tp] = start
+        self._sorted = None
+
+    def _decide(self, tp: str, offset: int, fate: str) -> None:
+        self.fates[(tp, offset)] = fate
+        self._dirty_keys.add((_topic(tp), str(self.values.get((tp, offset)))))
+        self._dirty_records.add((tp, offset))
+
+    def set_reconcile(self, rec: Mapping[str, Any] | None) -> None:
+        if rec != self._reconcile:
+            self._reconcile = rec
+            self._divergence = list(_divergence(rec))
+            self._sorted = None
+
+    def add_step(self, s: HistoryStep) -> None:
+        self._sorted = None
         actor, action, args = s["actor"], s["action"], s["args"] or {}
+        outcome = s.get("outcome", OK)
+        txn = self._txns.get(actor)
         if action == "begin_transaction":
-            open_sends[actor] = []
-        elif action == "produce" and "value" in args:
-            (told_ok if s.get("outcome") == OK else told_failed).append(s)
-            open_sends[actor].append(s)
-            sent[(actor, str(args["value"]))] = s
-        elif action == "abort_transaction" and s.get("outcome") == OK:
-            for x in open_sends.pop(actor, []):
-                dropped.add(x["n"])
-                if x.get("outcome") == OK:
-                    aborted.append(x)
-        elif action == "crash":
-            dropped |= {x["n"] for x in open_sends.pop(actor, [])}
+            if outcome == OK:
+                self._txns[actor] = _Txn()
+        elif action == "produce":
+            if args.get("from"):
+                self._feeder(str(args["from"]))
+            if "value" in args:
+                key = (str(args.get("topic")), str(args["value"]))
+                if outcome == OK:
+                    self._sent[(actor, str(args["value"]))] = s
+                    if txn is not None:
+                        txn.sends.append(s)
+                    else:  # a plain send: its outcome is known now
+                        self._believe(key, s)
+                else:
+                    self._told_failed[key].append(s)
+                    self._dirty_keys.add(key)
+            if outcome != OK and txn is not None and txn.told is None:
+                txn.told = (s["n"], "produce_get" if self.client == JAVA and _awaited(s) else "produce", outcome)
         elif action == "commit_transaction":
-            for x in open_sends.pop(actor, []):
-                commit_of[x["n"]] = s.get("outcome", OK)
-        elif action in ("restart", "close"):
-            open_sends.pop(actor, None)
+            ended = self._txns.pop(actor, None)
+            if ended is not None:
+                if outcome == OK:
+                    for x in ended.sends:
+                        self._committed.add(x["n"])
+                        self._believe((str(x["args"]["topic"]), str(x["args"]["value"])), x)
+                else:
+                    told = ended.told or (s["n"], "commit", outcome)
+                    self._tell(actor, ended.sends, *told)
+        elif action == "abort_transaction":
+            if outcome == OK:
+                ended = self._txns.pop(actor, None)
+                for x in ended.sends if ended is not None else ():
+                    self._app_aborted.add(x["n"])
+                    key = (str(x["args"]["topic"]), str(x["args"]["value"]))
+                    self._aborted[key].append(x)
+                    self._dirty_keys.add(key)
+        elif action in ("crash", "restart", "close"):
+            self._txns.pop(actor, None)  # nobody is left to believe the open transaction's sends
+        elif action == "send_offsets_to_transaction":
+            if args.get("consumer"):
+                self._feeder(str(args["consumer"]))
         elif actor == "net" and action == "late_write":
-            earlier = sent.get((str(args.get("actor")), str(args.get("of"))))
-            if earlier is not None and earlier in aborted:
-                aborted.append(
-                    {
-                        **s,
-                        "actor": args["actor"],
-                        "args": {"topic": earlier["args"]["topic"], "value": args.get("value")},
-                    }
+            earlier = self._sent.get((str(args.get("actor")), str(args.get("of"))))
+            if earlier is not None and earlier["n"] in self._app_aborted:
+                late: HistoryStep = {
+                    **s,
+                    "actor": str(args["actor"]),
+                    "args": {"topic": earlier["args"]["topic"], "value": args.get("value")},
+                }
+                key = (str(earlier["args"]["topic"]), str(args.get("value")))
+                self._app_aborted.add(s["n"])
+                self._aborted[key].append(late)
+                self._dirty_keys.add(key)
+        for tp, offset in s.get("read") or ():
+            self._read(s, tp, int(offset))
+
+    def _believe(self, key: Key, s: HistoryStep) -> None:
+        self._believed[key].append(s)
+        self._dirty_keys.add(key)
+
+    def _tell(self, actor: str, sends: list[HistoryStep], step: int, op: str, outcome: str) -> None:
+        told = _Told(len(self._told), actor, list(sends), step, op, outcome)
+        self._told.append(told)
+        for x in sends:
+            key = (str(x["args"]["topic"]), str(x["args"]["value"]))
+            self._told_by_key[key].append((told.ident, x))
+            self._dirty_keys.add(key)
+
+    def _feeder(self, consumer: str) -> None:
+        if consumer not in self._feeders:
+            self._feeders.add(consumer)
+            self._dirty_consumers.add(consumer)
+
+    def _read(self, s: HistoryStep, tp: str, offset: int) -> None:
+        actor, record = s["actor"], (tp, offset)
+        self._got[actor][record].append(s["n"])
+        self._got_values[actor][(_topic(tp), str(self.values.get(record)))].add(record)
+        self._dirty_consumers.add(actor)
+        if self.isolation.get(actor, "read_committed") != "read_committed":
+            return
+        self._rc_reads[record].append((s["n"], actor))
+        self._dirty_records.add(record)
+        lso = (s.get("lso") or {}).get(tp)
+        if lso is not None and offset >= lso:
+            self._undecided.append(
+                Finding(
+                    "undecided-read",
+                    "undecided_read",
+                    {"actor": actor, "record": _record(tp, offset), "lso": lso},
+                    (s["n"],),
+                    (_record(tp, offset),),
                 )
-    return [s for s in told_ok if s["n"] not in dropped], told_failed, aborted, commit_of
+            )
 
+    # ---- judging ---------------------------------------------------------------------------------------------
+    def findings(self) -> list[Finding]:
+        self._judge()
+        if self._sorted is None:
+            found = [f for fs in self._by_key.values() for f in fs]
+            found += self._by_told.values()
+            writes = sorted(found, key=lambda f: (RULES.index(f.rule), f.steps[:1]))
+            reads = sorted(
+                [*(f for fs in self._aborted_reads.values() for f in fs), *self._undecided],
+                key=lambda f: f.steps[:1],
+            )
+            dups = sorted((f for fs in self._dups.values() for f in fs), key=lambda f: f.steps[:1])
+            self._sorted = [*writes, *reads, *dups, *self._divergence]
+        return list(self._sorted)
 
-def _records_by_value(history: History) -> dict[tuple[str, str], list[tuple[str, int]]]:
-    out: dict[tuple[str, str], list[tuple[str, int]]] = defaultdict(list)
-    for tp, log in history.logs.items():
-        for e in log:
-            if not e.get("control"):
-                out[(_topic(tp), str(e.get("value")))].append((tp, e["offset"]))
-    return out
+    def _judge(self) -> None:
+        told_dirty: set[int] = set()
+        for key in self._dirty_keys:
+            self._judge_key(key)
+            told_dirty |= {ident for ident, _x in self._told_by_key.get(key, ())}
+        for ident in told_dirty:
+            self._judge_told(self._told[ident])
+        for record in self._dirty_records:
+            self._judge_reads(record)
+        for consumer in self._dirty_consumers:
+            self._judge_duplicates(consumer)
+        if self._dirty_keys or self._dirty_records or self._dirty_consumers:
+            self._sorted = None
+        self._dirty_keys, self._dirty_records, self._dirty_consumers = set(), set(), set()
 
+    def _visible(self, key: Key) -> list[tuple[str, int]]:
+        return [r for r in self._records.get(key, ()) if self.fates.get(r) in ("committed", "plain")]
 
-def _writes(history: History) -> Iterable[Finding]:
-    told_ok, told_failed, aborted, commit_of = _sends(history)
-    records = _records_by_value(history)
-    visible = {
-        key: [r for r in recs if history.fates.get(r) in ("committed", "plain")] for key, recs in records.items()
-    }
-    believed: dict[tuple[str, str], list[HistoryStep]] = defaultdict(list)
-    for s in told_ok:
-        believed[(s["args"]["topic"], str(s["args"]["value"]))].append(s)
-    for (topic, value), sends in believed.items():
+    def _where(self, key: Key) -> tuple[list[list[str]], int]:
+        others = [
+            [_record(*r), self.fates.get(r, "")] for r in self._records.get(key, ()) if r not in self._visible(key)
+        ]
+        return _capped(others)
+
+    def _judge_key(self, key: Key) -> None:
+        topic, value = key
+        out: list[Finding] = []
+        records = self._records.get(key, [])
+        visible = self._visible(key)
+        undecided = [r for r in records if self.fates.get(r) == "open"]
+        sends = self._believed.get(key, [])
         # A record of a transaction still open is not lost yet: its producer may still commit it (scenario 06's
         # hanging transaction). The undecided-read rule covers reading it early.
-        undecided = [r for r in records.get((topic, value), []) if history.fates.get(r) == "open"]
-        lost = len(sends) - len(visible.get((topic, value), [])) - len(undecided)
-        if lost <= 0:
-            continue
-        others = [r for r in records.get((topic, value), []) if history.fates.get(r) not in ("committed", "plain")]
-        where = (
-            ", ".join(f"{tp}@{o} ({history.fates.get((tp, o))})" for tp, o in others) or "it is in no partition's log"
-        )
-        commits = sorted({commit_of[s["n"]] for s in sends if s["n"] in commit_of and commit_of[s["n"]] != OK})
-        later = f"; its transaction's commit_transaction then returned {', '.join(commits)}" if commits else ""
-        yield Finding(
-            "lost-write",
-            f"{sends[-1]['actor']} was told its send of {value!r} to {topic} succeeded (produce() "
-            f"returned ok), but read_committed does not deliver it: {where}{later}",
-            tuple(s["n"] for s in sends),
-            tuple(f"{tp}@{o}" for tp, o in others),
-        )
-    accounted = {key: len(sends) for key, sends in believed.items()}
-    for s in [*told_failed, *aborted]:
-        key = (s["args"]["topic"], str(s["args"]["value"]))
-        extra = len(visible.get(key, [])) - accounted.get(key, 0)
-        if extra > 0:
-            recs = visible[key][-extra:]
-            accounted[key] = accounted.get(key, 0) + 1
-            why = (
-                f"was told its send of {key[1]!r} failed ({s['outcome']})"
-                if s in told_failed
-                else f"aborted the transaction its send of {key[1]!r} belonged to"
-            )
-            yield Finding(
-                "failed-write-visible",
-                f"{s['actor']} {why}, yet it was committed at {', '.join(f'{tp}@{o}' for tp, o in recs)}",
-                (s["n"],),
-                tuple(f"{tp}@{o}" for tp, o in recs),
-            )
-
-
-# ----------------------------------------------------------------------------------------------------- reads
-def _reads(history: History) -> Iterable[Finding]:
-    values = {
-        (tp, e["offset"]): e.get("value") for tp, log in history.logs.items() for e in log if not e.get("control")
-    }
-    got: dict[str, list[tuple[int, str, int]]] = defaultdict(list)  # consumer -> (step, tp, offset)
-    for s in history.steps:
-        for tp, offset in s.get("read") or ():
-            got[s["actor"]].append((s["n"], tp, offset))
-            if history.isolation.get(s["actor"], "read_committed") != "read_committed":
-                continue
-            fate = history.fates.get((tp, offset))
-            if fate == "aborted":
-                yield Finding(
-                    "aborted-read",
-                    f"{s['actor']} (read_committed) got {values.get((tp, offset))!r} at "
-                    f"{tp}@{offset}, a record of an aborted transaction",
-                    (s["n"],),
-                    (f"{tp}@{offset}",),
+        if sends and len(sends) - len(visible) - len(undecided) > 0:
+            last = sends[-1]
+            where, more = self._where(key)
+            out.append(
+                Finding(
+                    "lost-write",
+                    "lost",
+                    {
+                        "actor": last["actor"],
+                        "value": repr(value),
+                        "topic": topic,
+                        "said": self._said(last),
+                        "where": where,
+                        "where_more": more,
+                    },
+                    tuple(s["n"] for s in sends),
+                    tuple(r for r, _fate in where),
                 )
-            lso = (s.get("lso") or {}).get(tp)
-            if lso is not None and offset >= lso:
-                yield Finding(
-                    "undecided-read",
-                    f"{s['actor']} (read_committed) got {tp}@{offset} while the last "
-                    f"stable offset was {lso}: data of an undecided transaction",
+            )
+        accounted = len(sends)
+        for s, kind in [
+            *((x, "told") for x in self._told_failed.get(key, ())),
+            *((x, "aborted") for x in self._aborted.get(key, ())),
+        ]:
+            extra = len(visible) - accounted
+            if extra <= 0:
+                break
+            recs, more = _capped([_record(*r) for r in visible[-extra:]])
+            accounted += 1
+            params: dict[str, Any] = {"actor": s["actor"], "value": repr(value), "records": recs, "records_more": more}
+            if kind == "told":
+                params["outcome"] = s["outcome"]
+            out.append(
+                Finding(
+                    "failed-write-visible",
+                    "told_failed_visible" if kind == "told" else "aborted_visible",
+                    params,
                     (s["n"],),
-                    (f"{tp}@{offset}",),
+                    tuple(recs),
                 )
-    feeders = {str((s.get("args") or {}).get("from")) for s in history.steps if (s.get("args") or {}).get("from")}
-    feeders |= {
-        str((s.get("args") or {}).get("consumer"))
-        for s in history.steps
-        if s.get("action") == "send_offsets_to_transaction"
-    }
-    for consumer, reads in got.items():
-        if consumer in feeders:
+            )
+        if out:
+            self._by_key[key] = out
+        else:
+            self._by_key.pop(key, None)
+
+    def _undelivered_told(self, key: Key) -> int | None:
+        """How many of the key's sends in told transactions read_committed does not deliver (None: not judged yet,
+        a record with this value is still in an open transaction)."""
+        records = self._records.get(key, [])
+        if any(self.fates.get(r) == "open" for r in records):
+            return None
+        spare = max(0, len(self._visible(key)) - len(self._believed.get(key, ())))
+        return max(0, len(self._told_by_key.get(key, ())) - spare)
+
+    def _judge_told(self, told: _Told) -> None:
+        lost: list[HistoryStep] = []
+        where: list[list[str]] = []
+        for x in told.sends:
+            key = (str(x["args"]["topic"]), str(x["args"]["value"]))
+            undelivered = self._undelivered_told(key)
+            if undelivered is None:
+                self._by_told.pop(told.ident, None)  # judged once its records are decided
+                return
+            # the key's first `undelivered` sends in told transactions are the ones read_committed does not deliver
+            mine = [i for i, (ident, y) in enumerate(self._told_by_key[key]) if ident == told.ident and y is x]
+            if mine and mine[0] < undelivered:
+                lost.append(x)
+                for r in self._records.get(key, ()):
+                    entry = [_record(*r), self.fates.get(r, "")]
+                    if self.fates.get(r) not in ("committed", "plain") and entry not in where:
+                        where.append(entry)
+        if not lost:
+            self._by_told.pop(told.ident, None)
+            return
+        values, values_more = _capped([repr(str(x["args"]["value"])) for x in lost])
+        shown, more = _capped(where)
+        self._by_told[told.ident] = Finding(
+            "aborted-told",
+            "aborted_told",
+            {
+                "actor": told.actor,
+                "values": values,
+                "values_more": values_more,
+                "topics": sorted({str(x["args"]["topic"]) for x in lost}),
+                "k": told.step + 1,
+                "op": told.op + ("_java" if self.client == JAVA else ""),
+                "outcome": told.outcome,
+                "where": shown,
+                "where_more": more,
+            },
+            (*(x["n"] for x in lost), told.step),
+            tuple(r for r, _fate in shown),
+        )
+
+    def _said(self, s: HistoryStep) -> str:
+        committed = s["n"] in self._committed
+        if self.client != JAVA:
+            return "produce_commit_ok" if committed else "produce_ok"
+        return ("send_get" if _awaited(s) else "send") + ("_commit" if committed else "")
+
+    def _judge_reads(self, record: tuple[str, int]) -> None:
+        if self.fates.get(record) != "aborted" or record not in self._rc_reads:
+            self._aborted_reads.pop(record, None)
+            return
+        tp, offset = record
+        self._aborted_reads[record] = [
+            Finding(
+                "aborted-read",
+                "aborted_read",
+                {"actor": actor, "value": repr(self.values.get(record)), "record": _record(tp, offset)},
+                (n,),
+                (_record(tp, offset),),
+            )
+            for n, actor in self._rc_reads[record]
+        ]
+
+    def _judge_duplicates(self, consumer: str) -> None:
+        if consumer in self._feeders:
             # A transform's input: re-reading after a crash is how it recovers; what must not repeat is its output,
             # which the consumers reading that output show.
-            continue
-        by_record = defaultdict(list)
-        by_value = defaultdict(set)
-        for n, tp, offset in reads:
-            by_record[(tp, offset)].append(n)
-            by_value[(_topic(tp), str(values.get((tp, offset))))].add((tp, offset))
-        for (tp, offset), steps in by_record.items():
+            self._dups.pop(consumer, None)
+            return
+        out: list[Finding] = []
+        for (tp, offset), steps in self._got[consumer].items():
             if len(steps) > 1:
-                yield Finding(
-                    "duplicate",
-                    f"{consumer} got {values.get((tp, offset))!r} at {tp}@{offset} {len(steps)} times "
-                    "(redelivered: its position went back, after a crash or a seek)",
-                    tuple(steps),
-                    (f"{tp}@{offset}",),
+                out.append(
+                    Finding(
+                        "duplicate",
+                        "redelivered",
+                        {
+                            "actor": consumer,
+                            "value": repr(self.values.get((tp, offset))),
+                            "record": _record(tp, offset),
+                            "times": len(steps),
+                        },
+                        tuple(steps),
+                        (_record(tp, offset),),
+                    )
                 )
-        for (topic, value), recs in by_value.items():
+        for (topic, value), recs in self._got_values[consumer].items():
             if len(recs) > 1:
-                steps = sorted({n for n, tp, o in reads if (tp, o) in recs})
-                yield Finding(
-                    "duplicate",
-                    f"{consumer} got {value!r} from {len(recs)} records of {topic} "
-                    f"({', '.join(f'{tp}@{o}' for tp, o in sorted(recs))}): it was written and committed more than once",
-                    tuple(steps),
-                    tuple(f"{tp}@{o}" for tp, o in sorted(recs)),
+                ordered = sorted(recs)
+                steps = sorted({n for r in ordered for n in self._got[consumer][r]})
+                names, more = _capped([_record(*r) for r in ordered])
+                out.append(
+                    Finding(
+                        "duplicate",
+                        "written_twice",
+                        {
+                            "actor": consumer,
+                            "value": repr(value),
+                            "count": len(recs),
+                            "topic": topic,
+                            "records": names,
+                            "records_more": more,
+                        },
+                        tuple(steps[:LISTED_MAX]),
+                        tuple(names),
+                    )
                 )
+        if out:
+            self._dups[consumer] = out
+        else:
+            self._dups.pop(consumer, None)
+
+
+def check(history: History) -> list[Finding]:
+    checker = Checker(history.isolation, history.client)
+    for tp, log in history.logs.items():
+        checker.add_log(tp, log)
+    for s in history.steps:
+        checker.add_step(s)
+    checker.set_reconcile(history.reconcile)
+    return checker.findings()
 
 
 # -------------------------------------------------------------------------------------------------- database
-def _divergence(history: History) -> Iterable[Finding]:
-    rec = history.reconcile
+def _divergence(rec: Mapping[str, Any] | None) -> Iterable[Finding]:
     if not rec or not rec.get("rows"):
         return
     columns, rows = rec["columns"], rec["rows"]
@@ -333,17 +697,20 @@ def _divergence(history: History) -> Iterable[Finding]:
         failed = [columns[i] for i in checks if r[i] == 0]
         if failed:
             ident = ", ".join(f"{c}={v}" for c, v in zip(columns, r) if columns.index(c) not in checks)
-            yield Finding(
-                "divergence",
-                f"the reconciliation's row {ident or r} fails {', '.join(failed)}: the database and Kafka disagree",
-            )
+            yield Finding("divergence", "divergence", {"row": ident or str(r), "failed": failed})
 
 
 def history_of_run(scenario: Scenario, record: Sequence[HistoryStep], observation: Mapping[str, Any]) -> History:
     """A `scenario run`'s history: the steps it recorded, the observation's logs and database."""
     logs = {tp: p["log"] for tp, p in observation["partitions"].items()}
     isolation = {n: a.isolation_level for n, a in scenario.actors.items() if a.kind == "consumer"}
-    return History(list(record), logs, isolation, (observation.get("database") or {}).get("reconcile"))
+    return History(
+        list(record),
+        logs,
+        isolation,
+        (observation.get("database") or {}).get("reconcile"),
+        client=scenario.profile.client,
+    )
 
 
 def summary(findings: Iterable[Finding]) -> dict[str, int]:

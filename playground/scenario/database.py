@@ -606,6 +606,12 @@ class WithDatabase(Backend):
     def stable_offsets(self) -> dict[str, int]:
         return self.inner.stable_offsets()
 
+    def log_entries(self, since: Mapping[str, int]) -> dict[str, list[dict[str, Any]]]:
+        return self.inner.log_entries(since)
+
+    def coordinator_timers(self) -> dict[str, Any]:
+        return self.inner.coordinator_timers()
+
     def close(self) -> None:
         self.inner.close()
 

@@ -81,42 +81,40 @@ def other_profile(profile: Profile) -> Profile:
 # ----------------------------------------------------------------------------------------------- what is run
 @dataclass(frozen=True)
 class Command:
-    """One command both sides carry out: a step, or an actor added (a session's "add producer")."""
+    """One step both sides carry out: a scenario's step (a note is a step too, as everywhere: session/live.py), or
+    an actor added (a session's "add producer")."""
 
     label: str
     step: Step | None = None
     add: ActorSpec | None = None
-    notes: tuple[Mapping[str, str], ...] = ()  # the scenario's notes just before it ({lang: text})
+    note: Mapping[str, str] | None = None  # a note's text ({lang: text}): a step that changes nothing
+
+
+def _command(step: Step) -> Command:
+    if step.is_note:
+        return Command(step.label, step=step, note=dict(step.args.get("text") or {}))
+    if "sql" in step.args:  # a database step: its statement, as the session's narrative shows it
+        return Command(f"{step.label}: {step.args['sql']}", step=step)
+    return Command(step.label, step=step)
 
 
 def commands_of_steps(steps: Iterable[Step]) -> list[Command]:
-    """A scenario's steps as commands; each note goes with the command after it."""
-    out: list[Command] = []
-    notes: list[Mapping[str, str]] = []
-    for step in steps:
-        if step.is_note:
-            notes.append(dict(step.args.get("text") or {}))
-            continue
-        out.append(Command(step.label, step=step, notes=tuple(notes)))
-        notes = []
-    return out
+    """A scenario's steps as commands, its notes included: step k here is step k of a session of it."""
+    return [_command(step) for step in steps]
 
 
 def commands_of_log(entries: Iterable[Mapping[str, Any]]) -> list[Command]:
-    """A session's command log as commands (an exercise's answers and hints are not commands)."""
-    steps: list[Step] = []
+    """A session's command log as commands (an exercise's answers and hints are not commands): step k here is the
+    session's step k."""
     out: list[Command] = []
     for entry in entries:
         if not is_command(entry):
             continue
         if "add" in entry:
             spec = actor_from_entry(entry["add"])
-            out.extend(commands_of_steps(steps))
-            steps = []
             out.append(Command(f"+ {spec.kind} {spec.name}", add=spec))
         else:
-            steps.append(step_from_entry(entry["step"], int(entry.get("n", 0))))
-    out.extend(commands_of_steps(steps))
+            out.append(_command(step_from_entry(entry["step"], int(entry.get("n", 0)))))
     return out
 
 
@@ -406,10 +404,16 @@ def step_view(c: Comparison, k: int, lang: str) -> dict[str, Any]:
         groups[-1][1].append(row)
     by_key = {r.field.key: r for r in rows}
     command = c.commands[k - 1] if k else None
+    after: list[str] = []  # the notes right after this step: a scenario often explains a step just after it
+    for cmd in c.commands[k:]:
+        if cmd.note is None:
+            break
+        after.append(pick(cmd.note, lang))
     steps = [
         {
             "k": j,
             "label": cmd.label,
+            "note": pick(cmd.note, lang) if cmd.note is not None else None,
             "a": c.states_a[j][_outcome_field()],
             "b": c.states_b[j][_outcome_field()],
             "lit": bool(c.new[j]),
@@ -419,9 +423,8 @@ def step_view(c: Comparison, k: int, lang: str) -> dict[str, Any]:
     ]
     return {
         "command": command,
-        "notes": [pick(n, lang) for n in command.notes] if command else [],
-        # the notes between this command and the next: a scenario often explains a step right after it
-        "notes_after": [pick(n, lang) for n in c.commands[k].notes] if k < c.length else [],
+        "notes": [pick(command.note, lang)] if command is not None and command.note is not None else [],
+        "notes_after": after if command is None or command.note is None else [],
         "outcome": by_key["outcome"],
         "wire": by_key["wire"],
         "tv_epochs": _tv_epoch_note(c, rows),

@@ -146,14 +146,16 @@ def _create(
 
 
 def fork(session_id: str, at: int, *, backend: str | None = None, client: str = "") -> Session:
-    """A new session whose log is the first `at` commands of this one, on `backend` (default: the same, except
-    that a real-cluster session forks onto the simulator unless "kafka" is asked for: fresh topics)."""
+    """A new session whose log is this one's up to step `at` (live.py: the first `at` commands and what came with
+    them), on `backend` (default: the same, except that a real-cluster session forks onto the simulator unless
+    "kafka" is asked for: fresh topics)."""
     with CACHE.lock(session_id):
         origin = store.read(session_id)
         head = catch_up(origin)
-    if not 0 <= at <= head.length:
+    if not 0 <= at <= head.step_count:
         raise CommandError(
-            _("Step %(k)s is not in this session: it has steps 0 to %(n)d.") % {"k": at, "n": head.length}, status=404
+            _("Step %(k)s is not in this session: it has steps 0 to %(n)d.") % {"k": at, "n": head.step_count},
+            status=404,
         )
     target = backend or ("sim" if live_only(origin.backend) else origin.backend)
     if target not in BACKENDS and target != origin.backend:
@@ -183,16 +185,18 @@ def _fork(head: Live, origin: Session, at: int, target: str, client: str) -> Ses
             client_key=client,
         )
     )
+    entries = head.entries_at(at)
     if target == origin.backend and not live_only(target):
-        live = _copied(head, row, at)
+        live = _copied(head, row, entries)
     else:
-        live = _run_again(head, row, at)
+        live = _run_again(head, row, entries)
+    live.origin = {"session": head.session_id, "at": at}
     live.session_id, live.version = row.id, row.version
     CACHE.put(live)
     return row
 
 
-def _copied(head: Live, row: Session, at: int) -> Live:
+def _copied(head: Live, row: Session, at: int) -> Live:  # `at`: entries
     """Same backend, replayed by the simulator: copy the rows, start from the original's nearest checkpoint."""
     row.length = at
     with transaction.atomic():
@@ -200,11 +204,10 @@ def _copied(head: Live, row: Session, at: int) -> Live:
         store.copy_prefix(head.session_id, row.id, at)
     live = restore(head, at)
     live.row_ids = store.row_ids(row.id)
-    live.origin = {"session": head.session_id, "at": at}
     return live
 
 
-def _run_again(head: Live, row: Session, at: int) -> Live:
+def _run_again(head: Live, row: Session, at: int) -> Live:  # `at`: entries
     """Another backend (a real cluster's log onto the simulator, or onto fresh topics): run the commands there."""
     live = fresh(row)
     entries = run_again(

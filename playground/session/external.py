@@ -342,12 +342,13 @@ def view(live: Live, out: dict[str, Any], listening: bool) -> dict[str, Any]:
     return out
 
 
-def history_ops(backend: Any) -> list[dict[str, Any]]:
-    """What the external clients did, as the anomaly checker's steps (see clients.py)."""
+def history_ops(backend: Any, position: int | None = None) -> list[dict[str, Any]]:
+    """What the external clients did (during the log entry at `position`, or all the core keeps), as the anomaly
+    checker's steps (see clients.py)."""
     core = core_of(backend)
     if core is None or core.clients is None:
         return []
-    return [dict(op) for op in core.clients.ops]
+    return [dict(op) for op in core.clients.ops if position is None or op["n"] == position]
 
 
 def isolation_levels(backend: Any) -> dict[str, str]:

@@ -1,54 +1,83 @@
-"""A session's history for the anomaly checker (playground/scenario/anomalies.py): its log's steps with their outcomes and
-what each poll returned, the partitions' whole logs as the backend holds them now, and the database."""
+"""A session's history for the anomaly checker (playground/scenario/anomalies.py): its log's steps with their outcomes
+and what each poll returned, the partitions' logs as the backend holds them, and the database.
+
+The checker is kept with the session as this process holds it (`Live.anomalies`) and fed only what it has not seen
+(the commands since, the log entries past the offsets it read), so the anomaly panel costs the same after command 10
+and after 10,000. A Live rebuilt from a checkpoint (going back, a moment) starts a checker of its own.
+"""
 
 from __future__ import annotations
 
-from playground.scenario.anomalies import Finding, History, HistoryStep, check
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from playground.engine.spec import CONSUMER
+from playground.scenario.anomalies import Checker, Finding, HistoryStep
 from playground.session import external
-from playground.session.live import Live, step_from_entry
-
-HISTORY_LOG_LIMIT = 100_000  # entries per partition: the whole log of any session a server keeps
+from playground.session.live import Live, is_command, step_from_entry
 
 
-def history_of(live: Live) -> History:
-    steps: list[HistoryStep] = []
-    for n, entry in enumerate(live.commands):
-        if "step" not in entry:
-            continue
-        step = step_from_entry(entry["step"])
-        if step.is_note:
-            continue
-        steps.append(
-            {
-                "n": n,
-                "actor": step.actor,
-                "action": step.action,
-                "args": dict(step.args),
-                "outcome": entry.get("outcome", "ok"),
-                "read": entry.get("read"),
-                "lso": entry.get("lso"),
-            }
-        )
-    # what applications connected to the session's listener did, in the same terms (session/external.py)
-    for op in external.history_ops(live.backend):
-        steps.append(
-            {
-                "n": op["n"],
-                "actor": op["actor"],
-                "action": op["action"],
-                "args": op["args"],
-                "outcome": op["outcome"],
-                "read": op.get("read"),
-                "lso": op.get("lso"),
-            }
-        )
-    steps.sort(key=lambda s: s["n"])
-    view = live.backend.view(HISTORY_LOG_LIMIT)
-    logs = {tp: p.get("log", []) for tp, p in view.get("partitions", {}).items()}
-    isolation = {n: a.isolation_level for n, a in live.actors.items() if a.kind == "consumer"}
-    isolation.update(external.isolation_levels(live.backend))
-    return History(steps, logs, isolation, (view.get("database") or {}).get("reconcile"))
+@dataclass
+class Fed:
+    """A checker, and how far into the session's log it has read."""
+
+    checker: Checker
+    entries: int = 0  # log entries read
+    commands: int = 0  # of those, commands: the next command's position (its step number is this + 1)
 
 
-def findings(live: Live) -> list[Finding]:
-    return check(history_of(live))
+def _step(entry: Mapping[str, Any], n: int) -> HistoryStep | None:
+    if "step" not in entry:
+        return None
+    step = step_from_entry(entry["step"])
+    if step.is_note:
+        return None
+    return {
+        "n": n,
+        "actor": step.actor,
+        "action": step.action,
+        "args": dict(step.args),
+        "outcome": entry.get("outcome", "ok"),
+        "read": entry.get("read"),
+        "lso": entry.get("lso"),
+    }
+
+
+def checker_of(live: Live, view: Mapping[str, Any] | None = None) -> Checker:
+    """The session's checker, caught up with its log (`view`: the backend's view, when the caller has one: its
+    database's reconciliation is read from it)."""
+    fed = live.anomalies
+    if not isinstance(fed, Fed):
+        fed = live.anomalies = Fed(Checker(client=live.profile.client))
+    checker = fed.checker
+    checker.isolation = {n: a.isolation_level for n, a in live.actors.items() if a.kind == CONSUMER}
+    checker.isolation.update(external.isolation_levels(live.backend))
+    # the logs first (also between commands: a real cluster's markers land when they land), so that a poll's
+    # records are in them before the poll is read
+    for tp, entries in live.backend.log_entries(checker.next_offset).items():
+        checker.add_log(tp, entries)
+    if fed.entries < live.length:
+        for position, entry in enumerate(live.commands[fed.entries :], start=fed.entries):
+            if external.EXT in entry:
+                # what applications connected to the session's listener did during this entry, in the same terms
+                # (session/external.py), numbered as the entry's step (Live counts it as one)
+                for op in external.history_ops(live.backend, position):
+                    checker.add_step({**op, "n": fed.commands})  # type: ignore[typeddict-item]
+                fed.commands += 1
+                continue
+            if not is_command(entry):
+                continue
+            step = _step(entry, fed.commands)
+            fed.commands += 1
+            if step is not None:
+                checker.add_step(step)
+        fed.entries = live.length
+    if view is None:
+        view = live.backend.view(1)
+    checker.set_reconcile((view.get("database") or {}).get("reconcile"))
+    return checker
+
+
+def findings(live: Live, view: Mapping[str, Any] | None = None) -> list[Finding]:
+    return checker_of(live, view).findings()

@@ -7,12 +7,19 @@ and "reset" drop a suffix of the log or all of it), so a process knows whether i
 
 Everything derived from the log that the panels read on every update (the narrative's cursor, the scrubber's
 marks) is kept up to date as entries are recorded, so an update costs the same at command 10 and at 10,000.
+
+One step numbering everywhere (the header, the time slider, `?at=k`, a fork, the anomaly panel, compare): step k is
+the session after its first k commands, where a command is what the backend carries out (a scenario's step, its
+notes included, a command of the user's own, an actor added). An exercise's answers and hints and the pace switch
+are entries of the log but not steps: they belong to the step before them.
 """
 
 from __future__ import annotations
 
+import copy
 import re
 import time
+from bisect import bisect_right
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -140,6 +147,9 @@ class Checkpoint:
     paced_at_ms: int | None = None
     listen: Mapping[str, Any] | None = None
     external_wall_ms: int = 0
+    commands: int = 0  # how many of the entries before it are commands (steps)
+    scenario_steps: Mapping[int, int] = field(default_factory=dict)
+    derived: Mapping[str, Any] = field(default_factory=dict)  # Live.derived as it was: a moment goes on from there
 
 
 @dataclass
@@ -179,6 +189,8 @@ class Live:
     step_outcomes: dict[int, str] = field(default_factory=dict)  # scenario step index -> its outcome
     own_count: int = 0  # commands outside the scenario's narrative (the user's own)
     marks: list[tuple[int, str]] = field(default_factory=list)  # (seq, mark_of(entry)) for marked commands
+    command_seqs: list[int] = field(default_factory=list)  # the entry position of each command: step k+1's
+    scenario_steps: dict[int, int] = field(default_factory=dict)  # scenario step index -> the step number it ran as
     produced: dict[str, int] = field(default_factory=dict)  # produce commands per actor, for one-click values
     predictions: dict[int, int] = field(default_factory=dict)  # exercise: scenario step -> the answer given
     hints_shown: int = 0  # exercise: hints revealed so far
@@ -193,6 +205,11 @@ class Live:
     external_wall_ms: int = 0
     pending: list[dict[str, Any]] = field(default_factory=list)
     ext_inputs: list[tuple[int, int, int, int, bytes]] = field(default_factory=list)
+    # The anomaly checker fed with this Live's log so far (session/history.py); never copied: a Live rebuilt from a
+    # checkpoint starts its own.
+    anomalies: Any = None
+    # What the panels derive from the log and keep up to date the same way (web/panels.py: sends per topic).
+    derived: dict[str, Any] = field(default_factory=dict)
 
     # ---- the log -------------------------------------------------------------------------------------------
     def record(self, entry: dict[str, Any], row_id: int = 0) -> None:
@@ -207,6 +224,10 @@ class Live:
                 self.listen = entry[external.LISTEN]
             elif external.UNLISTEN in entry:
                 self.listen = None
+            elif external.EXT in entry:
+                # what connected clients did is a step of the session's own numbering: the slider and ?at=k move
+                # through it as through the session's commands
+                self.command_seqs.append(seq)
             body = next(entry[k] for k in external.KINDS if k in entry)
             self.external_wall_ms = int(body.get("wall_ms") or self.external_wall_ms)
             mark = mark_of(entry)
@@ -224,10 +245,13 @@ class Live:
         if "hint" in entry:
             self.hints_shown = max(self.hints_shown, int(entry["hint"]) + 1)
             return
+        if is_command(entry):
+            self.command_seqs.append(seq)
         if "n" in entry:
             n = int(entry["n"])
             self.cursor = max(self.cursor, n + 1)
             self.step_outcomes[n] = entry.get("outcome", OK)
+            self.scenario_steps[n] = len(self.command_seqs)
         else:
             self.own_count += 1
         mark = mark_of(entry)
@@ -255,6 +279,9 @@ class Live:
             self.paced_at_ms,
             self.listen,
             self.external_wall_ms,
+            len(self.command_seqs),
+            dict(self.scenario_steps),
+            copy.deepcopy(self.derived),
         )
 
     def resume(self, head: Live, length: int, cp: Checkpoint) -> None:
@@ -265,12 +292,28 @@ class Live:
         self.marks, self.produced = head.marks[: cp.marks], dict(cp.produced)
         self.predictions, self.hints_shown = dict(cp.predictions), cp.hints_shown
         self.paced, self.paced_at_ms = cp.paced, cp.paced_at_ms
+        self.command_seqs, self.scenario_steps = head.command_seqs[: cp.commands], dict(cp.scenario_steps)
+        self.derived = copy.deepcopy(dict(cp.derived))  # what the panels derived from a prefix of these commands
         self.sql_checkpointed_ms = float(getattr(getattr(self.backend, "db", None), "spent_ms", 0.0))
         self.listen, self.external_wall_ms = cp.listen, cp.external_wall_ms
 
     @property
     def length(self) -> int:
+        """Entries of the log (commands, answers, hints, pace switches)."""
         return len(self.commands)
+
+    @property
+    def step_count(self) -> int:
+        """Steps so far: the log's commands (see the module's docstring)."""
+        return len(self.command_seqs)
+
+    def entries_at(self, k: int) -> int:
+        """How many of the log's entries step k is made of: every entry before the (k+1)-th command."""
+        return self.command_seqs[k] if k < len(self.command_seqs) else len(self.commands)
+
+    def step_of(self, seq: int) -> int:
+        """The step a log entry belongs to: the number of commands up to and including it."""
+        return bisect_right(self.command_seqs, seq)
 
     @property
     def steps(self) -> tuple[Step, ...]:

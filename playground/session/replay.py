@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping
-from typing import Any, cast
+from typing import Any
 
 from django.utils.translation import gettext as _
 
@@ -305,45 +305,42 @@ def _replica(head: Live, row: Session) -> Live:
 
 def _same_prefix(moment: Live, source: Live) -> bool:
     """Whether the log up to the moment's step is still the source's (it only grew since, or nothing changed)."""
-    n = moment.moment or 0
+    n = moment.length
     return n == 0 or (n <= source.length and moment.row_ids[n - 1] == source.row_ids[n - 1])
 
 
 def moment(session_id: str, k: int) -> Live:
-    """Step k of the session (0 = before any command), read-only. Step `length` is the head itself, except for a
-    real-cluster session (its moments are always the simulator's replay)."""
+    """Step k of the session (0 = before any command; see live.py for what a step is), read-only. The last step is
+    the head itself, except for a real-cluster session (its moments are always the simulator's replay)."""
     with CACHE.lock(session_id):
         row = store.read(session_id)
         head = catch_up(row)
-        if not 0 <= k <= head.length:
+        if not 0 <= k <= head.step_count:
             raise CommandError(
-                _("Step %(k)s is not in this session: it has steps 0 to %(n)d.") % {"k": k, "n": head.length},
+                _("Step %(k)s is not in this session: it has steps 0 to %(n)d.") % {"k": k, "n": head.step_count},
                 status=404,
             )
-        if k == head.length and not live_only(head.backend_name):
+        if k == head.step_count and not live_only(head.backend_name):
             return head
         source = _replica(head, row)
+        entries = source.entries_at(k)
         last = CACHE.moment(session_id)
         if (
             last is not None
             and last.moment is not None
-            and last.moment <= k <= source.length
-            and k - last.moment < k - _nearest_checkpoint(source, k)
+            and last.length <= entries <= source.length
+            and entries - last.length < entries - _nearest_checkpoint(source, entries)
             and _same_prefix(last, source)
         ):
             at = last
-            replay(at, zip(source.commands[at.moment : k], source.row_ids[at.moment : k]))
+            replay(at, zip(source.commands[at.length : entries], source.row_ids[at.length : entries]))
         else:
-            at = restore(source, k, as_moment=True)
-        at.moment, at.head_length, at.version = k, head.length, head.version
+            at = restore(source, entries, as_moment=True)
+        at.moment, at.head_length, at.version = k, head.step_count, head.version
         at.running, at.detached, at.replica = False, "", source is not head
         at.session_id = session_id
         CACHE.keep_moment(at)
         return at
-
-
-def step_count(session_id: str) -> int:
-    return cast(int, store.read(session_id).length)
 
 
 __all__ = [

@@ -665,6 +665,21 @@ class SimBackend(Backend):
     def stable_offsets(self) -> dict[str, int]:
         return {name: self.cluster.log(name).last_stable_offset for name in observation.user_partitions(self.cluster)}
 
+    def log_entries(self, since: Mapping[str, int]) -> dict[str, list[dict[str, Any]]]:
+        # only what the caller has not read: a session's checker asks after every command, at any log length
+        return {
+            name: observation.partition(self.cluster, name, since.get(name, 0))["log"]
+            for name in observation.user_partitions(self.cluster)
+        }
+
+    def coordinator_timers(self) -> dict[str, Any]:
+        # read only: the abort scans' next ticks as brokers.PeriodicScan scheduled them
+        scans = {b: scan for (b, kind), scan in self.cluster._scans.items() if kind == "abort"}
+        return {
+            "abort_scan_interval_ms": self.cluster.txn_coordinator.abort_interval_ms,
+            "next_abort_scan_ms": {b: scan.scheduled_ms for b, scan in sorted(scans.items())},
+        }
+
     def view(self, log_limit: int = 200) -> dict[str, Any]:
         return observation.view(
             self.cluster,

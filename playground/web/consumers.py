@@ -31,7 +31,7 @@ from playground.deploy.clientaddr import client_address
 from playground.models import Session
 from playground.scenario.i18n import normalize
 from playground.session import capability, limits
-from playground.web import board, broadcast, commands
+from playground.web import board, broadcast, commands, fanout
 
 log = logging.getLogger(__name__)
 
@@ -117,13 +117,21 @@ class SessionConsumer(AsyncWebsocketConsumer):
         if langs is None:
             return False
         if self.lang not in session.store.parse_langs(langs):
-            session.store.add_viewer_lang(self.sid, self.lang)
+            session.store.add_viewer_lang(self.sid, self.lang)  # every language ever opened: when fanout cannot tell
+        fanout.viewer_opened(self.sid, self.lang, self.channel_name)  # updates are rendered in the open ones
+        self.counted = True
         return True
 
     def _version(self) -> tuple[int, int] | None:
         return Session.objects.filter(pk=self.sid).values_list("version", "length").first()
 
     async def disconnect(self, code: int) -> None:
+        if getattr(self, "counted", False):
+            self.counted = False
+            if fanout.uses_redis():
+                await database_sync_to_async(fanout.viewer_closed)(self.sid, self.lang, self.channel_name)
+            else:
+                fanout.viewer_closed(self.sid, self.lang, self.channel_name)
         if getattr(self, "group", None):
             await self.channel_layer.group_discard(self.group, self.channel_name)
 
@@ -151,9 +159,9 @@ class SessionConsumer(AsyncWebsocketConsumer):
     def _snapshot(self) -> str:
         head = session.load(self.sid)
         if self.at is None:
-            return broadcast.snapshot(head, self.lang) + moment_frame(None, head.length)
+            return broadcast.snapshot(head, self.lang) + moment_frame(None, head.step_count)
         at = session.moment(self.sid, self.at)
-        return broadcast.snapshot(at, self.lang, head=head) + moment_frame(self.at, head.length)
+        return broadcast.snapshot(at, self.lang, head=head) + moment_frame(self.at, head.step_count)
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         if text_data is None or len(text_data) > MAX_FRAME:

@@ -8,10 +8,12 @@ and two equal contexts render equal HTML: `broadcast` skips panels whose context
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlencode
 
+from playground.engine.backend import OK
 from playground.engine.spec import CONSUMER_ACTIONS, PRODUCER_ACTIONS
 from playground.session import external, limits, live_only
 from playground.session.live import is_command
@@ -44,16 +46,22 @@ PANELS = (
     "database",
     "anomalies",
 )
-ANOMALIES_LIVE_MAX = 2000  # commands up to which the anomaly checker runs on every update
+ANOMALIES_SHOWN = 30  # findings the panel lists (the rest are counted)
+ANOMALIES_MOMENT_MAX = 2000  # an earlier step past this is not checked anew (the checker reads its whole history)
 SCRUB_WIDTH = 1000  # the time slider's drawing, in SVG units
 SCRUB_TICKS_MAX = 400  # up to this many commands, a tick each; beyond, the track (and the marks) only
 SCRUB_COLUMN = 3  # marks of one kind closer than this (SVG units) are drawn as one
 
 
+FIRE_AND_FORGET = "fire-and-forget"  # a word of step_summary's, translated where it is shown (summary_words)
+
+
 def step_summary(label: str, args: Mapping[str, Any]) -> str:
-    """A step's arguments in a few words: `orders-0 "txn1-p0"`, `+61s`, `broker 2`."""
+    """A step's arguments in a few words: `orders-0 "txn1-p0"`, `+61s`, `broker 2`; a database step's statement."""
     if not args:
         return ""
+    if "sql" in args:
+        return str(args["sql"])
     if "ms" in args:
         ms = int(args["ms"])
         return f"+{ms // 1000}s" if ms % 1000 == 0 else f"+{ms}ms"
@@ -72,7 +80,7 @@ def step_summary(label: str, args: Mapping[str, Any]) -> str:
     if "from" in args:
         parts.append(f"from {args['from']}")
     if args.get("await") is False:
-        parts.append("fire-and-forget")
+        parts.append(FIRE_AND_FORGET)
     if "consumer" in args:
         parts.append(str(args["consumer"]))
     if "max" in args:
@@ -140,8 +148,11 @@ def header(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
         "time_ms": view.get("time_ms", 0),
         "cursor": live.cursor,
         "total": len(live.steps),
+        # the one step numbering (session/live.py): the step shown, and where the scenario ends at this pace
+        "step": live.step_count,
+        "end": live.step_count + len(live.steps) - live.cursor if scenario is not None else None,
         "running": live.running,
-        "commands": len(live.commands),
+        "commands": live.step_count,
         "last": last,
         "version": live.version,
         # A real cluster: live in this process, or detached (see session.py), or live but not observable right now.
@@ -176,17 +187,18 @@ def profile_of(live: Any) -> dict[str, Any]:
 
 
 def scrubber(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
-    """The time slider's track: step k is the state after the first k commands (0..length). A tick per command
-    (while they fit), and marks where a command failed, fenced a producer, or carried a note; marks of one kind
-    that would overlap are drawn once (the first), so the drawing stays small at 20,000 commands."""
+    """The time slider's track: step k is the state after the first k commands (0..step_count; live.py). A tick
+    per step (while they fit), and marks where a command failed, fenced a producer, or carried a note; marks of one
+    kind that would overlap are drawn once (the first), so the drawing stays small at 20,000 commands."""
     from playground.session import step_from_entry
 
-    n = live.length
+    n = live.step_count
     scale = SCRUB_WIDTH / max(n, 1)
     ticks = " ".join(f"M{round((i + 1) * scale, 1)} 9V17" for i in range(n)) if 0 < n <= SCRUB_TICKS_MAX else ""
     marks, seen = [], set()
     for seq, kind in live.marks:
-        column = (int((seq + 1) * scale / SCRUB_COLUMN), kind)
+        k = live.step_of(seq)
+        column = (int(k * scale / SCRUB_COLUMN), kind)
         if column in seen:
             continue
         seen.add(column)
@@ -200,7 +212,7 @@ def scrubber(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
             label, text = (step.label if step else "+ actor") + " → " + entry.get("outcome", "ok"), None
             if entry.get("fenced"):
                 label += " (fenced " + ", ".join(entry["fenced"]) + ")"
-        marks.append({"x": round((seq + 1) * scale - 2, 1), "k": seq + 1, "kind": kind, "label": label, "text": text})
+        marks.append({"x": round(k * scale - 2, 1), "k": k, "kind": kind, "label": label, "text": text})
     return {"length": n, "w": SCRUB_WIDTH, "ticks": ticks, "marks": marks}
 
 
@@ -431,6 +443,25 @@ def logs(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
     return {"strips": strips}
 
 
+def _timeout_of(t: Mapping[str, Any], timers: Mapping[str, Any]) -> dict[str, Any]:
+    """An open transaction's timeout: past `times_out_ms` (its start + transaction.timeout.ms) the coordinator's
+    abort scan, which runs every `scan_every_ms` on its broker's grid of ticks, aborts it at the first tick after
+    (`aborted_at_ms`; unknown on a real cluster). So the clock's effect is predictable: +61 s on a 60 s timeout
+    may leave it Ongoing until the next tick."""
+    start, timeout = t.get("txn_start_time_ms"), t.get("timeout_ms")
+    if t.get("state") != "Ongoing" or t.get("pending_state") or start is None or start < 0 or not timeout:
+        return {}
+    times_out = int(start) + int(timeout)
+    every = timers.get("abort_scan_interval_ms")
+    tick = (timers.get("next_abort_scan_ms") or {}).get(t.get("coordinator_broker"))
+    aborted_at = None
+    if every and tick is not None:
+        # the scan's ticks are tick + k x every; Kafka aborts a transaction whose start + timeout < now
+        k = max(0, -(-(times_out + 1 - int(tick)) // int(every)))
+        aborted_at = int(tick) + k * int(every)
+    return {"times_out_ms": times_out, "aborted_at_ms": aborted_at, "scan_every_s": (every or 0) // 1000}
+
+
 def coordinator(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
     sm = diagrams.current_state_machine(view.get("transitions"))
     users: dict[str, list[dict[str, Any]]] = {}
@@ -440,6 +471,7 @@ def coordinator(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
                 {"name": name, "epoch": p.get("epoch"), "fenced": bool(p.get("fenced"))}
             )
     entries = []
+    timers = live.backend.coordinator_timers() if hasattr(live.backend, "coordinator_timers") else {}
     for txid, t in sorted(view.get("transactions", {}).items()):
         current = t.get("state")
         entries.append(
@@ -455,6 +487,7 @@ def coordinator(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
                 "txn_start_time_ms": t.get("txn_start_time_ms"),
                 "pending": t.get("pending_state"),
                 "users": users.get(txid, []),
+                **_timeout_of(t, timers),
             }
         )
     # The diagram's geometry is static (cached in diagrams); the context only says whether there is one.
@@ -481,6 +514,14 @@ def coordinator(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
 CONSUMER_READS = frozenset({"Fetch", "ListOffsets"})
 
 
+def _read_committed_sends(sent: int, topics: Counter[str] | None, read_committed: set[str]) -> int:
+    """Of a producer's `sent` sends, those to a topic a read_committed consumer reads (all of them when the log
+    does not say which topics they went to)."""
+    if not topics or "" in topics:
+        return sent if not topics or read_committed else 0
+    return min(sent, sum(n for t, n in topics.items() if t in read_committed))
+
+
 def timeline(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
     consumers = set(view.get("consumers", {}))
     clients = list(view.get("producers", {})) + list(consumers)
@@ -493,9 +534,41 @@ def timeline(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
     return {**diagrams.timeline(events, clients, rows=TIMELINE_ROWS), "reads_left_out": reads}
 
 
+def sent_by_topic(live: Any) -> dict[str, Counter[str]]:
+    """Per producer, its produce commands the application was told succeeded, per topic ("": a produce of what a
+    consumer polled, whose records and topic the command does not say). Kept up to date as the log grows; a Live
+    rebuilt from a checkpoint (going back, a moment) goes on from what the checkpoint had counted."""
+    memo = live.derived.get("sent_by_topic")
+    if memo is None or memo[0] > live.length:
+        memo = live.derived["sent_by_topic"] = [0, {}]
+    by_actor: dict[str, Counter[str]] = memo[1]
+    for entry in live.commands[memo[0] :]:
+        raw = entry.get("step")
+        # a produce always has arguments (a topic, or a consumer to take from): a one-key dict; only those are read,
+        # without parsing the step, so that a moment of a long session reads its whole log cheaply
+        if type(raw) is not dict or len(raw) != 1 or entry.get("outcome", OK) != OK:
+            continue
+        ((label, args),) = raw.items()
+        if not label.endswith(".produce") or type(args) is not dict:
+            continue
+        topic = "" if "from" in args else str(args.get("topic", ""))
+        by_actor.setdefault(label[: -len(".produce")], Counter())[topic] += 1
+    memo[0] = live.length
+    return by_actor
+
+
 def truth(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
+    """What each producer's application believes it sent, what landed, what read_committed got. The gap counts
+    only sends to topics a read_committed consumer reads: a send nobody reads that way has not gone missing."""
     rows = []
     top = 1
+    read_committed = {
+        str(t)
+        for c in view.get("consumers", {}).values()
+        if c.get("isolation_level") == "read_committed"
+        for t in c.get("topics") or ()
+    }
+    by_actor = sent_by_topic(live)
     for name, p in view.get("producers", {}).items():
         c = p.get("counters") or {}
         sent, landed, got = (
@@ -512,7 +585,7 @@ def truth(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
                 "sent": sent,
                 "landed": landed,
                 "got": got,
-                "gap": max(0, sent - got),
+                "gap": max(0, _read_committed_sends(sent, by_actor.get(name), read_committed) - got),
             }
         )
     for r in rows:
@@ -527,6 +600,7 @@ def narrative(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
     outcomes = live.step_outcomes
     cursor = live.cursor
     shown = reveal(live)  # an exercise keeps its answers back (expectations, the notes that explain a question)
+    ran_as, now = live.scenario_steps, live.step_count
     steps = []
     current_note = None
     for s in live.steps:
@@ -535,6 +609,8 @@ def narrative(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
         hidden = s.is_note and not shown.note(s.index)
         row = {
             "n": s.index,
+            # the step number it ran as, or will run as when the scenario goes on from here (one numbering: live.py)
+            "k": ran_as.get(s.index, now + s.index - cursor + 1),
             "note": dict(s.args.get("text", {})) if s.is_note and not hidden else None,
             "hidden": hidden,
             "label": s.label,
@@ -565,11 +641,25 @@ def narrative(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
         if "add" in e:
             ((name, decl),) = e["add"].items()
             ((kind, body),) = decl.items()
-            mine.append({"i": i, "label": f"+ {kind} {name}", "args": _add_summary(kind, body), "outcome": "ok"})
+            mine.append(
+                {
+                    "i": i,
+                    "k": live.step_of(i),
+                    "label": f"+ {kind} {name}",
+                    "args": _add_summary(kind, body),
+                    "outcome": "ok",
+                }
+            )
         else:
             s = step_from_entry(e["step"])
             mine.append(
-                {"i": i, "label": s.label, "args": step_summary(s.label, s.args), "outcome": e.get("outcome", "ok")}
+                {
+                    "i": i,
+                    "k": live.step_of(i),
+                    "label": s.label,
+                    "args": step_summary(s.label, s.args),
+                    "outcome": e.get("outcome", "ok"),
+                }
             )
     mine.reverse()
     return {
@@ -719,12 +809,31 @@ def cell(view: Mapping[str, Any], table: str, row: int, col: int) -> Any:
 
 def anomalies(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
     """What the anomaly checker finds in the session's history (playground/scenario/anomalies.py), each finding with the
-    steps it names (the time slider goes there)."""
+    steps it names (the time slider goes there): the alarms first, then what the application was told (notices), at
+    most ANOMALIES_SHOWN. The session's checker is fed as the log grows; an earlier step of a long session (a
+    moment, built anew) is not checked again past ANOMALIES_MOMENT_MAX."""
     from playground.session.history import findings
 
-    if live.length > ANOMALIES_LIVE_MAX:
-        return {"deferred": True, "findings": []}
-    return {"deferred": False, "findings": [f.as_dict() for f in findings(live)]}
+    if live.moment is not None and live.moment > ANOMALIES_MOMENT_MAX and live.anomalies is None:
+        return {"deferred": ANOMALIES_MOMENT_MAX, "findings": []}
+    found = findings(live, view)
+    ordered = [f for f in found if not f.notice] + [f for f in found if f.notice]
+    return {
+        "deferred": 0,
+        "findings": [
+            {
+                "rule": f.rule,
+                "anomaly": f.anomaly,
+                "notice": f.notice,
+                "kind": f.kind,
+                "params": f.params,
+                "steps": f.steps,
+            }
+            for f in ordered[:ANOMALIES_SHOWN]
+        ],
+        "more": max(0, len(ordered) - ANOMALIES_SHOWN),
+        "alarms": sum(1 for f in found if not f.notice),
+    }
 
 
 # Requests a client sends just to stay in touch: a row of only these (answered ok) is not listed in the narrative.

@@ -4,6 +4,7 @@ changes through the websocket, for every viewer alike) or a 4xx whose body is th
 from __future__ import annotations
 
 import logging
+import re
 from typing import Any
 from urllib.parse import urlencode
 
@@ -21,7 +22,7 @@ from django.views.decorators.http import require_GET, require_POST
 from playground import session
 from playground.engine.spec import DEFAULT_PROFILE, Profile
 from playground.kafka import java_worker
-from playground.models import ScenarioText
+from playground.models import ScenarioText, Session
 from playground.scenario import check_text, library, pick
 from playground.scenario.i18n import normalize
 from playground.session import capability, compare, external, limits, listener
@@ -77,15 +78,47 @@ def _profile_choice(request: HttpRequest, base: Profile) -> Profile:
 
 
 # ------------------------------------------------------------------------------------------------------ pages
+# The gallery's groups, in order: a scenario goes in the first whose tags it has (the last takes the rest).
+GALLERY_GROUPS: tuple[tuple[str, frozenset[str]], ...] = (
+    ("exercises", frozenset({"exercise"})),
+    ("kafka-4", frozenset({"kafka-4", "transaction-protocol-v2"})),
+    ("database", frozenset({"database"})),
+    ("exactly-once", frozenset({"exactly-once"})),
+    ("fencing", frozenset({"fencing", "zombie", "epoch"})),
+    ("basics", frozenset()),
+)
+
+
+def gallery_groups(entries: list[Any]) -> list[dict[str, Any]]:
+    """The library's entries grouped for the gallery (a file that does not load goes with the basics)."""
+    titles = {
+        "basics": _("Basics: commit, abort, the LSO, timeouts"),
+        "fencing": _("Fencing and shared transactional ids"),
+        "exactly-once": _("Exactly-once: consume, transform, produce"),
+        "database": _("A database beside Kafka"),
+        "kafka-4": _("Kafka 4: transaction protocol 2 (KIP-890)"),
+        "exercises": _("Exercises: predict, then step"),
+    }
+    grouped: dict[str, list[Any]] = {key: [] for key, _tags in GALLERY_GROUPS}
+    for e in entries:
+        tags = set(e.scenario.tags) if e.scenario is not None else set()
+        key = next(k for k, want in GALLERY_GROUPS if not want or tags & want)
+        grouped[key].append(e)
+    order = ["basics", "fencing", "exactly-once", "database", "kafka-4", "exercises"]
+    return [{"key": k, "title": titles[k], "entries": grouped[k]} for k in order if grouped[k]]
+
+
 def _gallery(
     request: HttpRequest, error: str = "", status: int = 200, chosen: str = "", waiting: dict[str, Any] | None = None
 ) -> HttpResponse:
     # The backend choice is offered only when the server names a cluster (nothing a user types is an address).
+    entries = library.entries()
     return render(
         request,
         "playground/gallery.html",
         {
-            "entries": library.entries(),
+            "entries": entries,
+            "groups": gallery_groups(list(entries)),
             "kafka": session.kafka_configured(),
             "error": error,
             "chosen": chosen,
@@ -188,7 +221,7 @@ def session_page(request: HttpRequest, sid: str) -> HttpResponse:
             "consumers": ctx["producers"]["consumers"],
             "limits": {k: limits.limit(k) for k in limits.DEFAULTS},
             "at": at,
-            "length": head.length,
+            "length": head.step_count,
             "drives": drives,
             "watch_link": watch_link,
             "drive_link": f"{watch_link}#drive={key}" if drives else "",
@@ -198,6 +231,8 @@ def session_page(request: HttpRequest, sid: str) -> HttpResponse:
             "embed": request.GET.get("embed") == "1",  # the follow-me panel's frame: laid out to open on the logs
             "run_step_ms": run_step_ms,
             "run_speeds": run_speeds,
+            # a session of a scenario links back to the text it was started from (the editor opens a draft of it)
+            "edit_link": f"{reverse('editor')}?source={sid}" if head.scenario is not None else "",
         },
     )
 
@@ -359,13 +394,35 @@ expect:
 """
 
 
+DRAFT_KEY = re.compile(r"[a-z]+:[\w.-]{1,64}|new")
+
+
 def _editor(
-    request: HttpRequest, text: str, *, errors: list[dict] | None = None, origin: str = "", status: int = 200
+    request: HttpRequest,
+    text: str,
+    *,
+    errors: list[dict] | None = None,
+    origin: str = "",
+    status: int = 200,
+    draft: str = "new",
 ) -> HttpResponse:
+    """The editor page. `draft`: the key under which the browser keeps what is typed (static/js/editor.js): one per
+    text opened; a page answering a POST shows the text posted, not an older draft."""
+    posted = request.method == "POST"
+    if posted:
+        sent = request.POST.get("draft", "")
+        draft = sent if DRAFT_KEY.fullmatch(sent) else "new"
     return render(
         request,
         "playground/editor.html",
-        {"text": text, "errors": errors or [], "origin": origin, "kafka": session.kafka_configured()},
+        {
+            "text": text,
+            "errors": errors or [],
+            "origin": origin,
+            "kafka": session.kafka_configured(),
+            "draft": draft,
+            "posted": posted,
+        },
         status=status,
     )
 
@@ -379,17 +436,22 @@ def editor(request: HttpRequest) -> HttpResponse:
         scenario = library.get(request.GET["from"])
         if scenario is None:
             raise Http404(_("No scenario %(id)s in the library.") % {"id": request.GET["from"]})
-        return _editor(request, scenario.source, origin=scenario.id)
+        return _editor(request, scenario.source, origin=scenario.id, draft=f"from:{scenario.id}")
     if request.GET.get("sc"):
         shared = ScenarioText.objects.filter(pk=request.GET["sc"][:32], shared=True).first()
         if shared is None:
             raise Http404(_("No such shared scenario."))
-        return _editor(request, shared.text, origin=shared.scenario_id)
+        return _editor(request, shared.text, origin=shared.scenario_id, draft=f"text:{shared.pk}")
+    if request.GET.get("source"):  # "edit this scenario" of a session: the text it was started from
+        row = Session.objects.filter(pk=request.GET["source"][:64]).select_related("source").first()
+        if row is None or not row.scenario_source:
+            raise Http404(_("This session was not started from a scenario text."))
+        return _editor(request, row.scenario_source, origin=row.scenario_id, draft=f"text:{row.source_id}")
     if request.GET.get("session"):
         sid = request.GET["session"][:64]
         if not session.exists(sid):
             raise Http404(_("No such session."))
-        return _editor(request, as_scenario(sid), origin=sid)
+        return _editor(request, as_scenario(sid), origin=sid, draft=f"session:{sid}")
     return _editor(request, EXAMPLE)
 
 
@@ -546,7 +608,12 @@ def session_scenario(request: HttpRequest, sid: str) -> HttpResponse:
 def _pair(request: HttpRequest, own: Profile) -> tuple[Profile, Profile]:
     """?a=&b=: side A defaults to the item's own profile, side B to the other one (compare.other_profile)."""
     a = compare.profile_from_text("a", request.GET.get("a"), own)
-    return a, compare.profile_from_text("b", request.GET.get("b"), compare.other_profile(a))
+    b = compare.profile_from_text("b", request.GET.get("b"), compare.other_profile(a))
+    if a == b:  # both sides would be the same run: nothing to compare
+        raise compare.CompareError(
+            _("a and b are both %(profile)s: choose two different profiles.") % {"profile": compare.profile_text(a)}
+        )
+    return a, b
 
 
 def _compare_page(

@@ -30,4 +30,25 @@
   function reset() { busy = false; pending = 0; }
   document.addEventListener("htmx:responseError", reset);
   document.addEventListener("htmx:sendError", reset);
+
+  // The pair's form: the same profile twice is refused before it is sent (the server refuses it too), and a new
+  // pair opens at the step shown now, not at the step the page was first loaded at.
+  function samePair(form) {
+    var a = form.elements.a, b = form.elements.b;
+    if (!a || !b) return;
+    b.setCustomValidity(a.value === b.value ? form.dataset.tSame || "same profile" : "");
+  }
+  document.addEventListener("change", function (e) {
+    var form = e.target.form;
+    if (form && form.classList.contains("compare-form")) samePair(form);
+  });
+  document.addEventListener("submit", function (e) {
+    var form = e.target;
+    if (!form.classList || !form.classList.contains("compare-form")) return;
+    samePair(form);
+    if (!form.checkValidity()) { e.preventDefault(); form.reportValidity(); return; }
+    var shown = document.getElementById("compare");
+    var at = form.elements.at;
+    if (shown && at && shown.dataset.at) at.value = shown.dataset.at;
+  });
 })();

@@ -10,6 +10,31 @@
   var problems = document.getElementById("editor-problems");
   var view = null, setMessages = null, checks = 0;
 
+  // The draft: kept in this browser per text opened (the example, a library scenario, a shared one, a session's
+  // scenario) as it is typed, until it is saved; coming back (Back after Play, a reload) shows it again.
+  var draftKey = "playground:draft:" + (form.dataset.draft || "new");
+  var original = textarea.value;
+  function readDraft() { try { return window.localStorage.getItem(draftKey); } catch (e) { return null; } }
+  function keepDraft(doc) {
+    try {
+      if (doc === original) window.localStorage.removeItem(draftKey); else window.localStorage.setItem(draftKey, doc);
+    } catch (e) { /* storage full or off: the text is still in the page */ }
+  }
+  function restoreDraft() {
+    var draft = form.dataset.restore === "false" ? null : readDraft();
+    var note = document.getElementById("editor-draft");
+    if (draft === null || draft === textarea.value) return;
+    textarea.value = draft;
+    if (note) note.hidden = false;
+  }
+  function discardDraft() {
+    keepDraft(original);
+    if (view) view.dispatch({ changes: { from: 0, to: view.state.doc.length, insert: original } });
+    else textarea.value = original;
+    var note = document.getElementById("editor-draft");
+    if (note) note.hidden = true;
+  }
+
   function csrf() { return form.querySelector("[name=csrfmiddlewaretoken]").value; }
   function nonce() { var m = document.querySelector('meta[name="csp-nonce"]'); return m ? m.content : ""; }
   function text() { return view ? view.state.doc.toString() : textarea.value; }
@@ -25,19 +50,26 @@
     problems.textContent = "";
     (data.errors || []).forEach(function (e) {
       var li = document.createElement("li"), b = document.createElement("button"), code = document.createElement("code");
-      b.type = "button"; b.className = "goto"; b.dataset.line = e.line; b.textContent = "line " + e.line;
+      b.type = "button"; b.className = "goto"; b.dataset.line = e.line; b.textContent = (form.dataset.tLine || "line") + " " + e.line;
       code.textContent = e.field;
       li.dataset.line = e.line;
       li.append(b, " ", code, ": " + e.message);
       problems.appendChild(li);
     });
+    form.dataset.problems = String((data.errors || []).length);
+    if (data.ok) document.getElementById("editor-refused").hidden = true;
     if (data.ok) {
       var s = data.scenario;
       statusEl.className = "editor-status ok";
-      statusEl.textContent = "✓ " + (s.title.en || s.id) + " · " + s.steps + " steps · " + s.actors.length + " actors";
+      // the page's language: its own words from the catalogue (data-t-*), the scenario's title in that language
+      var zh = (document.documentElement.lang || "").indexOf("zh") === 0;
+      var title = (zh && s.title.zh) || s.title.en || s.id;
+      statusEl.textContent = "✓ " + (form.dataset.tChecked || "{title} · {steps} steps · {actors} actors")
+        .replace("{title}", title).replace("{steps}", s.steps).replace("{actors}", s.actors.length);
     } else {
       statusEl.className = "editor-status bad";
-      statusEl.textContent = data.errors.length + (data.errors.length === 1 ? " problem" : " problems");
+      var n = data.errors.length;
+      statusEl.textContent = ((n === 1 ? form.dataset.tProblem : form.dataset.tProblems) || "{n} problems").replace("{n}", n);
     }
   }
 
@@ -53,8 +85,9 @@
   }
 
   function setup() {
+    restoreDraft();
     var CM = window.CM;
-    if (!CM) return;
+    if (!CM) { textarea.addEventListener("input", function () { keepDraft(textarea.value); }); return; }
     // A message at the end of each line that has an error ("next to the lines", not only on hover).
     class Message extends CM.WidgetType {
       constructor(text) { super(); this.text = text; }
@@ -78,6 +111,7 @@
     });
     var lint = CM.linter(function (v) {
       var doc = v.state.doc;
+      keepDraft(doc.toString());
       return check(doc.toString()).then(function (data) {
         if (!data || view.state.doc !== doc) return [];  // typed on meanwhile: the next check answers
         showResult(data);
@@ -106,11 +140,25 @@
     form.dataset.ready = "true";
   }
 
-  form.addEventListener("submit", function () { textarea.value = text(); });
+  // Play or Save with problems stays here and says why (the server would answer the page again, as a POST whose
+  // Back asks to send the form again).
+  form.addEventListener("submit", function (e) {
+    textarea.value = text();
+    if (+(form.dataset.problems || 0) > 0) {
+      e.preventDefault();
+      var refused = document.getElementById("editor-refused");  // stays until the text checks out
+      if (refused) { refused.textContent = form.dataset.tFix || "Fix the problems listed below first."; refused.hidden = false; }
+      var first = problems.querySelector("li");
+      if (first) goto(+first.dataset.line);
+      return;
+    }
+    if (e.submitter && e.submitter.id === "editor-save") keepDraft(original);  // saved: the link holds it now
+  });
   form.addEventListener("click", function (e) {
     var b = e.target.closest("button");
     if (!b) return;
     if (b.classList.contains("goto")) goto(+b.dataset.line);
+    if (b.id === "editor-draft-discard") discardDraft();
     if (b.id === "editor-download") {
       var m = /^id:\s*([a-z0-9-]+)\s*$/m.exec(text());
       var a = document.createElement("a");

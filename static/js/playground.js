@@ -162,7 +162,10 @@
   document.addEventListener("keydown", function (e) {
     if (e.ctrlKey || e.metaKey || e.altKey) return;
     var tag = (e.target.tagName || "").toLowerCase();
-    if (tag === "input" || tag === "select" || tag === "textarea" || document.querySelector("dialog[open]")) return;
+    // The time slider keeps the focus after a drag: its own keys are the arrows; the others still work there.
+    var slider = tag === "input" && e.target.type === "range";
+    if ((tag === "input" && !slider) || tag === "select" || tag === "textarea" || document.querySelector("dialog[open]")) return;
+    if (slider && (e.key === "ArrowLeft" || e.key === "ArrowRight")) return;
     if (scrub && (e.key === "[" || e.key === "]")) { e.preventDefault(); nudge(e.key === "[" ? -1 : 1); return; }
     if (scrub && e.key === "Escape" && at !== null) { e.preventDefault(); goLive(); return; }
     var key = KEYS[e.key];

@@ -111,7 +111,7 @@ def test_it_writes_plays_shares_forks_scrubs_and_watches(browser, server):
         page.wait_for_function(f"() => document.querySelector('#state-version').dataset.version !== '{before}'")
     assert page.locator(".scrub-track .mark.m-fenced").count() >= 1  # A's commit: _FENCED, marked on the slider
     _scrub(page, 3)
-    assert "viewing step 3 of 6" in page.locator("#scrub-label").inner_text()
+    assert "viewing step 3 · live: step 6" in page.locator("#scrub-label").inner_text()
     assert page.locator("#p-header .cursor").inner_text().startswith("3 /")
     assert page.locator('button[data-post*="/step/"]').is_disabled()  # an earlier step is read-only
     assert "?at=3" in page.url
@@ -152,3 +152,80 @@ def test_it_writes_plays_shares_forks_scrubs_and_watches(browser, server):
     shot(w, "watch-link", full_page=False)
     for context in (author, reader, watcher):
         context.close()
+
+
+def test_it_keeps_the_editors_draft_stays_on_errors_and_edits_a_played_scenario_again(browser, server):
+    ctx = browser.new_context(viewport={"width": 1440, "height": 1000}, locale="en-US")
+    page = ctx.new_page()
+    page.goto(server.url + "/editor/")
+    page.wait_for_selector("#editor-form[data-ready=true]")
+    # Play with an error: nothing is sent, the editor says why and shows the line
+    _set_text(page, TEXT)
+    page.wait_for_selector("#editor-status.bad")
+    page.locator("#editor-play").click()
+    page.wait_for_selector("#editor-refused", state="visible")
+    assert page.locator("#editor-refused").inner_text().startswith("Fix the problems listed below first")
+    assert page.url.endswith("/editor/")
+    # fixed and played; Back shows the draft, not the example
+    _set_text(page, TEXT.replace("begin_transactoin", "begin_transaction"))
+    page.wait_for_selector("#editor-status.ok")
+    page.wait_for_selector("#editor-refused", state="hidden")
+    page.locator("#editor-play").click()
+    page.wait_for_url(re.compile(r"/s/[^/]+/$"))
+    _live(page)
+    page.go_back()
+    page.wait_for_selector("#editor-form[data-ready=true]")
+    page.wait_for_function("() => document.querySelector('.cm-content').textContent.includes('written-here')")
+    assert "Written in the browser" in page.locator(".cm-content").inner_text()
+    assert page.locator("#editor-draft").is_visible()
+    # the session links back to its text; a draft of that text is kept under its own key
+    page.go_forward()
+    page.wait_for_url(re.compile(r"/s/[^/]+/$"))
+    href = page.locator("#edit-scenario").get_attribute("href")
+    page.goto(server.url + href)
+    page.wait_for_selector("#editor-form[data-ready=true]")
+    assert "written-here" in page.locator(".cm-content").inner_text()
+    assert page.locator("#editor-draft").is_hidden()  # nothing typed on this text yet
+    # discarding the empty editor's draft brings the example back
+    page.goto(server.url + "/editor/")
+    page.wait_for_selector("#editor-form[data-ready=true]")
+    page.locator("#editor-draft-discard").click()
+    assert "my-scenario" in page.locator(".cm-content").inner_text() and page.locator("#editor-draft").is_hidden()
+    ctx.close()
+
+
+def test_it_takes_the_keys_after_the_slider_was_dragged(browser, server):
+    ctx = browser.new_context(viewport={"width": 1440, "height": 900}, locale="en-US")
+    page = ctx.new_page()
+    page.goto(server.url + "/")
+    page.locator("[data-scenario=zombie-fencing] button", has_text="Play").click()
+    page.wait_for_url(re.compile(r"/s/[^/]+/$"))
+    _live(page)
+    for _ in range(4):
+        before = _version(page)
+        page.keyboard.press("n")
+        page.wait_for_function(f"() => document.querySelector('#state-version').dataset.version !== '{before}'")
+    _scrub(page, 2)
+    page.focus("#scrub")  # as a drag leaves it
+    page.keyboard.press("]")
+    page.wait_for_selector('#ws-moment[data-at="3"]', state="attached", timeout=8000)
+    page.keyboard.press("[")
+    page.wait_for_selector('#ws-moment[data-at="2"]', state="attached", timeout=8000)
+    assert "viewing step 2 · live: step 4" in page.locator("#scrub-label").inner_text()
+    ctx.close()
+
+
+def test_it_says_the_editors_check_in_chinese_on_a_chinese_page(browser, server):
+    ctx = browser.new_context(viewport={"width": 1440, "height": 900}, locale="zh-CN")
+    ctx.add_cookies([{"name": "django_language", "value": "zh-hans", "url": server.url}])
+    page = ctx.new_page()
+    page.goto(server.url + "/editor/")
+    page.wait_for_selector("#editor-form[data-ready=true]")
+    _set_text(page, TEXT)
+    page.wait_for_selector("#editor-status.bad")
+    assert page.locator("#editor-status").inner_text() == "1 个问题"
+    assert "line" not in page.locator("#editor-problems li .goto").inner_text()
+    _set_text(page, TEXT.replace("begin_transactoin", "begin_transaction"))
+    page.wait_for_selector("#editor-status.ok")
+    assert page.locator("#editor-status").inner_text() == "✓ 在浏览器里写的 · 6 步 · 3 个角色"
+    ctx.close()

@@ -7,7 +7,7 @@ import pytest
 
 from playground import session
 from playground.session import capability
-from playground.web import broadcast
+from playground.web import fanout
 
 from .fake_backend import FakeBackend
 
@@ -20,7 +20,7 @@ def _web_env(settings):
     settings.PLAYGROUND_DEFAULT_BACKEND = "fake"
     session.BACKEND_FACTORIES["fake"] = FakeBackend
     session.CACHE.clear()
-    broadcast._sent.clear()
+    fanout.clear()
     from channels.layers import channel_layers
 
     channel_layers.backends.clear()

@@ -20,7 +20,7 @@ from playground.web.views import EXAMPLE
 pytestmark = pytest.mark.django_db
 
 ZOMBIE = "/compare/?scenario=zombie-fencing&a=3.9-librdkafka&b=4-java"
-FENCED_COMMIT = 5  # the zombie's A.commit_transaction: the 5th command of scenarios/02-zombie-fencing.yaml
+FENCED_COMMIT = 7  # the zombie's A.commit_transaction: step 7 of scenarios/02-zombie-fencing.yaml (notes are steps)
 
 
 @pytest.fixture(autouse=True)
@@ -52,7 +52,7 @@ def test_it_shows_both_profiles_labels_for_a_library_scenario(client):
     assert "Kafka 3.9.1 · librdkafka" in html and "Kafka 4.4.0 · java" in html
     assert "zombie" in html.lower()
     assert "simulator" in html and "same seed" in html
-    assert 'data-at="0"' in html and 'data-length="24"' in html
+    assert 'data-at="0"' in html and 'data-length="32"' in html
 
 
 def test_it_defaults_to_the_scenarios_own_profile_against_kafka_4_with_the_java_client(client):
@@ -75,12 +75,12 @@ def test_it_shows_the_fenced_commit_as_each_client_reports_it_and_lights_the_dif
     assert "INVALID_PRODUCER_EPOCH (47)</code> ≠ <code>EndTxn PRODUCER_FENCED (90)" in summary
     # the step list lights that step, and the steps before it that changed nothing differ in nothing
     steps = html.split('class="cmp-steps', 1)[1].split("</nav>", 1)[0]
-    assert re.search(r'<li class="current lit"><a [^>]*at=5"', steps)
-    assert not re.search(r'<li class="[^"]*lit[^"]*"><a [^>]*at=[1-4]"', steps)
+    assert re.search(r'<li class="current lit"><a [^>]*at=7"', steps)
+    assert not re.search(r'<li class="[^"]*lit[^"]*"><a [^>]*at=[1-6]"', steps)
 
 
 def test_it_lights_the_epoch_bumped_by_a_commit_under_transaction_protocol_2(client):
-    html = client.get(f"{ZOMBIE}&at=8").content.decode()  # B.commit_transaction: ok on both sides
+    html = client.get(f"{ZOMBIE}&at=11").content.decode()  # B.commit_transaction: ok on both sides
     assert "<code>B.commit_transaction</code>" in html
     assert 'class="cmp-side differs"' not in html  # the outcome is the same ...
     assert "<td>2</td><td>3</td>" in _row(html, "producer.B.epoch")  # ... the epoch is not
@@ -90,13 +90,13 @@ def test_it_lights_the_epoch_bumped_by_a_commit_under_transaction_protocol_2(cli
 
 
 def test_it_explains_the_extra_epoch_bump_of_transaction_version_2_where_epochs_differ(client):
-    html = client.get(f"{ZOMBIE}&at=8").content.decode()
+    html = client.get(f"{ZOMBIE}&at=11").content.decode()
     assert "Kafka 4.4.0 · java runs transaction.version 2 (KIP-890)" in html and "bumps the producer epoch" in html
-    assert "transaction.version 2" not in client.get(f"{ZOMBIE}&at=3").content.decode()  # the epochs agree there
+    assert "transaction.version 2" not in client.get(f"{ZOMBIE}&at=4").content.decode()  # the epochs agree there
 
 
 def test_it_names_transaction_version_as_a_sessions_header_does(client):
-    html = client.get(f"{ZOMBIE}&at=1").content.decode()
+    html = client.get(f"{ZOMBIE}&at=2").content.decode()
     # the level the cluster finalized / the protocol the client runs: 3.9 finalizes none, librdkafka runs 1
     assert re.search(
         r'data-side="a">\s*<h3>Kafka 3.9.1 · librdkafka <small[^>]*>transaction.version <b class="tv">0/1</b>', html
@@ -107,7 +107,7 @@ def test_it_names_transaction_version_as_a_sessions_header_does(client):
 
 
 def test_it_shows_what_read_committed_got_on_each_side(client):
-    html = client.get(f"{ZOMBIE}&at=24").content.decode()
+    html = client.get(f"{ZOMBIE}&at=32").content.decode()
     row = _row(html, "consumer.rc.got")
     assert "<td>orders-0: b-1 · orders-1: —</td><td>orders-0: b-1 · orders-1: —</td>" in row
     assert "read_committed rc" in html and 'class=""' in row
@@ -126,17 +126,18 @@ def test_it_shows_the_reconciliation_between_the_database_and_kafka_on_each_side
 
 
 def test_it_steps_both_sides_together_with_the_buttons_links(client):
-    html = client.get(f"{ZOMBIE}&at=3").content.decode()
+    html = client.get(f"{ZOMBIE}&at=5").content.decode()  # a note: a step like any other
+    assert "<blockquote" in html
     nxt = re.search(r'id="cmp-next" href="([^"]+)"', html).group(1).replace("&amp;", "&")
     prev = re.search(r'id="cmp-prev" href="([^"]+)"', html).group(1).replace("&amp;", "&")
     nd = re.search(r'id="cmp-next-diff" href="([^"]+)"', html).group(1).replace("&amp;", "&")
-    assert nxt.endswith("at=4") and prev.endswith("at=2") and nd.endswith(f"at={FENCED_COMMIT}")
+    assert nxt.endswith("at=6") and prev.endswith("at=4") and nd.endswith(f"at={FENCED_COMMIT}")
     assert "a=3.9-librdkafka" in nxt and "b=4-java" in nxt and "scenario=zombie-fencing" in nxt
     assert "<code>B.init_transactions</code>" in client.get(nxt).content.decode()
-    assert "step 5 of 24" in client.get(nd).content.decode()
+    assert "step 7 of 32" in client.get(nd).content.decode()
     first = client.get(f"{ZOMBIE}&at=0").content.decode()
     assert 'id="cmp-prev"' not in first and "Before the first step" in first
-    last = client.get(f"{ZOMBIE}&at=24").content.decode()
+    last = client.get(f"{ZOMBIE}&at=32").content.decode()
     assert 'id="cmp-next"' not in last
 
 
@@ -159,7 +160,9 @@ def test_it_answers_an_htmx_step_with_the_body_only(client):
             400,
             "choose one of 3.5-librdkafka, 3.5-java, 3.5-java:3.9, 3.5-java:4, 3.9-librdkafka, 3.9-java, 3.9-java:3.5, 3.9-java:4, 4-librdkafka, 4-java, 4-java:3.5, 4-java:3.9",
         ),
-        (f"{ZOMBIE}&at=25", 404, "Step 25 is not in this comparison: it has steps 0 to 24."),
+        (ZOMBIE.replace("b=4-java", "b=3.9-librdkafka"), 400, "a and b are both 3.9-librdkafka: choose two different"),
+        ("/compare/?scenario=zombie-fencing&b=3.9-librdkafka", 400, "a and b are both 3.9-librdkafka"),  # A's default
+        (f"{ZOMBIE}&at=33", 404, "Step 33 is not in this comparison: it has steps 0 to 32."),
         (f"{ZOMBIE}&at=-1", 400, "at= is a step number"),
         (f"{ZOMBIE}&at=two", 400, "at= is a step number"),
         ("/s/no-such-session/compare/", 404, "No such session."),
@@ -176,7 +179,7 @@ def test_it_compares_a_shared_scenario(client):
     row = ScenarioText.store(EXAMPLE, "my-scenario", shared=True)
     page = client.get(f"/sc/{row.id}/").content.decode()
     assert f'action="/sc/{row.id}/compare/"' in page
-    html = client.get(f"/sc/{row.id}/compare/?a=4-librdkafka&b=4-java&at=6").content.decode()
+    html = client.get(f"/sc/{row.id}/compare/?a=4-librdkafka&b=4-java&at=7").content.decode()
     assert "Kafka 4.4.0 · librdkafka" in html and "Kafka 4.4.0 · java" in html
     assert "<code>A.commit_transaction</code>" in html
     assert "<td>0</td><td>1</td>" in _row(html, "producer.A.epoch")  # transaction protocol 2 bumps it at the commit
@@ -203,8 +206,8 @@ def test_it_compares_a_sessions_command_log_under_the_other_profile(client):
         assert client.post(f"/s/{sid}/step/").status_code == 204
     page = client.get(f"/s/{sid}/").content.decode()
     assert f'action="/s/{sid}/compare/"' in page and 'id="session-compare"' in page
-    html = client.get(f"/s/{sid}/compare/?at=5").content.decode()
-    assert 'data-length="5"' in html  # the session's five commands (its notes go with the command after them)
+    html = client.get(f"/s/{sid}/compare/?at=7").content.decode()
+    assert 'data-length="7"' in html  # the session's seven steps, its notes included: ?at=7 is its step 7
     assert "Kafka 3.9.1 · librdkafka" in html and "Kafka 4.4.0 · java" in html
     assert "EndTxn INVALID_PRODUCER_EPOCH (47)" in _side(html, "a") and "EndTxn PRODUCER_FENCED (90)" in _side(
         html, "b"
@@ -219,7 +222,7 @@ def test_it_lets_a_watcher_compare_a_session_and_neither_needs_nor_leaks_its_dri
     client.post(f"/s/{sid}/step/")
     before = Session.objects.get(pk=sid)
     watcher = Client()
-    r = watcher.get(f"/s/{sid}/compare/?a=3.9-librdkafka&b=4-java&at=1")
+    r = watcher.get(f"/s/{sid}/compare/?a=3.9-librdkafka&b=4-java&at=2")
     assert r.status_code == 200
     html = r.content.decode()
     assert "<code>A.init_transactions</code>" in html

@@ -188,3 +188,24 @@ def test_it_writes_free_play_as_a_scenario_with_its_added_actors_and_empty_notes
     text = client.get(f"/s/{row.id}/scenario.yaml").content.decode()
     assert re.search(r"^  A: \{producer: \{transactional\.id: txn-1", text, re.M) and 'note: ""' in text
     assert run_scenario(parse_scenario(text), "sim")["expect"]["failed"] == 0
+
+
+def test_it_links_a_session_started_in_the_editor_back_to_its_text(client):
+    text = EXAMPLE.replace("order-1", "order-7")
+    sid = client.post("/editor/play/", {"text": text})["Location"].rstrip("/").rsplit("/", 1)[-1]
+    page = client.get(f"/s/{sid}/").content.decode()
+    link = re.search(r'<a href="([^"]+)" id="edit-scenario">edit this scenario</a>', page).group(1)
+    editor = client.get(link.replace("&amp;", "&")).content.decode()
+    assert "order-7" in editor and "order-1" not in editor
+    row = Session.objects.get(pk=sid)
+    assert f'data-draft="text:{row.source_id}"' in editor  # its own draft, not the empty editor's
+    assert client.get("/editor/?source=no-such-session").status_code == 404
+
+
+def test_it_answers_play_with_errors_on_the_editor_keeping_the_draft_key(client):
+    r = client.post("/editor/play/", {"text": "format: 1\nid: x\n", "draft": "from:zombie-fencing"})
+    html = r.content.decode()
+    assert r.status_code == 400 and 'id="editor-form"' in html
+    assert 'data-draft="from:zombie-fencing"' in html and 'data-restore="false"' in html  # the posted text shows
+    forged = client.post("/editor/play/", {"text": "x", "draft": '"><script>'}).content.decode()
+    assert 'data-draft="new"' in forged

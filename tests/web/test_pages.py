@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from playground import session
@@ -77,3 +79,34 @@ def test_it_exports_the_command_log(client, free_session):
     client.post(f"/s/{free_session.id}/add-producer/", {"mode": "plain"})
     data = client.get(f"/s/{free_session.id}/log.json").json()
     assert data["commands"] == [{"add": {"A": {"producer": {"enable.idempotence": True}}}, "outcome": "ok"}]
+
+
+def test_it_groups_the_gallery_basics_fencing_exactly_once_database_kafka_4_exercises(client):
+    import re
+
+    html = client.get("/").content.decode()
+    groups = re.findall(r'<section class="group" data-group="([\w-]+)"', html)
+    assert groups == ["basics", "fencing", "exactly-once", "database", "kafka-4", "exercises"]
+
+    def cards(group: str) -> list[str]:
+        section = html.split(f'data-group="{group}"', 1)[1].split("</section>", 1)[0]
+        return re.findall(r'data-scenario="([\w-]+)"', section)
+
+    assert "commit-and-abort" in cards("basics") and "zombie-fencing" in cards("fencing")
+    assert cards("database") == ["db-incident-in-full", "db-transactional-outbox", "db-commit-kafka-then-database"]
+    assert all(s.startswith("ex-") for s in cards("exercises")) and len(cards("exercises")) == 6
+    assert "v2-epoch-bump-per-transaction" in cards("kafka-4")
+    assert sum(len(cards(g)) for g in groups) == html.count('<article class="card" data-scenario=')
+    assert 'id="gallery-filter"' in html and "js/gallery.js" in html
+    footer = html.split('<footer class="foot">', 1)[1]
+    assert "Kafka 3.9 or 4.x" in footer and "KIP-890" in footer
+
+
+def test_it_asks_again_for_a_session_waiting_on_the_java_build_without_an_inline_script(rf):
+    from playground.web.views import _gallery
+
+    request = rf.post("/new/", {"scenario": "commit-and-abort"})
+    waiting = {"sentence": "The worker is being built.", "fields": [("scenario", "commit-and-abort")]}
+    html = _gallery(request, status=202, waiting=waiting).content.decode()
+    assert 'id="start-when-ready"' in html and "js/gallery.js" in html  # gallery.js submits it again after 5 s
+    assert not re.search(r"<script(?![^>]*\bsrc=)[^>]*>", html)  # the CSP refuses inline scripts

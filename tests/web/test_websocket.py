@@ -111,6 +111,26 @@ async def test_it_renders_an_update_only_in_the_languages_its_pages_were_opened_
     await zh.disconnect()
 
 
+async def test_it_renders_an_update_only_in_the_languages_open_right_now(fencing_session):
+    """A language whose last page closed is not rendered any more (the row still lists it: fanout.py knows better)."""
+    from channels.layers import get_channel_layer
+
+    sid = fencing_session.id
+    en, _ = await _open(sid, "en")
+    zh, _ = await _open(sid, "zh-hans")
+    layer = get_channel_layer()
+    spy = await layer.new_channel()
+    await layer.group_add(session.group_name(sid), spy)
+    await database_sync_to_async(session.step)(sid)
+    assert set((await layer.receive(spy))["html"]) == {"en", "zh-hans"}
+    await zh.disconnect()
+    await database_sync_to_async(session.step)(sid)
+    assert set((await layer.receive(spy))["html"]) == {"en"}
+    assert (await database_sync_to_async(Session.objects.get)(pk=sid)).viewer_langs == ",en,zh-hans,"
+    await layer.group_discard(session.group_name(sid), spy)
+    await en.disconnect()
+
+
 async def test_it_sends_a_snapshot_to_a_page_whose_language_an_update_was_not_rendered_in(fencing_session):
     """The page opened while the update was being rendered: it gets everything again, in its own language."""
     sid = fencing_session.id

@@ -77,3 +77,84 @@ def test_it_marks_what_read_committed_holds_back_behind_the_lso():
     assert "held: behind LSO 0" in table  # c-1, c-2 (committed) and n-1 (plain) wait behind stuck's open h-1
     assert table.count("held: behind LSO") >= 4
     assert "✓" in table  # read_uncommitted got them
+
+
+@pytest.mark.parametrize(("scenario_id", "gap"), [("db-incident-in-full", 4), ("shared-id-incident", 4)])
+def test_it_counts_in_the_gap_only_sends_to_topics_a_read_committed_consumer_reads(scenario_id, gap):
+    """The incident's gap is pay's four orders: not audit's five records nor monitor's metric, which no
+    read_committed consumer reads."""
+    from playground.web import panels
+
+    entry = library.find(scenario_id)
+    row = session.create(entry.scenario, source=entry.scenario.source, backend="sim")
+    for _step in entry.scenario.steps:
+        live, _outcome = session.step(row.id)
+    truth = panels.truth(live, broadcast.view_of(live))
+    assert truth["gap"] == gap and {r["name"]: r["gap"] for r in truth["rows"] if r["gap"]} == {"pay": gap}
+    assert sum(r["sent"] - r["got"] for r in truth["rows"]) > gap or scenario_id == "shared-id-incident"
+    assert f"{gap} sends the applications believe succeeded, to topics a read_committed" in broadcast.snapshot(
+        live, "en"
+    )
+
+
+def test_it_shows_when_an_open_transaction_times_out_and_when_the_abort_scan_aborts_it():
+    """Free play: a producer's transaction left open. The coordinator panel says when it times out and at which
+    tick of the abort scan it is aborted; the clock moved to 1 ms before that tick leaves it Ongoing, to the tick
+    aborts it."""
+    from playground.web import panels
+
+    sid = session.create(None, backend="sim").id
+    session.add_producer(sid, "new")
+    for step in (
+        Step("A", "init_transactions"),
+        Step("A", "begin_transaction"),
+        Step("A", "produce", {"topic": "orders", "partition": 0, "value": "a-1"}),
+    ):
+        live, _outcome = session.apply_step(sid, step)
+
+    def entry(live):
+        (e,) = panels.coordinator(live, broadcast.view_of(live))["entries"]
+        return e
+
+    e = entry(live)
+    assert e["state"] == "Ongoing" and e["times_out_ms"] == e["txn_start_time_ms"] + e["timeout_ms"]
+    assert e["times_out_ms"] < e["aborted_at_ms"] <= e["times_out_ms"] + 10_000 and e["scan_every_s"] == 10
+    html = broadcast.snapshot(live, "en")
+    assert f'data-aborted-at="{e["aborted_at_ms"]}"' in html and "the abort scan runs every 10 s" in html
+    now = live.backend.view()["time_ms"]
+    live, _ = session.apply_step(sid, Step("clock", "advance", {"ms": e["aborted_at_ms"] - now - 1}))
+    assert entry(live)["state"] == "Ongoing"
+    live, _ = session.apply_step(sid, Step("clock", "advance", {"ms": 1}))
+    aborting = entry(live)  # the scan's tick: the coordinator has begun the abort (epoch bumped, PrepareAbort)
+    assert aborting["pending"] == "PrepareAbort" and aborting["epoch"] == 1 and "times_out_ms" not in aborting
+
+
+def test_it_shows_a_database_steps_sql_in_the_narrative_and_in_compare(client):
+    entry = library.find("db-incident-in-full")
+    row = session.create(entry.scenario, source=entry.scenario.source, backend="sim")
+    live = session.load(row.id)
+    html = broadcast.snapshot(live, "en")
+    statement = "UPDATE orders SET status = &#x27;paid&#x27; WHERE id = 101"
+    assert f'<code>app.sql</code> <span class="args" title="{statement}">{statement}</span>' in html
+    page = client.get("/compare/?scenario=db-incident-in-full&a=3.9-librdkafka&b=4-java").content.decode()
+    assert f"app.sql: {statement}" in page
+
+
+def test_it_counts_a_moments_sends_per_topic_from_its_checkpoint_as_from_scratch(monkeypatch):
+    """A moment goes on from what its checkpoint had counted (Live.derived): the same as counting its log anew."""
+    from playground.session import cache
+    from playground.web import panels
+
+    monkeypatch.setattr(cache, "CHECKPOINT_EVERY", 10)  # checkpoints inside this 37-step story
+
+    entry = library.find("db-incident-in-full")
+    row = session.create(entry.scenario, source=entry.scenario.source, backend="sim")
+    for _step in entry.scenario.steps:
+        live, _outcome = session.step(row.id)
+        panels.sent_by_topic(live)  # as the truth panel does after each command
+    assert any(cp.derived.get("sent_by_topic") for cp in session.load(row.id).checkpoints.values())
+    for k in (13, 25, live.step_count - 1, 4):
+        at = session.moment(row.id, k)
+        counted = {a: dict(c) for a, c in panels.sent_by_topic(at).items()}
+        at.derived.clear()
+        assert counted == {a: dict(c) for a, c in panels.sent_by_topic(at).items()}, k

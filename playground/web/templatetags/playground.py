@@ -43,6 +43,19 @@ def get(mapping: Any, key: Any) -> Any:
 
 
 @register.filter
+def summary(text: Any) -> str:
+    """A step's summary (panels.step_summary) with its few words in the viewer's language."""
+    from django.utils.translation import gettext
+
+    text = "" if text is None else str(text)
+    if text.startswith("coordinator of "):
+        return gettext("coordinator of %(t)s") % {"t": text[len("coordinator of ") :]}
+    if text == "fire-and-forget" or text.endswith(" fire-and-forget"):
+        return text[: -len("fire-and-forget")] + gettext("fire-and-forget")
+    return text
+
+
+@register.filter
 def short(value: Any, n: int = 12) -> str:
     text = "" if value is None else str(value)
     return text if len(text) <= n else text[: n - 1] + "…"
@@ -74,7 +87,7 @@ def strip(s: Mapping[str, Any], oob: bool = False) -> str:
     leader = f"{_a(_('leader'))} b{s['leader']}" if s["leader"] else _a(_("no leader"))
     return (
         f'<div id="{_a(item_id("strip", s["tp"]))}"{OOB if oob else ""} class="strip" data-tp="{_a(s["tp"])}" data-hw="{s["hw"]}" data-lso="{s["lso"]}" data-leo="{s["leo"]}">'
-        f'<div class="strip-label"><b>{_a(s["tp"])}</b><small>{leader}</small><small class="marks">HW {s["hw"]} · <span class="lso">LSO {s["lso"]}</span> · LEO {s["leo"]}</small></div>'
+        f'<div class="strip-label"><b title="{_a(s["tp"])}">{_a(s["tp"])}</b><small>{leader}</small><small class="marks">HW {s["hw"]} · <span class="lso">LSO {s["lso"]}</span> · LEO {s["leo"]}</small></div>'
         f'<ol class="cells">{strip_cells(s)}</ol></div>'
     )
 
@@ -267,18 +280,20 @@ def narrative_steps(steps: list[Any], lang: str) -> str:
             if on
         )
         cur = ' aria-current="step"' if s["current"] else ""
-        body = [f'<li class="{cls}" data-n="{s["n"]}"{cur}><span class="i">{s["n"] + 1}</span>']
+        body = [f'<li class="{cls}" data-n="{s["n"]}" data-step="{s["k"]}"{cur}><span class="i">{s["k"]}</span>']
         if s.get("hidden"):  # an exercise's note that explains a question not revealed yet
             body[0] = body[0].replace('class="', 'class="note held ', 1)
             body.append(
                 f'<span class="ntext">{_a(_("… shown once the question before it is answered and its step has run"))}</span>'
             )
         elif s["note"]:
-            body.append(f'<span class="ntext">{_a(pick(s["note"], lang))}</span>')
+            text = _a(pick(s["note"], lang))
+            body.append(f'<span class="ntext" title="{text}">{text}</span>')  # a past note is cut to a line
         else:
             body.append(f"<code>{_a(s['label'])}</code>")
             if s["args"]:
-                body.append(f' <span class="args">{_a(s["args"])}</span>')
+                args = _a(summary(s["args"]))
+                body.append(f' <span class="args" title="{args}">{args}</span>')
             want = " / ".join(s["expect"] or ())
             if s["done"]:
                 err = "" if s["outcome"] == "ok" else " err"
@@ -525,3 +540,137 @@ def profile_select(chosen: Any = None) -> dict[str, Any]:
 
     clients = [(c, f"java {JAVA_RELEASES[c[5:]]}" if c.startswith("java:") else c) for c in CLIENT_KEYS]
     return {"versions": list(KAFKA_RELEASES.items()), "clients": clients, "chosen": chosen}
+
+
+# ---- the anomaly checker's findings, in the viewer's language (playground/scenario/anomalies.py says them in English)
+FINDING_STEPS_SHOWN = 8  # step buttons under a finding
+
+
+def _more(items: list[str], more: int) -> str:
+    text = ", ".join(items)
+    return _("%(list)s and %(n)s more") % {"list": text, "n": more} if more else text
+
+
+def _where(where: list[list[str]], more: int) -> str:
+    if not where:
+        return _("it is in no partition's log")
+    fates = {"aborted": _("aborted"), "open": _("open"), "committed": _("committed"), "plain": _("plain")}
+    return _more([f"{r} ({fates.get(f, f)})" for r, f in where], more)
+
+
+def finding_sentence(kind: str, params: Mapping[str, Any]) -> str:
+    """One finding as a sentence: the same as anomalies.english(), through the catalogue."""
+    from django.utils.translation import ngettext
+
+    p = dict(params)
+    if "where" in p:
+        p["where"] = _where(p["where"], p.get("where_more", 0))
+    if "records" in p:
+        p["records"] = _more(list(p["records"]), p.get("records_more", 0))
+    said = {
+        "produce_ok": _("produce() returned ok"),
+        "produce_commit_ok": _("produce() returned ok, and commit_transaction() returned ok"),
+        "send": _("send() returned"),
+        "send_get": _("send().get() returned"),
+        "send_commit": _("send() returned, and commitTransaction() returned"),
+        "send_get_commit": _("send().get() returned, and commitTransaction() returned"),
+    }
+    if "said" in p:
+        p["said"] = said.get(p["said"], p["said"])
+    ops = {
+        "commit": _("commit_transaction() returned %(outcome)s"),
+        "produce": _("produce() returned %(outcome)s"),
+        "commit_java": _("commitTransaction() threw %(outcome)s"),
+        "produce_java": _("send() threw %(outcome)s"),
+        "produce_get_java": _("send().get() threw %(outcome)s"),
+    }
+    if "op" in p:
+        p["op"] = ops.get(p["op"], p["op"]) % {"outcome": p.get("outcome")}
+    if kind == "lost":
+        return (
+            _(
+                "%(actor)s was told its send of %(value)s to %(topic)s succeeded (%(said)s), but read_committed does not "
+                "deliver it: %(where)s"
+            )
+            % p
+        )
+    if kind == "aborted_told":
+        p["values"] = _more(list(p["values"]), p.get("values_more", 0))
+        p["topics"] = ", ".join(p["topics"])
+        return (
+            ngettext(
+                "%(actor)s's send of %(values)s to %(topics)s was aborted, and the application was told at step %(k)s "
+                "(%(op)s): %(where)s",
+                "%(actor)s's sends of %(values)s to %(topics)s were aborted, and the application was told at step %(k)s "
+                "(%(op)s): %(where)s",
+                len(params["values"]),
+            )
+            % p
+        )
+    if kind == "told_failed_visible":
+        return (
+            _("%(actor)s was told its send of %(value)s failed (%(outcome)s), yet it was committed at %(records)s") % p
+        )
+    if kind == "aborted_visible":
+        return (
+            _(
+                "%(actor)s aborted the transaction its send of %(value)s belonged to, yet it was committed at %(records)s"
+            )
+            % p
+        )
+    if kind == "aborted_read":
+        return _("%(actor)s (read_committed) got %(value)s at %(record)s, a record of an aborted transaction") % p
+    if kind == "undecided_read":
+        return (
+            _(
+                "%(actor)s (read_committed) got %(record)s while the last stable offset was %(lso)s: data of an "
+                "undecided transaction"
+            )
+            % p
+        )
+    if kind == "redelivered":
+        return (
+            _(
+                "%(actor)s got %(value)s at %(record)s %(times)s times (redelivered: its position went back, after a "
+                "crash or a seek)"
+            )
+            % p
+        )
+    if kind == "written_twice":
+        return (
+            _(
+                "%(actor)s got %(value)s from %(count)s records of %(topic)s (%(records)s): it was written and committed "
+                "more than once"
+            )
+            % p
+        )
+    if kind == "divergence":
+        p["failed"] = ", ".join(p["failed"])
+        return _("the reconciliation's row %(row)s fails %(failed)s: the database and Kafka disagree") % p
+    return ""
+
+
+@register.simple_tag
+def finding(f: Mapping[str, Any]) -> str:
+    """One finding of the anomalies panel: its rule, Elle's name, the sentence, and buttons to its steps."""
+    cls = f"finding r-{_a(f['rule'])}" + (" notice" if f.get("notice") else "")
+    elle = (
+        f' <span class="elle" title="{_a(_("the anomaly’s name in Elle, Jepsen’s checker"))}">{_a(f["anomaly"])}</span>'
+        if f.get("anomaly")
+        else ""
+    )
+    out = [
+        f'<div class="{cls}"><p><span class="rule">{_a(f["rule"])}</span>{elle} {_a(finding_sentence(f["kind"], f["params"]))}</p>'
+    ]
+    steps = list(f.get("steps") or ())
+    if steps:
+        tip = _a(_("show this step on the time slider"))
+        buttons = "".join(
+            f'<button type="button" class="goto-step" data-step="{n + 1}" title="{tip}">{n + 1}</button>'
+            for n in steps[:FINDING_STEPS_SHOWN]
+        )
+        if len(steps) > FINDING_STEPS_SHOWN:
+            buttons += f' <span class="muted">+{len(steps) - FINDING_STEPS_SHOWN}</span>'
+        out.append(f'<p class="at">{_a(_("at"))} {buttons}</p>')
+    out.append("</div>")
+    return mark_safe("".join(out))
