@@ -137,6 +137,8 @@ OPS = {
     "commit_java": "commitTransaction() threw {outcome}",
     "produce_java": "send() threw {outcome}",
     "produce_get_java": "send().get() threw {outcome}",
+    "fenced": "its client was answered {outcome}",
+    "fenced_java": "its client was answered {outcome}",
 }
 FATES = {"aborted": "aborted", "open": "open", "committed": "committed", "plain": "plain"}
 NOT_IN_LOG = "it is in no partition's log"
@@ -394,6 +396,13 @@ class Checker:
                 else:
                     told = ended.told or (s["n"], "commit", outcome)
                     self._tell(actor, ended.sends, *told)
+        elif action == "transaction_failed":
+            # a connected client's transaction ended by a fence it was answered (simserver/clients.py): its application
+            # is told at its next call, as by a failed commit
+            ended = self._txns.pop(actor, None)
+            if ended is not None:
+                told = ended.told or (s["n"], "fenced", outcome)
+                self._tell(actor, ended.sends, *told)
         elif action == "abort_transaction":
             if outcome == OK:
                 ended = self._txns.pop(actor, None)

@@ -47,25 +47,19 @@ def _step(entry: Mapping[str, Any], n: int) -> HistoryStep | None:
 def checker_of(live: Live, view: Mapping[str, Any] | None = None) -> Checker:
     """The session's checker, caught up with its log (`view`: the backend's view, when the caller has one: its
     database's reconciliation is read from it)."""
+    if external.history_ops(live.backend):
+        return _checker_with_clients(live, view)
     fed = live.anomalies
     if not isinstance(fed, Fed):
         fed = live.anomalies = Fed(Checker(client=live.profile.client))
     checker = fed.checker
     checker.isolation = {n: a.isolation_level for n, a in live.actors.items() if a.kind == CONSUMER}
-    checker.isolation.update(external.isolation_levels(live.backend))
     # the logs first (also between commands: a real cluster's markers land when they land), so that a poll's
     # records are in them before the poll is read
     for tp, entries in live.backend.log_entries(checker.next_offset).items():
         checker.add_log(tp, entries)
     if fed.entries < live.length:
-        for position, entry in enumerate(live.commands[fed.entries :], start=fed.entries):
-            if external.EXT in entry:
-                # what applications connected to the session's listener did during this entry, in the same terms
-                # (session/external.py), numbered as the entry's step (Live counts it as one)
-                for op in external.history_ops(live.backend, position):
-                    checker.add_step({**op, "n": fed.commands})  # type: ignore[typeddict-item]
-                fed.commands += 1
-                continue
+        for entry in live.commands[fed.entries :]:
             if not is_command(entry):
                 continue
             step = _step(entry, fed.commands)
@@ -73,10 +67,36 @@ def checker_of(live: Live, view: Mapping[str, Any] | None = None) -> Checker:
             if step is not None:
                 checker.add_step(step)
         fed.entries = live.length
+    _reconcile(live, checker, view)
+    return checker
+
+
+def _checker_with_clients(live: Live, view: Mapping[str, Any] | None) -> Checker:
+    """A session that applications connected to (session/external.py) is read whole each time: an external client's
+    operation learns its outcome from an answer that comes later, so it cannot be fed once and forgotten as the
+    session's own commands are. Their operations are numbered by the step of the log entry they came in."""
+    checker = Checker(client=live.profile.client)
+    checker.isolation = {n: a.isolation_level for n, a in live.actors.items() if a.kind == CONSUMER}
+    checker.isolation.update(external.isolation_levels(live.backend))
+    for tp, entries in live.backend.log_entries({}).items():
+        checker.add_log(tp, entries)
+    steps: list[HistoryStep] = []
+    for position, entry in enumerate(live.commands):
+        step = _step(entry, live.step_of(position) - 1) if is_command(entry) else None
+        if step is not None:
+            steps.append(step)
+    for op in external.history_ops(live.backend):
+        steps.append({**op, "n": max(0, live.step_of(int(op["n"])) - 1)})  # type: ignore[typeddict-item]
+    for step in sorted(steps, key=lambda s: s["n"]):
+        checker.add_step(step)
+    _reconcile(live, checker, view)
+    return checker
+
+
+def _reconcile(live: Live, checker: Checker, view: Mapping[str, Any] | None) -> None:
     if view is None:
         view = live.backend.view(1)
     checker.set_reconcile((view.get("database") or {}).get("reconcile"))
-    return checker
 
 
 def findings(live: Live, view: Mapping[str, Any] | None = None) -> list[Finding]:

@@ -345,12 +345,18 @@ class Clients:
         name = request.name
         if error is not None and error not in ROUTINE_ERRORS:
             actor.last_error = {"op": name, "error": error}
+        # a fence answered to a producer inside a transaction ends that transaction for its client (kafka-clients and
+        # librdkafka make it fatal): the application learns it at its next call, the commit included, without
+        # another request on the wire. EndTxn says so with its own operation.
+        failed = error in FENCING_ERRORS and actor.kind == PRODUCER and actor.in_transaction and name != "EndTxn"
         if error in FENCING_ERRORS and actor.kind == PRODUCER:
             actor.fenced = True
             actor.in_transaction = False
         handler = _ANSWERS.get(name)
         if handler is not None:
             handler(self, core, actor, request, data or {}, error)
+        if failed:
+            self._op(actor, "transaction_failed", error, now_ms, args={"request": name})
 
     def _op(self, actor: Actor, action: str, outcome: str | None, t_ms: int, **extra: Any) -> None:
         if outcome in ROUTINE_ERRORS:

@@ -583,6 +583,8 @@ def finding_sentence(kind: str, params: Mapping[str, Any]) -> str:
         "commit_java": _("commitTransaction() threw %(outcome)s"),
         "produce_java": _("send() threw %(outcome)s"),
         "produce_get_java": _("send().get() threw %(outcome)s"),
+        "fenced": _("its client was answered %(outcome)s"),
+        "fenced_java": _("its client was answered %(outcome)s"),
     }
     if "op" in p:
         p["op"] = ops.get(p["op"], p["op"]) % {"outcome": p.get("outcome")}
