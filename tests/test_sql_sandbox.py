@@ -41,7 +41,7 @@ def measured():
 @pytest.mark.parametrize("name", [h[0] for h in HOSTILE])
 def test_it_bounds_a_hostile_statements_time_and_memory(measured, name):
     got = measured[0][name]
-    assert got["outcome"] == got["expected"], got
+    assert got["outcome"] in got["expected"].split("|"), got
     assert got["ms"] < STATEMENT_CAP_MS, got
     assert got["peak_growth_kib"] < STATEMENT_PEAK_CAP_KIB, got
     assert got["rows"] == 2, got  # nothing of a refused write stays
