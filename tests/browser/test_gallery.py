@@ -3,9 +3,13 @@ kept in the address; opening "compare" on a card leaves the other cards of its r
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from .conftest import shot
+
+LIBRARY_SIZE = len(list((Path(__file__).resolve().parents[2] / "scenarios").glob("*.yaml")))
 
 pytestmark = pytest.mark.browser
 
@@ -23,7 +27,7 @@ def test_it_groups_the_scenarios_and_filters_them(page, server):
     ids = sorted(visible.evaluate_all("cs => cs.map(c => c.dataset.scenario)"))
     assert ids == ["db-commit-kafka-then-database", "db-incident-in-full", "db-transactional-outbox"]
     assert page.locator("section.group:visible").evaluate_all("gs => gs.map(g => g.dataset.group)") == ["database"]
-    assert page.locator("#gallery-count").inner_text() == "3 of 26 scenarios"
+    assert page.locator("#gallery-count").inner_text() == f"3 of {LIBRARY_SIZE} scenarios"
     assert page.url.endswith("#filter=database")
 
     page.locator("#gallery-filter").fill("exercise fencing")  # every word must match
@@ -33,7 +37,7 @@ def test_it_groups_the_scenarios_and_filters_them(page, server):
     page.locator("#gallery-filter").fill("no-such-thing")
     page.locator("#gallery-none").wait_for()
     page.locator("#gallery-filter").fill("")
-    assert page.locator("section.group .card[data-scenario]:visible").count() == 26
+    assert page.locator("section.group .card[data-scenario]:visible").count() == LIBRARY_SIZE
 
     # the filter in the address opens the gallery filtered; compare opened on a card does not stretch its row
     page.goto(server.url + "/#filter=kafka-4")
