@@ -81,7 +81,7 @@ def _profile_choice(request: HttpRequest, base: Profile) -> Profile:
 # The gallery's groups, in order: a scenario goes in the first whose tags it has (the last takes the rest).
 GALLERY_GROUPS: tuple[tuple[str, frozenset[str]], ...] = (
     ("exercises", frozenset({"exercise"})),
-    ("kafka-4", frozenset({"kafka-4", "transaction-protocol-v2"})),
+    ("kafka-4", frozenset({"kafka-4", "transaction-protocol-v2", "kafka-3.5"})),
     ("database", frozenset({"database"})),
     ("exactly-once", frozenset({"exactly-once"})),
     ("fencing", frozenset({"fencing", "zombie", "epoch"})),
@@ -96,7 +96,7 @@ def gallery_groups(entries: list[Any]) -> list[dict[str, Any]]:
         "fencing": _("Fencing and shared transactional ids"),
         "exactly-once": _("Exactly-once: consume, transform, produce"),
         "database": _("A database beside Kafka"),
-        "kafka-4": _("Kafka 4: transaction protocol 2 (KIP-890)"),
+        "kafka-4": _("Kafka releases: 3.5 before KIP-890, 4 with transaction protocol 2"),
         "exercises": _("Exercises: predict, then step"),
     }
     grouped: dict[str, list[Any]] = {key: [] for key, _tags in GALLERY_GROUPS}
