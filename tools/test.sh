@@ -38,7 +38,7 @@ start_simcluster 3.9 test-artifacts/simcluster39.out
 start_simcluster 4 test-artifacts/simcluster4.out
 
 status=0
-"$PYTEST" -m "not browser and not kafka35" tests || status=$?
+"$PYTEST" --durations=40 -m "not browser and not kafka35" tests || status=$?
 
 # The real-backend tests that compare with the simulator (every library scenario in every profile, the late writes,
 # a coordinator's broker stopped and started) a second time, with simcluster standing in for the real clusters: the
