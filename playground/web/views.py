@@ -28,7 +28,7 @@ from playground.scenario.i18n import normalize
 from playground.session import capability, compare, external, limits, listener
 from playground.session.backends import not_configured
 from playground.session.export import as_scenario
-from playground.web import broadcast, commands, forms, panels
+from playground.web import apppanels, broadcast, commands, forms, panels
 from playground.web.http import answers_problems, client, problem, valid
 from playground.web.roomviews import room_context
 
@@ -277,7 +277,7 @@ def session_cell(request: HttpRequest, sid: str) -> HttpResponse:
     live = session.moment(sid, at) if at is not None else session.load(sid)
     d = form.cleaned_data
     try:
-        value = panels.cell(broadcast.view_of(live), d.get("table") or panels.RECONCILE_TABLE, d["row"], d["col"])
+        value = apppanels.cell(broadcast.view_of(live), d.get("table") or apppanels.RECONCILE_TABLE, d["row"], d["col"])
     except (KeyError, IndexError, TypeError):
         raise Http404(_("No such cell.")) from None
     text = value.hex() if isinstance(value, (bytes, bytearray)) else "NULL" if value is None else str(value)

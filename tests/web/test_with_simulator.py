@@ -83,7 +83,7 @@ def test_it_marks_what_read_committed_holds_back_behind_the_lso():
 def test_it_counts_in_the_gap_only_sends_to_topics_a_read_committed_consumer_reads(scenario_id, gap):
     """The incident's gap is pay's four orders: not audit's five records nor monitor's metric, which no
     read_committed consumer reads."""
-    from playground.web import panels
+    from playground.web import apppanels as panels
 
     entry = library.find(scenario_id)
     row = session.create(entry.scenario, source=entry.scenario.source, backend="sim")
@@ -143,7 +143,7 @@ def test_it_shows_a_database_steps_sql_in_the_narrative_and_in_compare(client):
 def test_it_counts_a_moments_sends_per_topic_from_its_checkpoint_as_from_scratch(monkeypatch):
     """A moment goes on from what its checkpoint had counted (Live.derived): the same as counting its log anew."""
     from playground.session import cache
-    from playground.web import panels
+    from playground.web import apppanels as panels
 
     monkeypatch.setattr(cache, "CHECKPOINT_EVERY", 10)  # checkpoints inside this 37-step story
 

@@ -1,0 +1,68 @@
+"""What every handler shares: the registry (`HANDLERS`, filled by `@api`), Kafka's constants and the helpers that
+read a topic, a partition's leader and an endpoint off the simulated cluster."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+from playground.simserver.core import Call
+
+Handler = Callable[[Call], None]
+
+HANDLERS: dict[int, tuple[Handler, int, int]] = {}
+
+# Kafka's answers to authorizedOperations when nobody asked (MetadataResponse.AUTHORIZED_OPERATIONS_OMITTED), and the
+# operations a topic and the cluster allow without an authorizer (AclOperation codes as a bit field).
+AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
+TOPIC_OPERATIONS = sum(1 << code for code in (3, 4, 5, 6, 7, 8, 10, 11))
+CLUSTER_OPERATIONS = sum(1 << code for code in (5, 7, 8, 9, 10, 11, 12))
+LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
+# ApiVersionsRequest.isValid: the client software name and version
+SOFTWARE = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$")
+DEFAULT_MAX_WAIT_MS = 500
+
+
+def api(key: int, lo: int, hi: int) -> Callable[[Handler], Handler]:
+    def register(fn: Handler) -> Handler:
+        HANDLERS[key] = (fn, lo, hi)
+        return fn
+
+    return register
+
+
+def _tp(topic: str, partition: int) -> str:
+    return f"{topic}-{partition}"
+
+
+def _leader_info(call: Call, tp: str) -> dict[str, int]:
+    meta = call.core.cluster.partitions.get(tp)
+    if meta is None or meta.leader is None:
+        return {"leader_id": -1, "leader_epoch": -1}
+    return {"leader_id": meta.leader, "leader_epoch": meta.leader_epoch}
+
+
+def _check_leader_epoch(current_leader_epoch: int, leader_epoch: int) -> str | None:
+    """Partition.checkCurrentLeaderEpoch: -1 skips the check."""
+    if current_leader_epoch == -1 or current_leader_epoch == leader_epoch:
+        return None
+    return "FENCED_LEADER_EPOCH" if current_leader_epoch < leader_epoch else "UNKNOWN_LEADER_EPOCH"
+
+
+def _topic_name(call: Call, item: Any) -> tuple[str | None, Any]:
+    """A request item's topic, named or (newer versions) by id: (name or None, the id as sent)."""
+    topic_id = getattr(item, "topic_id", None)
+    name = getattr(item, "name", None) or getattr(item, "topic", None)
+    if topic_id is not None and not name:
+        return call.core.topic_of(topic_id), topic_id
+    return name, topic_id
+
+
+def _endpoint(call: Call, broker: int) -> tuple[str, int]:
+    return call.core.endpoints.get(broker, ("127.0.0.1", 0))
+
+
+def _config_bool(config: dict[str, Any], key: str, default: bool) -> bool:
+    value = config.get(key, default)
+    return value if isinstance(value, bool) else str(value).strip().lower() == "true"

@@ -1,0 +1,332 @@
+"""The group coordinator's APIs: OffsetCommit and OffsetFetch, and the classic group protocol (JoinGroup, SyncGroup,
+Heartbeat, LeaveGroup, ListGroups, DescribeGroups, DeleteGroups) as playground/sim/groups.py runs it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from playground.protocol.messages import ms
+from playground.sim.groups import ClassicMember
+from playground.simserver.apis.base import AUTHORIZED_OPERATIONS_OMITTED, _tp, api
+from playground.simserver.core import Call
+
+Handler = Callable[[Call], None]
+
+
+@api(8, 2, 10)
+def offset_commit(call: Call) -> None:
+    body = call.body
+    c = call.core.cluster
+    offsets = {_tp(t.name, int(p.partition_index)): int(p.committed_offset) for t in body.topics for p in t.partitions}
+    call.announce(
+        f"group coordinator(b{call.broker})",
+        f"group {body.group_id}, " + ", ".join(f"{tp}={off}" for tp, off in offsets.items()),
+    )
+
+    def respond(error_of: Callable[[str, int], str | None]) -> None:
+        topics = [
+            {
+                "name": t.name,
+                "partitions": [
+                    {"partition_index": int(p.partition_index), "error_code": error_of(t.name, int(p.partition_index))}
+                    for p in t.partitions
+                ],
+            }
+            for t in body.topics
+        ]
+        first = next((p["error_code"] for t in topics for p in t["partitions"] if p["error_code"]), None)
+        call.reply({"throttle_time": 0, "topics": topics}, error=first)
+
+    unknown = {tp for tp in offsets if tp not in c.partitions}
+    if unknown:
+        respond(lambda t, p: "UNKNOWN_TOPIC_OR_PARTITION" if _tp(t, p) in unknown else None)
+        return
+
+    def reply(error: str | None = None, **_: Any) -> None:
+        respond(lambda t, p: error)
+
+    c.handle_offset_commit(
+        call.broker,
+        body.group_id,
+        int(getattr(body, "generation_id_or_member_epoch", -1)),
+        getattr(body, "member_id", ""),
+        offsets,
+        reply,
+    )
+
+
+@api(9, 1, 10)
+def offset_fetch(call: Call) -> None:
+    body, version = call.body, call.version
+    require_stable = bool(getattr(body, "require_stable", False))
+    if version >= 8:
+        groups = [_fetch_group(call, g.group_id, g.topics, require_stable) for g in body.groups]
+        error = next((g.get("error_code") for g in groups if g.get("error_code")), None)
+        call.reply({"throttle_time": 0, "groups": groups}, error=error)
+        return
+    group = _fetch_group(call, body.group_id, body.topics, require_stable)
+    call.reply(
+        {"throttle_time": 0, "topics": group["topics"], "error_code": group.get("error_code")},
+        error=group.get("error_code"),
+    )
+
+
+def _fetch_group(call: Call, group_id: str, topics: Any, require_stable: bool) -> dict[str, Any]:
+    """One group's committed offsets. With require_stable (KIP-447), a partition with a transactional offset commit
+    pending gets UNSTABLE_OFFSET_COMMIT and the others their offsets (GroupMetadataManager.getOffsets)."""
+    groups = call.core.cluster.groups
+    group_error: list[str | None] = [None]
+
+    def ask(tps: tuple[str, ...], stable: bool) -> dict[str, int | None] | str:
+        out: list[dict[str, int | None] | str] = []
+
+        def reply(error: str | None = None, **result: Any) -> None:
+            out.append(error if error else result["offsets"])
+
+        call.core.cluster.handle_offset_fetch(call.broker, group_id, tps, stable, reply)
+        return out[0] if out else "UNKNOWN_SERVER_ERROR"
+
+    if topics is None:
+        tps_all = tuple(sorted(groups.committed(group_id)))
+        wanted = [(tp.rpartition("-")[0], int(tp.rpartition("-")[2])) for tp in tps_all]
+    else:
+        wanted = [(t.name, int(p)) for t in topics for p in t.partition_indexes]
+    parts: dict[str, list[dict[str, Any]]] = {}
+    for topic, p in wanted:
+        tp = _tp(topic, p)
+        answer = ask((tp,), require_stable)
+        entry: dict[str, Any] = {"partition_index": p, "committed_leader_epoch": -1, "metadata": ""}
+        if isinstance(answer, str):
+            if answer in ("NOT_COORDINATOR", "COORDINATOR_LOAD_IN_PROGRESS", "COORDINATOR_NOT_AVAILABLE"):
+                group_error[0] = answer
+            entry.update(committed_offset=-1, error_code=answer)
+        else:
+            offset = answer.get(tp)
+            entry.update(committed_offset=-1 if offset is None else offset, error_code=None)
+        parts.setdefault(topic, []).append(entry)
+    if topics is None and not wanted:
+        check = ask((), False)
+        if isinstance(check, str):
+            group_error[0] = check
+    if group_error[0]:
+        return {"group_id": group_id, "topics": [], "error_code": group_error[0]}
+    return {
+        "group_id": group_id,
+        "topics": [{"name": t, "partitions": ps} for t, ps in parts.items()],
+        "error_code": None,
+    }
+
+
+# ---------------------------------------------------------------------------------------------- groups
+# The classic group protocol as the simulator's group coordinator runs it (playground/sim/groups.py).
+
+CLIENT_HOST = "/127.0.0.1"  # where a member connects from, as DescribeGroups shows it (the server listens on loopback)
+
+
+@api(11, 0, 9)
+def join_group(call: Call) -> None:
+    body, version = call.body, call.version
+    member_id = body.member_id
+    protocols = tuple((p.name, bytes(p.metadata)) for p in body.protocols)
+    session_ms = ms(body.session_timeout)
+    rebalance_ms = ms(getattr(body, "rebalance_timeout", body.session_timeout))  # v0: the session timeout
+    call.announce(
+        f"group coordinator(b{call.broker})",
+        f"group {body.group_id}, member {member_id or '(new)'}, {', '.join(name for name, _ in protocols)}",
+    )
+
+    def reply(error: str | None = None, **result: Any) -> None:
+        name = result.get("protocol_name")
+        call.reply(
+            {
+                "throttle_time": 0,
+                "error_code": error,
+                "generation_id": result.get("generation_id", -1),
+                "protocol_type": result.get("protocol_type"),
+                "protocol_name": name if version >= 7 else (name or ""),
+                "leader": result.get("leader", ""),
+                "skip_assignment": False,
+                "member_id": result.get("member_id", member_id),
+                "members": [
+                    {"member_id": m, "group_instance_id": instance, "metadata": metadata}
+                    for m, instance, metadata in result.get("members", ())
+                ],
+            },
+            error=error,
+            detail=f"member {result.get('member_id', member_id)}, generation {result.get('generation_id', -1)}",
+        )
+
+    call.core.cluster.handle_classic_join_group(
+        call.broker,
+        body.group_id,
+        member_id,
+        call.request.client_id or "",
+        CLIENT_HOST,
+        session_ms,
+        rebalance_ms,
+        body.protocol_type,
+        protocols,
+        version >= 4,  # KIP-394: a new member is given its id and rejoins with it
+        reply,
+    )
+
+
+@api(14, 0, 5)
+def sync_group(call: Call) -> None:
+    body = call.body
+    assignments = {a.member_id: bytes(a.assignment) for a in body.assignments}
+    call.announce(
+        f"group coordinator(b{call.broker})",
+        f"group {body.group_id}, member {body.member_id}, generation {body.generation_id}"
+        + (f", {len(assignments)} assignment(s)" if assignments else ""),
+    )
+
+    def reply(error: str | None = None, **result: Any) -> None:
+        call.reply(
+            {
+                "throttle_time": 0,
+                "error_code": error,
+                "protocol_type": result.get("protocol_type"),
+                "protocol_name": result.get("protocol_name"),
+                "assignment": result.get("assignment", b""),
+            },
+            error=error,
+        )
+
+    call.core.cluster.handle_sync_group(
+        call.broker,
+        body.group_id,
+        int(body.generation_id),
+        body.member_id,
+        getattr(body, "protocol_type", None),
+        getattr(body, "protocol_name", None),
+        assignments,
+        reply,
+    )
+
+
+@api(12, 0, 4)
+def heartbeat(call: Call) -> None:
+    body = call.body
+
+    def reply(error: str | None = None, **_: Any) -> None:
+        call.reply({"throttle_time": 0, "error_code": error}, error=error)
+
+    call.core.cluster.handle_heartbeat(call.broker, body.group_id, int(body.generation_id), body.member_id, reply)
+
+
+@api(13, 0, 5)
+def leave_group(call: Call) -> None:
+    body, version = call.body, call.version
+    if version >= 3:
+        leaving = [(m.member_id, m.group_instance_id) for m in body.members]
+    else:
+        leaving = [(body.member_id, None)]
+    call.announce(f"group coordinator(b{call.broker})", f"group {body.group_id}, {', '.join(m for m, _ in leaving)}")
+
+    def reply(error: str | None = None, **result: Any) -> None:
+        errors = result.get("errors", {})
+        if version < 3 and error is None:
+            error = errors.get(leaving[0][0])
+        call.reply(
+            {
+                "throttle_time": 0,
+                "error_code": error,
+                "members": [
+                    {"member_id": m, "group_instance_id": instance, "error_code": errors.get(m)}
+                    for m, instance in leaving
+                ],
+            },
+            error=error,
+        )
+
+    call.core.cluster.handle_classic_leave_group(call.broker, body.group_id, tuple(m for m, _ in leaving), reply)
+
+
+@api(16, 0, 5)
+def list_groups(call: Call) -> None:
+    body = call.body
+    groups = call.core.cluster.groups
+    states = {s.lower() for s in getattr(body, "states_filter", ())}
+    types = {t.lower() for t in getattr(body, "types_filter", ())}
+    out = []
+    for gid, g in sorted(groups.groups.items()):
+        if groups.coordinator_of(gid) != call.broker:
+            continue
+        if states and g.state.lower() not in states:
+            continue
+        if types and "classic" not in types:
+            continue
+        out.append(
+            {
+                "group_id": gid,
+                "protocol_type": g.protocol_type or ("consumer" if g.members else ""),
+                "group_state": g.state,
+                "group_type": "classic",
+            }
+        )
+    call.reply({"throttle_time": 0, "error_code": None, "groups": out})
+
+
+@api(15, 0, 5)
+def describe_groups(call: Call) -> None:
+    groups = call.core.cluster.groups
+    out = []
+    for gid in call.body.groups:
+        entry: dict[str, Any] = {
+            "group_id": gid,
+            "group_state": "Dead",
+            "protocol_type": "",
+            "protocol_data": "",
+            "members": [],
+            "authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
+        }
+        if groups.coordinator_of(gid) != call.broker:
+            entry["error_code"] = "NOT_COORDINATOR"
+        else:
+            entry["error_code"] = None
+            g = groups.groups.get(gid)
+            if g is not None:
+                classic = g.protocol_type is not None
+                entry.update(
+                    group_state=g.state,
+                    protocol_type=g.protocol_type or ("consumer" if g.members else ""),
+                    protocol_data=(g.protocol_name or "") if classic else ("range" if g.members else ""),
+                    members=[
+                        {
+                            "member_id": m.member_id,
+                            "group_instance_id": None,
+                            "client_id": m.client_id,
+                            "client_host": getattr(m, "client_host", CLIENT_HOST),
+                            # what DescribeGroups shows of a member: its metadata for the group's protocol and its
+                            # assignment, once the group is Stable (GroupMetadata.summary)
+                            "member_metadata": m.metadata(g.protocol_name) if isinstance(m, ClassicMember) else b"",
+                            "member_assignment": m.member_assignment
+                            if isinstance(m, ClassicMember) and g.state == "Stable"
+                            else b"",
+                        }
+                        for m in g.members.values()
+                    ],
+                )
+        out.append(entry)
+    call.reply({"throttle_time": 0, "groups": out})
+
+
+@api(42, 0, 2)
+def delete_groups(call: Call) -> None:
+    groups = call.core.cluster.groups
+    results = []
+    for gid in call.body.groups_names:
+        g = groups.groups.get(gid)
+        if groups.coordinator_of(gid) != call.broker:
+            error = "NOT_COORDINATOR"
+        elif g is None:
+            error = "GROUP_ID_NOT_FOUND"
+        elif g.members:
+            error = "NON_EMPTY_GROUP"
+        else:
+            del groups.groups[gid]
+            error = None
+        results.append({"group_id": gid, "error_code": error})
+    call.reply({"throttle_time": 0, "results": results})

@@ -1,0 +1,462 @@
+"""The partition logs: Produce, Fetch (read_committed with the aborted transactions), ListOffsets and
+OffsetForLeaderEpoch (KafkaApis.handleProduceRequest, handleFetchRequest, ReplicaManager)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from playground.protocol import records
+from playground.protocol.messages import ms
+from playground.sim.leaders import TXN_TOPIC
+from playground.sim.log import READ_COMMITTED, READ_UNCOMMITTED
+from playground.simserver.apis.base import _check_leader_epoch, _endpoint, _leader_info, _topic_name, _tp, api
+from playground.simserver.core import Call, WireValues, text_of
+
+Handler = Callable[[Call], None]
+
+
+# ---------------------------------------------------------------------------------------------- Produce
+
+
+@api(0, 3, 13)
+def produce(call: Call) -> None:
+    body, version, core = call.body, call.version, call.core
+    c = core.cluster
+    txid = getattr(body, "transactional_id", None)
+    acks = int(body.acks)
+    # (topic key as sent, name, partition, records)
+    items: list[tuple[Any, str | None, int, bytes | None]] = []
+    for topic in body.topic_data:
+        name, topic_id = _topic_name(call, topic)
+        key = topic_id if version >= 13 else name
+        for part in topic.partition_data:
+            items.append((key, name, int(part.index), part.records))
+    results: dict[tuple[Any, int], dict[str, Any]] = {}
+    batches: dict[tuple[Any, int], records.RecordBatch] = {}
+    transactional = False
+    for key, name, index, raw in items:
+        error = None
+        if name is None:
+            error = "UNKNOWN_TOPIC_ID"
+        elif name not in c.topics or not 0 <= index < c.partition_count(name):
+            error = "UNKNOWN_TOPIC_OR_PARTITION"
+        else:
+            try:
+                found = records.read_batches(raw or b"", partial_ok=False)
+            except records.CorruptRecordError as e:
+                error = e.error
+            else:
+                # ProduceRequest.validateRecords: v3+ holds exactly one magic-2 batch per partition
+                if len(found) != 1:
+                    error = "INVALID_RECORD"
+                else:
+                    batches[(key, index)] = found[0]
+                    transactional = transactional or found[0].transactional
+        if error:
+            results[(key, index)] = _produce_error(error)
+    if transactional and not txid:
+        # KafkaApis.handleProduceRequest: transactional records need a transactional id the principal may write
+        for key, _name, index, _raw in items:
+            results[(key, index)] = _produce_error("TRANSACTIONAL_ID_AUTHORIZATION_FAILED")
+        batches.clear()
+    if acks not in (-1, 0, 1):
+        for key, _name, index, _raw in items:
+            results[(key, index)] = _produce_error("INVALID_REQUIRED_ACKS")
+        batches.clear()
+    tps = sorted({_tp(n, i) for _k, n, i, _r in items if n is not None})
+    first = next(iter(batches.values()), None)
+    dst = f"leader {', '.join(tps)}(b{call.broker})"
+    if first is not None:
+        call.announce(
+            dst,
+            f"{sum(b.record_count for b in batches.values())} record(s), producer {first.producer_id} epoch "
+            f"{first.producer_epoch} seq {first.base_sequence}" + (f", {txid}" if txid else ""),
+        )
+    pending = [len(batches)]
+
+    def done() -> None:
+        if acks == 0:
+            return
+        answers = [r.get("error_code") for r in results.values() if r.get("error_code")]
+        error = answers[0] if answers else None
+        offsets = [str(r["base_offset"]) for r in results.values() if r.get("base_offset", -1) >= 0]
+        call.reply(
+            {
+                "responses": _produce_responses(call, items, results),
+                "throttle_time": 0,
+                "node_endpoints": _node_endpoints(call, results),
+            },
+            error=error,
+            detail=f"base offset {', '.join(offsets)}" if offsets else "",
+        )
+
+    for (key, index), batch in batches.items():
+        name = next(n for k, n, i, _r in items if k == key and i == index)
+        assert name is not None
+        tp = _tp(name, index)
+        error = _append_error(call, tp, batch)
+        if error:
+            results[(key, index)] = _produce_error(error, _leader_info(call, tp) if error.startswith("NOT_") else None)
+            pending[0] -= 1
+            continue
+        try:
+            recs = batch.records()  # read whole (decompressed) even when only the count is kept: LogValidator does
+        except records.CorruptRecordError as e:
+            results[(key, index)] = _produce_error(e.error)
+            pending[0] -= 1
+            continue
+        keys: tuple[Any, ...] | None = None
+        if core.record_values:
+            values = WireValues(text_of(r.value) for r in recs)
+            if any(r.key is not None for r in recs):
+                keys = tuple(text_of(r.key) for r in recs)
+        else:
+            values = WireValues((None,) * len(recs))
+        values.payload = batch.raw
+
+        def reply(
+            error: str | None = None, *, _slot: tuple[Any, int] = (key, index), _tp: str = tp, **result: Any
+        ) -> None:
+            if _slot in results:
+                return
+            if error:
+                results[_slot] = _produce_error(error, _leader_info(call, _tp) if error.startswith("NOT_") else None)
+            else:
+                results[_slot] = {
+                    "index": _slot[1],
+                    "error_code": None,
+                    "base_offset": result.get("base_offset", -1),
+                    "log_append_time": None,
+                    "log_start_offset": c.log(_tp).log_start_offset,
+                }
+            pending[0] -= 1
+            if pending[0] == 0:
+                done()
+
+        c.handle_produce(
+            call.broker,
+            tp,
+            txid,
+            batch.producer_id,
+            batch.producer_epoch,
+            batch.base_sequence,
+            batch.transactional,
+            values,
+            keys,
+            acks,
+            reply,
+            client_id=call.conn.label,
+            version=version,
+        )
+    if acks == 0:
+        call.no_reply()  # the broker answers nothing; the connection reads its next request
+    elif pending[0] == 0:
+        done()
+
+
+def _append_error(call: Call, tp: str, batch: records.RecordBatch) -> str | None:
+    """What a leader refuses before the log's producer-state checks (LogValidator, ReplicaManager.appendToLocalLog)."""
+    if not batch.crc_ok():
+        return "CORRUPT_MESSAGE"
+    if batch.control:
+        return "INVALID_RECORD"  # clients may not write control batches
+    if batch.record_count == 0:
+        return "INVALID_RECORD"
+    return None
+
+
+def _produce_error(error: str, leader: dict[str, int] | None = None) -> dict[str, Any]:
+    out: dict[str, Any] = {"error_code": error, "base_offset": -1, "log_append_time": None, "log_start_offset": -1}
+    if leader is not None:
+        out["current_leader"] = leader
+    return out
+
+
+def _produce_responses(
+    call: Call, items: list[tuple[Any, str | None, int, Any]], results: dict[tuple[Any, int], dict[str, Any]]
+) -> list[dict[str, Any]]:
+    by_topic: dict[Any, list[dict[str, Any]]] = {}
+    for key, _name, index, _raw in items:
+        by_topic.setdefault(key, []).append(
+            {"index": index, **results.get((key, index), _produce_error("UNKNOWN_SERVER_ERROR"))}
+        )
+    if call.version >= 13:
+        return [{"topic_id": key, "partition_responses": parts} for key, parts in by_topic.items()]
+    return [{"name": key, "partition_responses": parts} for key, parts in by_topic.items()]
+
+
+def _node_endpoints(call: Call, results: dict[tuple[Any, int], dict[str, Any]]) -> list[dict[str, Any]]:
+    """KIP-951: with NOT_LEADER_OR_FOLLOWER, where the new leader is."""
+    leaders = {r["current_leader"]["leader_id"] for r in results.values() if "current_leader" in r}
+    out = []
+    for b in sorted(leaders):
+        if b >= 0:
+            host, port = _endpoint(call, b)
+            out.append({"node_id": b, "host": host, "port": port, "rack": None})
+    return out
+
+
+# ---------------------------------------------------------------------------------------------- Fetch
+
+
+@api(1, 4, 18)
+def fetch(call: Call) -> None:
+    body, version, core = call.body, call.version, call.core
+    c = core.cluster
+    isolation = READ_COMMITTED if int(body.isolation_level) == 1 else READ_UNCOMMITTED
+    if int(body.session_id) != 0 and int(body.session_epoch) > 0:
+        # no fetch session is ever created here (the answer's session id is 0), so none can be continued
+        call.reply({"error_code": "FETCH_SESSION_ID_NOT_FOUND", "session_id": 0, "responses": []})
+        return
+    wanted: list[tuple[Any, str | None, Any]] = []  # (topic key, name, partition item)
+    for topic in body.topics:
+        name, topic_id = _topic_name(call, topic)
+        key = topic_id if version >= 13 else name
+        for part in topic.partitions:
+            wanted.append((key, name, part))
+    max_wait_ms = ms(body.max_wait)
+    answered = [False]
+
+    def answer() -> None:
+        if answered[0]:
+            return
+        answered[0] = True
+        _fetch_answer(call, wanted, isolation, int(body.max_bytes))
+
+    # A Fetch waits (DelayedFetch) while no partition has anything to return and none has an error, up to max_wait.
+    immediate = max_wait_ms <= 0 or not wanted
+    waits: list[str] = []
+    for _key, name, part in wanted:
+        tp = _tp(name, int(part.partition)) if name else None
+        meta = c.partitions.get(tp) if tp else None
+        if meta is None or meta.leader != call.broker or not c.broker_up(call.broker) or name == TXN_TOPIC:
+            immediate = True
+            break
+        if _check_leader_epoch(int(part.current_leader_epoch), meta.leader_epoch):
+            immediate = True
+            break
+        log = c.log(tp)  # type: ignore[arg-type]
+        offset = int(part.fetch_offset)
+        if offset > log.log_end_offset or offset < log.log_start_offset:
+            immediate = True
+            break
+        upper = log.last_stable_offset if isolation == READ_COMMITTED else log.high_watermark
+        if upper > offset:
+            immediate = True
+            break
+        waits.append(tp)  # type: ignore[arg-type]
+    if immediate:
+        answer()
+        return
+    for (_key, _name, part), tp in zip(wanted, waits):
+        c.handle_fetch(
+            call.broker, tp, int(part.fetch_offset), isolation, 0, lambda *a, **k: answer(), max_wait_ms=max_wait_ms
+        )
+
+
+def _fetch_txn_state(
+    call: Call, index: int, offset: int, entry: dict[str, Any], budget: int, first_data: bool
+) -> tuple[int, bool]:
+    """A Fetch of `__transaction_state`: the coordinator's records (core.TxnStateLog), everything replicated."""
+    view = call.core.txn_state.get(index)
+    end = view.log_end_offset if view is not None else 0
+    entry.update(high_watermark=end, last_stable_offset=end, log_start_offset=0)
+    if offset > end or offset < 0:
+        entry["error_code"] = "OFFSET_OUT_OF_RANGE"
+        return budget, first_data
+    chunks: list[bytes] = []
+    for data in view.read(offset) if view is not None else ():
+        if (chunks or not first_data) and len(data) > budget:
+            break
+        chunks.append(data)
+        budget -= len(data)
+        first_data = False
+    entry["records"] = b"".join(chunks)
+    return budget, first_data
+
+
+def _fetch_answer(call: Call, wanted: list[tuple[Any, str | None, Any]], isolation: str, max_bytes: int) -> None:
+    c = call.core.cluster
+    by_topic: dict[Any, list[dict[str, Any]]] = {}
+    budget = max(max_bytes, 0)
+    first_data = True
+    errors: list[str] = []
+    for key, name, part in wanted:
+        index = int(part.partition)
+        entry: dict[str, Any] = {
+            "partition_index": index,
+            "error_code": None,
+            "high_watermark": -1,
+            "last_stable_offset": -1,
+            "log_start_offset": -1,
+            "aborted_transactions": None,
+            "preferred_read_replica": -1,
+            "records": None,
+        }
+        by_topic.setdefault(key, []).append(entry)
+        tp = _tp(name, index) if name else None
+        meta = c.partitions.get(tp) if tp else None
+        if name is None:
+            entry["error_code"] = "UNKNOWN_TOPIC_ID"
+        elif meta is None:
+            entry["error_code"] = "UNKNOWN_TOPIC_OR_PARTITION"
+        elif meta.leader != call.broker or not c.broker_up(call.broker):
+            entry["error_code"] = "NOT_LEADER_OR_FOLLOWER"
+            entry["current_leader"] = _leader_info(call, meta.name)
+        elif error := _check_leader_epoch(int(part.current_leader_epoch), meta.leader_epoch):
+            entry["error_code"] = error
+        if entry["error_code"]:
+            errors.append(entry["error_code"])
+            continue
+        assert tp is not None
+        offset = int(part.fetch_offset)
+        if name == TXN_TOPIC:
+            budget, first_data = _fetch_txn_state(call, index, offset, entry, budget, first_data)
+            if entry["error_code"]:
+                errors.append(entry["error_code"])
+            continue
+        log = c.log(tp)
+        entry.update(
+            high_watermark=log.high_watermark,
+            last_stable_offset=log.last_stable_offset,
+            log_start_offset=log.log_start_offset,
+        )
+        if offset > log.log_end_offset or offset < log.log_start_offset:
+            entry["error_code"] = "OFFSET_OUT_OF_RANGE"
+            errors.append("OFFSET_OUT_OF_RANGE")
+            continue
+        upper = log.last_stable_offset if isolation == READ_COMMITTED else log.high_watermark
+        partition_budget = max(int(part.partition_max_bytes), 0)
+        chunks: list[bytes] = []
+        size = 0
+        next_offset = offset
+        batches = log.batches
+        i = log.batch_index(offset)
+        while i < len(batches):
+            batch = batches[i]
+            if batch.base_offset >= upper:
+                break
+            data = call.core.batch_bytes(tp, batch)
+            # the first batch goes out even when it is larger than the limits (KIP-74), so a consumer never stalls
+            if (chunks or not first_data) and (size + len(data) > partition_budget or len(data) > budget):
+                break
+            chunks.append(data)
+            size += len(data)
+            budget -= len(data)
+            next_offset = batch.last_offset + 1
+            first_data = False
+            i += 1
+        entry["records"] = b"".join(chunks)
+        if isolation == READ_COMMITTED:
+            entry["aborted_transactions"] = [
+                {"producer_id": a.producer_id, "first_offset": a.first_offset}
+                for a in (log.aborted_transactions(offset, next_offset) if next_offset > offset else [])
+            ]
+    if call.version >= 13:
+        responses = [{"topic_id": key, "partitions": parts} for key, parts in by_topic.items()]
+    else:
+        responses = [{"topic": key, "partitions": parts} for key, parts in by_topic.items()]
+    call.reply(
+        {"throttle_time": 0, "error_code": None, "session_id": 0, "responses": responses},
+        error=errors[0] if errors else None,
+    )
+
+
+# ---------------------------------------------------------------------------------------------- ListOffsets
+
+LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -1, -2, -3, -4, -5
+
+
+@api(2, 1, 11)
+def list_offsets(call: Call) -> None:
+    body, core = call.body, call.core
+    c = core.cluster
+    isolation = READ_COMMITTED if int(getattr(body, "isolation_level", 0)) == 1 else READ_UNCOMMITTED
+    topics = []
+    for topic in body.topics:
+        parts = []
+        for part in topic.partitions:
+            index = int(part.partition_index)
+            tp = _tp(topic.name, index)
+            meta = c.partitions.get(tp)
+            entry: dict[str, Any] = {"partition_index": index, "timestamp": -1, "offset": -1, "leader_epoch": -1}
+            parts.append(entry)
+            if meta is None:
+                entry["error_code"] = "UNKNOWN_TOPIC_OR_PARTITION"
+                continue
+            if meta.leader != call.broker:
+                entry["error_code"] = "NOT_LEADER_OR_FOLLOWER"
+                continue
+            error = _check_leader_epoch(int(getattr(part, "current_leader_epoch", -1)), meta.leader_epoch)
+            if error:
+                entry["error_code"] = error
+                continue
+            timestamp = ms(part.timestamp)
+            if topic.name == TXN_TOPIC:
+                view = core.txn_state.get(index)
+                end = view.log_end_offset if view is not None else 0
+                entry.update(offset=end if timestamp == LATEST else 0, leader_epoch=meta.leader_epoch)
+                continue
+            log = c.log(tp)
+            upper = log.last_stable_offset if isolation == READ_COMMITTED else log.high_watermark
+            if timestamp == LATEST:
+                entry.update(offset=upper, leader_epoch=meta.leader_epoch)
+            elif timestamp in (EARLIEST, EARLIEST_LOCAL):
+                entry.update(offset=log.log_start_offset, leader_epoch=core.epoch_at(tp, log.log_start_offset))
+            elif timestamp == LATEST_TIERED:
+                entry.update(offset=-1)
+            else:
+                found = _offset_for_time(core, tp, log, timestamp, upper)
+                if found is not None:
+                    ts, off = found
+                    entry.update(timestamp=ts, offset=off, leader_epoch=core.epoch_at(tp, off))
+        topics.append({"name": topic.name, "partitions": parts})
+    call.reply({"throttle_time": 0, "topics": topics})
+
+
+def _offset_for_time(core: Any, tp: str, log: Any, timestamp: int, upper: int) -> tuple[int, int] | None:
+    """UnifiedLog.fetchOffsetByTimestamp below `upper`: the first record at or after `timestamp`, or (MAX_TIMESTAMP)
+    the record with the largest timestamp (the first of them)."""
+    best: tuple[int, int] | None = None
+    for batch in log.batches:
+        if batch.base_offset >= upper or batch.control is not None:
+            continue
+        for record in records.read_batches(core.batch_bytes(tp, batch))[0].records():
+            if timestamp == MAX_TIMESTAMP:
+                if best is None or record.timestamp_ms > best[0]:
+                    best = (record.timestamp_ms, record.offset)
+            elif record.timestamp_ms >= timestamp:
+                return record.timestamp_ms, record.offset
+    return best
+
+
+# ---------------------------------------------------------------------------------------------- OffsetForLeaderEpoch
+
+
+@api(23, 2, 4)
+def offset_for_leader_epoch(call: Call) -> None:
+    core = call.core
+    c = core.cluster
+    topics = []
+    for topic in call.body.topics:
+        parts = []
+        for part in topic.partitions:
+            index = int(part.partition)
+            tp = _tp(topic.topic, index)
+            meta = c.partitions.get(tp)
+            entry: dict[str, Any] = {"partition": index, "leader_epoch": -1, "end_offset": -1}
+            parts.append(entry)
+            if meta is None:
+                entry["error_code"] = "UNKNOWN_TOPIC_OR_PARTITION"
+            elif meta.leader != call.broker:
+                entry["error_code"] = "NOT_LEADER_OR_FOLLOWER"
+            elif error := _check_leader_epoch(int(part.current_leader_epoch), meta.leader_epoch):
+                entry["error_code"] = error
+            else:
+                epoch, end = core.end_offset_for(
+                    tp, int(part.leader_epoch), c.log(tp).log_end_offset, meta.leader_epoch
+                )
+                entry.update(leader_epoch=epoch, end_offset=end)
+        topics.append({"topic": topic.topic, "partitions": parts})
+    call.reply({"throttle_time": 0, "topics": topics})
