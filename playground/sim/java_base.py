@@ -19,7 +19,7 @@ from itertools import count
 from typing import TYPE_CHECKING, Any
 
 from playground.engine import events as ev
-from playground.sim.apiversions import java_versions
+from playground.sim.apiversions import JAVA_CLIENT_MAX, TV2_MAX, java_versions
 from playground.sim.clientbase import Client, conf_bool, conf_ms
 from playground.sim.javaerrors import JavaException
 
@@ -65,34 +65,11 @@ TM_TRANSITIONS_4: dict[str, frozenset[str]] = {
     ABORTING_TRANSACTION: frozenset({IN_TRANSACTION, ABORTABLE_ERROR, PREPARED_TRANSACTION}),
 }
 
-# The request versions kafka-clients sends to a cluster of its own release (see the module docstring); to a cluster
-# of another release, apiversions.java_versions negotiates them.
-API_VERSIONS = {
-    "3.5": {
-        "InitProducerId": 4,
-        "AddPartitionsToTxn": 3,
-        "AddOffsetsToTxn": 3,
-        "EndTxn": 3,
-        "TxnOffsetCommit": 3,
-        "Produce": 9,
-    },
-    "3.9": {
-        "InitProducerId": 5,
-        "AddPartitionsToTxn": 3,
-        "AddOffsetsToTxn": 4,
-        "EndTxn": 4,
-        "TxnOffsetCommit": 4,
-        "Produce": 11,
-    },
-    "4": {
-        "InitProducerId": 6,
-        "AddPartitionsToTxn": 3,
-        "AddOffsetsToTxn": 4,
-        "EndTxn": 5,
-        "TxnOffsetCommit": 5,
-        "Produce": 12,
-    },
-}
+# The request versions kafka-clients sends to a cluster of its own release (see the module docstring): its highest
+# ones, and on 4.x those of transaction protocol 2; to a cluster of another release, apiversions.java_versions
+# negotiates them.
+API_VERSIONS = {release: dict(versions) for release, versions in JAVA_CLIENT_MAX.items()}
+API_VERSIONS["4"].update(TV2_MAX)
 
 # TransactionManager.Priority: FindCoordinator first, the end of the transaction last (an epoch bump after it)
 FIND_COORDINATOR, INIT_PRODUCER_ID, ADD_PARTITIONS_OR_OFFSETS, END_TXN, EPOCH_BUMP = range(5)
