@@ -229,13 +229,3 @@ def publish(live: Any, langs: Iterable[str] | None = None) -> None:
         forget(live.session_id)  # nobody got it: the next update must not be a difference from it
     if live.seat is not None:
         board.publish_seat(live, contexts)  # the room's board: this attendee's card, after the attendee's own update
-
-
-def notice(session_id: str, text: str, level: str = "info") -> None:
-    from playground.session import group_name
-
-    layer = get_channel_layer()
-    if layer is not None:
-        async_to_sync(layer.group_send)(
-            group_name(session_id), {"type": "session.notice", "text": text, "level": level}
-        )

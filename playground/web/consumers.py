@@ -236,12 +236,6 @@ class SessionConsumer(AsyncWebsocketConsumer):
         elif text:
             await self.send_frames(text)
 
-    async def session_notice(self, event: dict) -> None:
-        level = "error" if event.get("level") == "error" else "info"
-        await self.send(
-            text_data=f'<div id="ws-notice" hx-swap-oob="true" class="notice {level}">{escape(str(event.get("text", "")))}</div>'
-        )
-
 
 class RoomConsumer(AsyncWebsocketConsumer):
     """A workshop's pages: every attendee's (the room moved to another item, follow-me switched) and the
