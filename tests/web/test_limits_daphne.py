@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 import secrets
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -62,10 +63,14 @@ def test_it_evaluates_no_more_wrong_join_codes_than_the_limit_and_still_lets_the
     assert status == 302, _body
     code = re.search(r"/w/([^/]+)/board/", headers["Location"]).group(1)
     guessers = [Browserish(server.url, who) for _ in range(60)]
+    started = time.monotonic()
     codes = _all_at_once(
         guessers, lambda c: c.post("/w/join/", {"code": f"Z{secrets.token_hex(3).upper()[:5]}", "name": "x"})[0]
     )
-    assert codes.count(404) == 20 and codes.count(429) == 40, codes  # was 44 evaluated of 60
+    # the count drains continuously (20 a minute: one more every 3 s), so a burst that a loaded machine takes seconds
+    # to answer may evaluate one more per 3 s it lasted; never all 60 (was 44 evaluated of 60)
+    drained = int((time.monotonic() - started) / 3)
+    assert 20 <= codes.count(404) <= 20 + drained and codes.count(404) + codes.count(429) == 60, codes
     attendee = Browserish(server.url, who)  # behind the same address as the guesser
     assert attendee.post("/w/join/", {"code": code, "name": "Ada"})[0] == 302
 
