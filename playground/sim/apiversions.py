@@ -13,7 +13,9 @@ The request version decides how a broker answers (KafkaApis): PRODUCER_FENCED on
 verify_partition), the TV2 paths only for Produce v12 / EndTxn v5 / TxnOffsetCommit v5. Kafka 3.5 brokers speak
 Produce v9 at most, so kafka-clients 3.9 sends v9 to them and kafka-clients 3.5 sends v9 to a 3.9 cluster.
 
-A pair of the same release keeps the versions java_base.API_VERSIONS has always pinned for it. Pure data.
+A pair of the same release keeps the versions java_base.API_VERSIONS pins for it, as far as its brokers advertise them:
+kafka-clients 4.4's schema has InitProducerId v6 (KIP-939's two-phase commit fields), which a 4.4.0 broker does not
+advertise (an unstable version there), so it sends v5 to its own release too. Pure data.
 """
 
 from __future__ import annotations
@@ -94,9 +96,9 @@ def negotiated(client: Mapping[str, int], kafka: str) -> dict[str, int]:
 
 def java_versions(pinned: Mapping[str, Mapping[str, int]], release: str, kafka: str, tv2: bool) -> dict[str, int]:
     """The versions kafka-clients of `release` sends to a cluster of `kafka` (`tv2`: its transactions run transaction
-    protocol 2). `pinned`: the versions of the same-release pairs, kept as they are."""
+    protocol 2). `pinned`: the versions of the same-release pairs, capped by what their brokers advertise."""
     if release == kafka:
-        return dict(pinned[release])
+        return negotiated(pinned[release], kafka)
     client = dict(JAVA_CLIENT_MAX[release])
     if tv2:
         client.update(TV2_MAX)
