@@ -46,7 +46,8 @@ Request versions (hence how the coordinator answers, KafkaApis):
 - kafka-clients 4.x against a 4.x cluster with transaction.version=2: TV2 (isTransactionV2Enabled). No
   AddPartitionsToTxn (the partition leader adds the partition on Produce v12), no AddOffsetsToTxn
   (sendOffsetsToTransaction sends TxnOffsetCommit v5 straight away), EndTxn v5 whose answer carries the producer id
-  and epoch of the next transaction (the epoch bumped by every commit and abort), InitProducerId v6.
+  and epoch of the next transaction (the epoch bumped by every commit and abort), InitProducerId v5 (v6 is in the
+  client's schema; a 4.4.0 broker does not advertise it).
 
 Simplifications, said here once: one batch in flight per partition (Java allows five); batches are as large as
 what is queued; retries back off exponentially (retry.backoff.ms doubling to retry.backoff.max.ms) without the
