@@ -204,8 +204,8 @@ async def test_it_follows_a_move_and_a_follow_switch_made_while_the_page_connect
 
 
 def test_it_numbers_an_attendees_step_on_the_board_as_their_own_page_does():
-    """Step k is the session after its first k commands (notes are not steps): the card says what the attendee's
-    header says, not the scenario's cursor among its notes."""
+    """Step k is the session after its first k commands (a command of the attendee's own counts too): the card says
+    what the attendee's header says, not how far the scenario's cursor is."""
     import re
 
     fac, room = _facilitator()
