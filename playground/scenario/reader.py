@@ -234,6 +234,31 @@ def unknown_name(what: str, name: str, known: Iterable[str], listing: str | None
     }
 
 
+# libyaml's (and PyYAML's) wording of the syntax errors an editor's author meets most
+_YAML_PROBLEMS: dict[str, str] = {
+    str(text): text
+    for text in (
+        _("mapping values are not allowed in this context"),
+        _("mapping values are not allowed here"),
+        _("did not find expected key"),
+        _("did not find expected ',' or ']'"),
+        _("did not find expected ',' or '}'"),
+        _("did not find expected '-' indicator"),
+        _("did not find expected node content"),
+        _("found unexpected end of stream"),
+        _("found character that cannot start any token"),
+        _("found a tab character that violates indentation"),
+        _("could not find expected ':'"),
+        _("block sequence entries are not allowed in this context"),
+    )
+}
+
+
+def _yaml_problem(problem: str | None) -> str:
+    text = str(problem)
+    return _YAML_PROBLEMS.get(text, text)
+
+
 def compose(text: str, path: str) -> yaml.Node:
     """The one YAML document of the file, as nodes. Errors here end the check: nothing after them can be read."""
     size = len(text.encode("utf-8"))
@@ -252,9 +277,12 @@ def compose(text: str, path: str) -> yaml.Node:
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else 0
-        # PyYAML's own words (English), or ours (a Text, translatable) from refuse_aliases_and_depth
+        # ours (a Text, translatable) from refuse_aliases_and_depth, or the YAML parser's own words: the ones an
+        # author meets most, translatable too; any other stays as the parser says it
         problem = exc.problem or exc.context
-        raise ScenarioError(path, line, "yaml", problem if isinstance(problem, Text) else str(problem)) from None
+        raise ScenarioError(
+            path, line, "yaml", problem if isinstance(problem, Text) else _yaml_problem(problem)
+        ) from None
     except yaml.YAMLError as exc:
         raise ScenarioError(path, 0, "yaml", str(exc)) from None
     if not documents or documents[0] is None:

@@ -181,6 +181,11 @@ def _no_english_on_chinese_pages(client, settings):
     checked = client.post("/editor/check/", {"text": BROKEN}).json()
     pages["editor's check"] = "".join(f"<p>{e['message']}</p>" for e in checked["errors"])
     assert len(checked["errors"]) >= 8 and "未知的" in pages["editor, broken"]
+    # a YAML syntax error (a tab, an unclosed bracket): the parser's words, in Chinese too
+    for text in ("format: 1\n\tid: x\n", "format: 1\nid: [x\n"):
+        said = client.post("/editor/check/", {"text": text}).json()["errors"][0]
+        assert said["field"] == "yaml" and not re.search(r"[a-z]{4}", said["message"]), said
+        pages[f"editor's check of {text!r}"] = f"<p>{said['message']}</p>"
     assert "zh-hans" in pages["gallery"] and "第一轮" in pages["zombie-fencing"]
     assert "中止" in pages["db-incident-in-full"]  # the anomaly panel's sentence, in Chinese
     fragments = _english_fragments()
