@@ -12,8 +12,8 @@ django_asgi_app = get_asgi_application()
 
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
-from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
 
+from playground.deploy.staticfiles import CompressedStaticFilesHandler  # noqa: E402
 from playground.routing import websocket_urlpatterns  # noqa: E402
 from playground.web.slots import RequestSlots, WebsocketSlots  # noqa: E402
 
@@ -28,7 +28,7 @@ if settings.KAFKA_BOOTSTRAP_SERVERS or settings.KAFKA4_BOOTSTRAP_SERVERS:
 
 # Static files: in production mode WhiteNoise serves them from collectstatic's output (a middleware, see settings.py);
 # otherwise Django's handler serves them straight from static/, so that `daphne` alone serves the whole dashboard.
-http_application = django_asgi_app if settings.PLAYGROUND_PRODUCTION else ASGIStaticFilesHandler(django_asgi_app)
+http_application = django_asgi_app if settings.PLAYGROUND_PRODUCTION else CompressedStaticFilesHandler(django_asgi_app)
 
 application = ProtocolTypeRouter(
     {

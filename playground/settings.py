@@ -48,6 +48,10 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Pages and fragments gzip-compressed for a client that accepts it: a session's page is ~38 KB of HTML that
+    # compresses to a fifth (Django's middleware pads each answer at random against BREACH). Static files are not
+    # its business: WhiteNoise serves their own .gz in production mode (it sits before this one there).
+    "django.middleware.gzip.GZipMiddleware",
     # Every answer, every mode: only this server's own scripts run (playground/deploy/headers.py).
     "playground.deploy.headers.ContentSecurityPolicyMiddleware",
     "django.middleware.locale.LocaleMiddleware",

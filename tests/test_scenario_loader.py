@@ -784,3 +784,29 @@ def test_it_round_trips_a_per_profile_step_through_a_sessions_command_log_and_th
     again = parse(text)
     assert again.profile == Profile("4", "java")
     assert [s.expect for s in again.steps if not s.is_note][2] == ("InvalidProducerEpochException",)
+
+
+def test_it_gives_its_messages_in_english_and_translatable_by_whoever_shows_them():
+    """The loader stays Django-free: a message is English text that remembers its message id and parameters, so the
+    web layer can say it in the page's language (here a stand-in catalogue)."""
+    import pickle
+
+    from playground.scenario.messages import translated
+
+    with pytest.raises(ScenarioError) as info:
+        parse_scenario(scenario_text("  - A.comit_transaction\n"))
+    error = info.value
+    assert "unknown action 'comit_transaction' for producer 'A'" in str(error)
+    catalogue = {
+        "action": "ACTION",
+        "producer actions": "PRODUCER ACTIONS",
+        " for producer %(name)s": " OF PRODUCER %(name)s",
+        "; did you mean %(name)s?": "; MEANT %(name)s?",
+        "unknown %(what)s %(name)s%(context)s (%(listing)s: %(known)s)%(suggestion)s": "%(what)s? %(name)s%(context)s "
+        "[%(listing)s: %(known)s]%(suggestion)s",
+    }
+    said = error.as_dict(lambda msgid: catalogue.get(msgid, msgid))["message"]
+    assert said.startswith("ACTION? 'comit_transaction' OF PRODUCER 'A' [PRODUCER ACTIONS: init_transactions")
+    assert said.endswith("; MEANT 'commit_transaction'?")
+    again = pickle.loads(pickle.dumps(error.message))
+    assert again == error.message and translated(again, lambda m: catalogue.get(m, m)) == said

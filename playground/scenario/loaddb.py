@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from playground.scenario.messages import _
 from playground.scenario.reader import INT, Reader, join_field, unknown_name
 
 _SQL_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,62}$")
@@ -28,31 +29,39 @@ def _parse_database(r: Reader, node: yaml.Node) -> DatabaseSpec:
     pairs = r.mapping(node, "database")
     for key, (key_node, _v) in pairs.items():
         if key not in ("tables", "reconcile"):
-            raise r.fail(key_node, join_field("database", key), unknown_name("key", key, ("tables", "reconcile")))
+            raise r.fail(key_node, join_field("database", key), unknown_name(_("key"), key, ("tables", "reconcile")))
     if "tables" not in pairs:
-        raise r.fail(node, "database.tables", "missing: name at least one table")
+        raise r.fail(node, "database.tables", _("missing: name at least one table"))
     tables = []
     table_nodes: dict[str, yaml.Node] = {}
     declared = r.mapping(pairs["tables"][1], "database.tables")
     if len(declared) > MAX_TABLES:
-        raise r.fail(pairs["tables"][1], "database.tables", f"at most {MAX_TABLES} tables, found {len(declared)}")
+        raise r.fail(
+            pairs["tables"][1],
+            "database.tables",
+            _("at most %(max)s tables, found %(n)s") % {"max": MAX_TABLES, "n": len(declared)},
+        )
     for name, (name_node, table_node) in declared.items():
         where = join_field("database.tables", name)
         if not _SQL_NAME.match(name) or name.lower().startswith(("sqlite_", "kafka_", "playground_")):
             raise r.fail(
                 name_node,
                 where,
-                f"{name!r} is not a table name this database allows (letters, digits, '_'; not sqlite_*, kafka_*, playground_*)",
+                _(
+                    "%(name)s is not a table name this database allows (letters, digits, '_'; not sqlite_*, kafka_*, "
+                    "playground_*)"
+                )
+                % {"name": repr(name)},
             )
         spec = r.mapping(table_node, where)
         for key, (key_node, _v) in spec.items():
             if key not in ("columns", "rows"):
-                raise r.fail(key_node, join_field(where, key), unknown_name("key", key, ("columns", "rows")))
+                raise r.fail(key_node, join_field(where, key), unknown_name(_("key"), key, ("columns", "rows")))
         if "columns" not in spec:
             raise r.fail(
                 table_node,
                 join_field(where, "columns"),
-                'missing: the column definitions as SQL, e.g. "id integer primary key, status text"',
+                _('missing: the column definitions as SQL, e.g. "id integer primary key, status text"'),
             )
         columns = r.string(spec["columns"][1], join_field(where, "columns"))
         rows = []
@@ -70,7 +79,7 @@ def _parse_database(r: Reader, node: yaml.Node) -> DatabaseSpec:
         raise r.fail(
             table_nodes.get(name, pairs["tables"][1]),
             join_field("database.tables", name),
-            f"the database refuses this table: {exc}",
+            _("the database refuses this table: %(e)s") % {"e": exc},
         ) from None
     reconcile, title = None, {}
     if "reconcile" in pairs:
@@ -80,10 +89,10 @@ def _parse_database(r: Reader, node: yaml.Node) -> DatabaseSpec:
                 raise r.fail(
                     key_node,
                     join_field("database.reconcile", key),
-                    unknown_name("key", key, ("title", "sql", "checks")),
+                    unknown_name(_("key"), key, ("title", "sql", "checks")),
                 )
         if "sql" not in rec:
-            raise r.fail(pairs["reconcile"][1], "database.reconcile.sql", "missing: the reconciliation query")
+            raise r.fail(pairs["reconcile"][1], "database.reconcile.sql", _("missing: the reconciliation query"))
         reconcile = r.string(rec["sql"][1], "database.reconcile.sql")
         title = r.texts(rec["title"][1], "database.reconcile.title") if "title" in rec else {}
         checks = (
@@ -103,7 +112,8 @@ def _parse_database(r: Reader, node: yaml.Node) -> DatabaseSpec:
             raise r.fail(
                 rec["checks"][1],
                 "database.reconcile.checks",
-                f"no column {', '.join(missing)} in the query's result ({', '.join(probe['columns'])})",
+                _("no column %(missing)s in the query's result (%(columns)s)")
+                % {"missing": ", ".join(missing), "columns": ", ".join(probe["columns"])},
             )
     return DatabaseSpec(tuple(tables), reconcile, title, checks if "reconcile" in pairs else ())
 
@@ -119,7 +129,8 @@ def _sql_value(r: Reader, node: yaml.Node) -> Any:
             raise r.fail(
                 node,
                 "database",
-                f"{text[:24]}{'...' if len(text) > 24 else ''} is not a 64-bit integer (quote it to keep it as text)",
+                _("%(text)s is not a 64-bit integer (quote it to keep it as text)")
+                % {"text": text[:24] + ("..." if len(text) > 24 else "")},
             )
         return value
     return text

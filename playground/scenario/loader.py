@@ -31,6 +31,7 @@ from playground.engine.spec import (
 )
 from playground.scenario.loaddb import _parse_database
 from playground.scenario.loadsteps import _outcomes, _parse_steps, _parse_tp
+from playground.scenario.messages import _
 from playground.scenario.model import (
     BY_PROFILE,
     CLIENT_STATES,
@@ -74,7 +75,7 @@ def load_scenario(path: str | Path) -> Scenario:
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise ScenarioError(str(path), 0, "file", f"cannot read: {exc}") from None
+        raise ScenarioError(str(path), 0, "file", _("cannot read: %(e)s") % {"e": exc}) from None
     return parse_scenario(text, str(path))
 
 
@@ -88,7 +89,7 @@ def load_library(directory: str | Path) -> list[Scenario]:
                 scenario.path,
                 _line_of(scenario.source, "id"),
                 "id",
-                f"{scenario.id!r} is also the id of {seen[scenario.id]}",
+                _("%(id)s is also the id of %(other)s") % {"id": repr(scenario.id), "other": seen[scenario.id]},
             )
         seen[scenario.id] = scenario.path
     return scenarios
@@ -121,12 +122,14 @@ def parse_scenario(text: str, path: str = "<scenario>") -> Scenario:
     root = compose(text, path)
     reader = Reader(path)
     top = reader.mapping(root, "")
-    for key, (key_node, _) in top.items():
+    for key, (key_node, _value_node) in top.items():
         if key not in TOP_LEVEL_KEYS:
-            reader.errors.append(reader.fail(key_node, key, unknown_name("top-level key", key, TOP_LEVEL_KEYS, "keys")))
+            reader.errors.append(
+                reader.fail(key_node, key, unknown_name(_("top-level key"), key, TOP_LEVEL_KEYS, _("keys")))
+            )
     for key in REQUIRED_TOP_LEVEL:
         if key not in top:
-            reader.errors.append(reader.fail(root, key, "missing (required)"))
+            reader.errors.append(reader.fail(root, key, _("missing (required)")))
 
     def node(key: str) -> yaml.Node | None:
         return top[key][1] if key in top else None
@@ -166,15 +169,20 @@ def parse_scenario(text: str, path: str = "<scenario>") -> Scenario:
         )
         if goal == {}:
             reader.errors.append(
-                reader.fail(node("goal"), "goal", "name at least one check (the same keys as expect:)")
+                reader.fail(node("goal"), "goal", _("name at least one check (the same keys as expect:)"))
             )
     hints = reader.attempt(_hints, reader, node("hints"), default=()) if "hints" in top else ()
     if actors and cluster is not None and not reader.errors:
         # settings the file's own profile refuses (a broker setting its Kafka lacks, a client's construction check)
         for problem in profile_problems(cluster, actors, profile):
-            at, _colon, message = problem.partition(": ")
+            assert problem.params is not None  # a Text "%(at)s: %(problem)s" (profile_problems)
+            at, message = problem.params["at"], problem.params["problem"]
             where = node("profile") if "profile" in top else node("cluster") or root
-            reader.errors.append(reader.fail(where, at, f"{message} (profile {profile.key})"))
+            reader.errors.append(
+                reader.fail(
+                    where, at, _("%(problem)s (profile %(profile)s)") % {"problem": message, "profile": profile.key}
+                )
+            )
     reader.raise_errors()
     # each was read, or an error was noted (a required key missing, a value wrong) and raise_errors raised it
     assert fmt is not None and scenario_id is not None and title is not None and cluster is not None
@@ -209,14 +217,18 @@ def parse_scenario(text: str, path: str = "<scenario>") -> Scenario:
 def _format(r: Reader, node: yaml.Node) -> int:
     fmt = r.integer(node, "format")
     if fmt != FORMAT:
-        raise r.fail(node, "format", f"this playground reads format {FORMAT}, not {fmt}")
+        raise r.fail(
+            node, "format", _("this playground reads format %(ours)s, not %(theirs)s") % {"ours": FORMAT, "theirs": fmt}
+        )
     return fmt
 
 
 def _scenario_id(r: Reader, node: yaml.Node) -> str:
     scenario_id = r.string(node, "id")
     if not _SLUG.match(scenario_id):
-        raise r.fail(node, "id", f"{scenario_id!r} is not a slug (lower-case letters, digits and dashes)")
+        raise r.fail(
+            node, "id", _("%(id)s is not a slug (lower-case letters, digits and dashes)") % {"id": repr(scenario_id)}
+        )
     return scenario_id
 
 
@@ -227,15 +239,18 @@ def _profile(r: Reader, node: yaml.Node) -> Profile:
     pairs = r.mapping(node, "profile", allow_null=True)
     for key, (key_node, _v) in pairs.items():
         if key not in PROFILE_KEYS:
-            raise r.fail(key_node, join_field("profile", key), unknown_name("key", key, PROFILE_KEYS))
+            raise r.fail(key_node, join_field("profile", key), unknown_name(_("key"), key, PROFILE_KEYS))
     kafka, client = DEFAULT_PROFILE.kafka, DEFAULT_PROFILE.client_key
     if "kafka" in pairs:
         value_node = pairs["kafka"][1]
         kafka = r.string(value_node, "profile.kafka")
         if kafka not in KAFKA_RELEASES:
-            versions = " or ".join(f"{v} (Kafka {release})" for v, release in KAFKA_RELEASES.items())
+            versions = _(" or ").join(f"{v} (Kafka {release})" for v, release in KAFKA_RELEASES.items())
             raise r.fail(
-                value_node, "profile.kafka", f"{kafka!r} is not a Kafka version of this playground: {versions}"
+                value_node,
+                "profile.kafka",
+                _("%(version)s is not a Kafka version of this playground: %(versions)s")
+                % {"version": repr(kafka), "versions": versions},
             )
     client_node = pairs["client"][1] if "client" in pairs else node
     if "client" in pairs:
@@ -246,14 +261,15 @@ def _profile(r: Reader, node: yaml.Node) -> Profile:
         raise r.fail(
             client_node,
             "profile.client",
-            unknown_name("client", client, CLIENT_KEYS) + " (java:RELEASE is kafka-clients of that Kafka version)",
+            unknown_name(_("client"), client, CLIENT_KEYS)
+            + _(" (java:RELEASE is kafka-clients of that Kafka version)"),
         ) from None
 
 
 def _hints(r: Reader, node: yaml.Node) -> tuple[dict[str, str], ...]:
     items = r.sequence(node, "hints")
     if not items or len(items) > MAX_HINTS:
-        raise r.fail(node, "hints", f"give 1 to {MAX_HINTS} hints")
+        raise r.fail(node, "hints", _("give 1 to %(n)s hints") % {"n": MAX_HINTS})
     return tuple(r.texts(item, join_field("hints", i)) for i, item in enumerate(items))
 
 
@@ -266,9 +282,9 @@ def _parse_cluster(r: Reader, node: yaml.Node | None) -> ClusterSpec:
         return ClusterSpec()
     pairs = r.mapping(node, "cluster", allow_null=True)
     keys = ("brokers", "replication_factor", "config", "topics")
-    for key, (key_node, _) in pairs.items():
+    for key, (key_node, _value_node) in pairs.items():
         if key not in keys:
-            raise r.fail(key_node, join_field("cluster", key), unknown_name("key", key, keys))
+            raise r.fail(key_node, join_field("cluster", key), unknown_name(_("key"), key, keys))
     brokers = r.integer(pairs["brokers"][1], "cluster.brokers", 1, MAX_BROKERS) if "brokers" in pairs else 3
     # the topics' replication factor: at most one replica per broker (CreateTopics: INVALID_REPLICATION_FACTOR)
     replication_factor = (
@@ -285,7 +301,7 @@ def _parse_cluster(r: Reader, node: yaml.Node | None) -> ClusterSpec:
                 raise r.fail(
                     key_node,
                     where,
-                    unknown_name("setting", key, CLUSTER_CONFIG, "settings") + " (or a simulator knob sim.*)",
+                    unknown_name(_("setting"), key, CLUSTER_CONFIG, _("settings")) + _(" (or a simulator knob sim.*)"),
                 )
             if CLUSTER_CONFIG.get(key) is bool:
                 config[key] = r.boolean(value_node, where)
@@ -299,12 +315,13 @@ def _parse_cluster(r: Reader, node: yaml.Node | None) -> ClusterSpec:
                 raise r.fail(
                     key_node,
                     where,
-                    f"{name!r} is not a valid topic name (letters, digits, '.', '_', '-'; not internal)",
+                    _("%(name)s is not a valid topic name (letters, digits, '.', '_', '-'; not internal)")
+                    % {"name": repr(name)},
                 )
             spec = r.mapping(value_node, where, allow_null=True)
-            for key, (k_node, _) in spec.items():
+            for key, (k_node, _value_node) in spec.items():
                 if key != "partitions":
-                    raise r.fail(k_node, join_field(where, key), unknown_name("key", key, ("partitions",)))
+                    raise r.fail(k_node, join_field(where, key), unknown_name(_("key"), key, ("partitions",)))
             partitions = (
                 r.integer(spec["partitions"][1], join_field(where, "partitions"), 1, MAX_PARTITIONS)
                 if "partitions" in spec
@@ -315,7 +332,8 @@ def _parse_cluster(r: Reader, node: yaml.Node | None) -> ClusterSpec:
                 raise r.fail(
                     value_node,
                     where,
-                    f"a cluster has at most {MAX_CLUSTER_PARTITIONS} partitions in all (a page draws every one)",
+                    _("a cluster has at most %(n)s partitions in all (a page draws every one)")
+                    % {"n": MAX_CLUSTER_PARTITIONS},
                 )
     return ClusterSpec(brokers=brokers, config=config, topics=tuple(topics), replication_factor=replication_factor)
 
@@ -324,9 +342,9 @@ def _parse_actors(r: Reader, node: yaml.Node, cluster: ClusterSpec) -> dict[str,
     actors: dict[str, ActorSpec] = {}
     pairs = r.mapping(node, "actors")
     if not pairs:
-        raise r.fail(node, "actors", "declare at least one actor")
+        raise r.fail(node, "actors", _("declare at least one actor"))
     if len(pairs) > MAX_ACTORS:
-        raise r.fail(node, "actors", f"at most {MAX_ACTORS} actors, found {len(pairs)}")
+        raise r.fail(node, "actors", _("at most %(max)s actors, found %(n)s") % {"max": MAX_ACTORS, "n": len(pairs)})
     for name, (name_node, spec_node) in pairs.items():
         spec = r.attempt(_parse_actor, r, name, name_node, spec_node, cluster)
         if spec is None:
@@ -344,13 +362,15 @@ def _parse_actor(r: Reader, name: str, name_node: yaml.Node, spec_node: yaml.Nod
     where = join_field("actors", name)
     if not _ACTOR_NAME.match(name):
         raise r.fail(
-            name_node, where, f"{name!r} is not a valid actor name (a letter, then letters, digits, '_' or '-')"
+            name_node,
+            where,
+            _("%(name)s is not a valid actor name (a letter, then letters, digits, '_' or '-')") % {"name": repr(name)},
         )
     if name in CLUSTER_ACTORS or name in (NOTE, APP):
-        raise r.fail(name_node, where, f"{name!r} is reserved for cluster steps and notes")
+        raise r.fail(name_node, where, _("%(name)s is reserved for cluster steps and notes") % {"name": repr(name)})
     kind_pairs = r.mapping(spec_node, where)
     if len(kind_pairs) != 1 or next(iter(kind_pairs)) not in (PRODUCER, CONSUMER):
-        raise r.fail(spec_node, where, "expected exactly one of producer: {...} or consumer: {...}")
+        raise r.fail(spec_node, where, _("expected exactly one of producer: {...} or consumer: {...}"))
     kind, (_kind_node, config_node) = next(iter(kind_pairs.items()))
     where = join_field(where, kind)
     schema = PRODUCER_CONFIG if kind == PRODUCER else CONSUMER_CONFIG
@@ -360,7 +380,9 @@ def _parse_actor(r: Reader, name: str, name_node: yaml.Node, spec_node: yaml.Nod
         at = join_field(where, key)
         kind_of = schema.get(key)
         if kind_of is None:
-            raise r.fail(key_node, at, unknown_name("setting", key, schema, f"{kind} settings", f" for a {kind}"))
+            listing = _("producer settings") if kind == PRODUCER else _("consumer settings")
+            context = _(" for a producer") if kind == PRODUCER else _(" for a consumer")
+            raise r.fail(key_node, at, unknown_name(_("setting"), key, schema, listing, context))
         if isinstance(kind_of, tuple):  # the values Kafka allows
             config[key] = r.choice(value_node, at, kind_of)
         elif kind_of is int:
@@ -372,13 +394,13 @@ def _parse_actor(r: Reader, name: str, name_node: yaml.Node, spec_node: yaml.Nod
         elif kind_of is list:  # consumer topics
             items = r.sequence(value_node, at)
             if not items:
-                raise r.fail(value_node, at, "name at least one topic")
+                raise r.fail(value_node, at, _("name at least one topic"))
             names = []
             for i, item in enumerate(items):
                 topic = r.string(item, join_field(at, i))
                 if cluster.topic(topic) is None:
                     raise r.fail(
-                        item, join_field(at, i), unknown_name("topic", topic, (t.name for t in cluster.topics))
+                        item, join_field(at, i), unknown_name(_("topic"), topic, (t.name for t in cluster.topics))
                     )
                 names.append(topic)
             topics = tuple(names)
@@ -390,14 +412,14 @@ def _parse_actor(r: Reader, name: str, name_node: yaml.Node, spec_node: yaml.Nod
             raise r.fail(
                 config_node,
                 join_field(where, "enable.idempotence"),
-                "a transactional producer is always idempotent: remove enable.idempotence: false",
+                _("a transactional producer is always idempotent: remove enable.idempotence: false"),
             )
     else:
         if not topics:
             raise r.fail(
                 config_node,
                 join_field(where, "topics"),
-                "missing: a consumer names the topics it reads, e.g. topics: [orders]",
+                _("missing: a consumer names the topics it reads, e.g. topics: [orders]"),
             )
         # confluent-kafka (librdkafka) defaults to read_committed; Kafka's Java consumer to read_uncommitted.
         config.setdefault("isolation.level", "read_committed")
@@ -412,9 +434,9 @@ def _parse_expect(
     lines: dict[str, int] = {}
     blocks = r.mapping(node, section)
     keys = (*EXPECT_KEYS, BY_PROFILE) if section == "expect" else EXPECT_KEYS  # by_profile: only in expect, one level
-    for key, (key_node, _) in blocks.items():
+    for key, (key_node, _value_node) in blocks.items():
         if key not in keys:
-            r.errors.append(r.fail(key_node, join_field(section, key), unknown_name("expectation", key, keys)))
+            r.errors.append(r.fail(key_node, join_field(section, key), unknown_name(_("expectation"), key, keys)))
     if BY_PROFILE in blocks and section == "expect":
         r.attempt(_by_profile, r, blocks[BY_PROFILE][1], cluster, actors, expect)
 
@@ -432,7 +454,7 @@ def _parse_expect(
                 raise r.fail(
                     name_node,
                     at,
-                    unknown_name("consumer", name, [a.name for a in actors.values() if a.kind == CONSUMER]),
+                    unknown_name(_("consumer"), name, [a.name for a in actors.values() if a.kind == CONSUMER]),
                 )
             per = expect["consumers"][name] = {}
             for tp_name, (tp_node, vals_node) in r.mapping(tps_node, at).items():
@@ -459,11 +481,11 @@ def _parse_expect(
                     raise r.fail(
                         mark_node,
                         join_field(at, mark),
-                        unknown_name("key", mark, ("high_watermark", "last_stable_offset")),
+                        unknown_name(_("key"), mark, ("high_watermark", "last_stable_offset")),
                     )
                 marks[mark] = r.integer(value_node, join_field(at, mark), 0)
             if not marks:
-                raise r.fail(marks_node, at, "name high_watermark and/or last_stable_offset")
+                raise r.fail(marks_node, at, _("name high_watermark and/or last_stable_offset"))
             expect["watermarks"][tp] = marks
             lines[f"watermarks.{tp}"] = tp_node.start_mark.line + 1
 
@@ -473,7 +495,7 @@ def _parse_expect(
         for txid, (txid_node, state_node) in r.mapping(blocks["transactions"][1], f"{section}.transactions").items():
             at = join_field(f"{section}.transactions", txid)
             if txid not in declared:
-                raise r.fail(txid_node, at, unknown_name("transactional.id", txid, declared, "declared"))
+                raise r.fail(txid_node, at, unknown_name("transactional.id", txid, declared, _("declared")))
             if r.is_null(state_node):  # extension: the coordinator has no such transactional id (never, or expired)
                 expect["transactions"][txid] = None
                 lines[f"transactions.{txid}"] = txid_node.start_mark.line + 1
@@ -484,7 +506,9 @@ def _parse_expect(
                     state = r.string(v_node, join_field(at, key))
                     if state not in TXN_STATES:
                         raise r.fail(
-                            v_node, join_field(at, key), unknown_name("transaction state", state, TXN_STATES, "states")
+                            v_node,
+                            join_field(at, key),
+                            unknown_name(_("transaction state"), state, TXN_STATES, _("states")),
                         )
                     want["state"] = state
                 elif key == "epoch":
@@ -495,13 +519,15 @@ def _parse_expect(
                         raise r.fail(
                             v_node,
                             join_field(at, key),
-                            f"expected a normalised producer id such as P1, got {producer!r}",
+                            _("expected a normalised producer id such as P1, got %(id)s") % {"id": repr(producer)},
                         )
                     want["producer"] = producer
                 else:
-                    raise r.fail(k_node, join_field(at, key), unknown_name("key", key, ("state", "epoch", "producer")))
+                    raise r.fail(
+                        k_node, join_field(at, key), unknown_name(_("key"), key, ("state", "epoch", "producer"))
+                    )
             if not want:
-                raise r.fail(state_node, at, "name state, epoch and/or producer")
+                raise r.fail(state_node, at, _("name state, epoch and/or producer"))
             expect["transactions"][txid] = want
             lines[f"transactions.{txid}"] = txid_node.start_mark.line + 1
 
@@ -511,7 +537,7 @@ def _parse_expect(
         for group, (group_node, tps_node) in r.mapping(blocks["groups"][1], f"{section}.groups").items():
             at = join_field(f"{section}.groups", group)
             if group not in groups:
-                raise r.fail(group_node, at, unknown_name("group", group, groups))
+                raise r.fail(group_node, at, unknown_name(_("group"), group, groups))
             per = expect["groups"][group] = {}
             for tp_name, (tp_node, offset_node) in r.mapping(tps_node, at).items():
                 tp = _parse_tp(r, tp_node, join_field(at, tp_name), cluster)
@@ -526,7 +552,7 @@ def _parse_expect(
         for i, n in enumerate(r.sequence(blocks["anomalies"][1], at)):
             name = r.string(n, join_field(at, i))
             if name not in RULES:
-                raise r.fail(n, join_field(at, i), unknown_name("anomaly rule", name, RULES, "rules"))
+                raise r.fail(n, join_field(at, i), unknown_name(_("anomaly rule"), name, RULES, _("rules")))
             names.append(name)
         expect["anomalies"] = sorted(set(names))
         lines["anomalies"] = blocks["anomalies"][0].start_mark.line + 1
@@ -537,17 +563,17 @@ def _parse_expect(
         for name, (name_node, state_node) in r.mapping(blocks["producers"][1], f"{section}.producers").items():
             at = join_field(f"{section}.producers", name)
             if name not in producers:
-                raise r.fail(name_node, at, unknown_name("producer", name, producers))
+                raise r.fail(name_node, at, unknown_name(_("producer"), name, producers))
             want = {}
             for key, (k_node, v_node) in r.mapping(state_node, at).items():
                 if key != "state":
-                    raise r.fail(k_node, join_field(at, key), unknown_name("key", key, ("state",)))
+                    raise r.fail(k_node, join_field(at, key), unknown_name(_("key"), key, ("state",)))
                 state = r.string(v_node, join_field(at, key))
                 if state not in CLIENT_STATES:
-                    raise r.fail(v_node, join_field(at, key), unknown_name("client state", state, CLIENT_STATES))
+                    raise r.fail(v_node, join_field(at, key), unknown_name(_("client state"), state, CLIENT_STATES))
                 want["state"] = state
             if not want:
-                raise r.fail(state_node, at, "name the client's state")
+                raise r.fail(state_node, at, _("name the client's state"))
             expect["producers"][name] = want
             lines[f"producers.{name}"] = name_node.start_mark.line + 1
 
@@ -557,7 +583,7 @@ def _parse_expect(
         for name, (name_node, values_node) in r.mapping(blocks["callbacks"][1], f"{section}.callbacks").items():
             at = join_field(f"{section}.callbacks", name)
             if name not in producers:
-                raise r.fail(name_node, at, unknown_name("producer", name, producers))
+                raise r.fail(name_node, at, unknown_name(_("producer"), name, producers))
             per = expect["callbacks"][name] = {}
             for value, (value_node, calls_node) in r.mapping(values_node, at).items():
                 where = join_field(at, value)
@@ -597,10 +623,10 @@ def _by_profile(
                     key_node,
                     where,
                     unknown_name(
-                        "profile key",
+                        _("profile key"),
                         selector,
                         PROFILE_SELECTORS,
-                        "keys: a profile, a client release, a client or a Kafka version",
+                        _("keys: a profile, a client release, a client or a Kafka version"),
                     ),
                 )
             )
@@ -608,9 +634,9 @@ def _by_profile(
         block, lines = _parse_expect(r, block_node, cluster, actors, where)
         if not block:
             if not r.mapping(block_node, where):
-                r.errors.append(r.fail(block_node, where, "name at least one check (the same keys as expect:)"))
+                r.errors.append(r.fail(block_node, where, _("name at least one check (the same keys as expect:)")))
             continue
         out[selector] = (block, lines)
     if not out and not r.mapping(node, at):
-        raise r.fail(node, at, "name at least one profile, e.g. by_profile: {java: {transactions: {...}}}")
+        raise r.fail(node, at, _("name at least one profile, e.g. by_profile: {java: {transactions: {...}}}"))
     expect[BY_PROFILE] = out

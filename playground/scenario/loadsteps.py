@@ -23,6 +23,7 @@ from playground.engine.spec import (
     ClusterSpec,
     Step,
 )
+from playground.scenario.messages import _
 from playground.scenario.model import (
     DEFAULT_LANG,
     DEFAULT_SELECTOR,
@@ -45,17 +46,40 @@ _FUTURE_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,62}$")
 StepExpect = tuple[str, ...] | dict[str, tuple[str, ...]] | None
 
 
+OUTCOME, ANSWER = "outcome", "answer"  # what _per_profile reads (its messages name it)
+
 if TYPE_CHECKING:
     pass
+
+
+def _unknown_argument(name: str, allowed: Any, takes: str) -> str:
+    return _("unknown argument %(name)s%(hint)s; %(takes)s") % {
+        "name": repr(name),
+        "hint": did_you_mean(name, allowed),
+        "takes": takes,
+    }
+
+
+def _out_of_range(partition: int, topic: str, partitions: int) -> str:
+    return _("partition %(p)s is out of range: %(topic)s has %(n)s partition(s), 0..%(last)s") % {
+        "p": partition,
+        "topic": topic,
+        "n": partitions,
+        "last": partitions - 1,
+    }
 
 
 def _parse_steps(r: Reader, node: yaml.Node, cluster: ClusterSpec, actors: dict[str, ActorSpec]) -> tuple[Step, ...]:
     steps = []
     items = r.sequence(node, "steps")
     if not items:
-        raise r.fail(node, "steps", "a scenario has at least one step")
+        raise r.fail(node, "steps", _("a scenario has at least one step"))
     if len(items) > MAX_STEPS:
-        raise r.fail(items[MAX_STEPS], "steps", f"at most {MAX_STEPS:,} steps, found {len(items):,}")
+        raise r.fail(
+            items[MAX_STEPS],
+            "steps",
+            _("at most %(max)s steps, found %(n)s") % {"max": f"{MAX_STEPS:,}", "n": f"{len(items):,}"},
+        )
     for index, item in enumerate(items):
         step = r.attempt(_parse_step, r, item, index, cluster, actors)
         if step is not None:
@@ -75,13 +99,16 @@ def _parse_step(
         pairs = r.mapping(item, where)
         if len(pairs) != 1:
             raise r.fail(
-                item, where, f"a step is one ACTOR.ACTION (with its arguments) or one note; found {', '.join(pairs)}"
+                item,
+                where,
+                _("a step is one ACTOR.ACTION (with its arguments) or one note; found %(keys)s")
+                % {"keys": ", ".join(pairs)},
             )
         label, (label_node, args_node) = next(iter(pairs.items()))
 
     if label == NOTE:
         if args_node is None:
-            raise r.fail(item, where, "a note needs its text: note: TEXT or note: {en: ..., zh: ...}")
+            raise r.fail(item, where, _("a note needs its text: note: TEXT or note: {en: ..., zh: ...}"))
         if isinstance(args_node, yaml.ScalarNode) and args_node.style and args_node.value == "":
             # `note: ""`: a place for the author to write one (a session saved as a scenario has them); shows nothing
             return Step(actor=NOTE, action=NOTE, args={"text": {DEFAULT_LANG: ""}}, index=index, line=line)
@@ -91,13 +118,29 @@ def _parse_step(
 
     actor, dot, action = label.partition(".")
     if not dot or not actor or not action:
-        raise r.fail(label_node, where, f"{label!r} is not ACTOR.ACTION (e.g. A.commit_transaction) or note")
+        raise r.fail(
+            label_node,
+            where,
+            _("%(label)s is not ACTOR.ACTION (e.g. A.commit_transaction) or note") % {"label": repr(label)},
+        )
     where = join_field(where, label)
     if actor == APP:
         if r.database is None:
-            raise r.fail(label_node, where, "app steps run SQL on the scenario's database: declare one under database:")
+            raise r.fail(
+                label_node, where, _("app steps run SQL on the scenario's database: declare one under database:")
+            )
         if action not in APP_ACTIONS:
-            raise r.fail(label_node, where, unknown_name("action", action, APP_ACTIONS, "app actions", " for app"))
+            raise r.fail(
+                label_node,
+                where,
+                unknown_name(
+                    _("action"),
+                    action,
+                    APP_ACTIONS,
+                    _("%(actor)s actions") % {"actor": APP},
+                    _(" for %(actor)s") % {"actor": APP},
+                ),
+            )
         args, expect = _app_args(r, action, args_node, label_node, where)
         return Step(
             actor=actor, action=action, args=args, expect=_outcomes_of(r, index, expect), index=index, line=line
@@ -107,7 +150,13 @@ def _parse_step(
             raise r.fail(
                 label_node,
                 where,
-                unknown_name("action", action, CLUSTER_ACTORS[actor], f"{actor} actions", f" for {actor}"),
+                unknown_name(
+                    _("action"),
+                    action,
+                    CLUSTER_ACTORS[actor],
+                    _("%(actor)s actions") % {"actor": actor},
+                    _(" for %(actor)s") % {"actor": actor},
+                ),
             )
         args, expect, predict = _cluster_args(r, actor, action, args_node, label_node, where, cluster, actors)
         return Step(
@@ -121,7 +170,7 @@ def _parse_step(
         )
     spec = actors.get(actor)
     if spec is None:
-        raise r.fail(label_node, where, unknown_name("actor", actor, actors))
+        raise r.fail(label_node, where, unknown_name(_("actor"), actor, actors))
     if spec.kind == "broken":  # its declaration has an error of its own: its steps cannot be checked
         return None
     known = PRODUCER_ACTIONS if spec.kind == PRODUCER else CONSUMER_ACTIONS
@@ -129,7 +178,14 @@ def _parse_step(
         raise r.fail(
             label_node,
             where,
-            unknown_name("action", action, known, f"{spec.kind} actions", f" for {spec.kind} {actor!r}"),
+            unknown_name(
+                _("action"),
+                action,
+                known,
+                _("producer actions") if spec.kind == PRODUCER else _("consumer actions"),
+                (_(" for producer %(name)s") if spec.kind == PRODUCER else _(" for consumer %(name)s"))
+                % {"name": repr(actor)},
+            ),
         )
     if actor in r.broken:
         return None
@@ -155,9 +211,11 @@ def _get_step(
 ) -> Step:
     """`A.get: f3` (or `{future: f3, expect: ...}`): wait for the send whose future an earlier `A.produce` named."""
     named = r.futures.get(actor, {})
-    usage = f"{actor}.get needs the future an earlier {actor}.produce named (future: NAME)"
+    usage = _("missing: %(actor)s.get needs the future an earlier %(actor)s.produce named (future: NAME)") % {
+        "actor": actor
+    }
     if node is None or r.is_null(node):
-        raise r.fail(label_node, where, f"missing: {usage}")
+        raise r.fail(label_node, where, usage)
     expect: StepExpect = None
     predict = None
     value_node = node
@@ -167,14 +225,22 @@ def _get_step(
         predict = _predict(r, raw.pop("predict", None), where)
         for key, (key_node, _v) in raw.items():
             if key != "future":
-                raise r.fail(key_node, join_field(where, key), f"unknown argument {key!r}; get takes future and expect")
+                raise r.fail(
+                    key_node,
+                    join_field(where, key),
+                    _("unknown argument %(name)s; get takes future and expect") % {"name": repr(key)},
+                )
         if "future" not in raw:
-            raise r.fail(node, join_field(where, "future"), f"missing: {usage}")
+            raise r.fail(node, join_field(where, "future"), usage)
         value_node = raw["future"][1]
     name = r.string(value_node, join_field(where, "future") if value_node is not node else where)
     if name not in named:
         raise r.fail(
-            value_node, where, unknown_name("future", name, named, f"futures {actor}'s produce steps named before")
+            value_node,
+            where,
+            unknown_name(
+                _("future"), name, named, _("futures %(actor)s's produce steps named before") % {"actor": actor}
+            ),
         )
     return Step(
         actor=actor,
@@ -201,7 +267,7 @@ def _step_expect(r: Reader, pair: tuple[yaml.Node, yaml.Node] | None, where: str
     (`default:` for those no other key names)."""
     if pair is None:
         return None
-    _, node = pair
+    _key, node = pair
     at = join_field(where, "expect")
     if not isinstance(node, yaml.MappingNode):
         return _outcomes(r, node, at)
@@ -215,23 +281,31 @@ def _step_expect(r: Reader, pair: tuple[yaml.Node, yaml.Node] | None, where: str
                 raise r.fail(
                     n,
                     key_at,
-                    f"{name!r} is a librdkafka outcome: the Java client's outcomes are ok, an exception's simple class name such as ProducerFencedException, or a broker error",
+                    _(
+                        "%(name)s is a librdkafka outcome: the Java client's outcomes are ok, an exception's simple "
+                        "class name such as ProducerFencedException, or a broker error"
+                    )
+                    % {"name": repr(name)},
                 )
             if client == "librdkafka" and name.endswith("Exception"):
                 raise r.fail(
                     n,
                     key_at,
-                    f"{name!r} is a Java exception: librdkafka's outcomes are ok, a local error such as _FENCED, or a broker error",
+                    _(
+                        "%(name)s is a Java exception: librdkafka's outcomes are ok, a local error such as _FENCED, "
+                        "or a broker error"
+                    )
+                    % {"name": repr(name)},
                 )
         return outcomes
 
-    return _per_profile(r, node, at, read, "outcome", "{librdkafka: _FENCED, java: ProducerFencedException}")
+    return _per_profile(r, node, at, read, OUTCOME, "{librdkafka: _FENCED, java: ProducerFencedException}")
 
 
 def _outcome_nodes(r: Reader, node: yaml.Node, at: str) -> list[yaml.Node]:
     nodes = r.sequence(node, at) if isinstance(node, yaml.SequenceNode) else [node]
     if not nodes:
-        raise r.fail(node, at, "name at least one outcome")
+        raise r.fail(node, at, _("name at least one outcome"))
     return nodes
 
 
@@ -244,16 +318,21 @@ def _outcomes(r: Reader, node: yaml.Node, at: str) -> tuple[str, ...]:
         if outcome not in OUTCOMES:
             raise r.fail(n, at, _outcome_message(outcome))
         if colon and not text.strip():
-            raise r.fail(n, at, f"{name!r}: name the text the message must contain after '{outcome}: '")
+            raise r.fail(
+                n,
+                at,
+                _("%(name)s: name the text the message must contain after '%(outcome)s: '")
+                % {"name": repr(name), "outcome": outcome},
+            )
         names.append(name)
     return tuple(names)
 
 
 def _outcome_message(name: str) -> str:
-    return (
-        f"unknown outcome {name!r}{did_you_mean(name, OUTCOMES)}: use ok, a librdkafka error such as _FENCED, _STATE, "
+    return _(
+        "unknown outcome %(name)s%(hint)s: use ok, a librdkafka error such as _FENCED, _STATE, "
         "_FATAL, a broker error such as INVALID_PRODUCER_EPOCH, or a Java exception such as ProducerFencedException"
-    )
+    ) % {"name": repr(name), "hint": did_you_mean(name, OUTCOMES)}
 
 
 # Arguments per action: name -> kind. Kinds: "topic", "partition", "text", "bool", "consumer", "count".
@@ -290,9 +369,11 @@ def _actor_args(
         kind = schema.get(name)
         if kind is None:
             takes = (
-                f"{action} takes {', '.join(schema)} and expect" if schema else f"{action} takes no argument but expect"
+                _("%(action)s takes %(args)s and expect") % {"action": action, "args": ", ".join(schema)}
+                if schema
+                else _("%(action)s takes no argument but expect") % {"action": action}
             )
-            raise r.fail(key_node, at, f"unknown argument {name!r}{did_you_mean(name, schema)}; {takes}")
+            raise r.fail(key_node, at, _unknown_argument(name, schema, takes))
         if kind == "text":
             args[name] = r.string(value_node, at, non_empty=False)
         elif kind == "bool":
@@ -305,8 +386,8 @@ def _actor_args(
                 raise r.fail(
                     value_node,
                     at,
-                    unknown_name("topic", topic, (t.name for t in cluster.topics))
-                    + "; declare it under cluster.topics",
+                    unknown_name(_("topic"), topic, (t.name for t in cluster.topics))
+                    + _("; declare it under cluster.topics"),
                 )
             args[name] = topic
         elif kind == "consumer":
@@ -314,12 +395,13 @@ def _actor_args(
             target = actors.get(other)
             consumers = [a.name for a in actors.values() if a.kind == CONSUMER]
             if target is None or target.kind != CONSUMER:
-                raise r.fail(value_node, at, unknown_name("consumer", other, consumers))
+                raise r.fail(value_node, at, unknown_name(_("consumer"), other, consumers))
             if name == "consumer" and not target.group_id:
                 raise r.fail(
                     value_node,
                     at,
-                    f"consumer {other!r} has no group.id: send_offsets_to_transaction needs the consumer's group",
+                    _("consumer %(name)s has no group.id: send_offsets_to_transaction needs the consumer's group")
+                    % {"name": repr(other)},
                 )
             args[name] = other
         elif kind == "partition":
@@ -328,7 +410,10 @@ def _actor_args(
             future = r.string(value_node, at)
             if not _FUTURE_NAME.match(future):
                 raise r.fail(
-                    value_node, at, f"{future!r} is not a future's name (a letter, then letters, digits, '_' or '-')"
+                    value_node,
+                    at,
+                    _("%(name)s is not a future's name (a letter, then letters, digits, '_' or '-')")
+                    % {"name": repr(future)},
                 )
             args[name] = future
     if spec.kind == PRODUCER and action == "produce" and "future" in args:
@@ -338,25 +423,30 @@ def _actor_args(
             raise r.fail(
                 raw[waits[0]][0],
                 join_field(where, waits[0]),
-                f"with future: the send is waited for by a later {spec.name}.get (one record, not awaited here); remove {waits[0]}",
+                _(
+                    "with future: the send is waited for by a later %(actor)s.get (one record, not awaited here); "
+                    "remove %(key)s"
+                )
+                % {"actor": spec.name, "key": waits[0]},
             )
         earlier = r.futures.setdefault(spec.name, {})
         if args["future"] in earlier:
             raise r.fail(
                 raw["future"][1],
                 join_field(where, "future"),
-                f"future {args['future']!r} is already named at line {earlier[args['future']]}",
+                _("future %(name)s is already named at line %(line)s")
+                % {"name": repr(args["future"]), "line": earlier[args["future"]]},
             )
         earlier[args["future"]] = raw["future"][1].start_mark.line + 1
     if spec.kind == PRODUCER and action == "produce":
         declared = cluster.topic(args["topic"]) if "topic" in args else None
         if declared is None:  # a topic argument names a declared topic (checked above)
-            raise r.fail(node, join_field(where, "topic"), "missing: produce needs a topic")
+            raise r.fail(node, join_field(where, "topic"), _("missing: produce needs a topic"))
         if "partition" in args and args["partition"] >= declared.partitions:
             raise r.fail(
                 raw["partition"][1],
                 join_field(where, "partition"),
-                f"partition {args['partition']} is out of range: {declared.name} has {declared.partitions} partition(s), 0..{declared.partitions - 1}",
+                _out_of_range(args["partition"], declared.name, declared.partitions),
             )
         if "from" in args:
             clash = [k for k in ("key", "value", "partition") if k in args]
@@ -364,12 +454,12 @@ def _actor_args(
                 raise r.fail(
                     raw[clash[0]][0],
                     join_field(where, clash[0]),
-                    "with from: the records keep the consumed key, value and partition number; remove it",
+                    _("with from: the records keep the consumed key, value and partition number; remove it"),
                 )
         elif "value" not in args:
-            raise r.fail(node, join_field(where, "value"), "missing: produce needs a value (or from: CONSUMER)")
+            raise r.fail(node, join_field(where, "value"), _("missing: produce needs a value (or from: CONSUMER)"))
     if spec.kind == PRODUCER and action == "send_offsets_to_transaction" and "consumer" not in args:
-        raise r.fail(node, join_field(where, "consumer"), "missing: whose offsets? consumer: NAME")
+        raise r.fail(node, join_field(where, "consumer"), _("missing: whose offsets? consumer: NAME"))
     return args
 
 
@@ -393,8 +483,12 @@ def _cluster_args(
     if action == "abort_transaction":
         return _abort_args(r, node, label_node, where, cluster)
     if node is None:
-        what = "a duration such as 61s, 500ms or 2m" if actor == "clock" else f"a broker id, 1..{cluster.brokers}"
-        raise r.fail(label_node, where, f"missing: {label} needs {what}")
+        what = (
+            _("a duration such as 61s, 500ms or 2m")
+            if actor == "clock"
+            else _("a broker id, 1..%(n)s") % {"n": cluster.brokers}
+        )
+        raise r.fail(label_node, where, _("missing: %(label)s needs %(what)s") % {"label": label, "what": what})
     scalar_form = isinstance(node, yaml.ScalarNode)
     if scalar_form:
         raw, expect, predict = {("ms" if actor == "clock" else "broker"): (label_node, node)}, None, None
@@ -412,7 +506,11 @@ def _cluster_args(
             raise r.fail(
                 key_node,
                 at,
-                f"unknown argument {name!r}{did_you_mean(name, allowed)}; {label} takes {' or '.join(allowed)} and expect",
+                _unknown_argument(
+                    name,
+                    allowed,
+                    _("%(action)s takes %(args)s and expect") % {"action": label, "args": _(" or ").join(allowed)},
+                ),
             )
         if name == "ms":
             args["ms"] = _duration(r, value_node, at, bare_number_ok=not scalar_form)
@@ -422,18 +520,23 @@ def _cluster_args(
                 raise r.fail(
                     value_node,
                     at,
-                    f"broker {args['broker']} is out of range: the cluster has brokers 1..{cluster.brokers}",
+                    _("broker %(id)s is out of range: the cluster has brokers 1..%(n)s")
+                    % {"id": args["broker"], "n": cluster.brokers},
                 )
         elif name == "coordinator_of":
             txid = r.string(value_node, at)
             declared = sorted({a.transactional_id for a in actors.values() if a.transactional_id})
             if txid not in declared:
-                raise r.fail(value_node, at, unknown_name("transactional.id", txid, declared, "declared"))
+                raise r.fail(value_node, at, unknown_name("transactional.id", txid, declared, _("declared")))
             args[name] = txid
         else:  # leader_of
             args[name] = _parse_tp(r, value_node, at, cluster)
     if len(args) != 1:
-        raise r.fail(node, where, f"{label} takes exactly one of {' or '.join(allowed)}")
+        raise r.fail(
+            node,
+            where,
+            _("%(action)s takes exactly one of %(args)s") % {"action": label, "args": _(" or ").join(allowed)},
+        )
     return args, expect, predict
 
 
@@ -443,7 +546,7 @@ def _abort_args(
     """`broker.abort_transaction: payments-0` or `{partition: payments-0}`: an operator aborts the transaction open on
     that partition that started first (`kafka-transactions.sh abort --start-offset`, playground/sim/adminabort.py)."""
     if node is None:
-        raise r.fail(label_node, where, "missing: broker.abort_transaction needs the partition, e.g. payments-0")
+        raise r.fail(label_node, where, _("missing: broker.abort_transaction needs the partition, e.g. payments-0"))
     if isinstance(node, yaml.ScalarNode):
         return {"partition": _parse_tp(r, node, where, cluster)}, None, None
     raw = r.mapping(node, where)
@@ -454,10 +557,11 @@ def _abort_args(
             raise r.fail(
                 key_node,
                 join_field(where, name),
-                f"unknown argument {name!r}; broker.abort_transaction takes partition and expect",
+                _("unknown argument %(name)s; broker.abort_transaction takes partition and expect")
+                % {"name": repr(name)},
             )
     if "partition" not in raw:
-        raise r.fail(node, join_field(where, "partition"), "missing: which partition? partition: TOPIC-PARTITION")
+        raise r.fail(node, join_field(where, "partition"), _("missing: which partition? partition: TOPIC-PARTITION"))
     return {"partition": _parse_tp(r, raw["partition"][1], join_field(where, "partition"), cluster)}, expect, predict
 
 
@@ -467,9 +571,9 @@ def _late_write_args(
     """`net.late_write: {actor: P, of: a-1, value: a-2}` (key: optional): a Produce request of P's earlier
     transaction, held back by the network, reaches the leader now. `of` names a record P wrote in that transaction:
     the late batch carries its producer id and epoch, goes to its partition, with P's transactional.id."""
-    usage = "net.late_write needs {actor: PRODUCER, of: EARLIER-RECORD-VALUE, value: VALUE} (key: optional)"
+    usage = _("missing: net.late_write needs {actor: PRODUCER, of: EARLIER-RECORD-VALUE, value: VALUE} (key: optional)")
     if node is None:
-        raise r.fail(label_node, where, f"missing: {usage}")
+        raise r.fail(label_node, where, usage)
     raw = r.mapping(node, where)
     expect = _step_expect(r, raw.pop("expect", None), where)
     predict = _predict(r, raw.pop("predict", None), where)
@@ -481,19 +585,24 @@ def _late_write_args(
             raise r.fail(
                 key_node,
                 at,
-                f"unknown argument {name!r}{did_you_mean(name, allowed)}; net.late_write takes {', '.join(allowed)} and expect",
+                _unknown_argument(
+                    name,
+                    allowed,
+                    _("%(action)s takes %(args)s and expect")
+                    % {"action": "net.late_write", "args": ", ".join(allowed)},
+                ),
             )
         if name == "actor":
             who = r.string(value_node, at)
             producers = [a.name for a in actors.values() if a.kind == PRODUCER and a.transactional_id]
             if who not in producers:
-                raise r.fail(value_node, at, unknown_name("transactional producer", who, producers))
+                raise r.fail(value_node, at, unknown_name(_("transactional producer"), who, producers))
             args[name] = who
         else:
             args[name] = r.string(value_node, at, non_empty=name != "key")
     for name in ("actor", "of", "value"):
         if name not in args:
-            raise r.fail(node, join_field(where, name), f"missing: {usage}")
+            raise r.fail(node, join_field(where, name), usage)
     return args, expect, predict
 
 
@@ -505,9 +614,11 @@ def _duration(r: Reader, node: yaml.Node, where: str, bare_number_ok: bool) -> i
     text = node.value.strip() if isinstance(node, yaml.ScalarNode) else None
     match = _DURATION.match(text or "")
     if match and len(match.group(1).lstrip("0")) > 12:  # more than 30 years in ms: past any clock.advance bound
-        raise r.fail(node, where, f"{match.group(0)[:24]}... is longer than any clock may advance")
+        raise r.fail(node, where, _("%(text)s... is longer than any clock may advance") % {"text": match.group(0)[:24]})
     if not match or int(match.group(1)) <= 0:
-        raise r.fail(node, where, f"expected a positive duration such as 61s, 500ms or 2m, got {r.describe(node)}")
+        raise r.fail(
+            node, where, _("expected a positive duration such as 61s, 500ms or 2m, got %(x)s") % {"x": r.describe(node)}
+        )
     return int(match.group(1)) * _DURATION_MS[match.group(2)]
 
 
@@ -518,18 +629,18 @@ def _parse_tp(
     name = r.string(key_node, where)
     topic, dash, number = name.rpartition("-")
     if not dash or not (number.isascii() and number.isdigit()) or len(number) > 9:
-        raise r.fail(key_node, where, f"{name!r} is not TOPIC-PARTITION (e.g. orders-0)")
+        raise r.fail(key_node, where, _("%(name)s is not TOPIC-PARTITION (e.g. orders-0)") % {"name": repr(name)})
     spec = cluster.topic(topic)
     if spec is None:
-        raise r.fail(key_node, where, unknown_name("topic", topic, (t.name for t in cluster.topics)))
+        raise r.fail(key_node, where, unknown_name(_("topic"), topic, (t.name for t in cluster.topics)))
     if int(number) >= spec.partitions:
+        raise r.fail(key_node, where, _out_of_range(int(number), topic, spec.partitions))
+    if topics is not None and topic not in topics:
         raise r.fail(
             key_node,
             where,
-            f"partition {int(number)} is out of range: {topic} has {spec.partitions} partition(s), 0..{spec.partitions - 1}",
+            _("this consumer reads %(topics)s, not %(topic)s") % {"topics": ", ".join(topics), "topic": topic},
         )
-    if topics is not None and topic not in topics:
-        raise r.fail(key_node, where, f"this consumer reads {', '.join(topics)}, not {topic}")
     return f"{topic}-{int(number)}"
 
 
@@ -543,15 +654,19 @@ def _predict(r: Reader, pair: tuple[yaml.Node, yaml.Node] | None, where: str) ->
     pairs = r.mapping(node, at)
     for key, (key_node, _v) in pairs.items():
         if key not in ("question", "choices", "answer"):
-            raise r.fail(key_node, join_field(at, key), unknown_name("key", key, ("question", "choices", "answer")))
+            raise r.fail(key_node, join_field(at, key), unknown_name(_("key"), key, ("question", "choices", "answer")))
     for key in ("question", "choices", "answer"):
         if key not in pairs:
-            raise r.fail(node, join_field(at, key), "missing (a prediction has a question, its choices and the answer)")
+            raise r.fail(
+                node, join_field(at, key), _("missing (a prediction has a question, its choices and the answer)")
+            )
     question = r.texts(pairs["question"][1], join_field(at, "question"))
     items = r.sequence(pairs["choices"][1], join_field(at, "choices"))
     if not 2 <= len(items) <= MAX_CHOICES:
         raise r.fail(
-            pairs["choices"][1], join_field(at, "choices"), f"give 2 to {MAX_CHOICES} choices, found {len(items)}"
+            pairs["choices"][1],
+            join_field(at, "choices"),
+            _("give 2 to %(max)s choices, found %(n)s") % {"max": MAX_CHOICES, "n": len(items)},
         )
     choices = [r.texts(item, join_field(join_field(at, "choices"), i)) for i, item in enumerate(items)]
     answer_node = pairs["answer"][1]
@@ -568,7 +683,7 @@ def _predict(r: Reader, pair: tuple[yaml.Node, yaml.Node] | None, where: str) ->
         answer_node,
         join_field(at, "answer"),
         lambda n, where, _selector: r.integer(n, where, 0, len(choices) - 1),
-        "answer",
+        ANSWER,
         "{librdkafka: 1, java: 2}",
     )
     return {
@@ -581,10 +696,15 @@ def _predict(r: Reader, pair: tuple[yaml.Node, yaml.Node] | None, where: str) ->
 
 def _per_profile(r: Reader, node: yaml.Node, at: str, read: Any, what: str, example: str) -> dict[str, Any]:
     """A mapping from profile selectors (and `default`) to what `read(node, field, selector)` reads, naming every
-    profile."""
+    profile. `what`: OUTCOME or ANSWER."""
     pairs = r.mapping(node, at)
     if not pairs:
-        raise r.fail(node, at, f"name the {what}s per profile, e.g. {example}")
+        message = (
+            _("name the outcomes per profile, e.g. %(example)s")
+            if what == OUTCOME
+            else _("name the answers per profile, e.g. %(example)s")
+        )
+        raise r.fail(node, at, message % {"example": example})
     allowed = (*PROFILE_SELECTORS, DEFAULT_SELECTOR)
     by_selector: dict[str, Any] = {}
     for written, (key_node, value_node) in pairs.items():
@@ -595,10 +715,10 @@ def _per_profile(r: Reader, node: yaml.Node, at: str, read: Any, what: str, exam
                 key_node,
                 key_at,
                 unknown_name(
-                    "profile key",
+                    _("profile key"),
                     selector,
                     allowed,
-                    "keys: a profile, a client release, a client, a Kafka version or default",
+                    _("keys: a profile, a client release, a client, a Kafka version or default"),
                 ),
             )
         by_selector[selector] = read(value_node, key_at, selector)
@@ -611,7 +731,18 @@ def _per_profile(r: Reader, node: yaml.Node, at: str, read: Any, what: str, exam
                 raise r.fail(
                     node,
                     at,
-                    f"no {what} for profile {names[0]}: add {', '.join(offered)} or {DEFAULT_SELECTOR} ({what}s per profile name every profile)",
+                    (
+                        _(
+                            "no outcome for profile %(profile)s: add %(keys)s or %(default)s (outcomes per profile "
+                            "name every profile)"
+                        )
+                        if what == OUTCOME
+                        else _(
+                            "no answer for profile %(profile)s: add %(keys)s or %(default)s (answers per profile "
+                            "name every profile)"
+                        )
+                    )
+                    % {"profile": names[0], "keys": ", ".join(offered), "default": DEFAULT_SELECTOR},
                 )
     return by_selector
 
@@ -625,12 +756,14 @@ def _app_args(
             raise r.fail(
                 label_node,
                 where,
-                "missing: app.sql needs its statement, e.g. app.sql: \"UPDATE orders SET status = 'paid' WHERE id = 1\"",
+                _(
+                    "missing: app.sql needs its statement, e.g. app.sql: \"UPDATE orders SET status = 'paid' WHERE id = 1\""
+                ),
             )
         return {}, None
     if isinstance(node, yaml.ScalarNode):
         if action != "sql":
-            raise r.fail(node, where, f"app.{action} takes no argument (only expect)")
+            raise r.fail(node, where, _("app.%(action)s takes no argument (only expect)") % {"action": action})
         return {"sql": r.string(node, where)}, None
     raw = r.mapping(node, where)
     expect = _step_expect(r, raw.pop("expect", None), where)
@@ -640,9 +773,14 @@ def _app_args(
             raise r.fail(
                 key_node,
                 join_field(where, key),
-                f"unknown argument {key!r}; app.{action} takes {'sql and ' if action == 'sql' else ''}expect",
+                (
+                    _("unknown argument %(name)s; app.%(action)s takes sql and expect")
+                    if action == "sql"
+                    else _("unknown argument %(name)s; app.%(action)s takes expect")
+                )
+                % {"name": repr(key), "action": action},
             )
         args["sql"] = r.string(value_node, join_field(where, key))
     if action == "sql" and "sql" not in args:
-        raise r.fail(node, where, "missing: sql")
+        raise r.fail(node, where, _("missing: sql"))
     return args, expect

@@ -4,7 +4,7 @@ the web layer read them."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +22,7 @@ from playground.engine.spec import (
     Profile,
     Step,
 )
+from playground.scenario.messages import Text, _, translated
 
 if TYPE_CHECKING:
     from playground.scenario.database import DatabaseSpec
@@ -270,12 +271,12 @@ CONSUMER_CONFIG: dict[str, ConfigKind] = {
 # Settings a Kafka release does not have yet: setting -> (the first release with it, why). A scenario naming one
 # cannot run in a profile of an older Kafka (profile_problems).
 SETTINGS_SINCE: dict[str, tuple[str, str]] = {
-    "transaction.partition.verification.enable": ("3.6", "KIP-890 part 1's produce-path verification"),
+    "transaction.partition.verification.enable": ("3.6", _("KIP-890 part 1's produce-path verification")),
 }
 KAFKA_ORDER = {"3.5": (3, 5), "3.6": (3, 6), "3.9": (3, 9), "4": (4, 4)}
 
 
-def profile_problems(cluster: ClusterSpec, actors: Mapping[str, ActorSpec], profile: Profile) -> list[str]:
+def profile_problems(cluster: ClusterSpec, actors: Mapping[str, ActorSpec], profile: Profile) -> list[Text]:
     """What a release or a client refuses of a scenario's settings, in the words of its refusal: a broker setting
     the profile's Kafka does not have, and the client settings a client refuses at construction (kafka-clients'
     KafkaProducer: delivery.timeout.ms below linger.ms + request.timeout.ms is a ConfigException; librdkafka's
@@ -286,8 +287,14 @@ def profile_problems(cluster: ClusterSpec, actors: Mapping[str, ActorSpec], prof
         since = SETTINGS_SINCE.get(key)
         if since is not None and KAFKA_ORDER[profile.kafka] < KAFKA_ORDER[since[0]]:
             out.append(
-                f"cluster.config.{key}: Kafka {profile.release} has no such setting ({since[1]} came with Kafka "
-                f"{since[0]})"
+                Text(
+                    "%(at)s: %(problem)s",
+                    {
+                        "at": f"cluster.config.{key}",
+                        "problem": _("Kafka %(release)s has no such setting (%(kip)s came with Kafka %(since)s)")
+                        % {"release": profile.release, "kip": since[1], "since": since[0]},
+                    },
+                )
             )
     client_defaults = {k: v for k, v in cluster.config.items() if k in ("transaction.timeout.ms",)}
     for name, actor in actors.items():
@@ -299,15 +306,33 @@ def profile_problems(cluster: ClusterSpec, actors: Mapping[str, ActorSpec], prof
             linger = int(conf.get("linger.ms", 5 if profile.client_release == "4" else 0))
             if delivery is not None and int(delivery) < linger + 30_000:
                 out.append(
-                    f"actors.{name}: kafka-clients refuses delivery.timeout.ms {delivery}: it should be equal to or "
-                    f"larger than linger.ms + request.timeout.ms ({linger} + 30000)"
+                    Text(
+                        "%(at)s: %(problem)s",
+                        {
+                            "at": f"actors.{name}",
+                            "problem": _(
+                                "kafka-clients refuses delivery.timeout.ms %(delivery)s: it should be equal to or larger than "
+                                "linger.ms + request.timeout.ms (%(linger)s + 30000)"
+                            )
+                            % {"delivery": delivery, "linger": linger},
+                        },
+                    )
                 )
         elif actor.transactional_id and delivery is not None:
             txn_timeout = int(conf.get("transaction.timeout.ms", 60_000))
             if int(delivery) > txn_timeout:
                 out.append(
-                    f"actors.{name}: librdkafka refuses message.timeout.ms {delivery} for a transactional producer: "
-                    f"`message.timeout.ms` must be set <= `transaction.timeout.ms` ({txn_timeout})"
+                    Text(
+                        "%(at)s: %(problem)s",
+                        {
+                            "at": f"actors.{name}",
+                            "problem": _(
+                                "librdkafka refuses message.timeout.ms %(delivery)s for a transactional producer: "
+                                "`message.timeout.ms` must be set <= `transaction.timeout.ms` (%(timeout)s)"
+                            )
+                            % {"delivery": delivery, "timeout": txn_timeout},
+                        },
+                    )
                 )
     return out
 
@@ -333,8 +358,14 @@ class ScenarioError(Exception):
         self.path, self.line, self.field, self.message = str(path), line, field, message
         self.errors: list[ScenarioError] = [self]
 
-    def as_dict(self) -> dict[str, Any]:
-        return {"line": self.line, "field": self.field, "message": self.message}
+    def as_dict(self, gettext: Callable[[str], str] | None = None) -> dict[str, Any]:
+        """The error for an editor; its message in `gettext`'s language when given (playground/scenario/messages.py)."""
+        message = translated(self.message, gettext) if gettext is not None else self.message
+        return {"line": self.line, "field": self.field, "message": message}
+
+    def said(self, gettext: Callable[[str], str]) -> str:
+        """`FILE:LINE: FIELD: message`, the message in `gettext`'s language."""
+        return f"{self.path}:{self.line}: {self.field}: {translated(self.message, gettext)}"
 
     def __str__(self) -> str:
         return f"{self.path}:{self.line}: {self.field}: {self.message}"

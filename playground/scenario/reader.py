@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import yaml
 
+from playground.scenario.messages import Text, _
 from playground.scenario.model import DEFAULT_LANG, MAX_DEPTH, MAX_SOURCE_BYTES, ScenarioError
 
 if TYPE_CHECKING:
@@ -46,14 +47,14 @@ def refuse_aliases_and_depth(text: str) -> None:
             raise yaml.composer.ComposerError(
                 None,
                 None,
-                "anchors and aliases (&name, *name) are not allowed in a scenario: write each value out",
+                _("anchors and aliases (&name, *name) are not allowed in a scenario: write each value out"),
                 event.start_mark,
             )
         if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
             depth += 1
             if depth > MAX_DEPTH:
                 raise yaml.composer.ComposerError(
-                    None, None, f"nested more than {MAX_DEPTH} levels deep", event.start_mark
+                    None, None, _("nested more than %(n)s levels deep") % {"n": MAX_DEPTH}, event.start_mark
                 )
         elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
             depth -= 1
@@ -100,60 +101,75 @@ class Reader:
         if allow_null and self.is_null(node):
             return {}
         if not isinstance(node, yaml.MappingNode):
-            raise self.fail(node, field or "(top level)", f"expected a mapping, got {self.describe(node)}")
+            raise self.fail(
+                node, field or "(top level)", _("expected a mapping, got %(x)s") % {"x": self.describe(node)}
+            )
         pairs: dict[str, tuple[yaml.Node, yaml.Node]] = {}
         for key_node, value_node in node.value:
             if not isinstance(key_node, yaml.ScalarNode):
-                raise self.fail(key_node, field, "keys must be plain text")
+                raise self.fail(key_node, field, _("keys must be plain text"))
             key = key_node.value
             if key in pairs:
                 raise self.fail(
                     key_node,
                     join_field(field, key),
-                    f"duplicate key {key!r} (first on line {pairs[key][0].start_mark.line + 1})",
+                    _("duplicate key %(key)s (first on line %(line)s)")
+                    % {"key": repr(key), "line": pairs[key][0].start_mark.line + 1},
                 )
             pairs[key] = (key_node, value_node)
         return pairs
 
     def sequence(self, node: yaml.Node, field: str) -> list[yaml.Node]:
         if not isinstance(node, yaml.SequenceNode):
-            raise self.fail(node, field, f"expected a list, got {self.describe(node)}")
+            raise self.fail(node, field, _("expected a list, got %(x)s") % {"x": self.describe(node)})
         return list(node.value)
 
     def string(self, node: yaml.Node, field: str, *, non_empty: bool = True) -> str:
         if not isinstance(node, yaml.ScalarNode):
-            raise self.fail(node, field, f"expected text, got {self.describe(node)}")
+            raise self.fail(node, field, _("expected text, got %(x)s") % {"x": self.describe(node)})
         value: str = node.value  # a scalar node's value is its text
         if non_empty and value == "":
-            raise self.fail(node, field, "must not be empty")
+            raise self.fail(node, field, _("must not be empty"))
         return value
 
     def integer(self, node: yaml.Node, field: str, lo: int | None = None, hi: int | None = None) -> int:
         if not isinstance(node, yaml.ScalarNode) or not INT.match(node.value.replace("_", "")):
-            raise self.fail(node, field, f"expected a whole number, got {self.describe(node)}")
+            raise self.fail(node, field, _("expected a whole number, got %(x)s") % {"x": self.describe(node)})
         digits = node.value.replace("_", "").lstrip("+-").lstrip("0")
         top = LONG_MAX if hi is None else hi
         if lo is not None:
-            bounds = f"between {lo} and {hi}" if hi is not None else f"at least {lo} (and at most {top:,})"
+            bounds = (
+                _("between %(lo)s and %(hi)s") % {"lo": lo, "hi": hi}
+                if hi is not None
+                else _("at least %(lo)s (and at most %(top)s)") % {"lo": lo, "top": f"{top:,}"}
+            )
         else:
-            bounds = f"at most {top}"
+            bounds = _("at most %(top)s") % {"top": top}
         if len(digits) > len(str(LONG_MAX)):  # int() of thousands of digits is slow, and refused past 4,300
-            raise self.fail(node, field, f"must be {bounds}, got a number of {len(digits):,} digits")
+            raise self.fail(
+                node,
+                field,
+                _("must be %(bounds)s, got a number of %(n)s digits") % {"bounds": bounds, "n": f"{len(digits):,}"},
+            )
         value = int(node.value.replace("_", ""), 10)  # decimal always: `010` is ten, not YAML 1.1's octal eight
         if (lo is not None and value < lo) or value > top:
-            raise self.fail(node, field, f"must be {bounds}, got {value}")
+            raise self.fail(node, field, _("must be %(bounds)s, got %(value)s") % {"bounds": bounds, "value": value})
         return value
 
     def boolean(self, node: yaml.Node, field: str) -> bool:
         text: str | None = node.value.lower() if isinstance(node, yaml.ScalarNode) and not node.style else None
         if text not in ("true", "false"):
-            raise self.fail(node, field, f"expected true or false, got {self.describe(node)}")
+            raise self.fail(node, field, _("expected true or false, got %(x)s") % {"x": self.describe(node)})
         return text == "true"
 
     def choice(self, node: yaml.Node, field: str, choices: tuple[str, ...]) -> str:
         value = self.string(node, field)
         if value not in choices:
-            raise self.fail(node, field, f"{value!r} is not one of {', '.join(choices)}")
+            raise self.fail(
+                node,
+                field,
+                _("%(value)s is not one of %(choices)s") % {"value": repr(value), "choices": ", ".join(choices)},
+            )
         return value
 
     def texts(self, node: yaml.Node, field: str) -> dict[str, str]:
@@ -162,14 +178,18 @@ class Reader:
             return {DEFAULT_LANG: self.string(node, field)}
         pairs = self.mapping(node, field)
         if not pairs:
-            raise self.fail(node, field, "must not be empty")
+            raise self.fail(node, field, _("must not be empty"))
         out = {}
         for lang, (key_node, value_node) in pairs.items():
             if not _LANG.match(lang):
-                raise self.fail(key_node, join_field(field, lang), "expected a language code such as en or zh")
+                raise self.fail(key_node, join_field(field, lang), _("expected a language code such as en or zh"))
             out[lang] = self.string(value_node, join_field(field, lang))
         if DEFAULT_LANG not in out:
-            raise self.fail(node, field, f"needs an English text ({DEFAULT_LANG}:); have {', '.join(out)}")
+            raise self.fail(
+                node,
+                field,
+                _("needs an English text (%(lang)s:); have %(have)s") % {"lang": DEFAULT_LANG, "have": ", ".join(out)},
+            )
         return out
 
     @staticmethod
@@ -179,10 +199,10 @@ class Reader:
     @staticmethod
     def describe(node: yaml.Node) -> str:
         if isinstance(node, yaml.MappingNode):
-            return "a mapping"
+            return _("a mapping")
         if isinstance(node, yaml.SequenceNode):
-            return "a list"
-        return f"{node.value!r}" if node.value != "" else "nothing"
+            return _("a list")
+        return f"{node.value!r}" if node.value != "" else _("nothing")
 
 
 def join_field(field: str, key: str | int) -> str:
@@ -193,15 +213,50 @@ def join_field(field: str, key: str | int) -> str:
 
 def did_you_mean(name: str, known: Iterable[str]) -> str:
     hint = difflib.get_close_matches(name, list(known), n=1)
-    return f" (did you mean {hint[0]!r}?)" if hint else ""
+    return _(" (did you mean %(name)s?)") % {"name": repr(hint[0])} if hint else ""
 
 
 def unknown_name(what: str, name: str, known: Iterable[str], listing: str | None = None, context: str = "") -> str:
-    """`unknown actor 'C' (actors: A, B, rc)`: the message names what exists, and the likely intent."""
+    """`unknown actor 'C' (actors: A, B, rc)`: the message names what exists, and the likely intent. `what`,
+    `listing` and `context` come translated (the caller's gettext); `listing` defaults to `what`'s plural."""
     known = [str(k) for k in known]
     hint = difflib.get_close_matches(name, known, n=1)
-    suggestion = f"; did you mean {hint[0]!r}?" if hint else ""
-    return f"unknown {what} {name!r}{context} ({listing or what + 's'}: {', '.join(known) or 'none'}){suggestion}"
+    suggestion = _("; did you mean %(name)s?") % {"name": repr(hint[0])} if hint else ""
+    # Translators: the plural of a kind of name (English adds an s: actor -> actors)
+    listing = listing or _("%(what)ss") % {"what": what}
+    return _("unknown %(what)s %(name)s%(context)s (%(listing)s: %(known)s)%(suggestion)s") % {
+        "what": what,
+        "name": repr(name),
+        "context": context,
+        "listing": listing,
+        "known": ", ".join(known) or _("none"),
+        "suggestion": suggestion,
+    }
+
+
+# libyaml's (and PyYAML's) wording of the syntax errors an editor's author meets most
+_YAML_PROBLEMS: dict[str, str] = {
+    str(text): text
+    for text in (
+        _("mapping values are not allowed in this context"),
+        _("mapping values are not allowed here"),
+        _("did not find expected key"),
+        _("did not find expected ',' or ']'"),
+        _("did not find expected ',' or '}'"),
+        _("did not find expected '-' indicator"),
+        _("did not find expected node content"),
+        _("found unexpected end of stream"),
+        _("found character that cannot start any token"),
+        _("found a tab character that violates indentation"),
+        _("could not find expected ':'"),
+        _("block sequence entries are not allowed in this context"),
+    )
+}
+
+
+def _yaml_problem(problem: str | None) -> str:
+    text = str(problem)
+    return _YAML_PROBLEMS.get(text, text)
 
 
 def compose(text: str, path: str) -> yaml.Node:
@@ -213,7 +268,8 @@ def compose(text: str, path: str) -> yaml.Node:
             path,
             line,
             "file",
-            f"too large: {size:,} bytes, at most {MAX_SOURCE_BYTES:,} (line {line} crosses the limit)",
+            _("too large: %(size)s bytes, at most %(max)s (line %(line)s crosses the limit)")
+            % {"size": f"{size:,}", "max": f"{MAX_SOURCE_BYTES:,}", "line": line},
         )
     try:
         refuse_aliases_and_depth(text)
@@ -221,13 +277,18 @@ def compose(text: str, path: str) -> yaml.Node:
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else 0
-        raise ScenarioError(path, line, "yaml", f"{exc.problem or exc.context}") from None
+        # ours (a Text, translatable) from refuse_aliases_and_depth, or the YAML parser's own words: the ones an
+        # author meets most, translatable too; any other stays as the parser says it
+        problem = exc.problem or exc.context
+        raise ScenarioError(
+            path, line, "yaml", problem if isinstance(problem, Text) else _yaml_problem(problem)
+        ) from None
     except yaml.YAMLError as exc:
         raise ScenarioError(path, 0, "yaml", str(exc)) from None
     if not documents or documents[0] is None:
-        raise ScenarioError(path, 1, "format", "the file is empty")
+        raise ScenarioError(path, 1, "format", _("the file is empty"))
     if len(documents) > 1:
         raise ScenarioError(
-            path, documents[1].start_mark.line + 1, "yaml", "one scenario per file (found a second YAML document)"
+            path, documents[1].start_mark.line + 1, "yaml", _("one scenario per file (found a second YAML document)")
         )
     return documents[0]

@@ -55,7 +55,9 @@ def spec_of(row: Session) -> tuple[Any, ClusterSpec, dict[str, ActorSpec]]:
             # its steps' outcomes and its expect block as stated for the session's profile
             scenario = parsed(row.scenario_source, f"{row.scenario_id}.yaml").for_profile(row.profile)
         except ScenarioError as exc:
-            raise CommandError(_("This session's scenario no longer loads: %(e)s") % {"e": exc}, status=422) from exc
+            raise CommandError(
+                _("This session's scenario no longer loads: %(e)s") % {"e": exc.said(_)}, status=422
+            ) from exc
         return scenario, scenario.cluster, dict(scenario.actors)
     return None, free_play_cluster(), free_play_actors()
 

@@ -44,9 +44,9 @@ def card(live: Any, contexts: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]
         "session": live.session_id,
         "attendee": live.seat["attendee"],
         "name": live.seat["name"],
-        "cursor": header["cursor"],
-        "total": header["total"],
-        "commands": header["commands"],
+        # the one step numbering (session/live.py), as the session's header says it: step k of where it ends
+        "step": header["step"],
+        "end": header["end"],
         "goal": {"done": ex.get("done", 0), "total": len(ex.get("items", [])), "met": ex.get("met", False)}
         if ex.get("on")
         else None,
@@ -96,9 +96,8 @@ def blank_card(attendee: Attendee) -> dict[str, Any]:
         "session": None,
         "attendee": attendee.pk,
         "name": attendee.name,
-        "cursor": 0,
-        "total": 0,
-        "commands": 0,
+        "step": 0,
+        "end": None,
         "goal": None,
         "last_error": None,
         "strips": [],

@@ -457,7 +457,7 @@ def editor(request: HttpRequest) -> HttpResponse:
 
 def _checked(text: str) -> dict[str, Any]:
     scenario, errors = check_text(text)
-    out: dict[str, Any] = {"ok": scenario is not None, "errors": [e.as_dict() for e in errors]}
+    out: dict[str, Any] = {"ok": scenario is not None, "errors": [e.as_dict(_) for e in errors]}
     if scenario is not None:
         out["scenario"] = {
             "id": scenario.id,
@@ -492,7 +492,7 @@ def _valid_text(request: HttpRequest) -> tuple[Any, str] | HttpResponse:
     text = form.cleaned_data["text"]
     scenario, errors = check_text(text)
     if scenario is None:
-        return _editor(request, text, errors=[e.as_dict() for e in errors], status=400)
+        return _editor(request, text, errors=[e.as_dict(_) for e in errors], status=400)
     return scenario, text
 
 
@@ -536,7 +536,7 @@ def _shared(text_id: str) -> tuple[ScenarioText, Any]:
         raise Http404(_("No such shared scenario."))
     scenario, errors = check_text(row.text, f"{row.scenario_id}.yaml")
     if scenario is None:
-        raise session.CommandError(_("This scenario no longer loads: %(e)s") % {"e": errors[0]}, status=422)
+        raise session.CommandError(_("This scenario no longer loads: %(e)s") % {"e": errors[0].said(_)}, status=422)
     return row, scenario
 
 

@@ -101,6 +101,53 @@ def _visible(html: str) -> str:
     return " ".join(f"{text} {shown}".replace("&#x27;", "'").replace("&quot;", '"').replace("&amp;", "&").split())
 
 
+# A scenario with a problem on most of its lines: what the loader says about each reaches the editor's page.
+BROKEN = """format: 1
+id: Bad_Id
+title: broken
+profil: {}
+cluster:
+  brokers: 3
+  topics:
+    orders: {partitions: 2}
+actors:
+  A:
+    producer: {transactional.id: t, lingr.ms: 5}
+  C:
+    consumer: {topics: [orders]}
+steps:
+  - A.init_transaction
+  - A.produce: {topic: order, value: x}
+  - C.poll: {max: 0}
+  - B.commit_transaction
+  - clock.advance: soon
+  - broker.stop: 7
+  - note
+expect:
+  logs:
+    orders-9: [x]
+  groups: {}
+"""
+
+
+def test_it_builds_every_message_of_the_scenario_loader_for_translation():
+    """The loader's messages reach the editor: each is a `_("...")` message id (playground/scenario/messages.py),
+    never an f-string or a bare literal, which a zh page would show in English."""
+    untranslatable = []
+    for name in ("reader", "loader", "loadsteps", "loaddb", "model"):
+        path = ROOT / "playground" / "scenario" / f"{name}.py"
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.Call):
+                continue
+            callee = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+            message = {"fail": 2, "ScenarioError": 3, "ComposerError": 2}.get(callee)
+            if message is not None and len(node.args) > message:
+                arg = node.args[message]
+                if isinstance(arg, ast.JoinedStr) or (isinstance(arg, ast.Constant) and isinstance(arg.value, str)):
+                    untranslatable.append(f"{path.name}:{node.lineno}")
+    assert untranslatable == []
+
+
 @pytest.mark.django_db
 def test_it_shows_no_english_string_of_the_catalogue_on_a_chinese_page(client, settings):
     with translation.override("en"):  # the pages activate zh in this thread: the tests after it expect English
@@ -127,6 +174,18 @@ def _no_english_on_chinese_pages(client, settings):
         for _ in entry.scenario.steps:
             session.step(row.id)
         pages[name] = client.get(f"/s/{row.id}/").content.decode() + broadcast.snapshot(session.load(row.id), "zh-hans")
+    # the editor with a broken scenario: every problem the loader found, said in Chinese (Play stays on the editor)
+    r = client.post("/editor/play/", {"text": BROKEN})
+    assert r.status_code == 400
+    pages["editor, broken"] = r.content.decode()
+    checked = client.post("/editor/check/", {"text": BROKEN}).json()
+    pages["editor's check"] = "".join(f"<p>{e['message']}</p>" for e in checked["errors"])
+    assert len(checked["errors"]) >= 8 and "未知的" in pages["editor, broken"]
+    # a YAML syntax error (a tab, an unclosed bracket): the parser's words, in Chinese too
+    for text in ("format: 1\n\tid: x\n", "format: 1\nid: [x\n"):
+        said = client.post("/editor/check/", {"text": text}).json()["errors"][0]
+        assert said["field"] == "yaml" and not re.search(r"[a-z]{4}", said["message"]), said
+        pages[f"editor's check of {text!r}"] = f"<p>{said['message']}</p>"
     assert "zh-hans" in pages["gallery"] and "第一轮" in pages["zombie-fencing"]
     assert "中止" in pages["db-incident-in-full"]  # the anomaly panel's sentence, in Chinese
     fragments = _english_fragments()

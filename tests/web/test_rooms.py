@@ -203,6 +203,27 @@ async def test_it_follows_a_move_and_a_follow_switch_made_while_the_page_connect
     await page.disconnect()
 
 
+def test_it_numbers_an_attendees_step_on_the_board_as_their_own_page_does():
+    """Step k is the session after its first k commands (a command of the attendee's own counts too): the card says
+    what the attendee's header says, not how far the scenario's cursor is."""
+    import re
+
+    fac, room = _facilitator()
+    ada, sid = _attendee(room, "Ada")
+    for _ in range(3):
+        assert ada.post(f"/s/{sid}/step/").status_code == 204
+    assert ada.post(f"/s/{sid}/add-producer/", {"mode": "plain"}).status_code == 204  # a command of her own
+    live = session.load(sid)
+    assert live.step_count == live.cursor + 1  # the scenario's cursor does not count it; the steps do
+    page = ada.get(f"/s/{sid}/").content.decode()
+    shown = re.search(r'class="cursor" data-step="(\d+)">\d+ / (\d+)<', page)
+    assert shown is not None
+    board = fac.get(f"/w/{room.code}/board/").content.decode()
+    card = board[board.index(f'data-session="{sid}"') :]
+    assert f"{shown.group(1)}/{shown.group(2)}</p>" in card[: card.index("</p>") + 4]
+    assert int(shown.group(1)) == live.step_count
+
+
 async def test_it_renders_the_board_in_the_facilitators_language():
     fac, room = await database_sync_to_async(_facilitator)()
     board = await _board(fac, room, lang="zh-hans")
