@@ -20,8 +20,8 @@ from playground.models import Attendee, Seat, Workshop
 from playground.scenario import library
 from playground.scenario.i18n import normalize
 from playground.session import capability, compare, limits
-from playground.web import broadcast, forms, panels
-from playground.web.board import blank_card, card
+from playground.web import forms
+from playground.web.board import blank_card, card, card_contexts
 from playground.web.http import answers_problems, client, problem
 
 COOKIE_MAX_AGE_S = capability.COOKIE_MAX_AGE_S
@@ -259,5 +259,5 @@ def _cards(room: Workshop, item: int) -> list[dict[str, Any]]:
             out.append(blank_card(attendee))
             continue
         live = session.load(sid)
-        out.append(card(live, panels.contexts(live, broadcast.view_of(live))))
+        out.append(card(live, card_contexts(live)))
     return out
