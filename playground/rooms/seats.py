@@ -96,10 +96,12 @@ def facilitator_session(room: Workshop, item: int) -> str | None:
     return Seat.objects.filter(workshop=room, attendee=None, item=item).values_list("session_id", flat=True).first()
 
 
-def follow_session(room_id: str) -> str | None:
+def follow_session(room_id: str, now: Mapping[str, Any] | None = None) -> str | None:
     """The session every attendee's page shows beside their own while follow-me is on: the facilitator's, for the
-    item the room is on (None: follow-me is off, or the facilitator has no session for it)."""
-    now = Workshop.objects.filter(pk=room_id).values("current", "follow").first()
+    item the room is on (None: follow-me is off, or the facilitator has no session for it). `now`: the room's
+    "current" and "follow" when the caller has just read them."""
+    if now is None:
+        now = Workshop.objects.filter(pk=room_id).values("current", "follow").first()
     if not now or not now["follow"]:
         return None
     return (
