@@ -75,7 +75,9 @@ def join(request: HttpRequest) -> HttpResponse:
     known = rooms.by_code(code)
     secret = rooms.secrets_from(request.COOKIES, known.pk)[1] if known else None
     try:
-        room, _attendee, secret = rooms.join(code, d.cleaned_data["name"], client=client(request), secret=secret)
+        room, _attendee, secret = rooms.join(
+            code, d.cleaned_data["name"], client=client(request), secret=secret, room=known
+        )
     except session.CommandError as exc:
         return render(
             request,
