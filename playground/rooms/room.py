@@ -119,9 +119,12 @@ def _wrong_code(client: str, code: str) -> None:
         limits.take("join_codes_per_minute_server")
 
 
-def join(code: str, name: str, *, client: str, secret: str | None = None) -> tuple[Workshop, Attendee, str]:
-    """An attendee joins by code and display name (a returning browser keeps its name and sessions)."""
-    room = by_code(code)
+def join(
+    code: str, name: str, *, client: str, secret: str | None = None, room: Workshop | None = None
+) -> tuple[Workshop, Attendee, str]:
+    """An attendee joins by code and display name (a returning browser keeps its name and sessions). `room`: the
+    room of this code, when the caller has just read it."""
+    room = room if room is not None and room.code == (code or "").strip().upper() else by_code(code)
     if room is None:
         _wrong_code(client, (code or "").strip().upper()[:12])
         raise CommandError(

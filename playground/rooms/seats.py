@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import Any
 
@@ -13,7 +14,7 @@ from playground.engine.spec import Profile, parse_profile
 from playground.models import Attendee, ScenarioText, Seat, Workshop
 from playground.rooms.room import derived_key
 from playground.scenario import parsed
-from playground.session import limits, store
+from playground.session import limits
 from playground.session.live import CommandError
 
 
@@ -28,7 +29,7 @@ def seat(room: Workshop, attendee: Attendee | None, item: int, owner_secret: str
     if found:
         return found, derived_key(owner_secret, found)
     entry = room.agenda[item]
-    text = ScenarioText.objects.get(pk=entry["text"])
+    text = stored_text(entry["text"])
     scenario = parsed(text.text, f"{entry['id']}.yaml")
     # Not the attendee's per-client budget (a room behind one NAT would exhaust it at once): the room's creator's,
     # and a room makes at most a session per attendee and item (the seats' unique constraint).
@@ -40,17 +41,19 @@ def seat(room: Workshop, attendee: Attendee | None, item: int, owner_secret: str
             backend="sim",
             key=lambda sid: derived_key(owner_secret, sid),
             profile=item_profile(entry),
+            stored=text,  # the room stored (and counted) its agenda's texts when it was made
         )
     except BaseException:
         limits.give_back(taken)
         raise
     try:
         with transaction.atomic():
-            # The facilitator's seat (attendee NULL) is not covered by the unique constraint: the lock keeps it
-            # single where the database has row locks (PostgreSQL); the check below covers SQLite.
-            Workshop.objects.select_for_update().filter(pk=room.pk).first()
-            if Seat.objects.filter(workshop=room, attendee=attendee, item=item).exists():
-                raise IntegrityError("seat taken")
+            if attendee is None:
+                # The facilitator's seat (attendee NULL) is not covered by the unique constraint: the lock keeps it
+                # single where the database has row locks (PostgreSQL); the check below covers SQLite.
+                Workshop.objects.select_for_update().filter(pk=room.pk).first()
+                if Seat.objects.filter(workshop=room, attendee=None, item=item).exists():
+                    raise IntegrityError("seat taken")
             Seat.objects.create(workshop=room, attendee=attendee, item=item, session_id=row.id)
     except IntegrityError:
         # Two pages of the same owner opened the item at once: the other one won; its session is the seat's.
@@ -65,8 +68,22 @@ def seat(room: Workshop, attendee: Attendee | None, item: int, owner_secret: str
         return found, derived_key(owner_secret, found)
     live = session.CACHE.get(row.id)
     if live is not None:
-        live.seat = store.seat_of(row.id)  # built before its seat existed
+        # built before its seat existed; what store.seat_of would read back, known here
+        live.seat = {
+            "room": room.pk,
+            "code": room.code,
+            "attendee": attendee.pk if attendee is not None else None,
+            "name": attendee.name if attendee is not None else None,
+            "item": item,
+        }
     return row.id, derived_key(owner_secret, row.id)
+
+
+@functools.lru_cache(maxsize=64)
+def stored_text(text_id: str) -> ScenarioText:
+    """An agenda item's text, read once per process: it is stored under its content's address, so it never changes
+    (every attendee's seat of the item starts from it). Read-only."""
+    return ScenarioText.objects.get(pk=text_id)
 
 
 def item_profile(entry: Mapping[str, Any]) -> Profile | None:
@@ -79,10 +96,12 @@ def facilitator_session(room: Workshop, item: int) -> str | None:
     return Seat.objects.filter(workshop=room, attendee=None, item=item).values_list("session_id", flat=True).first()
 
 
-def follow_session(room_id: str) -> str | None:
+def follow_session(room_id: str, now: Mapping[str, Any] | None = None) -> str | None:
     """The session every attendee's page shows beside their own while follow-me is on: the facilitator's, for the
-    item the room is on (None: follow-me is off, or the facilitator has no session for it)."""
-    now = Workshop.objects.filter(pk=room_id).values("current", "follow").first()
+    item the room is on (None: follow-me is off, or the facilitator has no session for it). `now`: the room's
+    "current" and "follow" when the caller has just read them."""
+    if now is None:
+        now = Workshop.objects.filter(pk=room_id).values("current", "follow").first()
     if not now or not now["follow"]:
         return None
     return (

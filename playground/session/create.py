@@ -94,12 +94,14 @@ def create(
     client: str = "",
     key: Callable[[str], str] | None = None,
     profile: Profile | None = None,
+    stored: ScenarioText | None = None,
 ) -> Session:
     """A new session for a scenario (with the exact text it was loaded from) or free play (scenario None), in
-    `profile` (default: the scenario's own, else Kafka 3.9 with librdkafka). `client` is the creator's key."""
+    `profile` (default: the scenario's own, else Kafka 3.9 with librdkafka). `client` is the creator's key.
+    `stored`: the scenario's text, already stored and counted (a room's agenda item: one per attendee)."""
     taken: list[str | None] = [limits.sessions_per_minute(client)]
     try:
-        return _create(scenario, source, backend, seed, client, key, profile, taken)
+        return _create(scenario, source, backend, seed, client, key, profile, taken, stored)
     except BaseException:
         _give_back(taken)  # nothing was made: nothing is counted
         raise
@@ -114,6 +116,7 @@ def _create(
     key: Callable[[str], str] | None,
     profile: Profile | None,
     taken: list[str | None],
+    stored: ScenarioText | None = None,
 ) -> Session:
     profile = profile or (scenario.profile if scenario is not None else DEFAULT_PROFILE)
     text: ScenarioText | None = None
@@ -121,11 +124,14 @@ def _create(
         row = Session(
             scenario_id=scenario.id, backend=backend, seed=scenario.seed if seed is None else seed, client_key=client
         )
-        body = normalise_text(source or scenario.source)
-        taken += _new_text_allowed(body, client, _is_library_text(scenario, body))
-        # Not stored yet: a scenario that does not build leaves nothing behind.
-        text = ScenarioText(id=text_id(body), text=body, scenario_id=scenario.id)
-        row.source = text
+        if stored is not None:
+            row.source = stored
+        else:
+            body = normalise_text(source or scenario.source)
+            taken += _new_text_allowed(body, client, _is_library_text(scenario, body))
+            # Not stored yet: a scenario that does not build leaves nothing behind.
+            text = ScenarioText(id=text_id(body), text=body, scenario_id=scenario.id)
+            row.source = text
     else:
         row = Session(backend=backend, seed=seed or 0, client_key=client)
     row.profile = profile

@@ -245,37 +245,50 @@ class RoomConsumer(AsyncWebsocketConsumer):
     answers_due: asyncio.Task[None] | None = None  # the board's render of the room's answers, when one is due
 
     async def connect(self) -> None:
-        from playground import rooms
-        from playground.models import Workshop
-
         self.room_id = self.scope["url_route"]["kwargs"]["room"]
         self.lang = _language(self.scope)
-        room = await database_sync_to_async(Workshop.objects.filter(pk=self.room_id).first)()
-        if room is None:
-            await self.close(code=4404)
-            return
         cookie = _headers(self.scope).get(b"cookie", b"").decode("latin-1")
-        room_name, attendee_name = rooms.cookie_names(room.pk)
-        room_secret, attendee_secret = (
-            capability.cookie_in(cookie, room_name),
-            capability.cookie_in(cookie, attendee_name),
-        )
-        self.board = rooms.is_facilitator(room, room_secret)
-        attendee = await database_sync_to_async(rooms.attendee_of)(room, attendee_secret)
-        if not self.board and attendee is None:
-            await self.close(code=4403)
+        refused = await database_sync_to_async(self._refused)(cookie)
+        if refused:
+            await self.close(code=refused)
             return
-        self.code = room.code
-        self.groups_joined = [board.room_group(room.pk)] + ([board.board_group(room.pk)] if self.board else [])
+        self.groups_joined = [board.room_group(self.room_id)] + (
+            [board.board_group(self.room_id)] if self.board else []
+        )
         for group in self.groups_joined:
             await self.channel_layer.group_add(group, self.channel_name)
         await self.accept()
         # Where the room is now, read after joining: a move or a follow switch made while this page was loading (or
         # while this socket was connecting: its group message went to the others only) is followed all the same.
-        now = await database_sync_to_async(Workshop.objects.filter(pk=self.room_id).values("current", "follow").first)()
-        if now is not None:
-            src = board.follow_src(await database_sync_to_async(rooms.follow_session)(self.room_id))
-            await self.send(text_data=self._state_frame(item=now["current"], follow=now["follow"], src=src))
+        frame = await database_sync_to_async(self._where)()
+        if frame is not None:
+            await self.send(text_data=frame)
+
+    def _refused(self, cookie: str) -> int:
+        """Who connects, in one trip to the database thread: 4404 (no such room), 4403 (neither its facilitator nor
+        one of its attendees) or 0."""
+        from playground import rooms
+        from playground.models import Workshop
+
+        room = Workshop.objects.filter(pk=self.room_id).first()
+        if room is None:
+            return 4404
+        room_name, attendee_name = rooms.cookie_names(room.pk)
+        self.board = rooms.is_facilitator(room, capability.cookie_in(cookie, room_name))
+        if not self.board and rooms.attendee_of(room, capability.cookie_in(cookie, attendee_name)) is None:
+            return 4403
+        self.room_id, self.code = room.pk, room.code
+        return 0
+
+    def _where(self) -> str | None:
+        from playground import rooms
+        from playground.models import Workshop
+
+        now = Workshop.objects.filter(pk=self.room_id).values("current", "follow").first()
+        if now is None:
+            return None
+        src = board.follow_src(rooms.follow_session(self.room_id, now))
+        return self._state_frame(item=now["current"], follow=now["follow"], src=src)
 
     async def disconnect(self, code: int) -> None:
         if self.answers_due is not None:

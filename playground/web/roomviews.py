@@ -20,8 +20,8 @@ from playground.models import Attendee, Seat, Workshop
 from playground.scenario import library
 from playground.scenario.i18n import normalize
 from playground.session import capability, compare, limits
-from playground.web import broadcast, forms, panels
-from playground.web.board import blank_card, card
+from playground.web import forms
+from playground.web.board import blank_card, card, card_contexts
 from playground.web.http import answers_problems, client, problem
 
 COOKIE_MAX_AGE_S = capability.COOKIE_MAX_AGE_S
@@ -75,7 +75,9 @@ def join(request: HttpRequest) -> HttpResponse:
     known = rooms.by_code(code)
     secret = rooms.secrets_from(request.COOKIES, known.pk)[1] if known else None
     try:
-        room, _attendee, secret = rooms.join(code, d.cleaned_data["name"], client=client(request), secret=secret)
+        room, _attendee, secret = rooms.join(
+            code, d.cleaned_data["name"], client=client(request), secret=secret, room=known
+        )
     except session.CommandError as exc:
         return render(
             request,
@@ -259,5 +261,5 @@ def _cards(room: Workshop, item: int) -> list[dict[str, Any]]:
             out.append(blank_card(attendee))
             continue
         live = session.load(sid)
-        out.append(card(live, panels.contexts(live, broadcast.view_of(live))))
+        out.append(card(live, card_contexts(live)))
     return out

@@ -28,7 +28,7 @@ from playground.scenario.i18n import normalize
 from playground.session import capability, compare, external, limits, listener
 from playground.session.backends import not_configured
 from playground.session.export import as_scenario
-from playground.web import apppanels, broadcast, commands, forms, panels
+from playground.web import apppanels, broadcast, commands, forms, pagecache, panels
 from playground.web.http import answers_problems, client, problem, valid
 from playground.web.roomviews import room_context
 
@@ -207,7 +207,7 @@ def session_page(request: HttpRequest, sid: str) -> HttpResponse:
     drives = capability.matches(key, session.drive_key(sid))
     watch_link = request.build_absolute_uri(reverse("session", kwargs={"sid": sid}))
     run_step_ms, run_speeds = session.run_speeds()
-    return render(
+    return pagecache.render(
         request,
         "playground/session.html",
         {
@@ -234,6 +234,8 @@ def session_page(request: HttpRequest, sid: str) -> HttpResponse:
             # a session of a scenario links back to the text it was started from (the editor opens a draft of it)
             "edit_link": f"{reverse('editor')}?source={sid}" if head.scenario is not None else "",
         },
+        sid=sid,
+        key=key if drives and key else "",
     )
 
 

@@ -19,6 +19,29 @@
     panel.hidden = false;
     document.body.classList.add("following");
   }
+  function boardFollow(follow, src) {
+    var page = document.querySelector("[data-item]"), toggle = document.getElementById("follow-toggle");
+    var open = document.getElementById("open-mine");
+    if (!toggle || !toggle.dataset.labelOn || !open) { location.reload(); return; }
+    var on = follow === "on";
+    page.dataset.follow = follow;
+    toggle.textContent = on ? toggle.dataset.labelOn : toggle.dataset.labelOff;
+    toggle.classList.toggle("running", on);
+    toggle.dataset.vals = JSON.stringify({ on: on ? "0" : "1" });
+    // Follow-me made the facilitator's session for the item: the board offers it in presenter mode.
+    var mine = /^\/s\/([^/]+)\//.exec(src || "");
+    if (mine && !document.getElementById("present-mine")) {
+      var a = document.createElement("a");
+      a.className = "button";
+      a.href = "/s/" + mine[1] + "/?present=1";
+      a.target = "_blank";
+      a.rel = "noopener";
+      a.id = "present-mine";
+      a.textContent = open.dataset.presentLabel;
+      open.parentNode.appendChild(document.createTextNode(" "));
+      open.parentNode.appendChild(a);
+    }
+  }
   document.addEventListener("htmx:wsAfterMessage", function () {
     var move = document.getElementById("room-move"), page = document.querySelector("[data-item]");
     if (!move || !page || page === move) return;
@@ -30,8 +53,9 @@
     if (item !== undefined && item !== page.dataset.item) { location.href = to; return; }
     if (follow === undefined) return;
     if (!document.getElementById("follow-panel") || src === undefined) {
-      // The board: its follow-me button says the new state.
-      if (follow !== page.dataset.follow) location.reload();
+      // The board: its follow-me button says the new state (in place: reloading the board renders every card again
+      // just when the whole room opens the facilitator's session).
+      if (follow !== page.dataset.follow) boardFollow(follow, src);
       return;
     }
     // An attendee's page: the facilitator's session docked or dropped (never the facilitator's own page in itself).

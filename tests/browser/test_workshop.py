@@ -129,8 +129,14 @@ def test_it_runs_a_workshop_with_three_attendees(browser, server):
     before = fac.url
     bo = attendees[2]
     bo.evaluate("() => { window.sameDocument = true; }")  # gone if the page reloads
+    fac.evaluate("() => { window.sameDocument = true; }")
     fac.locator("#follow-toggle").click()
     fac.wait_for_function("() => document.querySelector('#follow-toggle').textContent.includes('on')", timeout=8000)
+    # The board says so in place (a reload would render every card again while the room opens the session): the
+    # next click switches it off, and the facilitator's session just made is offered in presenter mode.
+    assert fac.evaluate("() => window.sameDocument") is True
+    assert fac.locator("#follow-toggle").get_attribute("data-vals") == '{"on":"0"}'
+    assert fac.locator("#present-mine").get_attribute("href").endswith("/?present=1")
     bo.wait_for_selector(".follow-panel iframe[src]", timeout=10000)
     follow = bo.frame_locator(".follow-panel iframe")
     follow.locator("#ws-status[data-state=open]").wait_for(timeout=10000)

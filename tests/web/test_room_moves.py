@@ -104,3 +104,44 @@ def test_it_runs_at_the_speed_the_page_asks_for():
     assert (default_ms, f"{default_ms / 1000:g} s") in speeds
     page = c.get(f"/s/{sid}/").content.decode()
     assert 'id="run-speed"' in page and f'data-run="/s/{sid}/run/"' in page
+
+
+def _own_values(page: str) -> str:
+    """A page without what belongs to one request (its CSRF token and CSP nonce)."""
+    for pattern in (r'(csrf-token" content=")[^"]+', r'(X-CSRFToken": ")[^"]+', r'(csrfmiddlewaretoken" value=")[^"]+'):
+        page = re.sub(pattern, r"\1-", page)
+    return re.sub(r'(csp-nonce" content=")[^"]+', r"\1-", page)
+
+
+def test_it_renders_a_page_alike_for_the_whole_room_once_and_gives_each_attendee_their_own():
+    from playground.web import pagecache
+
+    fac, room = _facilitator()
+    pages = {}
+    for name in ("Ada", "Bob <b>&'x'"):
+        c, sid = _attendee(room, name)
+        pages[name] = (c, sid)
+    pagecache.clear()
+    shown = {name: c.get(f"/s/{sid}/").content.decode() for name, (c, sid) in pages.items()}
+    assert len(pagecache._pages) == 1  # two fresh sessions of the same item: one rendering
+    for name, (c, sid) in pages.items():
+        assert f'ws-connect="/ws/s/{sid}/' in shown[name] and f"/s/{sid}/step/" in shown[name]
+        pagecache.clear()
+        assert _own_values(c.get(f"/s/{sid}/").content.decode()) == _own_values(shown[name])  # as rendered alone
+    assert "you are Bob &lt;b&gt;&amp;&#x27;x&#x27;" in shown["Bob <b>&'x'"] and "you are Ada" in shown["Ada"]
+    ada_sid, bob_sid = pages["Ada"][1], pages["Bob <b>&'x'"][1]
+    assert bob_sid not in shown["Ada"] and ada_sid not in shown["Bob <b>&'x'"]
+    # follow-me: the facilitator's session, the same page for everyone watching it
+    assert fac.post(f"/w/{room.code}/follow/", {"on": "1"}).status_code == 204
+    mine = rooms.facilitator_session(room, 0)
+    pagecache.clear()
+    watched = [c.get(f"/s/{mine}/?present=1&embed=1").content.decode() for c, _sid in pages.values()]
+    assert len(pagecache._pages) == 1 and _own_values(watched[0]) == _own_values(watched[1])
+    assert "copy drive link" not in watched[0]
+    assert fac.get(f"/w/{room.code}/")["Location"] == f"/s/{mine}/"  # the facilitator's browser drives it
+    own = fac.get(f"/s/{mine}/").content.decode()  # its driver's page is another one
+    assert "copy drive link" in own and len(pagecache._pages) == 2
+    # a step later, the session's page is rendered anew
+    session.step(ada_sid)
+    after = pages["Ada"][0].get(f"/s/{ada_sid}/").content.decode()
+    assert 'data-version="1"' in after and len(pagecache._pages) == 3
