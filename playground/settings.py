@@ -46,6 +46,8 @@ INSTALLED_APPS = [
     "playground",
 ]
 
+# Those of playground.deploy.inline run on the event loop under ASGI instead of a thread hop per method (its docstring
+# says why). Security, CSRF and X-Frame-Options keep Django's own names: `check --deploy` looks for those names.
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     # Pages and fragments gzip-compressed for a client that accepts it: a session's page is ~38 KB of HTML that
@@ -53,9 +55,9 @@ MIDDLEWARE = [
     # its business: WhiteNoise serves their own .gz in production mode (it sits before this one there).
     "django.middleware.gzip.GZipMiddleware",
     # Every answer, every mode: only this server's own scripts run (playground/deploy/headers.py).
-    "playground.deploy.headers.ContentSecurityPolicyMiddleware",
-    "django.middleware.locale.LocaleMiddleware",
-    "django.middleware.common.CommonMiddleware",
+    "playground.deploy.inline.ContentSecurityPolicyMiddleware",
+    "playground.deploy.inline.LocaleMiddleware",
+    "playground.deploy.inline.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]

@@ -28,6 +28,15 @@ def read(session_id: str) -> Session:
         raise CommandError(_("No session %(id)s.") % {"id": session_id}, status=404) from None
 
 
+def drive_key_of(session_id: str) -> str:
+    """The digest of the session's drive capability, as read() would find it (a 404 for no such session): one
+    column, not the whole row, for the check every command makes before the command reads the row itself."""
+    try:
+        return str(Session.objects.values_list("drive_key", flat=True).get(pk=session_id))
+    except (Session.DoesNotExist, ValueError):
+        raise CommandError(_("No session %(id)s.") % {"id": session_id}, status=404) from None
+
+
 def drive_key(session_id: str) -> str:
     """The digest of the session's drive capability ("" when nobody holds one or there is no such session)."""
     return Session.objects.filter(pk=session_id).values_list("drive_key", flat=True).first() or ""

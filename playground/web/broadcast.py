@@ -10,6 +10,7 @@ snapshot from its own process.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -93,7 +94,15 @@ def _digest(ctx: Mapping[str, Any]) -> str:
 
 
 def urls(sid: str) -> dict[str, str]:
-    """The command endpoints of a session (reversed once per render, not once per button)."""
+    """The command endpoints of a session (reversed once per session and script prefix, not once per render: twenty
+    reverse() calls were a tenth of an update's rendering)."""
+    from django.urls import get_script_prefix
+
+    return _urls(sid, get_script_prefix())
+
+
+@functools.lru_cache(maxsize=1024)
+def _urls(sid: str, _prefix: str) -> dict[str, str]:
     from django.urls import reverse
 
     from playground.web.commands import COMMANDS

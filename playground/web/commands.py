@@ -84,7 +84,7 @@ def watch_only_message() -> str:
 
 def authorize(sid: str, key: str | None) -> None:
     """403 unless `key` is the session's drive capability (404 for no such session)."""
-    if not capability.matches(key, store.read(sid).drive_key):
+    if not capability.matches(key, store.drive_key_of(sid)):
         raise session.CommandError(watch_only_message(), status=403)
 
 

@@ -309,6 +309,27 @@ def narrative_steps(steps: list[Any], lang: str) -> str:
     return mark_safe("".join(out))
 
 
+@register.simple_tag
+def mine_rows(mine: list[Any]) -> str:
+    """The narrative's list of the user's own commands (up to panels.MINE_ROWS): it changes with every command, so
+    the narrative is rendered after nearly every one."""
+    if not mine:
+        return mark_safe(f'<li class="muted">{_a(_("Nothing yet: add a producer, then click its buttons."))}</li>')
+    listener = _a(_("requests of applications connected to the session’s listener"))
+    out = []
+    for m in mine:
+        if m.get("external"):
+            row = [f'<li class="extrow" title="{listener}">⇆ <span class="who">{_a(m["label"])}</span>']
+        else:
+            row = [f"<li><code>{_a(m['label'])}</code>"]
+        if m["args"]:
+            row.append(f' <span class="args">{_a(summary(m["args"]))}</span>')
+        err = "" if m["outcome"] == "ok" else " err"
+        row.append(f' <span class="oc{err}">→ {_a(m["outcome"])}</span></li>')
+        out.append("".join(row))
+    return mark_safe("".join(out))
+
+
 def _vals(**kw: Any) -> str:
     """data-vals JSON (the command's form fields), escaped for a single-quoted attribute."""
     import json
