@@ -12,7 +12,7 @@ Then a workshop runs on the fencing exercise (ex-who-is-fenced: 16 steps, 3 ques
 - the facilitator creates the room over HTTP (POST /w/create/) and opens the board (/w/<code>/board/) in Chromium
   before anybody joins, as a facilitator does (how many cards it shows once everybody has joined is printed; then
   it is reloaded); a MutationObserver records, with performance.timeOrigin + performance.now(), each time an
-  attendee's card (#seat-<attendee id>) is swapped and what its progress says ("step k/16 · m commands"), and
+  attendee's card (#seat-<attendee id>) is swapped and what its progress says ("step k/16": its first k commands), and
   htmx:wsBeforeMessage when the card's message reached the page; a second board viewer, a websocket with the
   facilitator's cookie, records when the same messages left the server's side (no browser in the way);
 - N-1 attendees are threads: each joins over HTTP (GET /w/, POST /w/join/, GET /w/<code>/ -> 302 to their own
@@ -132,7 +132,6 @@ FOLLOW_OFF = re.compile(r'data-follow="off"( data-follow-src="")?')
 SECOND_ITEM = "ex-isolation-levels"  # the agenda's second item: where the room moves to
 FOLLOW_STEPS = 5  # the facilitator's steps while the room follows (each reaches every attendee's panel)
 
-COMMANDS_IN_TEXT = re.compile(r"(\d+)\s+commands?")
 STEP_IN_TEXT = re.compile(r"step\s+(\d+)/(\d+)")
 
 
@@ -1017,7 +1016,7 @@ def run(args) -> dict:
                 initial = board.evaluate(OBSERVE_BOARD)
                 result["board_cards_after_reload"] = len(initial)
                 start_count = {
-                    sid: int(m.group(1)) if (m := COMMANDS_IN_TEXT.search(text)) else 0 for _id, sid, text in initial
+                    sid: int(m.group(1)) if (m := STEP_IN_TEXT.search(text)) else 0 for _id, sid, text in initial
                 }
                 result["memory_start"] = servers.memory()
                 result["load_average_start"] = loadavg()
@@ -1048,7 +1047,7 @@ def run(args) -> dict:
                     records = board.evaluate("() => window.__board")
                     last = {}
                     for _id, sid, text, _t in records:
-                        if m := COMMANDS_IN_TEXT.search(text):
+                        if m := STEP_IN_TEXT.search(text):
                             last[sid] = max(last.get(sid, 0), int(m.group(1)))
                     if all(last.get(sid, 0) - start_count.get(sid, 0) >= n for sid, n in expected.items()):
                         break
@@ -1067,17 +1066,17 @@ def run(args) -> dict:
         # ---- figures
         board_at: dict[tuple[str, int], float] = {}
         for _id, sid, text, t in records:
-            m = COMMANDS_IN_TEXT.search(text)
+            m = STEP_IN_TEXT.search(text)
             if m:
                 board_at.setdefault((sid, int(m.group(1)) - start_count.get(sid, 0)), t)
         frame_at: dict[tuple[str, int], float] = {}
         for _id, sid, text, t in frames:
-            m = COMMANDS_IN_TEXT.search(text)
+            m = STEP_IN_TEXT.search(text)
             if m:
                 frame_at.setdefault((sid, int(m.group(1)) - start_count.get(sid, 0)), t)
         socket_at: dict[tuple[str, int], float] = {}
         for sid, text, t in board_socket.cards:
-            m = COMMANDS_IN_TEXT.search(text)
+            m = STEP_IN_TEXT.search(text)
             if m:
                 socket_at.setdefault((sid, int(m.group(1)) - start_count.get(sid, 0)), t)
         board_socket_latency = []
