@@ -29,7 +29,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-CHECKPOINT_EVERY = 100
+# Scrubbing to step k thaws the nearest checkpoint and replays up to CHECKPOINT_EVERY - 1 commands after it (about
+# 0.2 ms each at 10,000 commands): 50 keeps a scrub's replay under ~10 ms for a freeze every 50 commands.
+CHECKPOINT_EVERY = 50
 SQL_CHECKPOINT_MS = 50.0
 
 
@@ -73,6 +75,17 @@ def _serving(live: Live) -> bool:
     from playground.session.external import OWNER
 
     return bool(live.pending or live.ext_inputs or (live.listen and live.listen.get("owner") == OWNER))
+
+
+def _checker(live: Live, length: int) -> bytes | None:
+    """The session's anomaly checker at this checkpoint, frozen (session/history.py), or None."""
+    from playground.session.history import frozen_checker
+
+    try:
+        return frozen_checker(live, freeze)
+    except Exception:
+        log.warning("session %s: no anomaly checker kept at %d", live.session_id, length, exc_info=True)
+        return None
 
 
 class Cache:
@@ -173,30 +186,31 @@ class Cache:
         if length % CHECKPOINT_EVERY and sql_ms - live.sql_checkpointed_ms < SQL_CHECKPOINT_MS:
             return
         try:
-            live.checkpoints[length] = live.checkpoint(freeze(live.backend))
-            live.sql_checkpointed_ms = sql_ms
+            state = freeze(live.backend)
         except Exception:
             log.warning(
                 "session %s: no checkpoint at %d (the backend cannot be frozen)", live.session_id, length, exc_info=True
             )
             return
+        live.checkpoints[length] = live.checkpoint(state, _checker(live, length))
+        live.sql_checkpointed_ms = sql_ms
         self._trim_checkpoints(keep=live.session_id)
 
     def _trim_checkpoints(self, keep: str) -> None:
         budget = checkpoint_budget_bytes()
         with self._guard:
             lives = list(self._items.values())
-        total = sum(len(cp.state) for lv in lives for cp in lv.checkpoints.values())
+        total = sum(cp.size for lv in lives for cp in lv.checkpoints.values())
         for lv in lives:  # least recently used first
             if total <= budget:
                 break
             if lv.session_id == keep or not lv.checkpoints:
                 continue
-            total -= sum(len(cp.state) for cp in lv.checkpoints.values())
+            total -= sum(cp.size for cp in lv.checkpoints.values())
             lv.checkpoints = {}
 
     def checkpoint_bytes(self) -> int:
-        return sum(len(cp.state) for lv in self.items() for cp in lv.checkpoints.values())
+        return sum(cp.size for lv in self.items() for cp in lv.checkpoints.values())
 
     # ---- moments --------------------------------------------------------------------------------------------
     def moment(self, session_id: str) -> Live | None:

@@ -3,12 +3,14 @@ and what each poll returned, the partitions' logs as the backend holds them, and
 
 The checker is kept with the session as this process holds it (`Live.anomalies`) and fed only what it has not seen
 (the commands since, the log entries past the offsets it read), so the anomaly panel costs the same after command 10
-and after 10,000. A Live rebuilt from a checkpoint (going back, a moment) starts a checker of its own.
+and after 10,000. A Live rebuilt from a checkpoint (going back) starts a checker of its own; a moment up to
+MOMENT_CHECKED_MAX goes on from the checker its checkpoint froze (fed with exactly the commands before it), so that
+scrubbing there does not read the whole history again.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,6 +18,9 @@ from playground.engine.spec import CONSUMER
 from playground.scenario.anomalies import Checker, Finding, HistoryStep
 from playground.session import external
 from playground.session.live import Live, is_command, step_from_entry
+
+# A moment (an earlier step, built anew) past this step is not checked: its checker would read the whole history.
+MOMENT_CHECKED_MAX = 2000
 
 
 @dataclass
@@ -49,6 +54,13 @@ def checker_of(live: Live, view: Mapping[str, Any] | None = None) -> Checker:
     database's reconciliation is read from it)."""
     if external.history_ops(live.backend):
         return _checker_with_clients(live, view)
+    checker = _fed(live).checker
+    _reconcile(live, checker, view)
+    return checker
+
+
+def _fed(live: Live) -> Fed:
+    """The session's own checker, fed with its log so far (not with applications' operations)."""
     fed = live.anomalies
     if not isinstance(fed, Fed):
         fed = live.anomalies = Fed(Checker(client=live.profile.client))
@@ -67,8 +79,16 @@ def checker_of(live: Live, view: Mapping[str, Any] | None = None) -> Checker:
             if step is not None:
                 checker.add_step(step)
         fed.entries = live.length
-    _reconcile(live, checker, view)
-    return checker
+    return fed
+
+
+def frozen_checker(live: Live, freeze: Callable[[Any], bytes]) -> bytes | None:
+    """For a checkpoint of `live` (taken at its current length): its checker fed with exactly the log so far, frozen,
+    when a moment may go on from it (a step up to MOMENT_CHECKED_MAX; no applications connected, whose operations
+    are read whole each time)."""
+    if live.step_count > MOMENT_CHECKED_MAX or external.history_ops(live.backend):
+        return None
+    return freeze(_fed(live))
 
 
 def _checker_with_clients(live: Live, view: Mapping[str, Any] | None) -> Checker:

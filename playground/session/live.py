@@ -150,6 +150,13 @@ class Checkpoint:
     commands: int = 0  # how many of the entries before it are commands (steps)
     scenario_steps: Mapping[int, int] = field(default_factory=dict)
     derived: Mapping[str, Any] = field(default_factory=dict)  # Live.derived as it was: a moment goes on from there
+    # The anomaly checker fed with exactly these commands, frozen (session/history.py: early steps only), or None.
+    checker: bytes | None = None
+
+    @property
+    def size(self) -> int:
+        """Bytes it holds (what the checkpoints' budget counts)."""
+        return len(self.state) + len(self.checker or b"")
 
 
 @dataclass
@@ -264,7 +271,7 @@ class Live:
             if action == "produce":
                 self.produced[actor] = self.produced.get(actor, 0) + 1
 
-    def checkpoint(self, state: bytes) -> Checkpoint:
+    def checkpoint(self, state: bytes, checker: bytes | None = None) -> Checkpoint:
         return Checkpoint(
             state,
             dict(self.actors),
@@ -282,6 +289,7 @@ class Live:
             len(self.command_seqs),
             dict(self.scenario_steps),
             copy.deepcopy(self.derived),
+            checker,
         )
 
     def resume(self, head: Live, length: int, cp: Checkpoint) -> None:

@@ -24,6 +24,7 @@ from playground.models import Command, Session
 from playground.session import external, store
 from playground.session.backends import DetachedBackend, build, cluster_problem, live_only
 from playground.session.cache import CACHE, CHECKPOINT_EVERY, thaw
+from playground.session.history import MOMENT_CHECKED_MAX
 from playground.session.live import (
     CommandError,
     Live,
@@ -142,9 +143,10 @@ def _nearest_checkpoint(live: Live, k: int) -> int:
     return max((c for c in live.checkpoints if c <= k), default=0)
 
 
-def restore(head: Live, k: int, *, as_moment: bool = False) -> Live:
+def restore(head: Live, k: int, *, as_moment: bool = False, checked: bool = False) -> Live:
     """A new Live at step k of `head`'s log: the nearest checkpoint at or before k, then the commands after it.
-    `head` is not changed. Only for sessions the simulator (or a fake) replays. A moment takes no checkpoints."""
+    `head` is not changed. Only for sessions the simulator (or a fake) replays. A moment takes no checkpoints;
+    `checked`: it goes on from the anomaly checker the checkpoint froze, if any (session/history.py)."""
     c = _nearest_checkpoint(head, k)
     cp = head.checkpoints.get(c)
     database = head.scenario.database if head.scenario is not None else None
@@ -169,6 +171,8 @@ def restore(head: Live, k: int, *, as_moment: bool = False) -> Live:
     )
     if cp:
         live.resume(head, c, cp)
+        if checked and cp.checker is not None:
+            live.anomalies = thaw(cp.checker)
     if not as_moment:
         live.checkpoints = {p: data for p, data in head.checkpoints.items() if p <= k}
     replay(live, zip(head.commands[c:k], head.row_ids[c:k]))
@@ -337,7 +341,7 @@ def moment(session_id: str, k: int) -> Live:
             at = last
             replay(at, zip(source.commands[at.length : entries], source.row_ids[at.length : entries]))
         else:
-            at = restore(source, entries, as_moment=True)
+            at = restore(source, entries, as_moment=True, checked=k <= MOMENT_CHECKED_MAX)
         at.moment, at.head_length, at.version = k, head.step_count, head.version
         at.running, at.detached, at.replica = False, "", source is not head
         at.session_id = session_id

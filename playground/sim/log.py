@@ -49,6 +49,14 @@ class Txn:
         self.outcome: str | None = None  # COMMIT | ABORT once the marker is written
         self.stable = False  # marker below the high watermark: no longer holds the LSO back
 
+    # A checkpoint (session/cache.py) holds one of these per transaction and one Batch per batch of every partition:
+    # their state as a tuple freezes and thaws in about 2/3 of the time of the {slot: value} dict pickle makes.
+    def __getstate__(self) -> tuple[Any, ...]:
+        return (self.first_offset, self.last_offset, self.outcome, self.producer_id, self.stable)
+
+    def __setstate__(self, state: tuple[Any, ...]) -> None:
+        self.first_offset, self.last_offset, self.outcome, self.producer_id, self.stable = state
+
 
 class Batch:
     __slots__ = (
@@ -92,6 +100,38 @@ class Batch:
         self.values = values
         self.timestamp_ms = timestamp_ms
         self.txn = txn
+
+    def __getstate__(self) -> tuple[Any, ...]:  # as Txn's
+        return (
+            self.base_offset,
+            self.base_sequence,
+            self.control,
+            self.coordinator_epoch,
+            self.epoch,
+            self.keys,
+            self.last_offset,
+            self.producer_id,
+            self.timestamp_ms,
+            self.transactional,
+            self.txn,
+            self.values,
+        )
+
+    def __setstate__(self, state: tuple[Any, ...]) -> None:
+        (
+            self.base_offset,
+            self.base_sequence,
+            self.control,
+            self.coordinator_epoch,
+            self.epoch,
+            self.keys,
+            self.last_offset,
+            self.producer_id,
+            self.timestamp_ms,
+            self.transactional,
+            self.txn,
+            self.values,
+        ) = state
 
     def key_at(self, i: int) -> Any:
         return None if self.keys is None else self.keys[i]

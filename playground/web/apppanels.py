@@ -11,10 +11,11 @@ from urllib.parse import urlencode
 
 from playground.engine.backend import OK
 from playground.session import limits
+from playground.session.history import MOMENT_CHECKED_MAX
 
 RECONCILE_TABLE = ""  # the reconciliation's rows, for a cell's "show all" (no table of a scenario has this name)
 ANOMALIES_SHOWN = 30  # findings the panel lists (the rest are counted)
-ANOMALIES_MOMENT_MAX = 2000  # an earlier step past this is not checked anew (the checker reads its whole history)
+ANOMALIES_MOMENT_MAX = MOMENT_CHECKED_MAX  # an earlier step past this is not checked anew (it reads the whole history)
 
 
 def _read_committed_sends(sent: int, topics: Counter[str] | None, read_committed: set[str]) -> int:

@@ -1,4 +1,6 @@
-from playground.sim.log import ABORT, COMMIT, READ_COMMITTED, READ_UNCOMMITTED, PartitionLog
+import pickle
+
+from playground.sim.log import ABORT, COMMIT, READ_COMMITTED, READ_UNCOMMITTED, Batch, PartitionLog, Txn
 
 
 def replicated(log):
@@ -147,3 +149,18 @@ def test_it_does_not_let_an_earlier_empty_abort_marker_end_a_later_aborted_trans
     replicated(log)
     records, position = log.fetch(0, READ_COMMITTED)
     assert records == [] and position == 3
+
+
+def test_it_freezes_and_thaws_batches_with_every_slot_and_the_transaction_they_share():
+    txn = Txn(producer_id=7, first_offset=3)
+    txn.last_offset, txn.outcome, txn.stable = 5, COMMIT, True
+    first = Batch(3, 7, 1, 0, True, ("k",), ("a",), 100, txn=txn)
+    second = Batch(4, 7, 1, 1, True, None, ("b",), 101, txn=txn)
+    marker = Batch(5, 7, 1, -1, True, None, (), 102, control=COMMIT, coordinator_epoch=2)
+    thawed = pickle.loads(pickle.dumps([first, second, marker]))
+    for before, after in zip([first, second, marker], thawed):
+        assert [getattr(after, k) for k in Batch.__slots__ if k != "txn"] == [
+            getattr(before, k) for k in Batch.__slots__ if k != "txn"
+        ]
+    assert thawed[0].txn is thawed[1].txn and thawed[2].txn is None
+    assert [getattr(thawed[0].txn, k) for k in Txn.__slots__] == [getattr(txn, k) for k in Txn.__slots__]

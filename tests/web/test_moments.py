@@ -4,6 +4,7 @@ checkpoint, a moment moved forward, a fork), equals a fresh replay of the sessio
 from __future__ import annotations
 
 import json
+import random
 
 import pytest
 from hypothesis import HealthCheck, given
@@ -14,7 +15,9 @@ from playground import session
 from playground.engine.spec import Step
 from playground.models import Session
 from playground.session import CHECKPOINT_EVERY
+from playground.session.history import findings
 from playground.session.live import actor_from_entry, step_from_entry
+from playground.session.replay import restore
 from playground.sim.driver import SimBackend
 
 pytestmark = pytest.mark.django_db
@@ -92,12 +95,37 @@ def test_it_restores_moments_from_checkpoints_across_a_long_log():
         Step("A", "commit_transaction"),
         Step("rc", "poll"),
     ]
-    sid = _play([Step("A", "init_transactions")] + steps * 60)  # 243 commands: checkpoints at 100 and 200
+    sid = _play([Step("A", "init_transactions")] + steps * 60)  # 243 commands: a checkpoint every CHECKPOINT_EVERY
     head = session.load(sid)
-    assert sorted(head.checkpoints) == [CHECKPOINT_EVERY, 2 * CHECKPOINT_EVERY]
+    assert sorted(head.checkpoints) == list(range(CHECKPOINT_EVERY, head.length + 1, CHECKPOINT_EVERY))
     for k in (0, 99, 100, 101, 150, 151, 199, 200, 242, head.length):
         assert _view(session.moment(sid, k)) == _fresh_view(head, k), k
     assert session.load(sid) is head and head.length == 243  # the head was never touched
+
+
+def test_it_finds_at_step_k_what_a_checker_reading_the_first_k_commands_at_once_finds():
+    """A moment of an early step goes on from the anomaly checker its checkpoint froze instead of reading its whole
+    history again: it finds the same."""
+    rng = random.Random(5)
+    # A's sends committed twice (written_twice), A fenced by B mid-transaction and told at its commit (aborted_told)
+    produce = {p: Step(p, "produce", {"topic": "orders", "partition": 0, "value": f"{p}0"}) for p in PRODUCERS}
+    cycle = [Step("A", "init_transactions"), Step("A", "begin_transaction"), produce["A"]]
+    cycle += [Step("A", "commit_transaction"), Step("rc", "poll"), Step("A", "begin_transaction"), produce["A"]]
+    cycle += [Step("B", "init_transactions"), Step("A", "commit_transaction"), Step("B", "begin_transaction")]
+    cycle += [produce["B"], Step("B", "commit_transaction"), Step("rc", "poll"), rng.choice(ACTIONS)]
+    sid = _play(cycle * (3 * CHECKPOINT_EVERY // len(cycle) + 1))
+    head = session.load(sid)
+    assert all(cp.checker for cp in head.checkpoints.values())
+    found_any = False
+    for k in sorted(rng.sample(range(CHECKPOINT_EVERY, head.step_count + 1), 8)):
+        session.CACHE.drop_moment(sid)  # from its checkpoint, not moved on from the last moment
+        at = session.moment(sid, k)
+        assert at.anomalies is not None, k
+        whole = restore(head, head.entries_at(k), as_moment=True)  # no checker: it reads the first k commands
+        expected = [f.as_dict() for f in findings(whole)]
+        assert [f.as_dict() for f in findings(at)] == expected, k
+        found_any = found_any or bool(expected)
+    assert found_any
 
 
 def test_it_refuses_a_step_outside_the_log(free_session):
