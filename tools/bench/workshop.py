@@ -676,7 +676,7 @@ class Attendee:
 
     def _work(self) -> None:
         next_at = time.monotonic() + self.rng.uniform(0.0, self.pace[1])
-        count = 0
+        count = steps_done = 0
         previous_upstream = None
         for name, data in self._plan():
             time.sleep(max(0.0, next_at - time.monotonic()))
@@ -707,6 +707,9 @@ class Attendee:
                 continue
             count += 1
             record["count"] = count
+            # a prediction moves no step: the board's card changes with the steps (step k: the first k commands)
+            steps_done += name == "step"
+            record["step"] = steps_done if name == "step" else None
             deadline = time.monotonic() + UPDATE_TIMEOUT_S
             with self.cond:
                 while before + 1 not in self.seen and time.monotonic() < deadline:
@@ -792,7 +795,7 @@ class BrowserAttendee:
     def work(self, stop_at: float) -> None:
         page = self.page
         next_at = time.monotonic() + self.rng.uniform(0.0, self.pace[1])
-        count = 0
+        count = steps_done = 0
         while count < self.total and time.monotonic() < stop_at:
             time.sleep(max(0.0, next_at - time.monotonic()))
             before = self._version()
@@ -818,6 +821,7 @@ class BrowserAttendee:
                 continue
             sent, seen = page.evaluate(f"() => [window.__sent.slice({sent_before}), window.__seen['{before + 1}']]")
             count += 1
+            steps_done += name == "step"
             t0 = sent[0] if sent else None
             self.commands.append(
                 {
@@ -826,6 +830,7 @@ class BrowserAttendee:
                     "status": 204,
                     "frame_ms": (seen - t0) if (t0 and seen) else None,
                     "count": count,
+                    "step": steps_done if name == "step" else None,
                 }
             )
             next_at = time.monotonic() + self.rng.uniform(*self.pace)
@@ -1037,10 +1042,10 @@ def run(args) -> dict:
 
                 # The board catches up (or not) with the last commands.
                 expected = {
-                    a.sid: max((c["count"] or 0) for c in a.commands) for a in attendees if a.sid and a.commands
+                    a.sid: max((c.get("step") or 0) for c in a.commands) for a in attendees if a.sid and a.commands
                 }
                 if chromium.sid and chromium.commands:
-                    expected[chromium.sid] = chromium.commands[-1]["count"]
+                    expected[chromium.sid] = max((c.get("step") or 0) for c in chromium.commands)
                 deadline = time.monotonic() + 30  # late is measured; only what never comes counts as missing
                 records = []
                 while time.monotonic() < deadline:
@@ -1094,19 +1099,21 @@ def run(args) -> dict:
                     if c["frame_ms"] is not None:
                         socket_latency.append(c["frame_ms"])
                         per_kind[c["name"]].append(c["frame_ms"])
-                t_board = board_at.get((who.sid, c["count"]))
+                if c.get("step") is None:
+                    continue  # a prediction: the board's card shows steps
+                t_board = board_at.get((who.sid, c["step"]))
                 if t_board is None:
                     board_missing += 1
                     errors.add(
                         "board card not updated",
-                        f"{who.name}: command #{c['count']} ({c['name']}) never showed on the board",
+                        f"{who.name}: command #{c['count']} (step {c['step']}) never showed on the board",
                     )
                 elif c["t0"] is not None:
                     board_latency.append(t_board - c["t0"])
-                t_sock = socket_at.get((who.sid, c["count"]))
+                t_sock = socket_at.get((who.sid, c["step"]))
                 if t_sock is not None and c["t0"] is not None:
                     board_socket_latency.append(t_sock - c["t0"])
-                t_frame = frame_at.get((who.sid, c["count"]))
+                t_frame = frame_at.get((who.sid, c["step"]))
                 if t_frame is not None and c["t0"] is not None:
                     board_frame_latency.append(t_frame - c["t0"])
         same, switched, same_bytes, switched_bytes = [], [], [], []
@@ -1162,7 +1169,7 @@ def run(args) -> dict:
             rows = []
             for who in [*attendees, chromium]:
                 for c in who.commands:
-                    key = (who.sid, c["count"])
+                    key = (who.sid, c.get("step"))
                     rows.append(
                         {
                             "who": who.name,
