@@ -319,6 +319,7 @@ class _Told:
     step: int
     op: str
     outcome: str
+    places: list[int] = field(default_factory=list)  # each send's first place among its key's told sends
 
 
 class Checker:
@@ -498,8 +499,10 @@ class Checker:
     def _tell(self, actor: str, sends: list[HistoryStep], step: int, op: str, outcome: str) -> None:
         told = _Told(len(self._told), actor, list(sends), step, op, outcome)
         self._told.append(told)
+        first: dict[int, int] = {}
         for x in sends:
             key = (str(x["args"]["topic"]), str(x["args"]["value"]))
+            told.places.append(first.setdefault(id(x), len(self._told_by_key[key])))
             self._told_by_key[key].append((told.ident, x))
             self._dirty_keys.add(key)
 
@@ -655,15 +658,14 @@ class Checker:
     def _judge_told(self, told: _Told) -> None:
         lost: list[HistoryStep] = []
         lost_keys: dict[Key, None] = {}  # in the order of their first lost send
-        for x in told.sends:
+        for x, place in zip(told.sends, told.places):
             key = (str(x["args"]["topic"]), str(x["args"]["value"]))
             undelivered = self._undelivered_told(key)
             if undelivered is None:
                 self._by_told.pop(told.ident, None)  # judged once its records are decided
                 return
             # the key's first `undelivered` sends in told transactions are the ones read_committed does not deliver
-            mine = [i for i, (ident, y) in enumerate(self._told_by_key[key]) if ident == told.ident and y is x]
-            if mine and mine[0] < undelivered:
+            if place < undelivered:
                 lost.append(x)
                 lost_keys[key] = None
         if not lost:
