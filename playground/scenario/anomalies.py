@@ -38,9 +38,12 @@ language. Pure: no Django; the history is plain data (`History`).
 
 from __future__ import annotations
 
+from bisect import bisect_left, insort
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import chain
+from operator import itemgetter
 from typing import Any, NotRequired, TypedDict
 
 from playground.engine.backend import Backend
@@ -261,6 +264,41 @@ def _capped(items: Sequence[Any]) -> tuple[list[Any], int]:
 
 
 Key = tuple[str, str]  # (topic, value): a send and the records it may have become
+Record = tuple[str, int]  # (tp, offset)
+
+
+def _least(kept: list[Any], item: Any) -> None:
+    """Keep `kept` the LISTED_MAX least distinct items seen (sorted): what a finding lists of a set that only grows,
+    without sorting the whole set again."""
+    i = bisect_left(kept, item)
+    if i >= LISTED_MAX or (i < len(kept) and kept[i] == item):
+        return
+    kept.insert(i, item)
+    del kept[LISTED_MAX:]
+
+
+@dataclass
+class _KeyRecords:
+    """A (topic, value)'s records in the order the logs were read, split by what read_committed makes of them as
+    their fates change, so that judging the key does not go through all of them (a value sent over and over)."""
+
+    records: list[Record] = field(default_factory=list)
+    visible: list[int] = field(default_factory=list)  # indexes into records: committed or plain, in order
+    hidden: list[int] = field(default_factory=list)  # indexes into records: open or aborted, in order
+    open: int = 0
+
+
+_NO_RECORDS = _KeyRecords()
+
+
+@dataclass
+class _Doubled:
+    """The records one consumer got with one (topic, value), and what a written_twice finding lists of them."""
+
+    order: int  # which (topic, value) the consumer got first
+    records: set[Record] = field(default_factory=set)
+    least_records: list[Record] = field(default_factory=list)
+    least_steps: list[int] = field(default_factory=list)  # of the steps that read any of the records
 
 
 @dataclass
@@ -281,6 +319,7 @@ class _Told:
     step: int
     op: str
     outcome: str
+    places: list[int] = field(default_factory=list)  # each send's first place among its key's told sends
 
 
 class Checker:
@@ -295,7 +334,8 @@ class Checker:
         self.values: dict[tuple[str, int], Any] = {}
         self.fates: dict[tuple[str, int], str] = {}
         self._waiting: dict[tuple[str, Any], list[int]] = defaultdict(list)  # (tp, producer) -> open offsets
-        self._records: dict[Key, list[tuple[str, int]]] = defaultdict(list)
+        self._keys: dict[Key, _KeyRecords] = {}
+        self._index: dict[Record, int] = {}  # a record's place among its key's records
         # the sends, as the application saw them
         self._txns: dict[str, _Txn] = {}
         self._sent: dict[tuple[str, str], HistoryStep] = {}  # (actor, value) -> that send (for late writes)
@@ -308,8 +348,10 @@ class Checker:
         self._told_by_key: dict[Key, list[tuple[int, HistoryStep]]] = defaultdict(list)
         # the reads
         self._rc_reads: dict[tuple[str, int], list[tuple[int, str]]] = defaultdict(list)
-        self._got: dict[str, dict[tuple[str, int], list[int]]] = defaultdict(lambda: defaultdict(list))
-        self._got_values: dict[str, dict[Key, set[tuple[str, int]]]] = defaultdict(lambda: defaultdict(set))
+        self._got: dict[str, dict[Record, list[int]]] = defaultdict(lambda: defaultdict(list))
+        self._first_read: dict[str, dict[Record, int]] = defaultdict(dict)  # which record the consumer got first
+        self._doubled: dict[str, dict[Key, _Doubled]] = defaultdict(dict)
+        self._filed: dict[str, dict[Record, list[Key]]] = defaultdict(lambda: defaultdict(list))  # its _doubled keys
         self._feeders: set[str] = set()
         self._reconcile: Mapping[str, Any] | None = None
         # the findings, by what they depend on (worked out again only when that changed)
@@ -318,10 +360,15 @@ class Checker:
         self._aborted_reads: dict[tuple[str, int], list[Finding]] = {}
         self._undecided: list[Finding] = []
         self._dups: dict[str, list[Finding]] = {}
+        self._redelivered: dict[str, dict[Record, tuple[int, Finding]]] = defaultdict(dict)
+        self._twice: dict[str, dict[Key, tuple[int, Finding]]] = defaultdict(dict)
+        self._unvalued: dict[str, set[Record]] = defaultdict(set)  # redelivered said before their value was read
         self._divergence: list[Finding] = []
         self._dirty_keys: set[Key] = set()
         self._dirty_records: set[tuple[str, int]] = set()
         self._dirty_consumers: set[str] = set()
+        self._dirty_got: dict[str, set[Record]] = defaultdict(set)
+        self._dirty_doubled: dict[str, set[Key]] = defaultdict(set)
         self._sorted: list[Finding] | None = None
 
     # ---- feeding -------------------------------------------------------------------------------------------
@@ -341,19 +388,33 @@ class Checker:
                 continue
             self.values[(tp, offset)] = e.get("value")
             key = (_topic(tp), str(e.get("value")))
-            self._records[key].append((tp, offset))
+            records = self._keys.get(key)
+            if records is None:
+                records = self._keys[key] = _KeyRecords()
+            i = self._index[(tp, offset)] = len(records.records)
+            records.records.append((tp, offset))
             self._dirty_keys.add(key)
             if e.get("transactional"):
                 self.fates[(tp, offset)] = "open"
                 self._waiting[(tp, producer)].append(offset)
+                records.hidden.append(i)
+                records.open += 1
             else:
                 self.fates[(tp, offset)] = "plain"
+                records.visible.append(i)
         self.next_offset[tp] = start
         self._sorted = None
 
     def _decide(self, tp: str, offset: int, fate: str) -> None:
+        """An open record's fate, by its producer's marker."""
+        key = (_topic(tp), str(self.values.get((tp, offset))))
         self.fates[(tp, offset)] = fate
-        self._dirty_keys.add((_topic(tp), str(self.values.get((tp, offset)))))
+        records, i = self._keys[key], self._index[(tp, offset)]
+        records.open -= 1
+        if fate == "committed":
+            del records.hidden[bisect_left(records.hidden, i)]
+            insort(records.visible, i)
+        self._dirty_keys.add(key)
         self._dirty_records.add((tp, offset))
 
     def set_reconcile(self, rec: Mapping[str, Any] | None) -> None:
@@ -438,8 +499,10 @@ class Checker:
     def _tell(self, actor: str, sends: list[HistoryStep], step: int, op: str, outcome: str) -> None:
         told = _Told(len(self._told), actor, list(sends), step, op, outcome)
         self._told.append(told)
+        first: dict[int, int] = {}
         for x in sends:
             key = (str(x["args"]["topic"]), str(x["args"]["value"]))
+            told.places.append(first.setdefault(id(x), len(self._told_by_key[key])))
             self._told_by_key[key].append((told.ident, x))
             self._dirty_keys.add(key)
 
@@ -449,9 +512,28 @@ class Checker:
             self._dirty_consumers.add(consumer)
 
     def _read(self, s: HistoryStep, tp: str, offset: int) -> None:
-        actor, record = s["actor"], (tp, offset)
-        self._got[actor][record].append(s["n"])
-        self._got_values[actor][(_topic(tp), str(self.values.get(record)))].add(record)
+        actor, record, n = s["actor"], (tp, offset), s["n"]
+        got = self._got[actor]
+        if record not in got:
+            self._first_read[actor][record] = len(got)
+        steps = got[record]
+        steps.append(n)
+        key = (_topic(tp), str(self.values.get(record)))
+        doubled = self._doubled[actor]
+        d = doubled.get(key)
+        if d is None:
+            d = doubled[key] = _Doubled(len(doubled))
+        filed = self._filed[actor][record]
+        if key not in filed:  # a record read before its value was known is filed under both
+            filed.append(key)
+            d.records.add(record)
+            _least(d.least_records, record)
+            for earlier in steps[:-1]:
+                _least(d.least_steps, earlier)
+        for k in filed:
+            _least(doubled[k].least_steps, n)
+            self._dirty_doubled[actor].add(k)
+        self._dirty_got[actor].add(record)
         self._dirty_consumers.add(actor)
         if self.isolation.get(actor, "read_committed") != "read_committed":
             return
@@ -499,27 +581,25 @@ class Checker:
             self._sorted = None
         self._dirty_keys, self._dirty_records, self._dirty_consumers = set(), set(), set()
 
-    def _visible(self, key: Key) -> list[tuple[str, int]]:
-        return [r for r in self._records.get(key, ()) if self.fates.get(r) in ("committed", "plain")]
+    def _where(self, records: _KeyRecords) -> tuple[list[list[str]], int]:
+        """The key's records read_committed does not deliver (the first LISTED_MAX), and how many more."""
+        shown = [self._fated(records.records[i]) for i in records.hidden[:LISTED_MAX]]
+        return shown, max(0, len(records.hidden) - LISTED_MAX)
 
-    def _where(self, key: Key) -> tuple[list[list[str]], int]:
-        others = [
-            [_record(*r), self.fates.get(r, "")] for r in self._records.get(key, ()) if r not in self._visible(key)
-        ]
-        return _capped(others)
+    def _fated(self, record: Record) -> list[str]:
+        return [_record(*record), self.fates.get(record, "")]
 
     def _judge_key(self, key: Key) -> None:
         topic, value = key
         out: list[Finding] = []
-        records = self._records.get(key, [])
-        visible = self._visible(key)
-        undecided = [r for r in records if self.fates.get(r) == "open"]
+        records = self._keys.get(key, _NO_RECORDS)
+        visible = len(records.visible)
         sends = self._believed.get(key, [])
         # A record of a transaction still open is not lost yet: its producer may still commit it (scenario 06's
         # hanging transaction). The undecided-read rule covers reading it early.
-        if sends and len(sends) - len(visible) - len(undecided) > 0:
+        if sends and len(sends) - visible - records.open > 0:
             last = sends[-1]
-            where, more = self._where(key)
+            where, more = self._where(records)
             out.append(
                 Finding(
                     "lost-write",
@@ -537,14 +617,17 @@ class Checker:
                 )
             )
         accounted = len(sends)
-        for s, kind in [
-            *((x, "told") for x in self._told_failed.get(key, ())),
-            *((x, "aborted") for x in self._aborted.get(key, ())),
-        ]:
-            extra = len(visible) - accounted
+        for s, kind in chain(
+            ((x, "told") for x in self._told_failed.get(key, ())),
+            ((x, "aborted") for x in self._aborted.get(key, ())),
+        ):
+            extra = visible - accounted
             if extra <= 0:
                 break
-            recs, more = _capped([_record(*r) for r in visible[-extra:]])
+            # the last `extra` visible records, as many as a finding lists
+            first = visible - extra
+            recs = [_record(*records.records[i]) for i in records.visible[first : first + LISTED_MAX]]
+            more = max(0, extra - LISTED_MAX)
             accounted += 1
             params: dict[str, Any] = {"actor": s["actor"], "value": repr(value), "records": recs, "records_more": more}
             if kind == "told":
@@ -566,34 +649,33 @@ class Checker:
     def _undelivered_told(self, key: Key) -> int | None:
         """How many of the key's sends in told transactions read_committed does not deliver (None: not judged yet,
         a record with this value is still in an open transaction)."""
-        records = self._records.get(key, [])
-        if any(self.fates.get(r) == "open" for r in records):
+        records = self._keys.get(key, _NO_RECORDS)
+        if records.open:
             return None
-        spare = max(0, len(self._visible(key)) - len(self._believed.get(key, ())))
+        spare = max(0, len(records.visible) - len(self._believed.get(key, ())))
         return max(0, len(self._told_by_key.get(key, ())) - spare)
 
     def _judge_told(self, told: _Told) -> None:
         lost: list[HistoryStep] = []
-        where: list[list[str]] = []
-        for x in told.sends:
+        lost_keys: dict[Key, None] = {}  # in the order of their first lost send
+        for x, place in zip(told.sends, told.places):
             key = (str(x["args"]["topic"]), str(x["args"]["value"]))
             undelivered = self._undelivered_told(key)
             if undelivered is None:
                 self._by_told.pop(told.ident, None)  # judged once its records are decided
                 return
             # the key's first `undelivered` sends in told transactions are the ones read_committed does not deliver
-            mine = [i for i, (ident, y) in enumerate(self._told_by_key[key]) if ident == told.ident and y is x]
-            if mine and mine[0] < undelivered:
+            if place < undelivered:
                 lost.append(x)
-                for r in self._records.get(key, ()):
-                    entry = [_record(*r), self.fates.get(r, "")]
-                    if self.fates.get(r) not in ("committed", "plain") and entry not in where:
-                        where.append(entry)
+                lost_keys[key] = None
         if not lost:
             self._by_told.pop(told.ident, None)
             return
         values, values_more = _capped([repr(str(x["args"]["value"])) for x in lost])
-        shown, more = _capped(where)
+        # the lost keys' records read_committed does not deliver, in that order (a record has one key)
+        hidden = [self._keys.get(key, _NO_RECORDS) for key in lost_keys]
+        shown = [self._fated(r.records[i]) for r in hidden for i in r.hidden[:LISTED_MAX]][:LISTED_MAX]
+        more = max(0, sum(len(r.hidden) for r in hidden) - LISTED_MAX)
         self._by_told[told.ident] = Finding(
             "aborted-told",
             "aborted_told",
@@ -635,49 +717,67 @@ class Checker:
         ]
 
     def _judge_duplicates(self, consumer: str) -> None:
+        """Only the records and values the consumer got since it was last judged are worked out again."""
         if consumer in self._feeders:
             # A transform's input: re-reading after a crash is how it recovers; what must not repeat is its output,
             # which the consumers reading that output show.
             self._dups.pop(consumer, None)
+            self._dirty_got.pop(consumer, None)
+            self._dirty_doubled.pop(consumer, None)
             return
-        out: list[Finding] = []
-        for (tp, offset), steps in self._got[consumer].items():
-            if len(steps) > 1:
-                out.append(
-                    Finding(
-                        "duplicate",
-                        "redelivered",
-                        {
-                            "actor": consumer,
-                            "value": repr(self.values.get((tp, offset))),
-                            "record": _record(tp, offset),
-                            "times": len(steps),
-                        },
-                        tuple(steps),
-                        (_record(tp, offset),),
-                    )
-                )
-        for (topic, value), recs in self._got_values[consumer].items():
-            if len(recs) > 1:
-                ordered = sorted(recs)
-                steps = sorted({n for r in ordered for n in self._got[consumer][r]})
-                names, more = _capped([_record(*r) for r in ordered])
-                out.append(
-                    Finding(
-                        "duplicate",
-                        "written_twice",
-                        {
-                            "actor": consumer,
-                            "value": repr(value),
-                            "count": len(recs),
-                            "topic": topic,
-                            "records": names,
-                            "records_more": more,
-                        },
-                        tuple(steps[:LISTED_MAX]),
-                        tuple(names),
-                    )
-                )
+        got, redelivered, unvalued = self._got[consumer], self._redelivered[consumer], self._unvalued[consumer]
+        # a record's value may have been read since its finding said it (the finding said None)
+        for record in self._dirty_got.pop(consumer, set()) | unvalued:
+            steps = got[record]
+            if len(steps) <= 1:
+                continue
+            tp, offset = record
+            redelivered[record] = (
+                self._first_read[consumer][record],
+                Finding(
+                    "duplicate",
+                    "redelivered",
+                    {
+                        "actor": consumer,
+                        "value": repr(self.values.get(record)),
+                        "record": _record(tp, offset),
+                        "times": len(steps),
+                    },
+                    tuple(steps),
+                    (_record(tp, offset),),
+                ),
+            )
+            if record in self.values:
+                unvalued.discard(record)
+            else:
+                unvalued.add(record)
+        twice = self._twice[consumer]
+        for key in self._dirty_doubled.pop(consumer, set()):
+            d = self._doubled[consumer][key]
+            if len(d.records) <= 1:
+                continue
+            topic, value = key
+            names = [_record(*r) for r in d.least_records]
+            twice[key] = (
+                d.order,
+                Finding(
+                    "duplicate",
+                    "written_twice",
+                    {
+                        "actor": consumer,
+                        "value": repr(value),
+                        "count": len(d.records),
+                        "topic": topic,
+                        "records": names,
+                        "records_more": max(0, len(d.records) - LISTED_MAX),
+                    },
+                    tuple(d.least_steps),
+                    tuple(names),
+                ),
+            )
+        # in the order the consumer first got the record, then the value
+        out = [f for _o, f in sorted(redelivered.values(), key=itemgetter(0))]
+        out += [f for _o, f in sorted(twice.values(), key=itemgetter(0))]
         if out:
             self._dups[consumer] = out
         else:
