@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from asgiref.sync import iscoroutinefunction, markcoroutinefunction, sync_to_async
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
+from django.http import HttpResponse
 from django.middleware.gzip import GZipMiddleware
 from whitenoise.middleware import WhiteNoiseMiddleware
 
@@ -47,4 +48,13 @@ class CompressedStaticFilesHandler(ASGIStaticFilesHandler):
 
     async def get_response_async(self, request):
         response = await super().get_response_async(request)
+        if response.streaming:
+            # A file is served streaming, in 64 KB blocks; compressing that stream cut the vendored editor
+            # (434 KB) after its first block. Read whole (a development server's files are small), then compressed.
+            body = b"".join([part async for part in response.streaming_content])
+            plain = HttpResponse(body, status=response.status_code)
+            for header, value in response.items():
+                plain[header] = value
+            response.close()
+            response = plain
         return GZipMiddleware(lambda _request: response).process_response(request, response)
