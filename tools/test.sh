@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# `make test`: start real Kafka clusters (tools/kafka): 3 nodes of Kafka 3.9 and 3 nodes of Kafka 4.x side by side, run
-# every test against them, stop them whatever happens; then 3 nodes of Kafka 3.5 for the tests that need it. The browser tests run in their own pytest invocation:
-# Playwright's sync API wants a thread without an event loop.
+# `make test`: start real Kafka clusters (tools/kafka): 3 nodes each of Kafka 3.9, 4.x and (for its own tests) 3.5,
+# side by side, run every test against them, stop them whatever happens. The browser tests run in their own pytest
+# invocation: Playwright's sync API wants a thread without an event loop.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTEST=".venv/bin/pytest"
@@ -10,7 +10,7 @@ mkdir -p test-artifacts
 bash tools/kafka/kafka.sh fetch
 bash tools/kafka/kafka.sh fetch --version 4
 bash tools/kafka/kafka.sh fetch --version 3.5
-trap 'bash tools/kafka/kafka.sh stop >/dev/null 2>&1 || true; bash tools/kafka/kafka.sh --version 4 stop >/dev/null 2>&1 || true' EXIT
+trap 'bash tools/kafka/kafka.sh stop >/dev/null 2>&1 || true; bash tools/kafka/kafka.sh --version 4 stop >/dev/null 2>&1 || true; bash tools/kafka/kafka.sh --version 3.5 stop >/dev/null 2>&1 || true' EXIT
 export KAFKA_BOOTSTRAP_SERVERS KAFKA4_BOOTSTRAP_SERVERS
 # Both start at once (their own run directories and ports): the 4.x cluster's start-up overlaps the 3.9 one's.
 bash tools/kafka/kafka.sh start --version 4 --nodes 3 >test-artifacts/kafka4.bootstrap &
@@ -38,13 +38,31 @@ start_simcluster 3.9 test-artifacts/simcluster39.out
 start_simcluster 4 test-artifacts/simcluster4.out
 
 status=0
-"$PYTEST" --durations=40 -m "not browser and not kafka35" tests || status=$?
-
+# The runs that mostly wait (on brokers' timers, workers, markers, clock.advance sleeps) go in the background, beside
+# the runs that mostly compute, so that the waiting of the ones overlaps the work of the others: each background run
+# writes its log to test-artifacts/, printed whole when it ends.
+background=()
+in_background() { # name, command...: runs the command with its output in test-artifacts/NAME.log
+    local name=$1
+    shift
+    "$@" >"test-artifacts/$name.log" 2>&1 &
+    background+=("$name:$!")
+}
+# The tests of the real 3.9 and 4.x clusters (marker kafka).
+in_background kafka "$PYTEST" --durations=25 -m "kafka and not kafka35 and not browser" tests
+# Kafka 3.5's (issue 20), on a 3-node cluster of its own (its own run directory and ports).
+kafka35_pass() {
+    local bootstrap
+    if ! bootstrap=$(bash tools/kafka/kafka.sh start --version 3.5 --nodes 3 | tail -n 1); then
+        echo "the Kafka 3.5 cluster did not start (logs: tools/kafka/.run-3.5/node-*/server.log)"
+        return 1
+    fi
+    KAFKA35_BOOTSTRAP_SERVERS="$bootstrap" "$PYTEST" -m "kafka35" tests/kafka tests/simserver
+}
+in_background kafka35 kafka35_pass
 # The real-backend tests that compare with the simulator (every library scenario in every profile, the late writes,
 # a coordinator's broker stopped and started) a second time, with simcluster standing in for the real clusters: the
-# observations must equal the in-process simulator's, as they equal a real cluster's. They run in the background
-# beside the PostgreSQL and browser runs below (they mostly wait: clock.advance sleeps, workers, markers); their log is
-# test-artifacts/simcluster-standin.log, its closing lines are printed at the end.
+# observations must equal the in-process simulator's, as they equal a real cluster's.
 simcluster_line() { # output file, line number: waits (bounded) until simcluster printed it
     for _ in $(seq 1 240); do
         [[ $(wc -l <"$1") -ge 2 ]] && { sed -n "$2p" "$1"; return 0; }
@@ -53,40 +71,31 @@ simcluster_line() { # output file, line number: waits (bounded) until simcluster
     echo "simcluster did not start ($1.err)" >&2
     return 1
 }
-standin=""
 if sc39=$(simcluster_line test-artifacts/simcluster39.out 2) && sc4=$(simcluster_line test-artifacts/simcluster4.out 2); then
-    KAFKA_STANDIN=simcluster KAFKA_BOOTSTRAP_SERVERS="$sc39" KAFKA4_BOOTSTRAP_SERVERS="$sc4" \
+    in_background simcluster-standin env KAFKA_STANDIN=simcluster KAFKA_BOOTSTRAP_SERVERS="$sc39" \
+        KAFKA4_BOOTSTRAP_SERVERS="$sc4" \
         KAFKA_BROKER_CONTROL="$(simcluster_line test-artifacts/simcluster39.out 1 | sed 's/^KAFKA_BROKER_CONTROL=//')" \
         KAFKA4_BROKER_CONTROL="$(simcluster_line test-artifacts/simcluster4.out 1 | sed 's/^KAFKA_BROKER_CONTROL=//')" \
         "$PYTEST" -m "kafka and not kafka35" tests/kafka/test_kafka_fidelity.py tests/kafka/test_kafka_latewrite.py \
-        "tests/kafka/test_kafka_backend.py::test_the_coordinator_fails_over_and_the_producer_carries_on" \
-        >test-artifacts/simcluster-standin.log 2>&1 &
-    standin=$!
+        "tests/kafka/test_kafka_backend.py::test_the_coordinator_fails_over_and_the_producer_carries_on"
 else
-    status=$((status == 0 ? 1 : status))
-fi
-# The web tests again, every database test on a throw-away PostgreSQL (tests/pg.py; DATABASE_URL for the servers
-# they start). It fails, never skips, when PostgreSQL cannot be started.
-PLAYGROUND_TEST_DATABASE=postgres "$PYTEST" -m "not browser and not kafka" tests/web || status=$((status == 0 ? $? : status))
-"$PYTEST" -m browser tests/browser || status=$((status == 0 ? $? : status))
-# Kafka 3.5 (issue 20): its tests last, on a cluster started once the 3.9 and 4.x ones are stopped (the stand-in run
-# above needs neither), so that the machine never runs three real clusters at once
-bash tools/kafka/kafka.sh stop >/dev/null 2>&1 || true
-bash tools/kafka/kafka.sh --version 4 stop >/dev/null 2>&1 || true
-if KAFKA35_BOOTSTRAP_SERVERS=$(bash tools/kafka/kafka.sh start --version 3.5 --nodes 3 | tail -n 1); then
-    export KAFKA35_BOOTSTRAP_SERVERS
-    "$PYTEST" -m "kafka35" tests/kafka tests/simserver || status=$((status == 0 ? $? : status))
-else
-    echo "the Kafka 3.5 cluster did not start (logs: tools/kafka/.run-3.5/node-*/server.log)" >&2
     status=1
 fi
-bash tools/kafka/kafka.sh --version 3.5 stop >/dev/null 2>&1 || true
-if [[ -n "$standin" ]]; then
-    standin_status=0
-    wait "$standin" || standin_status=$?
-    echo "== simcluster standing in for the real clusters (test-artifacts/simcluster-standin.log) =="
-    tail -n 25 test-artifacts/simcluster-standin.log
-    status=$((status == 0 ? standin_status : status))
-fi
+
+# In the foreground: every other test; the web tests again, every database test on a throw-away PostgreSQL
+# (tests/pg.py; DATABASE_URL for the servers they start; it fails, never skips, when PostgreSQL cannot be started);
+# then the browser tests.
+"$PYTEST" --durations=25 -m "not browser and not kafka and not kafka35" tests || status=$?
+PLAYGROUND_TEST_DATABASE=postgres "$PYTEST" -m "not browser and not kafka" tests/web || status=$((status == 0 ? $? : status))
+"$PYTEST" -m browser tests/browser || status=$((status == 0 ? $? : status))
+
+for job in "${background[@]}"; do
+    name=${job%%:*}
+    job_status=0
+    wait "${job##*:}" || job_status=$?
+    echo "== $name (test-artifacts/$name.log) =="
+    cat "test-artifacts/$name.log"
+    status=$((status == 0 ? job_status : status))
+done
 # Pytest's closing line for each run is above; this line sums them for a reader of CI's log.
 exit "$status"
