@@ -2,6 +2,7 @@
 dashboard), websockets through Channels."""
 
 import os
+import threading
 
 from django.conf import settings
 from django.core.asgi import get_asgi_application
@@ -15,6 +16,7 @@ from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E40
 
 from playground.deploy.staticfiles import CompressedStaticFilesHandler  # noqa: E402
 from playground.routing import websocket_urlpatterns  # noqa: E402
+from playground.web import warmup  # noqa: E402
 from playground.web.slots import RequestSlots, WebsocketSlots  # noqa: E402
 
 if settings.KAFKA_BOOTSTRAP_SERVERS or settings.KAFKA4_BOOTSTRAP_SERVERS:
@@ -38,3 +40,6 @@ application = ProtocolTypeRouter(
         "websocket": AllowedHostsOriginValidator(WebsocketSlots(URLRouter(websocket_urlpatterns))),
     }
 )
+
+# A process's first pages' imports, diagram layouts and templates, done in a thread as the server starts listening.
+threading.Thread(target=warmup.run, name="warm-up", daemon=True).start()
