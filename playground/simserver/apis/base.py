@@ -66,3 +66,20 @@ def _endpoint(call: Call, broker: int) -> tuple[str, int]:
 def _config_bool(config: dict[str, Any], key: str, default: bool) -> bool:
     value = config.get(key, default)
     return value if isinstance(value, bool) else str(value).strip().lower() == "true"
+
+
+def reply_offsets(call: Call, topics: Any, error_of: Callable[[str, int], str | None]) -> None:
+    """OffsetCommit's and TxnOffsetCommit's answer: an error code (None: committed) for each partition asked about;
+    the timeline shows the first error."""
+    answer = [
+        {
+            "name": t.name,
+            "partitions": [
+                {"partition_index": int(p.partition_index), "error_code": error_of(t.name, int(p.partition_index))}
+                for p in t.partitions
+            ],
+        }
+        for t in topics
+    ]
+    first = next((p["error_code"] for t in answer for p in t["partitions"] if p["error_code"]), None)
+    call.reply({"throttle_time": 0, "topics": answer}, error=first)

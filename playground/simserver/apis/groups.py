@@ -8,7 +8,7 @@ from typing import Any
 
 from playground.protocol.messages import ms
 from playground.sim.groups import ClassicMember
-from playground.simserver.apis.base import AUTHORIZED_OPERATIONS_OMITTED, _tp, api
+from playground.simserver.apis.base import AUTHORIZED_OPERATIONS_OMITTED, _tp, api, reply_offsets
 from playground.simserver.core import Call
 
 Handler = Callable[[Call], None]
@@ -24,27 +24,13 @@ def offset_commit(call: Call) -> None:
         f"group {body.group_id}, " + ", ".join(f"{tp}={off}" for tp, off in offsets.items()),
     )
 
-    def respond(error_of: Callable[[str, int], str | None]) -> None:
-        topics = [
-            {
-                "name": t.name,
-                "partitions": [
-                    {"partition_index": int(p.partition_index), "error_code": error_of(t.name, int(p.partition_index))}
-                    for p in t.partitions
-                ],
-            }
-            for t in body.topics
-        ]
-        first = next((p["error_code"] for t in topics for p in t["partitions"] if p["error_code"]), None)
-        call.reply({"throttle_time": 0, "topics": topics}, error=first)
-
     unknown = {tp for tp in offsets if tp not in c.partitions}
     if unknown:
-        respond(lambda t, p: "UNKNOWN_TOPIC_OR_PARTITION" if _tp(t, p) in unknown else None)
+        reply_offsets(call, body.topics, lambda t, p: "UNKNOWN_TOPIC_OR_PARTITION" if _tp(t, p) in unknown else None)
         return
 
     def reply(error: str | None = None, **_: Any) -> None:
-        respond(lambda t, p: error)
+        reply_offsets(call, body.topics, lambda t, p: error)
 
     c.handle_offset_commit(
         call.broker,

@@ -10,7 +10,7 @@ from typing import Any
 
 from playground.protocol.messages import ms
 from playground.sim.txnstate import STATE_IDS
-from playground.simserver.apis.base import _endpoint, _tp, api
+from playground.simserver.apis.base import _endpoint, _tp, api, reply_offsets
 from playground.simserver.core import Call
 
 Handler = Callable[[Call], None]
@@ -170,27 +170,13 @@ def txn_offset_commit(call: Call) -> None:
         + f", producer {pid} epoch {epoch}",
     )
 
-    def respond(error_of: Callable[[str, int], str | None]) -> None:
-        topics = [
-            {
-                "name": t.name,
-                "partitions": [
-                    {"partition_index": int(p.partition_index), "error_code": error_of(t.name, int(p.partition_index))}
-                    for p in t.partitions
-                ],
-            }
-            for t in body.topics
-        ]
-        first = next((p["error_code"] for t in topics for p in t["partitions"] if p["error_code"]), None)
-        call.reply({"throttle_time": 0, "topics": topics}, error=first)
-
     unknown = {tp for tp in offsets if tp.rpartition("-")[0] not in c.topics or tp not in c.partitions}
     if unknown:
-        respond(lambda t, p: "UNKNOWN_TOPIC_OR_PARTITION" if _tp(t, p) in unknown else None)
+        reply_offsets(call, body.topics, lambda t, p: "UNKNOWN_TOPIC_OR_PARTITION" if _tp(t, p) in unknown else None)
         return
 
     def reply(error: str | None = None, **_: Any) -> None:
-        respond(lambda t, p: error)
+        reply_offsets(call, body.topics, lambda t, p: error)
 
     c.handle_txn_offset_commit(
         call.broker,
