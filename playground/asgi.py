@@ -9,6 +9,9 @@ from django.core.asgi import get_asgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "playground.settings")
 
+from playground.deploy import inline
+
+inline.run_djangos_inline()  # before the handler builds its middleware chain
 django_asgi_app = get_asgi_application()
 
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402

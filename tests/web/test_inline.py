@@ -1,0 +1,70 @@
+"""Django's middleware on the event loop (playground/deploy/inline.py): under ASGI, no middleware method of a request
+goes through a thread hop; a command's capability check reads the session's drive key once per process."""
+
+from __future__ import annotations
+
+import pytest
+from asgiref import sync
+from django.db import connection
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
+
+from playground.deploy import inline
+from playground.session import capability, store
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def hops(monkeypatch):
+    """The qualified names of what is sent to a thread (sync_to_async) while the fixture lasts."""
+    names: list[str] = []
+    real = sync.SyncToAsync.__init__
+
+    def recording(self, func, *args, **kwargs):
+        names.append(getattr(func, "__qualname__", repr(func)))
+        real(self, func, *args, **kwargs)
+
+    monkeypatch.setattr(sync.SyncToAsync, "__init__", recording)
+    return names
+
+
+async def test_it_runs_every_middleware_of_a_request_on_the_event_loop(hops):
+    from django.test import AsyncClient
+
+    import playground.asgi  # noqa: F401  (what Daphne imports: it sets the middleware's async path)
+
+    hops.clear()
+    response = await AsyncClient().get("/healthz")
+    assert response.status_code == 200
+    # the view (a sync one) and Django's own signals still hop; CSRF's process_view is adapted by Django's handler
+    middleware = [n for n in hops if "Middleware" in n and not n.endswith("process_view")]
+    assert middleware == []
+    assert any(n == "healthz" for n in hops)
+
+
+def test_it_leaves_the_sync_path_to_django():
+    from django.middleware.security import SecurityMiddleware
+    from django.utils.deprecation import MiddlewareMixin
+
+    inline.run_djangos_inline()
+    assert SecurityMiddleware.__call__ is MiddlewareMixin.__call__  # the test client's and runserver's path
+
+
+def test_it_reads_a_sessions_drive_key_once_per_process():
+    r = Client().post("/new/", {"scenario": "zombie-fencing"})
+    sid = r["Location"].rstrip("/").rsplit("/", 1)[-1]
+    store._drive_keys.pop(sid, None)
+    with CaptureQueriesContext(connection) as first:
+        digest = store.drive_key_of(sid)
+    with CaptureQueriesContext(connection) as again:
+        assert store.drive_key_of(sid) == digest
+    assert len(first) == 1 and len(again) == 0
+    assert digest == capability.digest(r.cookies[capability.cookie_name(sid)].value)
+
+
+def test_it_still_answers_404_for_no_such_session():
+    with pytest.raises(store.CommandError) as raised:
+        store.drive_key_of("no-such-session")
+    assert raised.value.status == 404
+    assert "no-such-session" not in store._drive_keys
