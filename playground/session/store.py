@@ -8,7 +8,7 @@ truncation mark rows `dropped` (one UPDATE) instead of rewriting the log.
 
 from __future__ import annotations
 
-import threading
+import functools
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, cast
 
@@ -29,27 +29,16 @@ def read(session_id: str) -> Session:
         raise CommandError(_("No session %(id)s.") % {"id": session_id}, status=404) from None
 
 
+@functools.lru_cache(maxsize=4096)
 def drive_key_of(session_id: str) -> str:
     """The digest of the session's drive capability, as read() would find it (a 404 for no such session): the check
     every command makes before the command reads the row itself. A session's drive key is written once, when it is
-    created, so a process reads it once (a deleted session's commands then stop at read()'s 404)."""
-    found = _drive_keys.get(session_id)
-    if found is not None:
-        return found
+    created, so a process reads it once (a 404 is not kept: lru_cache keeps no exception; a deleted session's
+    commands then stop at read()'s 404)."""
     try:
-        found = str(Session.objects.values_list("drive_key", flat=True).get(pk=session_id))
+        return str(Session.objects.values_list("drive_key", flat=True).get(pk=session_id))
     except (Session.DoesNotExist, ValueError):
         raise CommandError(_("No session %(id)s.") % {"id": session_id}, status=404) from None
-    with _drive_keys_lock:
-        if len(_drive_keys) >= DRIVE_KEYS_KEPT:
-            del _drive_keys[next(iter(_drive_keys))]  # the oldest read
-        _drive_keys[session_id] = found
-    return found
-
-
-DRIVE_KEYS_KEPT = 4096  # sessions whose drive key a process keeps (64 bytes of digest each)
-_drive_keys: dict[str, str] = {}
-_drive_keys_lock = threading.Lock()
 
 
 def drive_key(session_id: str) -> str:

@@ -2,8 +2,8 @@
 while this test's own producer writes a transaction, and make a scenario of it.
 
 Needs a real cluster (KAFKA_BOOTSTRAP_SERVERS: tools/test.sh gives it Kafka 3.5's, idle by then, where the 3.9 and 4.x
-ones may have a broker stopped by a fidelity test); it fails, never skips, without it. The server is this module's own Daphne, started with the inspector's
-settings (its key and allow-lists) in its environment, as an operator would.
+ones may have a broker stopped by a fidelity test); it fails, never skips, without it. The server is this module's own
+Daphne, started with the inspector's settings (its key and allow-lists) in its environment, as an operator would.
 """
 
 from __future__ import annotations
