@@ -35,6 +35,9 @@ def test_it_keeps_names_outcomes_and_the_clock_on_one_line_at_1440_px(browser, s
     assert page.locator(".strip-label b").evaluate_all(one_line) == []
     assert page.locator(".strip-label b").all_inner_texts() == ["order-audit-0", "order-created-0"]
     assert page.locator("#p-header .nw").evaluate_all(one_line) == []
+    # the pace button's stopwatch is drawn, not a glyph (U+23F1 showed as an empty box where the font lacks it)
+    icon = page.locator("#p-header button.pace svg.icon").bounding_box()
+    assert icon is not None and 8 <= icon["width"] <= 20
     shot(page, "session-1440", full_page=False)
     ctx.close()
 
