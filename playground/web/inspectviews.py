@@ -17,7 +17,6 @@ from typing import Any
 from urllib.parse import parse_qs
 
 from asgiref.sync import sync_to_async
-from channels.generic.websocket import AsyncWebsocketConsumer
 from django import forms as djforms
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
@@ -31,7 +30,7 @@ from playground.scenario.i18n import normalize
 from playground.session import limits
 from playground.web import forms
 from playground.web import inspectpage as web
-from playground.web.consumers import _language, error_frame
+from playground.web.consumers import Consumer, _language, error_frame
 from playground.web.http import client, problem
 from playground.web.inspecthub import HUB
 from playground.web.views import _editor
@@ -207,7 +206,7 @@ def scenario(request: HttpRequest) -> HttpResponse:
 # ------------------------------------------------------------------------------------------------ websocket
 
 
-class InspectConsumer(AsyncWebsocketConsumer):
+class InspectConsumer(Consumer):
     """ws/inspect/?<selection>: joins the selection's group and the hub, then accepts, then sends the sections its
     group was sent last; afterwards it forwards the fragments each poll brings, in its viewer's language."""
 

@@ -295,3 +295,47 @@ async def test_it_takes_over_a_run_whose_runner_stopped_beating(fencing_session,
             break
         await asyncio.sleep(0.05)
     assert not row.running and row.length == total
+
+
+async def test_it_forwards_an_update_to_each_viewer_without_a_thread_hop(free_session, monkeypatch):
+    """Channels' dispatch would send every message to the database thread first (aclose_old_connections): a
+    session's 100 viewers made 100 trips per update, queued one behind the other (consumers.Consumer)."""
+    from asgiref import sync
+    from channels.layers import get_channel_layer
+
+    sid = free_session.id
+    viewers = [(await _open(sid))[0] for _ in range(3)]
+    hops: list[str] = []
+    real = sync.SyncToAsync.__init__
+
+    def recording(self, func, *args, **kwargs):
+        hops.append(getattr(func, "__qualname__", repr(func)))
+        real(self, func, *args, **kwargs)
+
+    monkeypatch.setattr(sync.SyncToAsync, "__init__", recording)
+    update = {"type": "session.update", "version": 1, "html": {"en": '<span id="x">1</span>'}, "scrub": {}}
+    await get_channel_layer().group_send(session.group_name(sid), update)
+    assert [await v.receive_from(timeout=5) for v in viewers] == ['<span id="x">1</span>'] * 3
+    assert hops == []
+    monkeypatch.undo()
+    # what does touch the database still goes through database_sync_to_async (a snapshot on request)
+    await viewers[0].send_to(text_data=json.dumps({"type": "snapshot"}))
+    assert 'id="p-header"' in await viewers[0].receive_from(timeout=5)
+    for v in viewers:
+        await v.disconnect()
+
+
+def test_it_reaches_the_database_from_a_socket_only_through_database_sync_to_async():
+    """What makes dropping Channels' hop safe (consumers.Consumer): a socket's database work goes through
+    database_sync_to_async, which closes old connections around each call. A plain sync_to_async in a consumer's
+    module is only for work without the database (the inspector's hub: thread_sensitive=False)."""
+    import ast
+    from pathlib import Path
+
+    web = Path(__file__).resolve().parents[2] / "playground" / "web"
+    for name in ("consumers.py", "inspectviews.py"):
+        for node in ast.walk(ast.parse((web / name).read_text())):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "sync_to_async":
+                kw = {k.arg: k.value for k in node.keywords}
+                sensitive = kw.get("thread_sensitive")
+                assert isinstance(sensitive, ast.Constant) and sensitive.value is False, f"{name}:{node.lineno}"
