@@ -14,6 +14,7 @@ from playground.deploy import inline
 inline.run_djangos_inline()  # before the handler builds its middleware chain
 django_asgi_app = get_asgi_application()
 
+from channels.layers import get_channel_layer  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
@@ -43,6 +44,10 @@ application = ProtocolTypeRouter(
         "websocket": AllowedHostsOriginValidator(WebsocketSlots(URLRouter(websocket_urlpatterns))),
     }
 )
+
+# The channel layer, made before the server listens (Daphne imports this module first): made by a process's first
+# websocket, importing channels_redis held its event loop for ~0.3 s, and every page of a room joining waited.
+get_channel_layer()
 
 # A process's first pages' imports, diagram layouts and templates, done in a thread as the server starts listening.
 threading.Thread(target=warmup.run, name="warm-up", daemon=True).start()

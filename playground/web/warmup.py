@@ -1,11 +1,13 @@
 """What a server process's first pages would otherwise pay for, done as it starts: importing the URLconf and the views
-behind it, laying out the coordinator's state diagram of each Kafka release, compiling the pages' templates. A room's
-joins arrive together, each at a process that has served nothing yet: those ~0.4 s were a join's p95
+behind it and the simulator (a session's first backend imports it: ~0.3 s of a process's first seat, where Python
+compiles it from source), laying out the coordinator's state diagram of each Kafka release, compiling the pages'
+templates. A room's joins arrive together, each at a process that has served nothing yet: those were a join's p95
 (tools/bench/workshop.py)."""
 
 from __future__ import annotations
 
 import logging
+from importlib import import_module
 
 log = logging.getLogger(__name__)
 
@@ -21,6 +23,7 @@ def run() -> None:
 
     try:
         get_resolver().url_patterns  # noqa: B018  (imports the URLconf and its views)
+        import_module("playground.sim.driver")  # what scenario.engines imports for a session's first backend
         for kafka in KAFKA_RELEASES:
             diagrams.current_state_machine(kafka=kafka)
         for name in TEMPLATES:

@@ -26,3 +26,27 @@ def test_it_logs_and_carries_on_when_warming_up_fails(monkeypatch, caplog):
     with caplog.at_level(logging.ERROR, logger="playground.web.warmup"):
         warmup.run()
     assert "warming up failed" in caplog.text and "no layout" in caplog.text
+
+
+def test_it_has_the_simulator_and_the_channel_layer_ready_before_the_first_request():
+    """In a process of its own (this one imported everything long ago): what Daphne imports, then the head start."""
+    import os
+    import subprocess
+    from pathlib import Path
+
+    code = (
+        "import sys\n"
+        "import playground.asgi\n"
+        "from channels.layers import channel_layers\n"
+        "print('layer', sorted(channel_layers.backends))\n"
+        "print('sim before', 'playground.sim.driver' in sys.modules)\n"
+        "from playground.web import warmup\n"
+        "warmup.run()\n"
+        "print('sim after', 'playground.sim.driver' in sys.modules)\n"
+    )
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "playground.settings", "PYTHONPATH": str(root)}
+    out = subprocess.run([sys.executable, "-c", code], cwd=root, env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "layer ['default']" in out.stdout
+    assert "sim after True" in out.stdout
