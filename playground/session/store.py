@@ -51,8 +51,12 @@ def drive_key_of(session_id: str) -> str:
 
 
 def drive_key(session_id: str) -> str:
-    """The digest of the session's drive capability ("" when nobody holds one or there is no such session)."""
-    return Session.objects.filter(pk=session_id).values_list("drive_key", flat=True).first() or ""
+    """The digest of the session's drive capability ("" when nobody holds one or there is no such session), kept
+    per process as drive_key_of keeps it: a page asks whether its viewer drives."""
+    try:
+        return drive_key_of(session_id)
+    except CommandError:
+        return ""
 
 
 def seat_of(session_id: str) -> dict[str, Any] | None:

@@ -88,3 +88,21 @@ def test_it_still_answers_404_for_no_such_session():
         store.drive_key_of("no-such-session")
     assert raised.value.status == 404
     assert store.drive_key_of.cache_info().currsize == kept  # "no-such-session" is not kept
+
+
+def test_it_reads_the_drive_key_a_page_checks_once_per_process_too():
+    client = Client()
+    r = client.post("/new/", {"scenario": "zombie-fencing"})
+    page = r["Location"]
+    assert client.get(page).status_code == 200
+    with CaptureQueriesContext(connection) as again:
+        response = client.get(page)
+    assert not [q["sql"] for q in again if '"drive_key"' in q["sql"]]
+    # and it still tells the driver from a watcher
+    assert b" watch" not in _body_class(response.content)
+    assert b" watch" in _body_class(Client().get(page).content)
+    assert store.drive_key("no-such-session") == ""
+
+
+def _body_class(html: bytes) -> bytes:
+    return html.split(b"<body", 1)[1].split(b">", 1)[0]
