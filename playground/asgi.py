@@ -1,8 +1,8 @@
 """ASGI entry point for Daphne: HTTP through Django (static files included, so `daphne` alone serves the whole
 dashboard), websockets through Channels."""
 
+import gc
 import os
-import threading
 
 from django.conf import settings
 from django.core.asgi import get_asgi_application
@@ -49,5 +49,10 @@ application = ProtocolTypeRouter(
 # websocket, importing channels_redis held its event loop for ~0.3 s, and every page of a room joining waited.
 get_channel_layer()
 
-# A process's first pages' imports, diagram layouts and templates, done in a thread as the server starts listening.
-threading.Thread(target=warmup.run, name="warm-up", daemon=True).start()
+# A process's first pages' imports, diagram layouts and templates (~0.5 s), done before it listens: a room's joins
+# arrive together at processes that have served nothing yet.
+warmup.run()
+# What exists now lives as long as the process: out of the collector's sight, a full collection walks only what
+# requests and sessions made since (scrubbing a 10,000-command session, one took 218 ms, and 140 ms once frozen).
+gc.collect()
+gc.freeze()
