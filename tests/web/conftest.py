@@ -74,3 +74,19 @@ def redis_layer(settings, redis_server):
     channel_layers.backends.clear()
     yield redis_server
     channel_layers.backends.clear()
+
+
+@pytest.fixture
+def hops(monkeypatch):
+    """The qualified names of what is sent to a thread (sync_to_async) while the fixture lasts."""
+    from asgiref import sync
+
+    names: list[str] = []
+    real = sync.SyncToAsync.__init__
+
+    def recording(self, func, *args, **kwargs):
+        names.append(getattr(func, "__qualname__", repr(func)))
+        real(self, func, *args, **kwargs)
+
+    monkeypatch.setattr(sync.SyncToAsync, "__init__", recording)
+    return names

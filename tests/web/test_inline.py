@@ -4,7 +4,6 @@ goes through a thread hop; a command's capability check reads the session's driv
 from __future__ import annotations
 
 import pytest
-from asgiref import sync
 from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
@@ -13,20 +12,6 @@ from playground.deploy import inline
 from playground.session import capability, store
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture
-def hops(monkeypatch):
-    """The qualified names of what is sent to a thread (sync_to_async) while the fixture lasts."""
-    names: list[str] = []
-    real = sync.SyncToAsync.__init__
-
-    def recording(self, func, *args, **kwargs):
-        names.append(getattr(func, "__qualname__", repr(func)))
-        real(self, func, *args, **kwargs)
-
-    monkeypatch.setattr(sync.SyncToAsync, "__init__", recording)
-    return names
 
 
 async def test_it_runs_every_middleware_of_a_request_on_the_event_loop(hops):

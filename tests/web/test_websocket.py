@@ -297,30 +297,22 @@ async def test_it_takes_over_a_run_whose_runner_stopped_beating(fencing_session,
     assert not row.running and row.length == total
 
 
-async def test_it_forwards_an_update_to_each_viewer_without_a_thread_hop(free_session, monkeypatch):
+async def test_it_forwards_an_update_to_each_viewer_without_a_thread_hop(free_session, hops):
     """Channels' dispatch would send every message to the database thread first (aclose_old_connections): a
     session's 100 viewers made 100 trips per update, queued one behind the other (consumers.Consumer)."""
-    from asgiref import sync
     from channels.layers import get_channel_layer
 
     sid = free_session.id
     viewers = [(await _open(sid))[0] for _ in range(3)]
-    hops: list[str] = []
-    real = sync.SyncToAsync.__init__
-
-    def recording(self, func, *args, **kwargs):
-        hops.append(getattr(func, "__qualname__", repr(func)))
-        real(self, func, *args, **kwargs)
-
-    monkeypatch.setattr(sync.SyncToAsync, "__init__", recording)
+    hops.clear()
     update = {"type": "session.update", "version": 1, "html": {"en": '<span id="x">1</span>'}, "scrub": {}}
     await get_channel_layer().group_send(session.group_name(sid), update)
     assert [await v.receive_from(timeout=5) for v in viewers] == ['<span id="x">1</span>'] * 3
     assert hops == []
-    monkeypatch.undo()
     # what does touch the database still goes through database_sync_to_async (a snapshot on request)
     await viewers[0].send_to(text_data=json.dumps({"type": "snapshot"}))
     assert 'id="p-header"' in await viewers[0].receive_from(timeout=5)
+    assert hops == ["SessionConsumer._snapshot"]
     for v in viewers:
         await v.disconnect()
 
