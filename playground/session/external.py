@@ -14,9 +14,10 @@ Entries of the log (besides steps and actors added):
   to `end`. `in` is the inputs packed (kind, delta ms, connection, broker, frame) and compressed with zlib, in
   base64: a chatty consumer's requests differ in a few bytes each (correlation id, offsets), so a row of ten Fetch
   requests costs about what one does. `sum` is for people (the narrative, log.json): who sent what.
-- {"unlisten": {"why": "stopped" | "idle" | "closed", "wall_ms": ...}}: every connection closed, nobody listens.
-A step carries "vt" (the virtual time it ran at) when it ran while clients were connected: the clock followed the
-wall clock meanwhile, so that much time passes before it on a replay too.
+- {"unlisten": {"why": "stopped" | "idle" | "closed", "wall_ms": ..., "vt": ms}}: every connection closed, nobody
+  listens; at the virtual time `vt` (the clock followed the wall clock since the last entry).
+A step, and an actor added, carries "vt" (the virtual time it ran at) when it ran while clients were connected: the
+clock followed the wall clock meanwhile, so that much time passes before it on a replay too.
 
 The listener feeds inputs into the live session (`receive`, `disconnect`) and `cut` makes the entry of what came since
 the last one; the commit loop stores it before anything else it stores (commands.py), so the log's order is the order
@@ -182,6 +183,8 @@ def apply(backend: Any, entry: Mapping[str, Any], position: int) -> str:
         return "ok"  # nothing was ever served: nothing to close or to feed
     _position(core, position)
     if UNLISTEN in entry:
+        if "vt" in entry[UNLISTEN]:
+            core.advance(int(entry[UNLISTEN]["vt"]))  # the time the clock followed since the last entry
         core.close_connections()
         core.take_output()
         return "ok"

@@ -571,6 +571,8 @@ def start(sid: str, client: str = "") -> dict[str, Any]:
 def stop(sid: str, why: str = "stopped") -> dict[str, Any]:
     """Stop the session's listener: its connections close, and the log says so."""
     listener = LISTENERS.get(sid)
+    clock = external.CLOCKS.get(sid)
+    followed = clock() if clock is not None else 0  # where the clock followed the wall clock to (clients connected)
     if listener is not None:
         _forget(listener)
         _the_loop().run(listener.shut())
@@ -580,7 +582,11 @@ def stop(sid: str, why: str = "stopped") -> dict[str, Any]:
         def mutate(live: Live) -> Change:
             if live.listen is None:
                 return Change()
-            entry = {external.UNLISTEN: {"why": why, "wall_ms": int(time.time() * 1000)}}
+            body: dict[str, Any] = {"why": why, "wall_ms": int(time.time() * 1000)}
+            core = external.core_of(live.backend)
+            if core is not None:
+                body["vt"] = max(core.now_ms, followed)  # the connections close then, live and in a replay
+            entry = {external.UNLISTEN: body}
             return Change(append=[run_entry(live, entry)], message="unlisten")
 
         commit(sid, mutate)

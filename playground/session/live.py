@@ -356,19 +356,20 @@ def run_entry(live: Live, entry: Mapping[str, Any]) -> dict[str, Any]:
         return {**body, "outcome": external.apply(live.backend, body, external.position_of(live))}
     if not is_command(entry):
         return {**entry, "outcome": "ok"}
-    if "add" in entry:
-        spec = actor_from_entry(entry["add"])
-        live.backend.add_actor(spec)
-        live.actors[spec.name] = spec
-        return {"add": entry["add"], "outcome": "ok"}
-    step = step_from_entry(entry["step"], int(entry.get("n", 0)))
     if external.core_of(live.backend) is not None:
         # clients are served: while they are connected the clock follows the wall clock, so the time since the last
-        # thing they did passes before the step (recorded, so that a replay passes it too)
+        # thing they did passes before the step or the actor added (recorded, so that a replay passes it too: an
+        # actor made later starts its clients' timers later)
         vt = external.now_of(live)
         if vt is not None:
             entry = {**entry, "vt": vt}
         external.before_step(live.backend, entry, external.position_of(live))
+    if "add" in entry:
+        spec = actor_from_entry(entry["add"])
+        live.backend.add_actor(spec)
+        live.actors[spec.name] = spec
+        return {"add": entry["add"], **({"vt": entry["vt"]} if "vt" in entry else {}), "outcome": "ok"}
+    step = step_from_entry(entry["step"], int(entry.get("n", 0)))
     before = live.backend.fenced_actors()
     out: dict[str, Any] = {"step": entry["step"]}
     if "n" in entry:

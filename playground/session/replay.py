@@ -105,13 +105,13 @@ def apply_entry(live: Live, entry: Mapping[str, Any]) -> str:
         return external.apply(live.backend, entry, live.length)  # what external clients did (session/external.py)
     if not is_command(entry):
         return "ok"  # an exercise's answer or hint: nothing for the backend
+    external.before_step(live.backend, entry, live.length)  # the time that passed while clients were connected
     if "add" in entry:
         spec = actor_from_entry(entry["add"])
         live.backend.add_actor(spec)
         live.actors[spec.name] = spec
         return "ok"
     step = step_from_entry(entry["step"], int(entry.get("n", 0)))
-    external.before_step(live.backend, entry, live.length)  # the time that passed while clients were connected
     elapsed = int(entry.get("elapsed_ms") or 0)
     pass_time = getattr(live.backend, "pass_time", None)
     if elapsed > 0 and pass_time is not None and not step.is_note:

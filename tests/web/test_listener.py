@@ -442,3 +442,29 @@ def test_a_scenario_with_a_database_keeps_its_panel_beside_the_clients(client):
     assert view["database"]["tables"] and "outsider" in view["producers"]
     page = client.get(f"/s/{row.id}/").content.decode()
     assert 'id="p-database"' in page and 'data-producer="outsider"' in page
+
+
+def test_an_actor_added_and_the_unlisten_carry_the_time_the_clock_followed_to(client, sim_session):
+    """While clients are connected the clock follows the wall clock with nothing stored: an actor added then starts
+    its clients' timers at that time, and the unlisten closes the connections at it; both say so in the log, so a
+    replay passes the same time first (without, a busy machine's replay differed from the live session)."""
+    sid = sim_session.id
+    bootstrap = listen(client, sid)
+    plain = Producer({"bootstrap.servers": bootstrap, "client.id": "ticker", **QUIET})
+    plain.produce("orders", value=b"t-1", partition=0)
+    assert plain.flush(20) == 0
+    stored(sid, lambda log: any("ext" in e for e in log), "the client's send stored")
+    time.sleep(0.3)
+    quiet(sid)
+    session.add_producer(sid, "new")
+    log = rows(sid)
+    add = next(e for e in log if "add" in e)
+    assert add["vt"] >= max(e["ext"]["end"] for e in log if "ext" in e)
+    time.sleep(0.2)
+    quiet(sid)
+    listener.stop(sid)
+    unlisten = rows(sid)[-1]["unlisten"]
+    assert unlisten["vt"] >= add["vt"] + 200
+    here = view_digest(session.load(sid))
+    session.CACHE.evict(sid)
+    assert view_digest(session.load(sid)) == here
