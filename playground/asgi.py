@@ -46,7 +46,7 @@ application = ProtocolTypeRouter(
 )
 
 # The channel layer, made before the server listens (Daphne imports this module first): made by a process's first
-# websocket, importing channels_redis held its event loop for ~0.3 s, and every page of a room joining waited.
+# websocket, importing channels_redis held its event loop for ~0.5 s, and every page of a room joining waited.
 get_channel_layer()
 
 # A process's first pages' imports, diagram layouts and templates (~0.5 s), done before it listens: a room's joins
