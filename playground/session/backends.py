@@ -56,6 +56,14 @@ def kafka_configured(profile: Profile | None = None) -> bool:
     return any(str(getattr(settings, SETTINGS[v][0], "") or "").strip() for v in versions if v in SETTINGS)
 
 
+def java_worker_waiting(release: str) -> str | None:
+    """None when a Java session of kafka-clients `release` can start now; else what its page says meanwhile (the
+    worker is being built, or cannot be: kafka/java_worker.py)."""
+    from playground.kafka.java_worker import waiting
+
+    return waiting(release)
+
+
 def not_configured(profile: Profile) -> str:
     from playground.kafka.clusters import SETTINGS
 

@@ -368,7 +368,7 @@ def run_entry(live: Live, entry: Mapping[str, Any]) -> dict[str, Any]:
         spec = actor_from_entry(entry["add"])
         live.backend.add_actor(spec)
         live.actors[spec.name] = spec
-        return {"add": entry["add"], **({"vt": entry["vt"]} if "vt" in entry else {}), "outcome": "ok"}
+        return {**{k: entry[k] for k in ("add", "vt") if k in entry}, "outcome": "ok"}
     step = step_from_entry(entry["step"], int(entry.get("n", 0)))
     before = live.backend.fenced_actors()
     out: dict[str, Any] = {"step": entry["step"]}

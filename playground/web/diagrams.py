@@ -1,7 +1,7 @@
 """Geometry for the two SVG drawings: the coordinator's state machine and the protocol timeline.
 
 Pure functions from data to coordinates; the templates only draw what these return. The state machine's edges
-come from the simulator's own transition table (`playground.sim.coordinator.transitions_for(kafka)`, target ->
+come from the simulator's own transition table (`scenario.engines.coordinator_transitions(kafka)`, target ->
 allowed previous states, one table per Kafka release); only the placement of the known states is chosen here, and
 any state not placed is laid out on a spare row, so a new state in the table still shows up.
 """
@@ -54,9 +54,9 @@ def current_state_machine(
 def transitions(kafka: str = "3.9") -> dict[str, tuple[str, ...]]:
     """The simulator's transition table for a Kafka release (a profile's `kafka`): the one its coordinator obeys."""
     try:
-        from playground.sim.coordinator import transitions_for
+        from playground.scenario.engines import coordinator_transitions
 
-        table = transitions_for(kafka)
+        table = coordinator_transitions(kafka)
     except Exception:
         return {}
     out: dict[str, tuple[str, ...]] = {}

@@ -21,12 +21,11 @@ from django.views.decorators.http import require_GET, require_POST
 
 from playground import session
 from playground.engine.spec import DEFAULT_PROFILE, Profile
-from playground.kafka import java_worker
 from playground.models import ScenarioText, Session
 from playground.scenario import check_text, library, pick
 from playground.scenario.i18n import normalize
 from playground.session import capability, compare, external, limits, listener
-from playground.session.backends import not_configured
+from playground.session.backends import java_worker_waiting, not_configured
 from playground.session.export import as_scenario
 from playground.web import apppanels, broadcast, commands, forms, pagecache, panels
 from playground.web.http import answers_problems, client, problem, valid
@@ -150,7 +149,7 @@ def new_session(request: HttpRequest) -> HttpResponse:
     profile = form.profile(scenario.profile if scenario is not None else DEFAULT_PROFILE)
     try:
         backend = _backend_choice(d.get("backend"), profile)
-        building = java_worker.waiting(profile.release) if backend == "kafka" and profile.client == "java" else None
+        building = java_worker_waiting(profile.release) if backend == "kafka" and profile.client == "java" else None
         if building:
             # Not an error: the Java client's worker is built once, in the background; the page asks again until
             # the build is done, and the session starts then.

@@ -7,7 +7,6 @@ templates. A room's joins arrive together, each at a process that has served not
 from __future__ import annotations
 
 import logging
-from importlib import import_module
 
 log = logging.getLogger(__name__)
 
@@ -19,11 +18,12 @@ def run() -> None:
     from django.urls import get_resolver
 
     from playground.engine.spec import KAFKA_RELEASES
+    from playground.scenario import engines
     from playground.web import diagrams
 
     try:
         get_resolver().url_patterns  # noqa: B018  (imports the URLconf and its views)
-        import_module("playground.sim.driver")  # what scenario.engines imports for a session's first backend
+        engines.backend_class("sim")  # what a session's first backend imports
         for kafka in KAFKA_RELEASES:
             diagrams.current_state_machine(kafka=kafka)
         for name in TEMPLATES:
