@@ -7,6 +7,8 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+from django.db import connection
+
 from playground.engine.spec import parse_profile
 from playground.models import Command, ScenarioText, Seat, Workshop
 from playground.scenario import parsed
@@ -23,22 +25,45 @@ def answers(live: Any, ns: list[int]) -> dict[int, list[int]]:
 
 
 def room_answers(room_id: str, item: int, ns: list[int]) -> dict[int, list[int]]:
-    """One query for all of them: on every command of every attendee, the exercise panel asks for its questions."""
+    """One statement for all of them: on every command of every attendee, the exercise panel asks for its
+    questions. Only the two numbers of each prediction are read, not each command's whole entry (decoding 120
+    entries per command was a tenth of the servers' CPU at 40 attendees, tools/bench/workshop.py)."""
     out: dict[int, list[int]] = {n: [] for n in ns}
     if not ns:
         return out
+    sql, params, room_at, item_at = _predictions_statement(connection.vendor)
+    values = list(params)
+    values[room_at], values[item_at] = room_id, item
+    with connection.cursor() as cursor:
+        cursor.execute(sql, values)
+        rows = cursor.fetchall()
+    for n, choice in rows:
+        if int(n) in out:
+            out[int(n)].append(int(choice))
+    return out
+
+
+# Stand-ins for a room and an item: their places among the compiled statement's parameters are where the real ones go
+# (the item within its column's range: Django compiles a lookup of an out-of-range number into "matches nothing").
+_ROOM, _ITEM = "<a room>", 1_987_654_321
+
+
+@functools.cache
+def _predictions_statement(vendor: str) -> tuple[str, tuple[Any, ...], int, int]:
+    """The seated attendees' predictions on an item as SQL, compiled once per process and database: building this
+    queryset (three joins, two JSON paths) each time was over half of room_answers' CPU (py-spy of
+    tools/bench/workshop.py --attendees 40), paid on every attendee's every command."""
     rows = Command.objects.filter(
-        session__seat__workshop_id=room_id,
-        session__seat__item=item,
+        session__seat__workshop_id=_ROOM,
+        session__seat__item=_ITEM,
         session__seat__attendee__isnull=False,
         dropped=False,
-        entry__predict__n__in=ns,
-    )
-    # The two numbers, not each command's whole entry: decoding 120 entries per command was a tenth of the servers'
-    # CPU at 40 attendees (tools/bench/workshop.py).
-    for n, choice in rows.values_list("entry__predict__n", "entry__predict__choice"):
-        out[int(n)].append(int(choice))
-    return out
+        entry__predict__has_key="n",
+    ).values_list("entry__predict__n", "entry__predict__choice")
+    sql, params = rows.query.sql_with_params()
+    if params.count(_ROOM) != 1 or params.count(_ITEM) != 1:
+        raise AssertionError(f"the stand-ins must each be one parameter of {sql!r} ({vendor})")
+    return sql, tuple(params), params.index(_ROOM), params.index(_ITEM)
 
 
 def steps_run(room_id: str, item: int, ns: list[int]) -> dict[int, int]:

@@ -167,3 +167,22 @@ def test_it_lets_only_the_facilitator_reveal_an_answer_early():
     first = rooms.questions(Workshop.objects.get(pk=room.pk), 0)[0]
     assert first["revealed"] and first["answer"] == 1 and first["ran"] == 0
     assert Workshop.objects.get(pk=room.pk).revealed == {"0": [q]}
+
+
+def test_it_counts_the_live_predictions_of_the_room_s_seated_attendees_on_the_item_only():
+    fac, room, sids = _room_with(["Ada", "Lin", "Bo"])
+    _fac2, other, other_sids = _room_with(["Kim"])
+    own = fac.get(f"/w/{room.code}/")["Location"].strip("/").split("/")[-1]  # the facilitator's own seat
+    q = _walk_to_question(sids[0])
+    for sid in [*sids, own, *other_sids]:
+        _walk_to_question(sid)
+    session.predict(sids[0], q, 1)
+    session.predict(sids[1], q, 2)
+    session.back(sids[1])  # Lin takes hers back: the prediction's row is dropped
+    session.predict(sids[2], q, 0)
+    session.predict(own, q, 2)  # not an attendee's
+    session.predict(other_sids[0], q, 2)  # another room's
+    answers = rooms.room_answers(room.pk, 0, [q, q + 1])
+    assert {n: sorted(choices) for n, choices in answers.items()} == {q: [0, 1], q + 1: []}
+    assert rooms.room_answers(room.pk, 1, [q]) == {q: []}  # no such item: nobody seated there
+    assert rooms.room_answers(other.pk, 0, [q]) == {q: [2]}
