@@ -13,7 +13,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, cast
 
 from django.db import IntegrityError, connection, transaction
-from django.db.models import F
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
@@ -124,11 +123,29 @@ def _split(entry: Mapping[str, Any]) -> tuple[dict[str, Any], str]:
 
 
 def _bump(row: Session, **fields: Any) -> bool:
-    """The session's version moves from row.version to row.version + 1, or nothing happens (someone was first)."""
+    """The session's version moves from row.version to row.version + 1, or nothing happens (someone was first).
+    Every command does this: one statement per set of fields, written once (the queryset's update compiled its SQL
+    each time: 450 vs 90 us on SQLite), the values prepared by their fields as Django's update prepares them."""
     fields.setdefault("updated_at", timezone.now())
     if fields.get("running") is True:
         fields.setdefault("runner_at", fields["updated_at"])  # a run starts beating now (see runner.py)
-    return bool(Session.objects.filter(pk=row.pk, version=row.version).update(version=F("version") + 1, **fields))
+    names = tuple(sorted(fields))
+    values = [Session._meta.get_field(name).get_db_prep_save(fields[name], connection) for name in names]
+    with connection.cursor() as cursor:
+        cursor.execute(_bump_sql(names), [*values, row.pk, row.version])
+        return bool(cursor.rowcount == 1)
+
+
+@functools.lru_cache(maxsize=32)
+def _bump_sql(names: tuple[str, ...]) -> str:
+    quote = connection.ops.quote_name
+    meta = Session._meta
+    version = quote(meta.get_field("version").column)
+    assignments = "".join(f", {quote(meta.get_field(name).column)} = %s" for name in names)
+    return (
+        f"UPDATE {quote(meta.db_table)} SET {version} = {version} + 1{assignments} "
+        f"WHERE {quote(meta.pk.column)} = %s AND {version} = %s"
+    )
 
 
 def append(row: Session, entries: Sequence[Mapping[str, Any]], running: bool | None = None) -> list[int] | None:

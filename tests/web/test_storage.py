@@ -87,6 +87,17 @@ def test_it_refuses_an_append_when_another_process_was_first(free_session):
     assert [r.entry for r in _rows(free_session.id)] == [{"step": "rc.poll"}]
 
 
+def test_it_bumps_the_version_with_the_fields_given_or_changes_nothing_for_a_stale_row(free_session):
+    row = Session.objects.get(pk=free_session.id)
+    assert store.set_running(row, True)
+    now = Session.objects.get(pk=row.pk)
+    assert (now.version, now.running) == (row.version + 1, True)
+    assert now.runner_at == now.updated_at and now.updated_at > row.updated_at  # a run starts beating now
+    assert not store.set_running(row, False)  # read before the bump: someone was first
+    assert not store.truncate(row, 0)
+    assert Session.objects.get(pk=row.pk).running and Session.objects.get(pk=row.pk).version == row.version + 1
+
+
 def test_it_allows_only_one_live_row_per_position(free_session):
     from django.db import IntegrityError, transaction
 
