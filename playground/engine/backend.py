@@ -154,3 +154,8 @@ class Backend(ABC):
 
     def close(self) -> None:  # noqa: B027 - a backend with nothing to release need not say so
         """Release clients, processes and (real cluster) the session's topics."""
+
+    def discard(self) -> None:  # noqa: B027 - a backend whose state holds no reference cycles need not say so
+        """Nothing will read or change this state again (a moment scrubbed past): drop the references that make it
+        a cycle, so that it is freed at once instead of waiting for the garbage collector (whose passes over a long
+        session's leftovers fall into whichever request is running when they come)."""

@@ -615,6 +615,9 @@ class WithDatabase(Backend):
     def close(self) -> None:
         self.inner.close()
 
+    def discard(self) -> None:
+        self.inner.discard()
+
     def apply(self, step: Step) -> str:
         if step.actor == "app":
             return self.db.apply(step.action, step.args)

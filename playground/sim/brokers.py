@@ -65,6 +65,14 @@ class Brokers:
         # replies owed by each broker: correlation -> fail(), so a stopped broker's requests fail at once
         self._outstanding: dict[int, dict[int, Callable[[], None]]] = {b: {} for b in self.broker_ids}
 
+    def discard(self) -> None:
+        """Backend.discard: the callbacks scheduled, owed and listening all refer back to this cluster."""
+        self.scheduler.discard()
+        self._listeners.clear()
+        self._watchers.clear()
+        for owed in self._outstanding.values():
+            owed.clear()
+
     # -- events -----------------------------------------------------------------------------------------------
     def subscribe(self, listener: Callable[[ev.Event], None]) -> None:
         self._listeners.append(listener)

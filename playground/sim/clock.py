@@ -53,6 +53,10 @@ class SplitMix64:
         return SplitMix64(self.next_u64())
 
 
+def _discarded() -> None:
+    """What a discarded scheduler's entries call (nothing will run them)."""
+
+
 class Entry:
     __slots__ = ("cancelled", "category", "fn", "inert", "label", "time_ms")
 
@@ -117,6 +121,14 @@ class Scheduler:
             entry.cancelled = True
             if entry.category == WORK:
                 self._work_pending -= 1
+
+    def discard(self) -> None:
+        # Backend.discard: an entry's callback refers back to the cluster, and whoever keeps the entry to cancel it
+        # (a periodic scan) is referred to by the callback in turn
+        for _, _, entry in self._heap:
+            entry.fn, entry.inert = _discarded, None
+        self._heap.clear()
+        self._work_pending = 0
 
     @property
     def work_pending(self) -> int:

@@ -114,6 +114,10 @@ class Cluster(PartitionLeaders):
         for b in self.broker_ids:
             self._start_broker_tasks(b)
 
+    def discard(self) -> None:
+        super().discard()
+        self._scans.clear()  # each scan's task refers back to the cluster
+
     # -- brokers up/down --------------------------------------------------------------------------------------
     def stop_broker(self, broker: int) -> None:
         state = self.brokers[broker]

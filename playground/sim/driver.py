@@ -294,6 +294,7 @@ class SimBackend(Backend):
 
     def _fail(self, entry: Any, op: str, exc: KafkaException | JavaException) -> str:
         if isinstance(exc, JavaException):
+            exc.kept()
             # the librdkafka model announces what an API call returns itself; an exception is the driver's to see
             client = getattr(entry, "client", None)
             state = getattr(client, "state", None)
@@ -691,6 +692,13 @@ class SimBackend(Backend):
             rc_received=self._rc_received,
             log_limit=log_limit,
         )
+
+    def discard(self) -> None:
+        self.cluster.discard()  # its listeners hold this backend's _on_event
+        self._callbacks.clear()
+        for producer in self.producers.values():
+            if producer.client is not None:
+                producer.client.discard()
 
     def close(self) -> None:
         for entry in self.producers.values():

@@ -131,7 +131,7 @@ class TxnResult:
         self.acked = False
 
     def fail(self, error: JavaException) -> None:
-        self.error = error
+        self.error = error.kept()
         self.done = True
 
     def succeed(self) -> None:
@@ -143,16 +143,16 @@ class TxnRequestHandler:
     what its response does (`on_response(error, result)`)."""
 
     __slots__ = (
+        "_on_response",
+        "_send",
         "backoff_ms",
         "coordinator",
         "is_end_txn",
         "is_retry",
         "key",
         "name",
-        "on_response",
         "priority",
         "result",
-        "send",
     )
 
     def __init__(
@@ -160,8 +160,8 @@ class TxnRequestHandler:
         name: str,
         priority: int,
         result: TxnResult,
-        send: Callable[[int | None], None],
-        on_response: Callable[[str | None, dict[str, Any]], None],
+        send: Callable[[TxnRequestHandler, int | None], None],
+        on_response: Callable[[TxnRequestHandler, str | None, dict[str, Any]], None],
         coordinator: str | None = "transaction",
         key: str | None = None,
         is_end_txn: bool = False,
@@ -174,8 +174,16 @@ class TxnRequestHandler:
         self.is_end_txn = is_end_txn
         self.is_retry = False
         self.backoff_ms: int | None = None
-        self.send = send
-        self.on_response = on_response
+        # given the handler rather than closing over it: a closure kept in the handler that refers to the handler
+        # is a reference cycle, left to the garbage collector with the client and the cluster it holds
+        self._send = send
+        self._on_response = on_response
+
+    def send(self, broker: int | None) -> None:
+        self._send(self, broker)
+
+    def on_response(self, error: str | None, result: dict[str, Any]) -> None:
+        self._on_response(self, error, result)
 
 
 class JavaProducerBase(Client):
@@ -293,6 +301,10 @@ class JavaProducerBase(Client):
         """Sender.runOnce: java_sender.py."""
         raise NotImplementedError
 
+    def discard(self) -> None:
+        self._requests.clear()  # the handlers' callbacks refer back to this manager
+        self._pending_transition = None
+
     # -- TransactionManager: states and errors ----------------------------------------------------------------
     def _transition(self, target: str, error: JavaException | None = None, *, sender_thread: bool = False) -> None:
         """TransactionManager.transitionTo: an invalid transition throws IllegalStateException on the
@@ -342,6 +354,7 @@ class JavaProducerBase(Client):
         try:
             self._transition(ABORTABLE_ERROR, error, sender_thread=sender_thread)
         except JavaException as exc:
+            exc.kept()
             if sender_thread and not self.poisons:
                 self._emit_error("background", exc)  # logged by the Sender's loop; the state stays as it was
                 return

@@ -45,7 +45,7 @@ class JavaTxnManager(JavaProducerBase):
         self._coordinators[kind] = None
         result = TxnResult("FindCoordinator")
 
-        def send(broker: int | None) -> None:
+        def send(handler: TxnRequestHandler, broker: int | None) -> None:
             c = self.cluster
 
             def server(broker: int, reply: Reply) -> None:
@@ -60,7 +60,7 @@ class JavaTxnManager(JavaProducerBase):
                 lambda err, res: self._txn_response(handler, err, res),
             )
 
-        def on_response(error: str | None, res: dict[str, Any]) -> None:
+        def on_response(handler: TxnRequestHandler, error: str | None, res: dict[str, Any]) -> None:
             if error is None:
                 self._coordinators[kind] = res["coordinator"]
                 result.succeed()
@@ -182,6 +182,7 @@ class JavaTxnManager(JavaProducerBase):
             try:
                 handler.on_response(error, result)
             except JavaException as exc:
+                exc.kept()
                 # an invalid transition met while handling the answer (3.5 does not poison the manager for it):
                 # Sender.run logs it ("Uncaught error in kafka producer I/O thread") and loops on; whatever the
                 # handler had not done yet stays undone
@@ -193,9 +194,8 @@ class JavaTxnManager(JavaProducerBase):
         c = self.cluster
         txid = self.transactional_id
         version = self.versions["InitProducerId"]
-        handler: TxnRequestHandler
 
-        def send(broker: int | None) -> None:
+        def send(handler: TxnRequestHandler, broker: int | None) -> None:
             detail = f"{txid or '(idempotent)'} timeout {self.transaction_timeout_ms} ms" + (
                 f", bump {bump[0]}/{bump[1]}" if bump else ""
             )
@@ -208,7 +208,7 @@ class JavaTxnManager(JavaProducerBase):
                 "InitProducerId", broker, label, detail, server, lambda err, res: self._txn_response(handler, err, res)
             )
 
-        def on_response(error: str | None, res: dict[str, Any]) -> None:
+        def on_response(handler: TxnRequestHandler, error: str | None, res: dict[str, Any]) -> None:
             if error is None:
                 self._set_producer_id(res["producer_id"], res["producer_epoch"])
                 self._transition(READY, sender_thread=True)
@@ -248,9 +248,8 @@ class JavaTxnManager(JavaProducerBase):
         c = self.cluster
         version = self.versions["AddPartitionsToTxn"]
         result = TxnResult("AddPartitionsToTxn")
-        handler: TxnRequestHandler
 
-        def send(broker: int | None) -> None:
+        def send(handler: TxnRequestHandler, broker: int | None) -> None:
             def server(broker: int, reply: Reply) -> None:
                 c.handle_add_partitions(broker, txid, pid, epoch, parts, reply, version=version)
 
@@ -263,7 +262,7 @@ class JavaTxnManager(JavaProducerBase):
                 lambda err, res: self._txn_response(handler, err, res),
             )
 
-        def on_response(error: str | None, res: dict[str, Any]) -> None:
+        def on_response(handler: TxnRequestHandler, error: str | None, res: dict[str, Any]) -> None:
             handler.backoff_ms = None
             if error is None:
                 self.pending_partitions -= parts
@@ -318,9 +317,8 @@ class JavaTxnManager(JavaProducerBase):
         c = self.cluster
         txid = self.txn_id
         version = self.versions["EndTxn"]
-        handler: TxnRequestHandler
 
-        def send(broker: int | None) -> None:
+        def send(handler: TxnRequestHandler, broker: int | None) -> None:
             # the producer id and epoch at the time it goes out (a TV2 bump may have changed them)
             pid, epoch = self.producer_id, self.epoch
 
@@ -336,7 +334,7 @@ class JavaTxnManager(JavaProducerBase):
                 lambda err, res: self._txn_response(handler, err, res),
             )
 
-        def on_response(error: str | None, res: dict[str, Any]) -> None:
+        def on_response(handler: TxnRequestHandler, error: str | None, res: dict[str, Any]) -> None:
             if error is None:
                 # EndTxn v5+: the producer id and epoch of the next transaction (bumped; a new id at epoch 0 after
                 # an overflow); older versions answer -1
@@ -359,9 +357,8 @@ class JavaTxnManager(JavaProducerBase):
         c = self.cluster
         pid, epoch, txid = self.producer_id, self.epoch, self.txn_id
         version = self.versions["AddOffsetsToTxn"]
-        handler: TxnRequestHandler
 
-        def send(broker: int | None) -> None:
+        def send(handler: TxnRequestHandler, broker: int | None) -> None:
             def server(broker: int, reply: Reply) -> None:
                 c.handle_add_offsets(broker, txid, pid, epoch, gm.group_id, reply, version=version)
 
@@ -374,7 +371,7 @@ class JavaTxnManager(JavaProducerBase):
                 lambda err, res: self._txn_response(handler, err, res),
             )
 
-        def on_response(error: str | None, res: dict[str, Any]) -> None:
+        def on_response(handler: TxnRequestHandler, error: str | None, res: dict[str, Any]) -> None:
             if error is None:
                 self._enqueue(self._txn_offset_commit_handler(result, offsets, gm))
                 self.transaction_started = True
@@ -397,9 +394,8 @@ class JavaTxnManager(JavaProducerBase):
         pending = dict(offsets)
         txid = self.transactional_id
         version = self.versions["TxnOffsetCommit"]
-        handler: TxnRequestHandler
 
-        def send(broker: int | None) -> None:
+        def send(handler: TxnRequestHandler, broker: int | None) -> None:
             pid, epoch = self.producer_id, self.epoch
             commit = dict(pending)
 
@@ -427,7 +423,7 @@ class JavaTxnManager(JavaProducerBase):
                 lambda err, res: self._txn_response(handler, err, res),
             )
 
-        def on_response(error: str | None, res: dict[str, Any]) -> None:
+        def on_response(handler: TxnRequestHandler, error: str | None, res: dict[str, Any]) -> None:
             if error is None:
                 pending.clear()
             elif error in ("COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR", "REQUEST_TIMED_OUT"):

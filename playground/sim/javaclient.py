@@ -305,6 +305,7 @@ class JavaProducer(JavaSender):
         except JavaException as exc:
             if not exc.api:
                 raise
+            exc.kept()
             # an ApiException fails the returned future (FutureFailure) and goes to the callback, not to the caller
             if callback is not None:
                 callback(None, exc)

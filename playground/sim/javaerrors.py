@@ -86,6 +86,18 @@ class JavaException(Exception):
         self.wire = wire
         self.cause = cause
 
+    def kept(self) -> JavaException:
+        """This exception as the client keeps it (a future's, the manager's last error, the application's): without
+        the tracebacks of where it and what it was raised while handling were raised. Their frames hold the client
+        that keeps it, a reference cycle (Backend.discard)."""
+        pending: list[BaseException | None] = [self]
+        while pending:
+            exc = pending.pop()
+            if exc is not None and exc.__traceback__ is not None:
+                exc.__traceback__ = None
+                pending += [exc.__context__, exc.__cause__, getattr(exc, "cause", None)]
+        return self
+
     @property
     def api(self) -> bool:
         return EXCEPTIONS.get(self.name, (False, False))[0]

@@ -101,6 +101,10 @@ class PartitionLeaders(Brokers):
         """What a coordinator returned, carried out: Cluster._carry_out."""
         raise NotImplementedError
 
+    def discard(self) -> None:
+        super().discard()
+        self._parked.clear()  # long-polling fetches: their checks refer back to the leaders
+
     # -- topology ---------------------------------------------------------------------------------------------
     def _replicas(self, partition: int, replication_factor: int | None = None) -> tuple[int, ...]:
         n = len(self.broker_ids)

@@ -3,8 +3,10 @@ checkpoint, a moment moved forward, a fork), equals a fresh replay of the sessio
 
 from __future__ import annotations
 
+import gc
 import json
 import random
+import weakref
 
 import pytest
 from hypothesis import HealthCheck, given
@@ -161,3 +163,18 @@ def test_it_forks_a_scenario_session_with_a_line_saying_where_from(client, fenci
     assert f'href="/s/{sid}/?at=3"' in html and "forked from" in html
     assert client.post(f"/s/{fork}/step/").status_code == 204  # the forker drives the fork
     assert Session.objects.get(pk=sid).length == 4  # the original is unchanged
+
+
+def test_it_frees_a_moment_scrubbed_past_by_reference_counting():
+    """The moment a scrub lets go is discarded: nothing of its simulator waits for the garbage collector."""
+    sid = _play([Step("A", "init_transactions"), Step("A", "begin_transaction"), Step("rc", "poll")] * 40)
+    gc.collect()
+    gc.disable()
+    try:
+        first = session.moment(sid, 50)
+        cluster = weakref.ref(first.backend.cluster)
+        del first
+        session.moment(sid, 20)  # further back: a new moment, from the start; the cache lets the first one go
+        assert cluster() is None
+    finally:
+        gc.enable()
