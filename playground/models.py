@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import secrets
 import unicodedata
@@ -68,6 +69,13 @@ class ScenarioText(models.Model):
         return row
 
 
+@functools.lru_cache(maxsize=64)
+def text_of(text_id: str) -> str:
+    """A stored scenario text, read once per process (a session built afresh reads its scenario's: forty attendees
+    opening an agenda item's sessions read the same one): its id is its content's address, so it never changes."""
+    return str(ScenarioText.objects.values_list("text", flat=True).get(pk=text_id))
+
+
 class Session(models.Model):
     id = models.CharField(primary_key=True, max_length=32, default=new_slug, editable=False)
     # "" for free play; otherwise the scenario's id, and `source` the exact text it was loaded from.
@@ -120,7 +128,9 @@ class Session(models.Model):
 
     @property
     def scenario_source(self) -> str:
-        return self.source.text if self.source_id else ""
+        if not self.source_id:
+            return ""
+        return self.source.text if Session.source.is_cached(self) else text_of(self.source_id)
 
     @property
     def commands(self) -> list[dict[str, Any]]:

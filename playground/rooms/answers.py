@@ -121,7 +121,10 @@ def questions(room: Workshop, item: int) -> list[dict[str, Any]]:
     ns = [s.index for s in asked]
     given = room_answers(room.pk, item, ns)
     ran = steps_run(room.pk, item, ns)
-    seated = Seat.objects.filter(workshop=room, item=item, attendee__isnull=False).count()
+    # who has opened the item: a seat made as the room moved on counts once its owner came (seats.seat_the_room)
+    seated = (
+        Seat.objects.filter(workshop=room, item=item, attendee__isnull=False).exclude(session__drive_key="").count()
+    )
     by_facilitator = revealed(room, item)
     out = []
     for s in asked:

@@ -163,7 +163,10 @@ def _taken(name: str) -> CommandError:
 def move(room: Workshop, item: int) -> None:
     if not 0 <= item < len(room.agenda):
         raise CommandError(_("The agenda has items 1 to %(n)d.") % {"n": len(room.agenda)}, status=404)
+    from playground.rooms.seats import seat_the_room
+
     Workshop.objects.filter(pk=room.pk).update(current=item)
+    seat_the_room(room, item)  # before the room's pages hear of it: each finds its seat made
     signals.moved.send(sender=Workshop, room=room, item=item)
 
 

@@ -24,10 +24,16 @@ def seat(room: Workshop, attendee: Attendee | None, item: int, owner_secret: str
     if not 0 <= item < len(room.agenda):
         raise CommandError(_("The agenda has items 1 to %(n)d.") % {"n": len(room.agenda)}, status=404)
     found = (
-        Seat.objects.filter(workshop=room, attendee=attendee, item=item).values_list("session_id", flat=True).first()
+        Seat.objects.filter(workshop=room, attendee=attendee, item=item)
+        .values_list("session_id", "session__drive_key")
+        .first()
     )
     if found:
-        return found, derived_key(owner_secret, found)
+        sid, digest = found
+        key = derived_key(owner_secret, sid)
+        if not digest:  # made as the room moved on (seat_the_room): its owner has come
+            session.claim(sid, key)
+        return sid, key
     entry = room.agenda[item]
     text = stored_text(entry["text"])
     scenario = parsed(text.text, f"{entry['id']}.yaml")
@@ -77,6 +83,43 @@ def seat(room: Workshop, attendee: Attendee | None, item: int, owner_secret: str
             "item": item,
         }
     return row.id, derived_key(owner_secret, row.id)
+
+
+def seat_the_room(room: Workshop, item: int) -> int:
+    """As the room moves to `item`: a session for it for everyone in the room who has none yet (the facilitator
+    too), made in one go. Forty pages then open at once, each finding its seat, instead of each making its own (a
+    dozen statements and a build of the scenario, one page after the other on each process's database thread).
+    Nobody drives them until their owner comes (`seat`: a seat's capability derives from its owner's secret, which
+    only their browser holds). When the room's budget of sessions cannot take them all, or someone's page made
+    theirs meanwhile, none are made here: each is made when its owner comes, as before. How many were made."""
+    entry = room.agenda[item]
+    with transaction.atomic():
+        # Whoever makes a seat of this room takes this lock first where there are row locks (PostgreSQL): the
+        # facilitator's (`seat`) and these.
+        Workshop.objects.select_for_update().filter(pk=room.pk).first()
+        seated = set(Seat.objects.filter(workshop=room, item=item).values_list("attendee_id", flat=True))
+        owners: list[int | None] = [None] if None not in seated else []
+        owners += [pk for pk in Attendee.objects.filter(workshop=room).values_list("pk", flat=True) if pk not in seated]
+        if not owners:
+            return 0
+        try:
+            taken = limits.take("room_sessions_per_hour", room.client_key or f"room:{room.pk}", len(owners))
+        except limits.LimitExceeded:
+            return 0
+        text = stored_text(entry["text"])
+        try:
+            with transaction.atomic():
+                rows = session.create_unclaimed(
+                    parsed(text.text, f"{entry['id']}.yaml"), stored=text, profile=item_profile(entry), n=len(owners)
+                )
+                Seat.objects.bulk_create(
+                    Seat(workshop=room, attendee_id=owner, item=item, session_id=row.id)
+                    for owner, row in zip(owners, rows)
+                )
+        except IntegrityError:  # an attendee's page made their seat meanwhile
+            limits.give_back(taken, len(owners))
+            return 0
+    return len(owners)
 
 
 @functools.lru_cache(maxsize=64)

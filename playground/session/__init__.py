@@ -39,7 +39,7 @@ from playground.session.commands import (
     step,
     validate_step,
 )
-from playground.session.create import client_key, create, fork, keep_text
+from playground.session.create import client_key, create, create_unclaimed, fork, keep_text
 from playground.session.live import (
     NAME_RE,
     CommandError,
@@ -54,7 +54,7 @@ from playground.session.live import (
 from playground.session.realcluster import close_all_at_exit, end, rerun
 from playground.session.replay import exists, load, moment
 from playground.session.runner import ensure_runner, ensure_watchdog, run_loop, run_speeds, set_speed
-from playground.session.store import drive_key
+from playground.session.store import claim, drive_key
 
 atexit.register(close_all_at_exit)
 
@@ -73,9 +73,11 @@ __all__ = [
     "add_producer",
     "apply_step",
     "back",
+    "claim",
     "client_key",
     "cluster_problem",
     "create",
+    "create_unclaimed",
     "detached_message",
     "drive_key",
     "end",

@@ -151,6 +151,22 @@ def _create(
     return row
 
 
+def create_unclaimed(scenario: Any, *, stored: ScenarioText, profile: Profile | None, n: int) -> list[Session]:
+    """`n` new simulator sessions of a stored scenario text at once, that nobody drives until `store.claim` gives
+    each its drive capability: a room moving on makes every attendee's seat in one statement (each attendee's page
+    then finds theirs, instead of each making one). The scenario is built once, as `create` builds each session it
+    makes: a text that does not build makes none. Made in the caller's transaction."""
+    rows = [
+        Session(scenario_id=scenario.id, backend="sim", seed=scenario.seed, source=stored, drive_key="")
+        for _ in range(n)
+    ]
+    for row in rows:
+        row.profile = profile or scenario.profile
+    if rows:
+        _close(fresh(rows[0]))
+    return list(Session.objects.bulk_create(rows))
+
+
 def fork(session_id: str, at: int, *, backend: str | None = None, client: str = "") -> Session:
     """A new session whose log is this one's up to step `at` (live.py: the first `at` commands and what came with
     them), on `backend` (default: the same, except that a real-cluster session forks onto the simulator unless

@@ -255,9 +255,9 @@ def reached(name: str) -> LimitExceeded:
 # drained count is at most limit - 1. So "10 a minute" is 10 at once, then one every 6 s: no window edge to time a
 # burst on. A total (window 0) never drains. One UPDATE computes, checks and stores it; the row is created first.
 _DRAINED = "(CASE WHEN used - (%s - stamp) * %s < 0 THEN 0 ELSE used - (%s - stamp) * %s END)"
-_TAKE = f"UPDATE {{table}} SET used = {_DRAINED} + 1, stamp = %s, expires = %s WHERE bucket = %s AND {_DRAINED} <= %s"
+_TAKE = f"UPDATE {{table}} SET used = {_DRAINED} + %s, stamp = %s, expires = %s WHERE bucket = %s AND {_DRAINED} <= %s"
 _CHARGE = f"UPDATE {{table}} SET used = {_DRAINED} + %s, stamp = %s, expires = %s WHERE bucket = %s"
-_GIVE_BACK = "UPDATE {table} SET used = (CASE WHEN used < 1 THEN 0 ELSE used - 1 END) WHERE bucket = %s"
+_GIVE_BACK = "UPDATE {table} SET used = (CASE WHEN used < %s THEN 0 ELSE used - %s END) WHERE bucket = %s"
 _EPSILON = 1e-6  # float drain: 9.9999999 used of 10 is 9 and a bit, which must still leave room for one
 
 _swept_at = 0.0
@@ -286,9 +286,9 @@ def _rate(name: str, n: int) -> float:
     return n / window_s if window_s else 0.0
 
 
-def take(name: str, who: str = "") -> str:
-    """One more of `name` for `who` (a client's key, a room's id; "" for the whole server), or LimitExceeded when
-    its limit is reached (nothing is counted then). Returns the bucket's name, for `give_back`."""
+def take(name: str, who: str = "", amount: int = 1) -> str:
+    """`amount` more of `name` for `who` (a client's key, a room's id; "" for the whole server), or LimitExceeded
+    when that would pass its limit (nothing is counted then). Returns the bucket's name, for `give_back`."""
     from playground.models import Counter
 
     now = time.time()
@@ -301,7 +301,7 @@ def take(name: str, who: str = "") -> str:
     with connection.cursor() as cursor:
         cursor.execute(
             _TAKE.format(table=Counter._meta.db_table),
-            [now, rate, now, rate, now, expires, bucket, now, rate, now, rate, n - 1 + _EPSILON],
+            [now, rate, now, rate, amount, now, expires, bucket, now, rate, now, rate, n - amount + _EPSILON],
         )
         taken = cursor.rowcount == 1
     if not taken:
@@ -326,12 +326,12 @@ def charge(name: str, who: str, amount: float) -> None:
         )
 
 
-def give_back(bucket: str) -> None:
-    """Undo one `take` (the thing it counted was not made after all)."""
+def give_back(bucket: str, amount: int = 1) -> None:
+    """Undo a `take` of `amount` (what it counted was not made after all)."""
     from playground.models import Counter
 
     with connection.cursor() as cursor:
-        cursor.execute(_GIVE_BACK.format(table=Counter._meta.db_table), [bucket])
+        cursor.execute(_GIVE_BACK.format(table=Counter._meta.db_table), [amount, amount, bucket])
 
 
 def over(name: str, who: str = "") -> bool:

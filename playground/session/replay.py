@@ -269,7 +269,8 @@ def catch_up(row: Session) -> Live:
     try:
         if live is None:
             live = fresh(row)
-            replay(live, _rows(store.live_rows(row.id)))
+            if row.length:  # a session with no command yet has no row to read
+                replay(live, _rows(store.live_rows(row.id)))
         else:
             # The row at our last position tells whether our prefix is still the log (it was only appended to).
             start = max(0, live.length - 1)

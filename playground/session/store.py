@@ -16,8 +16,8 @@ from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from playground.models import Command, CommandAnswer, Seat, Session
-from playground.session import limits
+from playground.models import Attendee, Command, CommandAnswer, Seat, Session, Workshop
+from playground.session import capability, limits
 from playground.session.live import CommandError
 
 
@@ -37,16 +37,37 @@ def _read_sql() -> str:
     return f"SELECT * FROM {quote(Session._meta.db_table)} WHERE {quote(Session._meta.pk.column)} = %s"
 
 
-@functools.lru_cache(maxsize=4096)
 def drive_key_of(session_id: str) -> str:
     """The digest of the session's drive capability, as read() would find it (a 404 for no such session): the check
-    every command makes before the command reads the row itself. A session's drive key is written once, when it is
-    created, so a process reads it once (a 404 is not kept: lru_cache keeps no exception; a deleted session's
-    commands then stop at read()'s 404)."""
+    every command makes before the command reads the row itself. A session's drive key is written once: when it is
+    created, or, for a seat made as its room moved on, when its owner first comes (`claim`). So a process keeps it
+    once it is there; "" (nobody drives it, or not yet) is read again each time."""
     try:
-        return str(Session.objects.values_list("drive_key", flat=True).get(pk=session_id))
+        return _kept_drive_key(session_id)
+    except _Unclaimed:
+        return ""
+
+
+class _Unclaimed(Exception):
+    """Not kept: functools.lru_cache keeps no exception."""
+
+
+@functools.lru_cache(maxsize=4096)
+def _kept_drive_key(session_id: str) -> str:
+    try:
+        digest = str(Session.objects.values_list("drive_key", flat=True).get(pk=session_id))
     except (Session.DoesNotExist, ValueError):
         raise CommandError(_("No session %(id)s.") % {"id": session_id}, status=404) from None
+    if not digest:
+        raise _Unclaimed
+    return digest
+
+
+def claim(session_id: str, key: str) -> None:
+    """A seat made as its room moved on gets its drive capability when its owner first comes: the owner's secret,
+    from which a seat's capability derives, is known only then (only their browser holds it). Once: a session that
+    has a drive key keeps it."""
+    Session.objects.filter(pk=session_id, drive_key="").update(drive_key=capability.digest(key))
 
 
 def drive_key(session_id: str) -> str:
@@ -60,21 +81,26 @@ def drive_key(session_id: str) -> str:
 
 def seat_of(session_id: str) -> dict[str, Any] | None:
     """Where a session sits in a workshop: {"room", "code", "attendee", "name", "item"} (None: not a room's session).
-    A session only reads its seat; the rooms (playground.rooms) give seats out."""
-    row = (
-        Seat.objects.filter(session_id=session_id)
-        .values("workshop_id", "workshop__code", "attendee_id", "attendee__name", "item")
-        .first()
-    )
+    A session only reads its seat; the rooms (playground.rooms) give seats out. One statement written once: every
+    session built afresh asks (forty at once as a room moves on), and Django's queryset for it (two joins) cost more
+    than the query."""
+    with connection.cursor() as cursor:
+        cursor.execute(_seat_sql(), [str(session_id)])
+        row = cursor.fetchone()
     if row is None:
         return None
-    return {
-        "room": row["workshop_id"],
-        "code": row["workshop__code"],
-        "attendee": row["attendee_id"],
-        "name": row["attendee__name"],
-        "item": row["item"],
-    }
+    return dict(zip(("room", "code", "attendee", "name", "item"), row))
+
+
+@functools.cache
+def _seat_sql() -> str:
+    q = connection.ops.quote_name
+    seat, room, attendee = Seat._meta.db_table, Workshop._meta.db_table, Attendee._meta.db_table
+    return (
+        f"SELECT s.{q('workshop_id')}, w.{q('code')}, s.{q('attendee_id')}, a.{q('name')}, s.{q('item')} "
+        f"FROM {q(seat)} s JOIN {q(room)} w ON w.{q('id')} = s.{q('workshop_id')} "
+        f"LEFT JOIN {q(attendee)} a ON a.{q('id')} = s.{q('attendee_id')} WHERE s.{q('session_id')} = %s"
+    )
 
 
 def parse_langs(value: str) -> tuple[str, ...]:
@@ -91,15 +117,17 @@ def viewer_langs(session_id: str) -> tuple[str, ...]:
     return parse_langs(_stored_langs(session_id) or "")
 
 
-def add_viewer_lang(session_id: str, lang: str) -> None:
+def add_viewer_lang(session_id: str, lang: str, stored: str | None = None) -> None:
     """A page of the session opened in `lang`: its updates are rendered in it from now on (a write only the first
-    time; compare-and-set, so that two pages opening at once in two languages both count)."""
+    time; compare-and-set, so that two pages opening at once in two languages both count). `stored`: the languages
+    the caller has just read."""
+    now = _stored_langs(session_id) if stored is None else stored
     for _attempt in range(5):
-        now = _stored_langs(session_id)
         if now is None or lang in parse_langs(now):
             return
         if Session.objects.filter(pk=session_id, viewer_langs=now).update(viewer_langs=f"{now or ','}{lang},"):
             return
+        now = _stored_langs(session_id)
 
 
 def live_rows(session_id: str, start: int = 0, stop: int | None = None) -> list[Command]:

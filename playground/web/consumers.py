@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 from html import escape
 from http.cookies import SimpleCookie
 from urllib.parse import parse_qs
@@ -37,6 +38,9 @@ from playground.web import board, broadcast, commands, fanout
 log = logging.getLogger(__name__)
 
 MAX_FRAME = 4096
+# What a session's or a room's id can be (models.new_slug, at most 32 characters): anything else is no such thing,
+# told before its name goes into a channel-layer group's (which takes only these characters).
+ID = re.compile(r"[A-Za-z0-9_-]{1,32}")
 ANSWERS_COALESCE_MS = 250  # the board's answer bars: at most 4 renders a second however fast the room answers
 
 
@@ -110,37 +114,40 @@ class SessionConsumer(Consumer):
         query = parse_qs((self.scope.get("query_string") or b"").decode("latin-1"))
         self.at = _step_of(query.get("at", [""])[0])  # held at an earlier step (None: live)
         shown = _step_of(query.get("v", [""])[0])  # the version the page was rendered at, when it says so
-        if not await database_sync_to_async(self._opening)():
+        if not ID.fullmatch(self.sid):
             await self.close(code=4404)
             return
         # Join first, accept last, then the snapshot: an update racing with the connect is sent after the snapshot,
         # never lost (the snapshot is rendered after joining, from the database's current log).
         await self.channel_layer.group_add(self.group, self.channel_name)
+        now = await database_sync_to_async(self._opening)()
+        if now is None:
+            await self.channel_layer.group_discard(self.group, self.channel_name)
+            await self.close(code=4404)
+            return
         await self.accept()
         session.ensure_watchdog()  # this process serves pages: it takes over runs whose process died
-        if shown is not None and self.at is None:
+        if shown is not None and self.at is None and now[0] == shown:
             # A page that was just rendered at the version the session is still at shows it already: no snapshot
             # (a room moving on opens 40 pages at once; each rendered every panel twice). Read after joining the
             # group: whatever changes from here on comes as an update.
-            now = await database_sync_to_async(self._version)()
-            if now is not None and now[0] == shown:
-                await self.send(text_data=current_frame(now[0], now[1]))
-                return
+            await self.send(text_data=current_frame(now[0], now[1]))
+            return
         await self.send_snapshot()
 
-    def _opening(self) -> bool:
-        """The session exists; its updates are rendered in this page's language from now on."""
-        langs = Session.objects.filter(pk=self.sid).values_list("viewer_langs", flat=True).first()
-        if langs is None:
-            return False
+    def _opening(self) -> tuple[int, int] | None:
+        """The session exists: its version and length, read once for the connect (None: no such session); its
+        updates are rendered in this page's language from now on."""
+        row = Session.objects.filter(pk=self.sid).values_list("viewer_langs", "version", "length").first()
+        if row is None:
+            return None
+        langs, version, length = row
         if self.lang not in session.store.parse_langs(langs):
-            session.store.add_viewer_lang(self.sid, self.lang)  # every language ever opened: when fanout cannot tell
+            # every language ever opened: when fanout cannot tell
+            session.store.add_viewer_lang(self.sid, self.lang, stored=langs)
         fanout.viewer_opened(self.sid, self.lang, self.channel_name)  # updates are rendered in the open ones
         self.counted = True
-        return True
-
-    def _version(self) -> tuple[int, int] | None:
-        return Session.objects.filter(pk=self.sid).values_list("version", "length").first()
+        return version, length
 
     async def disconnect(self, code: int) -> None:
         if getattr(self, "counted", False):
@@ -264,48 +271,41 @@ class RoomConsumer(Consumer):
     async def connect(self) -> None:
         self.room_id = self.scope["url_route"]["kwargs"]["room"]
         self.lang = _language(self.scope)
+        if not ID.fullmatch(self.room_id):
+            await self.close(code=4404)
+            return
         cookie = _headers(self.scope).get(b"cookie", b"").decode("latin-1")
-        refused = await database_sync_to_async(self._refused)(cookie)
+        # The room's group first: a move or a follow switch made while this page was loading is in what _opening
+        # reads next, and one made after it comes as a message.
+        self.groups_joined = [board.room_group(self.room_id)]
+        await self.channel_layer.group_add(self.groups_joined[0], self.channel_name)
+        refused, frame = await database_sync_to_async(self._opening)(cookie)
         if refused:
+            await self.channel_layer.group_discard(self.groups_joined.pop(), self.channel_name)
             await self.close(code=refused)
             return
-        self.groups_joined = [board.room_group(self.room_id)] + (
-            [board.board_group(self.room_id)] if self.board else []
-        )
-        for group in self.groups_joined:
-            await self.channel_layer.group_add(group, self.channel_name)
+        if self.board:
+            self.groups_joined.append(board.board_group(self.room_id))
+            await self.channel_layer.group_add(self.groups_joined[1], self.channel_name)
         await self.accept()
-        # Where the room is now, read after joining: a move or a follow switch made while this page was loading (or
-        # while this socket was connecting: its group message went to the others only) is followed all the same.
-        frame = await database_sync_to_async(self._where)()
-        if frame is not None:
-            await self.send(text_data=frame)
+        await self.send(text_data=frame)
 
-    def _refused(self, cookie: str) -> int:
-        """Who connects, in one trip to the database thread: 4404 (no such room), 4403 (neither its facilitator nor
-        one of its attendees) or 0."""
+    def _opening(self, cookie: str) -> tuple[int, str]:
+        """Who connects and where the room is, in one trip to the database thread: 4404 (no such room), 4403
+        (neither its facilitator nor one of its attendees), or 0 and the room's item and follow-me for the page."""
         from playground import rooms
         from playground.models import Workshop
 
         room = Workshop.objects.filter(pk=self.room_id).first()
         if room is None:
-            return 4404
+            return 4404, ""
         room_name, attendee_name = rooms.cookie_names(room.pk)
         self.board = rooms.is_facilitator(room, capability.cookie_in(cookie, room_name))
         if not self.board and rooms.attendee_of(room, capability.cookie_in(cookie, attendee_name)) is None:
-            return 4403
+            return 4403, ""
         self.room_id, self.code = room.pk, room.code
-        return 0
-
-    def _where(self) -> str | None:
-        from playground import rooms
-        from playground.models import Workshop
-
-        now = Workshop.objects.filter(pk=self.room_id).values("current", "follow").first()
-        if now is None:
-            return None
-        src = board.follow_src(rooms.follow_session(self.room_id, now))
-        return self._state_frame(item=now["current"], follow=now["follow"], src=src)
+        src = board.follow_src(rooms.follow_session(self.room_id, {"current": room.current, "follow": room.follow}))
+        return 0, self._state_frame(item=room.current, follow=room.follow, src=src)
 
     async def disconnect(self, code: int) -> None:
         if self.answers_due is not None:

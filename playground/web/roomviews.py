@@ -252,14 +252,27 @@ def room_context(live: Any, request: HttpRequest) -> dict[str, Any] | None:
 
 
 def _cards(room: Workshop, item: int) -> list[dict[str, Any]]:
-    """Every attendee's card for an agenda item (the board's first render): sessions replayed as needed."""
+    """Every attendee's card for an agenda item (the board's first render): sessions replayed as needed. A session
+    with no command yet is the item's scenario as it starts, the same for everyone: one is loaded for them all (a
+    room that has just moved on has forty)."""
     out = []
-    seats = {s.attendee_id: s.session_id for s in Seat.objects.filter(workshop=room, item=item, attendee__isnull=False)}
+    seats = {
+        s["attendee_id"]: (s["session_id"], s["session__length"])
+        for s in Seat.objects.filter(workshop=room, item=item, attendee__isnull=False).values(
+            "attendee_id", "session_id", "session__length"
+        )
+    }
+    as_it_starts: dict[str, Any] | None = None
     for attendee in Attendee.objects.filter(workshop=room):
-        sid = seats.get(attendee.pk)
+        sid, length = seats.get(attendee.pk, (None, 0))
         if sid is None:
             out.append(blank_card(attendee))
-            continue
-        live = session.load(sid)
-        out.append(card(live, card_contexts(live)))
+        elif length:
+            live = session.load(sid)
+            out.append(card(live, card_contexts(live)))
+        else:
+            if as_it_starts is None:
+                live = session.load(sid)
+                as_it_starts = card(live, card_contexts(live))
+            out.append({**as_it_starts, "session": sid, "attendee": attendee.pk, "name": attendee.name})
     return out

@@ -157,6 +157,25 @@ def test_it_marks_the_right_answer_on_the_board_only_once_most_of_the_room_has_r
     assert "<b>✓</b>" in fac.get(f"/w/{room.code}/board/").content.decode()
 
 
+def test_it_counts_as_seated_on_an_item_only_who_has_opened_it_since_the_room_moved_there():
+    fac = Client()
+    r = fac.post("/w/create/", {"title": "Tuesday", "scenario": ["zombie-fencing", "ex-who-is-fenced"]})
+    room = Workshop.objects.get(code=r["Location"].strip("/").split("/")[-2])
+    people = []
+    for name in ("Ada", "Lin", "Bo"):
+        c = Client()
+        c.post("/w/join/", {"code": room.code, "name": name})
+        people.append(c)
+    rooms.move(room, 1)  # a seat made for each of them; none of them has come yet
+    assert rooms.questions(Workshop.objects.get(pk=room.pk), 1)[0]["seated"] == 0
+    sid = people[0].get(f"/w/{room.code}/")["Location"].strip("/").split("/")[-1]
+    assert rooms.questions(Workshop.objects.get(pk=room.pk), 1)[0]["seated"] == 1
+    q = _walk_to_question(sid)
+    session.predict(sid, q, 1)
+    session.step(sid)  # 1 of the 1 who came: most of the room that is here
+    assert rooms.questions(Workshop.objects.get(pk=room.pk), 1)[0]["revealed"]
+
+
 def test_it_lets_only_the_facilitator_reveal_an_answer_early():
     fac, room, sids = _room_with(["Ada"])
     q = next(s.index for s in session.load(sids[0]).steps if s.predict)

@@ -58,7 +58,7 @@ def test_it_leaves_the_sync_path_to_django():
 def test_it_reads_a_sessions_drive_key_once_per_process():
     r = Client().post("/new/", {"scenario": "zombie-fencing"})
     sid = r["Location"].rstrip("/").rsplit("/", 1)[-1]
-    store.drive_key_of.cache_clear()
+    store._kept_drive_key.cache_clear()
     with CaptureQueriesContext(connection) as first:
         digest = store.drive_key_of(sid)
     with CaptureQueriesContext(connection) as again:
@@ -68,11 +68,11 @@ def test_it_reads_a_sessions_drive_key_once_per_process():
 
 
 def test_it_still_answers_404_for_no_such_session():
-    kept = store.drive_key_of.cache_info().currsize
+    kept = store._kept_drive_key.cache_info().currsize
     with pytest.raises(store.CommandError) as raised:
         store.drive_key_of("no-such-session")
     assert raised.value.status == 404
-    assert store.drive_key_of.cache_info().currsize == kept  # "no-such-session" is not kept
+    assert store._kept_drive_key.cache_info().currsize == kept  # "no-such-session" is not kept
 
 
 def test_it_reads_the_drive_key_a_page_checks_once_per_process_too():

@@ -9,12 +9,14 @@ import re
 import pytest
 from channels.db import database_sync_to_async
 from channels.testing import WebsocketCommunicator
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 
 from playground import rooms, session
 from playground.asgi import application
-from playground.models import Session, Workshop
-from playground.session import runner
+from playground.models import Counter, Seat, Session, Workshop
+from playground.session import limits, runner
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -145,3 +147,106 @@ def test_it_renders_a_page_alike_for_the_whole_room_once_and_gives_each_attendee
     session.step(ada_sid)
     after = pages["Ada"][0].get(f"/s/{ada_sid}/").content.decode()
     assert 'data-version="1"' in after and len(pagecache._pages) == 3
+
+
+def test_it_seats_everyone_as_the_room_moves_and_each_drives_only_their_own():
+    fac, room = _facilitator()
+    people = [_attendee(room, name) for name in ("Ada", "Bo", "Cy")]
+    rooms.move(room, 1)
+    seats = dict(Seat.objects.filter(workshop=room, item=1).values_list("attendee__name", "session_id"))
+    assert set(seats) == {None, "Ada", "Bo", "Cy"}  # the facilitator's seat too
+    assert set(Session.objects.filter(pk__in=seats.values()).values_list("drive_key", flat=True)) == {""}
+    (ada, _), (bo, _) = people[:2]
+    with CaptureQueriesContext(connection) as made:
+        r = ada.get(f"/w/{room.code}/")
+    assert r["Location"] == f"/s/{seats['Ada']}/"  # found: nothing made on the way
+    assert not [q["sql"] for q in made if q["sql"].lstrip().upper().startswith("INSERT")]
+    assert ada.post(f"/s/{seats['Ada']}/step/").status_code == 204  # hers now
+    assert bo.post(f"/s/{seats['Ada']}/step/").status_code == 403  # nobody else's
+    assert Client().post(f"/s/{seats['Bo']}/step/").status_code == 403  # unclaimed: nobody drives it yet
+    assert bo.get(f"/w/{room.code}/")["Location"] == f"/s/{seats['Bo']}/"
+    assert bo.post(f"/s/{seats['Bo']}/step/").status_code == 204
+    assert fac.get(f"/w/{room.code}/")["Location"] == f"/s/{seats[None]}/"
+    assert fac.post(f"/s/{seats[None]}/step/").status_code == 204
+    assert Session.objects.get(pk=seats["Cy"]).drive_key == ""  # Cy has not come yet
+
+
+def test_it_leaves_seating_to_each_page_when_the_rooms_budget_cannot_take_them_all(settings):
+    _f, room = _facilitator()
+    ada, _ = _attendee(room, "Ada")
+    bo, _ = _attendee(room, "Bo")
+    settings.PLAYGROUND_LIMITS = {"room_sessions_per_hour": Session.objects.count() + 2}  # three to make: the
+    rooms.move(room, 1)  # facilitator's and two attendees'
+    assert not Seat.objects.filter(workshop=room, item=1).exists()
+    assert ada.get(f"/w/{room.code}/").status_code == 302 and bo.get(f"/w/{room.code}/").status_code == 302
+    assert Seat.objects.filter(workshop=room, item=1).count() == 2
+
+
+def test_it_leaves_a_seat_made_meanwhile_as_it_is():
+    _f, room = _facilitator()
+    ada, _ = _attendee(room, "Ada")
+    _attendee(room, "Bo")
+    Workshop.objects.filter(pk=room.pk).update(current=1)
+    room.refresh_from_db()
+    mine = ada.get(f"/w/{room.code}/")["Location"]  # Ada's page was quicker than the move
+    rooms.move(room, 1)
+    assert Seat.objects.filter(workshop=room, item=1).count() == 3
+    assert ada.get(f"/w/{room.code}/")["Location"] == mine and ada.post(f"{mine}step/").status_code == 204
+
+
+def test_it_makes_none_when_a_page_seats_itself_while_the_room_is_being_seated(monkeypatch):
+    _f, room = _facilitator()
+    ada, _ = _attendee(room, "Ada")
+    bo, _ = _attendee(room, "Bo")
+    Workshop.objects.filter(pk=room.pk).update(current=1)
+    room.refresh_from_db()
+    take = limits.take
+    mine = []
+
+    def and_adas_page_meanwhile(name, who="", amount=1):
+        taken = take(name, who, amount)
+        if amount > 1:  # the move's: Ada's page seats her between the move's read of the seats and its insert
+            mine.append(ada.get(f"/w/{room.code}/")["Location"])
+        return taken
+
+    monkeypatch.setattr(limits, "take", and_adas_page_meanwhile)
+    budget = "room_sessions_per_hour:" + (room.client_key or f"room:{room.pk}")
+    used = Counter.objects.get(bucket=budget).used
+    rooms.move(room, 1)
+    assert list(Seat.objects.filter(workshop=room, item=1).values_list("attendee__name", flat=True)) == ["Ada"]
+    assert Counter.objects.get(bucket=budget).used == pytest.approx(used + 1, abs=0.5)  # Ada's, not the move's
+    assert ada.get(f"/w/{room.code}/")["Location"] == mine[0] and ada.post(f"{mine[0]}step/").status_code == 204
+    assert bo.get(f"/w/{room.code}/").status_code == 302  # Bo's made when he comes, as before
+
+
+def test_it_loads_one_session_for_the_boards_cards_of_a_room_that_has_just_moved(monkeypatch):
+    fac, room = _facilitator()
+    for i in range(6):
+        _attendee(room, f"A{i}")
+    rooms.move(room, 1)
+    loads = []
+    real = session.load
+    monkeypatch.setattr(session, "load", lambda sid, *a, **k: loads.append(sid) or real(sid, *a, **k))
+    page = fac.get(f"/w/{room.code}/board/").content.decode()
+    assert len(loads) == 1
+    for sid in Seat.objects.filter(workshop=room, item=1, attendee__isnull=False).values_list("session_id", flat=True):
+        assert f'data-session="{sid}"' in page
+    steps = re.findall(r'class="progress">([^<]*)</p>', page)
+    assert len(steps) == 6 and len(set(steps)) == 1 and steps[0].startswith("step 0/")  # the scenario as it starts
+
+
+def test_it_tells_a_session_where_it_sits_and_a_session_outside_a_room_nothing():
+    fac, room = _facilitator()
+    _ada, sid = _attendee(room, "Ada")
+    ada = Seat.objects.get(session_id=sid).attendee_id
+    assert session.store.seat_of(sid) == {"room": room.pk, "code": room.code, "attendee": ada, "name": "Ada", "item": 0}
+    mine = fac.get(f"/w/{room.code}/")["Location"].strip("/").split("/")[-1]
+    assert session.store.seat_of(mine) == {
+        "room": room.pk,
+        "code": room.code,
+        "attendee": None,
+        "name": None,
+        "item": 0,
+    }
+    alone = Client().post("/new/", {"scenario": "zombie-fencing"})["Location"].strip("/").split("/")[-1]
+    assert session.store.seat_of(alone) is None
