@@ -163,5 +163,15 @@ def test_it_runs_a_workshop_with_three_attendees(browser, server):
     fac.locator(".agenda button").first.click()
     # a move, a redirect, a new seat's session and its page: generous, for a loaded 2-core CI machine
     bo.wait_for_function("() => document.title.includes('Two instances')", timeout=30000), bo.url
+    # The board reloads on the new item with every attendee's card at its start: their sessions were made as the
+    # room moved (nobody's card says "not started" while their page is still on its way).
+    fac.wait_for_function(
+        """() => {
+          const p = [...document.querySelectorAll('.seat .progress')].map(e => e.textContent.trim());
+          return p.length === 3 && p.every(t => /^step 0\\/\\d+$/.test(t));
+        }""",
+        timeout=30000,
+    )
+    shot(fac, "workshop-board-moved", full_page=False)
     for ctx in contexts:
         ctx.close()
