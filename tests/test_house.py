@@ -1,4 +1,4 @@
-"""The house stays as it is drawn (docs/architecture.md): the layers import downwards only, the simulator is pure
+"""The house stays as it is drawn (docs/architecture.md): the layers import downwards only, no import circles, the simulator is pure
 (no Django, asyncio, sockets, threads, wall clock or global random), and the code is linted, formatted and typed.
 `make lint` runs the same tools alone; these tests make `make test` fail on a broken contract."""
 
@@ -23,13 +23,15 @@ def test_it_keeps_every_import_contract():
     assert "BROKEN" not in out.stdout and out.stdout.count("KEPT") >= 2
 
 
-def test_it_would_notice_a_pure_layer_importing_the_clock_or_a_lower_one_importing_a_higher(tmp_path):
+def test_it_would_notice_a_pure_layer_importing_the_clock_a_lower_one_importing_a_higher_or_a_circle(tmp_path):
     """The contracts' shape on a small package of the same shape: the checker must really fail, not only pass."""
     pkg = tmp_path / "house"
     for name, body in {
         "__init__.py": "",
         "sim/__init__.py": "",
         "sim/clock.py": "def now():\n    import time\n\n    return time.time()\n",  # hidden in a function
+        "sim/log.py": "from house.sim import clock\n\n\ndef roll():\n    from house.sim import segment\n",
+        "sim/segment.py": "from house.sim import log\n",  # a circle, one side of it hidden in a function
         "session/__init__.py": "",
         "session/commands.py": "def publish():\n    from house.web import broadcast\n",
         "web/__init__.py": "",
@@ -56,6 +58,11 @@ def test_it_would_notice_a_pure_layer_importing_the_clock_or_a_lower_one_importi
         type = forbidden
         source_modules = house.sim
         forbidden_modules = time
+
+        [importlinter:contract:circles]
+        name = circles
+        type = acyclic_siblings
+        ancestors = house
         """)
     )
     out = subprocess.run(
@@ -69,6 +76,7 @@ def test_it_would_notice_a_pure_layer_importing_the_clock_or_a_lower_one_importi
     assert out.returncode == 1, out.stdout + out.stderr
     assert "house.session.commands -> house.web.broadcast" in out.stdout
     assert "house.sim.clock -> time" in out.stdout
+    assert "No cycles are allowed in house.sim." in out.stdout
 
 
 def test_it_is_linted_and_formatted():

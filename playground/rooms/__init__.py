@@ -21,7 +21,6 @@ from playground.rooms.room import (
     clean_name,
     cookie_names,
     create,
-    derived_key,
     is_facilitator,
     join,
     move,
@@ -30,7 +29,7 @@ from playground.rooms.room import (
     set_follow,
     wrong_codes_per_minute,
 )
-from playground.rooms.seats import facilitator_session, follow_session, item_profile, seat
+from playground.rooms.seats import derived_key, facilitator_session, follow_session, item_profile, seat
 
 __all__ = [
     "ATTENDEE_COOKIE",

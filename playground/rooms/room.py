@@ -3,8 +3,6 @@ agenda item, follow-me."""
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import unicodedata
 from collections.abc import Mapping
 
@@ -14,6 +12,7 @@ from django.utils.translation import gettext as _
 from playground.engine.spec import Profile
 from playground.models import Attendee, ScenarioText, Workshop, name_key
 from playground.rooms import signals
+from playground.rooms.seats import seat_the_room
 from playground.scenario import library
 from playground.session import capability, limits
 from playground.session.live import CommandError
@@ -25,11 +24,6 @@ NAME_CHARS = 40
 
 def wrong_codes_per_minute() -> int:
     return limits.limit("join_codes_per_minute")
-
-
-def derived_key(owner_secret: str, session_id: str) -> str:
-    """The drive capability of a seat's session, from its owner's secret."""
-    return hmac.new(owner_secret.encode(), session_id.encode(), hashlib.sha256).hexdigest()
 
 
 def create(
@@ -163,8 +157,6 @@ def _taken(name: str) -> CommandError:
 def move(room: Workshop, item: int) -> None:
     if not 0 <= item < len(room.agenda):
         raise CommandError(_("The agenda has items 1 to %(n)d.") % {"n": len(room.agenda)}, status=404)
-    from playground.rooms.seats import seat_the_room
-
     Workshop.objects.filter(pk=room.pk).update(current=item)
     seat_the_room(room, item)  # before the room's pages hear of it: each finds its seat made
     signals.moved.send(sender=Workshop, room=room, item=item)

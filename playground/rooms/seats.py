@@ -1,8 +1,11 @@
-"""Seats: an attendee's (or the facilitator's) session for an agenda item, created when first needed."""
+"""Seats: an attendee's (or the facilitator's) session for an agenda item, made as the room moves to the item or
+when first needed, and its drive capability (derived from its owner's secret)."""
 
 from __future__ import annotations
 
 import functools
+import hashlib
+import hmac
 from collections.abc import Mapping
 from typing import Any
 
@@ -12,10 +15,14 @@ from django.utils.translation import gettext as _
 from playground import session
 from playground.engine.spec import Profile, parse_profile
 from playground.models import Attendee, ScenarioText, Seat, Workshop
-from playground.rooms.room import derived_key
 from playground.scenario import parsed
 from playground.session import limits
 from playground.session.live import CommandError
+
+
+def derived_key(owner_secret: str, session_id: str) -> str:
+    """The drive capability of a seat's session, from its owner's secret."""
+    return hmac.new(owner_secret.encode(), session_id.encode(), hashlib.sha256).hexdigest()
 
 
 def seat(room: Workshop, attendee: Attendee | None, item: int, owner_secret: str) -> tuple[str, str]:

@@ -33,14 +33,12 @@ import socket
 import time
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from playground.protocol.messages import api_name, peek
+from playground.simserver.apis import HANDLERS
 from playground.simserver.clients import FENCING_ERRORS, ROUTINE_ERRORS
 from playground.simserver.core import ServerCore
-
-if TYPE_CHECKING:
-    from playground.session.live import Live
 
 LISTEN, UNLISTEN, EXT = "listen", "unlisten", "ext"
 KINDS = (LISTEN, UNLISTEN, EXT)
@@ -50,6 +48,19 @@ REQUEST, DISCONNECT = 0, 1
 OWNER = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
 # session id -> the virtual time now, while this process's listener follows the wall clock (clients connected).
 CLOCKS: dict[str, Callable[[], int]] = {}
+
+
+class Live(Protocol):
+    """What this module reads and keeps of a live session: session/live.py's Live, which applies the log's external
+    entries through this module (so this one does not import it back)."""
+
+    session_id: str
+    backend: Any
+    pending: list[dict[str, Any]]
+    ext_inputs: list[tuple[int, int, int, int, bytes]]
+
+    @property
+    def length(self) -> int: ...
 
 
 def is_external(entry: Mapping[str, Any]) -> bool:
@@ -148,6 +159,7 @@ def _attach(backend: Any, brokers: Mapping[str, Any]) -> ServerCore:
             record_values=True,
             track_clients=True,
             reserved=reserved,
+            handlers=HANDLERS,
         )
         inner.server_core = core
     else:

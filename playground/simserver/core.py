@@ -132,7 +132,9 @@ class ServerCore:
     views and its own consumers read); without them it holds the batches' bytes only, and a million records of a
     hundred bytes cost tens of megabytes instead of hundreds (simcluster, where nothing but the wire reads them).
     `track_clients`: keep the clients as actors (clients.py; a session's listener), named apart from `reserved`; the
-    timeline then names a connection's requests by its actor (a second instance of a client.id is "id#2")."""
+    timeline then names a connection's requests by its actor (a second instance of a client.id is "id#2").
+    `handlers`: api key -> (handler, lowest and highest version served), apis.HANDLERS: as Kafka hands KafkaApis to
+    its request handlers, the server is handed what answers each request (the handlers build on this module)."""
 
     def __init__(
         self,
@@ -145,9 +147,8 @@ class ServerCore:
         record_values: bool = True,
         track_clients: bool = False,
         reserved: Iterable[str] = (),
+        handlers: Mapping[int, tuple[Handler, int, int]],
     ) -> None:
-        from playground.simserver import apis
-
         self.cluster = cluster
         self.kafka = cluster.kafka
         self.endpoints = dict(endpoints)
@@ -156,7 +157,7 @@ class ServerCore:
         self.clients = Clients(reserved) if track_clients else None
         self.handlers: dict[int, Handler] = {}
         served: dict[int, tuple[int, int]] = {}
-        for api_key, (handler, lo, hi) in apis.HANDLERS.items():
+        for api_key, (handler, lo, hi) in handlers.items():
             readable = messages.readable_versions(api_key)
             if readable is None:
                 continue

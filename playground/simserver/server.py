@@ -23,6 +23,7 @@ from typing import Any, Protocol
 from playground.protocol.framing import FrameError, FrameReader
 from playground.protocol.messages import api_name, peek
 from playground.sim.cluster import Cluster
+from playground.simserver.apis import HANDLERS
 from playground.simserver.core import ServerCore
 
 log = logging.getLogger("playground.simserver")
@@ -163,6 +164,7 @@ class SimServer:
             seed=self.seed,
             config=self.config,
             record_values=self.record_values,
+            handlers=HANDLERS,
         )
         if not self.follow_when_idle:
             self._paused_at = self._loop.time()

@@ -57,15 +57,7 @@ def card(live: Any, contexts: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]
     }
 
 
-CARD_PANELS = ("header", "exercise", "logs", "database")  # what card() reads of a session's panels
-
-
-def card_contexts(live: Any) -> dict[str, dict[str, Any]]:
-    """The panels' contexts a card is made of, and only those (the board's first render makes 40 cards)."""
-    from playground.web import broadcast, panels
-
-    view = broadcast.view_of(live)
-    return {name: panels.BUILDERS[name](live, view) for name in CARD_PANELS}
+CARD_PANELS = ("header", "exercise", "logs", "database")  # what card() reads of a session's panels (its `contexts`)
 
 
 def render_card(c: Mapping[str, Any], lang: str, oob: bool = True, count: int | None = None) -> str:

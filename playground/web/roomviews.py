@@ -20,8 +20,8 @@ from playground.models import Attendee, Seat, Workshop
 from playground.scenario import library
 from playground.scenario.i18n import normalize
 from playground.session import capability, compare, limits
-from playground.web import forms
-from playground.web.board import blank_card, card, card_contexts
+from playground.web import broadcast, forms, panels
+from playground.web.board import CARD_PANELS, blank_card, card
 from playground.web.http import answers_problems, client, problem
 
 COOKIE_MAX_AGE_S = capability.COOKIE_MAX_AGE_S
@@ -249,6 +249,12 @@ def room_context(live: Any, request: HttpRequest) -> dict[str, Any] | None:
         "title": room.agenda[seat_info["item"]]["title"],
         "count": len(room.agenda),
     }
+
+
+def card_contexts(live: Any) -> dict[str, dict[str, Any]]:
+    """The panels' contexts a card is made of, and only those (the board's first render makes 40 cards)."""
+    view = broadcast.view_of(live)
+    return {name: panels.BUILDERS[name](live, view) for name in CARD_PANELS}
 
 
 def _cards(room: Workshop, item: int) -> list[dict[str, Any]]:

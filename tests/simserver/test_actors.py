@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from playground.protocol import messages
 from playground.sim.cluster import Cluster
+from playground.simserver.apis import HANDLERS
 from playground.simserver.core import ServerCore
 from tests.simserver.test_core import FETCH, add_partitions, end_txn, init, produce
 from tests.simserver.wire import Client, batch, fetch_body
@@ -15,7 +16,7 @@ API_VERSIONS = 18
 def tracked(kafka: str = "3.9", reserved: tuple[str, ...] = ()) -> ServerCore:
     cluster = Cluster(brokers=3, topics={"orders": 2}, keep_events=False, kafka=kafka)
     endpoints = {b: ("127.0.0.1", 9000 + b) for b in cluster.broker_ids}
-    return ServerCore(cluster, endpoints, start_ms=0, track_clients=True, reserved=reserved)
+    return ServerCore(cluster, endpoints, start_ms=0, track_clients=True, reserved=reserved, handlers=HANDLERS)
 
 
 def hello(client: Client, broker: int, software: str = "confluent-kafka-python", version: str = "2.16.1") -> None:
@@ -98,7 +99,7 @@ def test_names_stay_clear_of_the_sessions_own_actors_and_a_closed_connection_dis
 
 def test_a_core_that_does_not_track_its_clients_labels_requests_by_client_id_as_before():
     cluster = Cluster(brokers=1, topics={"orders": 1}, keep_events=False)
-    core = ServerCore(cluster, {1: ("127.0.0.1", 9001)})
+    core = ServerCore(cluster, {1: ("127.0.0.1", 9001)}, handlers=HANDLERS)
     assert core.clients is None
     client = Client(core, "rdkafka")
     client.call(1, API_VERSIONS, 3, {"client_software_name": "x", "client_software_version": "1"})

@@ -9,6 +9,7 @@ from typing import Any
 
 from playground.protocol import messages, records
 from playground.sim.cluster import Cluster
+from playground.simserver.apis import HANDLERS
 from playground.simserver.core import ServerCore
 
 T0 = 1_700_000_000_000
@@ -17,7 +18,7 @@ T0 = 1_700_000_000_000
 def core_for(kafka: str = "3.9", brokers: int = 3, topics: dict[str, int] | None = None, **config: Any) -> ServerCore:
     cluster = Cluster(brokers=brokers, topics=topics or {}, config=config, keep_events=False, kafka=kafka)
     endpoints = {b: ("127.0.0.1", 9000 + b) for b in cluster.broker_ids}
-    return ServerCore(cluster, endpoints, start_ms=T0, config=config)
+    return ServerCore(cluster, endpoints, start_ms=T0, config=config, handlers=HANDLERS)
 
 
 # core -> connection -> the client that owns it: outputs go to whoever's connection they are for
