@@ -2,12 +2,17 @@
 
 A broker refuses a frame whose size is negative or larger than `socket.request.max.bytes` (104857600 by default,
 SocketServerConfigs) by closing the connection (NetworkReceive throws InvalidReceiveException); it never buffers it.
-`FrameReader` does the same: it reports the bad size before reading a byte of the body.
+`FrameReader` does the same: it reports the bad size before reading a byte of the body. And as a broker takes a
+frame's memory from its pool (`queued.max.request.bytes`) once it knows the size, before it reads the body, and
+leaves the channel unread while the pool cannot give it (NetworkReceive's MemoryPool), a reader may be handed an
+`allocate(size)` that says whether the memory is there: when it is not, the reader stops after the size and goes on
+when `feed` is called again.
 """
 
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 
 # socket.request.max.bytes: 100 MiB
 MAX_REQUEST_BYTES = 104_857_600
@@ -35,10 +40,12 @@ def frame_size(prefix: bytes, max_bytes: int = MAX_REQUEST_BYTES) -> int:
 class FrameReader:
     """Incremental: `feed()` bytes as they arrive, get the complete frames back (their payloads, in order)."""
 
-    def __init__(self, max_bytes: int = MAX_REQUEST_BYTES) -> None:
+    def __init__(self, max_bytes: int = MAX_REQUEST_BYTES, allocate: Callable[[int], bool] | None = None) -> None:
         self.max_bytes = max_bytes
+        self.allocate = allocate
         self._buffer = bytearray()
-        self._need: int | None = None  # the body size of the frame being read, once its prefix is in
+        self._need: int | None = None  # the body size of the frame being read, once its prefix is in and allocated
+        self.blocked = False  # the last feed stopped at a frame whose memory `allocate` could not give
 
     @property
     def pending_bytes(self) -> int:
@@ -48,11 +55,16 @@ class FrameReader:
         self._buffer += data
         out: list[bytes] = []
         buffer = self._buffer
+        self.blocked = False
         while True:
             if self._need is None:
                 if len(buffer) < 4:
                     break
-                self._need = frame_size(bytes(buffer[:4]), self.max_bytes)
+                size = frame_size(bytes(buffer[:4]), self.max_bytes)
+                if self.allocate is not None and not self.allocate(size):
+                    self.blocked = True
+                    break
+                self._need = size
                 del buffer[:4]
             if len(buffer) < self._need:
                 break

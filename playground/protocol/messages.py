@@ -61,6 +61,7 @@ class Request:
     correlation_id: int
     client_id: str | None
     body: Any  # the kio request dataclass of (api_key, api_version)
+    size: int = 0  # the frame's bytes (RequestChannel.Request.sizeInBytes: what a produce quota counts)
 
     @property
     def name(self) -> str:
@@ -144,7 +145,7 @@ def decode_request(frame: bytes, served: Mapping[int, tuple[int, int]]) -> Reque
         body: Any = entity_reader(cls)(frame, size)[0]
     except Exception as e:  # kio's DecodeError family, and whatever a malformed value makes a reader raise
         raise RequestError(f"{api_name(api_key)} v{api_version}: {type(e).__name__}: {e}", correlation_id) from None
-    return Request(api_key, api_version, correlation_id, getattr(header, "client_id", None), body)
+    return Request(api_key, api_version, correlation_id, getattr(header, "client_id", None), body, len(frame))
 
 
 def encode_request(api_key: int, api_version: int, correlation_id: int, client_id: str | None, body: Any) -> bytes:

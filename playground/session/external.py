@@ -7,9 +7,12 @@ fork restore it, and the view shows the clients as actors (playground/simserver/
 listener.py's, in the one process that listens.
 
 Entries of the log (besides steps and actors added):
-- {"listen": {"brokers": {"1": [host, port], ...}, "owner": ..., "wall_ms": ...}}: from now on the brokers are served
-  at these addresses (a core is attached to the simulator; listening again closes the connections the last one had).
-- {"ext": {"t": ms, "end": ms, "n": count, "in": text, "sum": [[actor, api, count], ...], "wall_ms": ...}}: what the
+- {"listen": {"brokers": {"1": [host, port], ...}, "owner": ..., "wall_ms": ..., "config": {...}}}: from now on the
+  brokers are served at these addresses (a core is attached to the simulator; listening again closes the connections
+  the last one had), bounding what clients send by `config` (broker settings, simserver/bounds.py; absent in logs
+  from before the bounds, which replay unbounded as they ran).
+- {"ext": {"t": ms, "end": ms, "n": count, "in": text, "size": len(in), "sum": [[actor, api, count], ...],
+  "wall_ms": ...}}: what the
   clients sent, in order, each at its virtual time (`t` is the first one's; the others are deltas), then time passes
   to `end`. `in` is the inputs packed (kind, delta ms, connection, broker, frame) and compressed with zlib, in
   base64: a chatty consumer's requests differ in a few bytes each (correlation id, offsets), so a row of ten Fetch
@@ -144,7 +147,9 @@ def unpack(first_ms: int, text: str) -> Iterator[Input]:
 
 
 # ------------------------------------------------------------------------------------------------ applying entries
-def _attach(backend: Any, brokers: Mapping[str, Any]) -> ServerCore:
+def _attach(backend: Any, brokers: Mapping[str, Any], bounds: Mapping[str, str]) -> ServerCore:
+    """Serve the session's brokers at these addresses, bounding what clients send by `bounds` (broker settings:
+    simserver/bounds.py; a listen entry from before bounds has none, and replays as it ran)."""
     inner = inner_backend(backend)
     endpoints = {int(b): (str(h), int(p)) for b, (h, p) in brokers.items()}
     core = core_of(inner)
@@ -155,7 +160,7 @@ def _attach(backend: Any, brokers: Mapping[str, Any]) -> ServerCore:
             endpoints,
             start_ms=inner.cluster.now_ms,
             seed=int(getattr(inner, "seed", 0)),
-            config=dict(getattr(inner, "config", {})),
+            config={**dict(getattr(inner, "config", {})), **bounds},
             record_values=True,
             track_clients=True,
             reserved=reserved,
@@ -165,6 +170,7 @@ def _attach(backend: Any, brokers: Mapping[str, Any]) -> ServerCore:
     else:
         core.close_connections()
         core.endpoints = endpoints
+        core.configure({**dict(getattr(inner, "config", {})), **bounds})
     return core
 
 
@@ -188,7 +194,7 @@ def outcome_at(core: ServerCore | None, position: int) -> str:
 def apply(backend: Any, entry: Mapping[str, Any], position: int) -> str:
     """Carry out a listen, unlisten or ext entry of the log on the backend (a replay: nothing is sent anywhere)."""
     if LISTEN in entry:
-        _attach(backend, entry[LISTEN]["brokers"]).take_output()
+        _attach(backend, entry[LISTEN]["brokers"], entry[LISTEN].get("config", {})).take_output()
         return "ok"
     core = core_of(backend)
     if core is None:
@@ -307,7 +313,14 @@ def cut(live: Live) -> dict[str, Any] | None:
     inputs, live.ext_inputs = live.ext_inputs, []
     first, packed = pack(inputs)
     position = position_of(live)
-    body = {"t": first, "end": core.now_ms, "n": len(inputs), "in": packed, "sum": summary(core, inputs)}
+    body = {
+        "t": first,
+        "end": core.now_ms,
+        "n": len(inputs),
+        "in": packed,
+        "size": len(packed),
+        "sum": summary(core, inputs),
+    }
     body["wall_ms"] = int(time.time() * 1000)  # when (for whoever asks whether the listener is still there)
     entry = {EXT: body, "outcome": outcome_at(core, position)}
     live.pending.append(entry)

@@ -24,6 +24,7 @@ from django.db import IntegrityError, connection, transaction
 from django.utils.translation import gettext as _
 
 from playground.scenario import database as sql
+from playground.simserver.bounds import Bounds
 
 
 @dataclass(frozen=True)
@@ -94,6 +95,30 @@ BOUNDS: tuple[Bound, ...] = (
     Bound("listeners", 20, "process", "sessions listening for applications"),
     Bound("listener_connections", 64, "listener", "open connections of applications"),
     Bound("listener_idle_s", 15 * 60, "listener", "seconds it stays open without a connected application"),
+    # ---- what an application sends to a session, bounded as a broker bounds it (Kafka's settings in brackets;
+    # playground/simserver/bounds.py), answered with Kafka's own errors
+    Bound("kafka_batch_bytes", 1_048_588, "record batch", "bytes of a record batch (message.max.bytes)"),
+    Bound("kafka_request_bytes", 4 * 1024 * 1024, "request", "bytes of a request (socket.request.max.bytes)"),
+    Bound(
+        "kafka_queued_request_bytes",
+        32 * 1024 * 1024,
+        "process",
+        "bytes of applications' requests being read at once (queued.max.request.bytes)",
+    ),
+    Bound(
+        "kafka_produce_bytes_per_s", 256 * 1024, "session and broker", "bytes produced a second (producer_byte_rate)"
+    ),
+    Bound("kafka_fetch_bytes_per_s", 1024 * 1024, "session and broker", "bytes fetched a second (consumer_byte_rate)"),
+    Bound("kafka_request_cpu_percent", 10, "session", "percent of a core its requests take (request_percentage)"),
+    Bound("kafka_partitions_per_topic", 64, "topic", "partitions of a topic an application makes (policy)"),
+    Bound("kafka_partitions", 128, "session", "partitions in all (policy)"),
+    Bound("kafka_topics", 32, "session", "topics (policy)"),
+    Bound("kafka_retention_bytes", 2 * 1024 * 1024, "partition", "bytes a partition keeps (log.retention.bytes)"),
+    # at least a batch (RECORD_LIST_TOO_LARGE past it): librdkafka's batch.size is 1,000,000
+    Bound("kafka_segment_bytes", 1_048_588, "partition", "bytes of a log segment (log.segment.bytes)"),
+    Bound("kafka_retained_bytes", 24 * 1024 * 1024, "session", "bytes of records it keeps in all (past them: refused)"),
+    Bound("kafka_log_bytes", 64 * 1024 * 1024, "session", "bytes of applications' requests its log stores"),
+    Bound("kafka_idle_ms", 600_000, "connection", "milliseconds without traffic (connections.max.idle.ms)"),
 )
 BY_NAME = {b.name: b for b in BOUNDS}
 HELD = frozenset({"listeners_per_client", "listeners"})  # held for a while, then given back: 429, try again later
@@ -202,6 +227,26 @@ def check_commands(count_after: int) -> None:
             n,
             _("This session reached its limit of %(n)d commands: reset it or start a new one.") % {"n": n},
         )
+
+
+def kafka_bounds() -> Bounds:
+    """What a session's listener bounds in what applications send (recorded in its log: simserver/bounds.py)."""
+    return Bounds(
+        message_max_bytes=limit("kafka_batch_bytes"),
+        socket_request_max_bytes=limit("kafka_request_bytes"),
+        queued_max_request_bytes=limit("kafka_queued_request_bytes"),
+        connections_max_idle_ms=limit("kafka_idle_ms"),
+        log_segment_bytes=limit("kafka_segment_bytes"),
+        log_retention_bytes=limit("kafka_retention_bytes"),
+        producer_byte_rate=float(limit("kafka_produce_bytes_per_s")),
+        consumer_byte_rate=float(limit("kafka_fetch_bytes_per_s")),
+        request_percentage=float(limit("kafka_request_cpu_percent")),
+        policy_max_partitions_per_topic=limit("kafka_partitions_per_topic"),
+        policy_max_partitions=limit("kafka_partitions"),
+        policy_max_topics=limit("kafka_topics"),
+        policy_max_message_bytes=limit("kafka_batch_bytes"),
+        retained_max_bytes=limit("kafka_retained_bytes"),
+    )
 
 
 def check_listeners(held_by_client: int, held_here: int) -> None:

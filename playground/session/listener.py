@@ -19,7 +19,15 @@ runs in the loop's thread.
 
 Bounds (session/limits.py): listeners per client and per process, connections per listener, an idle time after
 which a listener without clients closes itself. Off in production mode unless the server enables it
-(PLAYGROUND_LISTEN); bound only to PLAYGROUND_LISTEN_HOST.
+(PLAYGROUND_LISTEN); bound only to PLAYGROUND_LISTEN_HOST. What the applications send is bounded as a broker bounds
+it (simserver/bounds.py, the `kafka_*` limits): the protocol core answers with Kafka's errors and quotas (the bounds
+in force are recorded in the listen entry, so that a replay bounds the same way); here, in the sockets' layer, a
+frame over `socket.request.max.bytes` closes its connection, the requests being read share one memory pool for the
+process (`queued.max.request.bytes`), a connection that does not read its answers is not read (server.py), an idle
+one is closed, and the session's requests may take `request_percentage` of a core: past it every connection of the
+session is muted for the throttle time (Kafka's request quota, measured in CPU time; the answers' throttle_time_ms
+carries only the byte quotas, which the core keeps). When the log holds `kafka_log_bytes` of the clients' requests,
+the listener stops, as it does when the log is full.
 """
 
 from __future__ import annotations
@@ -42,17 +50,18 @@ from playground.session.cache import CACHE
 from playground.session.commands import Change, commit
 from playground.session.live import CommandError, Live, run_entry
 from playground.session.replay import load
+from playground.simserver.bounds import Bounds
 from playground.simserver.core import Output, ServerCore
-from playground.simserver.server import Connection
+from playground.simserver.quotas import QuotaSensor
+from playground.simserver.server import QUOTA, Connection, MemoryPool, after_core, close_idle
 
 log = logging.getLogger(__name__)
 
 QUIET_FLUSH_S = 5.0
 MIN_FLUSH_INTERVAL_S = 0.1
-MAX_BUFFERED_INPUTS = 500
+MAX_BUFFERED_INPUTS = 500  # a row holds at most about this many inputs: a replay of one costs a bounded time
 MAX_BUFFERED_BYTES = 1 << 20
 IDLE_CHECK_S = 5.0
-MAX_QUEUED_REQUESTS = 200  # a connection that queues more without reading its answers is not read until it catches up
 START_TIMEOUT_S = 10.0
 
 
@@ -87,6 +96,14 @@ class _Loop:
 _LOOP: _Loop | None = None
 _LOOP_GUARD = threading.Lock()
 LISTENERS: dict[str, SessionListener] = {}
+_POOL: MemoryPool | None = None  # queued.max.request.bytes, for every listener of this process
+
+
+def _pool() -> MemoryPool:
+    global _POOL
+    if _POOL is None:
+        _POOL = MemoryPool(limits.limit("kafka_queued_request_bytes"))
+    return _POOL
 
 
 def _the_loop() -> _Loop:
@@ -100,8 +117,14 @@ def _the_loop() -> _Loop:
 class SessionListener:
     """One session's listener in this process (see the module's docstring)."""
 
-    def __init__(self, sid: str, client: str, host: str, advertised: str) -> None:
+    def __init__(self, sid: str, client: str, host: str, advertised: str, bounds: Bounds | None = None) -> None:
         self.sid = sid
+        self.bounds = bounds or Bounds()
+        # the request quota: CPU time its requests take, as a percentage of a core (monotonic milliseconds)
+        rate = self.bounds.request_percentage
+        self.request_quota = QuotaSensor(rate) if rate else None
+        self.unthrottle: asyncio.TimerHandle | None = None
+        self.buffered_inputs = 0
         self.label = f"session {sid} "  # how the log names this listener's connections
         self.client = client
         self.host = host
@@ -167,7 +190,7 @@ class SessionListener:
 
             def factory(b: int = broker) -> Connection:
                 self.next_conn += 1
-                return Connection(self, b, self.next_conn)
+                return Connection(self, b, self.next_conn, self.bounds.socket_request_max_bytes, _pool())
 
             last_error: OSError | None = None
             for port in candidates:
@@ -189,7 +212,7 @@ class SessionListener:
         """Close the listening sockets and every connection (nothing more is fed to the session)."""
         self.closed = True
         self._follow(False)
-        for handle in (self.timer, self.flush_at, self.idle):
+        for handle in (self.timer, self.flush_at, self.idle, self.unthrottle):
             if handle is not None:
                 handle.cancel()
         for server in self.servers.values():
@@ -234,12 +257,15 @@ class SessionListener:
             if not self.conns:
                 self._follow(False)
 
+        cpu_s = time.thread_time()
         outputs = self._locked(go)
+        self._charge(time.thread_time() - cpu_s)
         if outputs is None:
             self.queued.extend(items)
             self._resync()
             return
         self._write(outputs)
+        self.buffered_inputs += len(items)
         for kind, _conn, _broker, payload in items:
             self.buffered_bytes += len(payload)
             if self.first_buffered is None:
@@ -247,6 +273,26 @@ class SessionListener:
             if kind == external.DISCONNECT:
                 self.urgent = True  # a client went away: its card says so soon
         self._after()
+
+    def _charge(self, cpu_s: float) -> None:
+        """The request quota: the CPU time the session's requests took; past `request_percentage` of a core, every
+        connection of the session is muted for the throttle time (ClientRequestQuotaManager, by CPU not I/O threads)."""
+        if self.request_quota is None or cpu_s <= 0:
+            return
+        now_ms = int(time.monotonic() * 1000)
+        throttle_ms = self.request_quota.record(cpu_s * 100.0, now_ms)  # percent of a core for a second
+        if throttle_ms <= 0:
+            return
+        for conn in self.conns.values():
+            conn.mute(QUOTA)
+        if self.unthrottle is not None:
+            self.unthrottle.cancel()
+        self.unthrottle = asyncio.get_running_loop().call_later(throttle_ms / 1000, self._end_throttle)
+
+    def _end_throttle(self) -> None:
+        self.unthrottle = None
+        for conn in list(self.conns.values()):
+            conn.unmute(QUOTA)
 
     def _tick(self) -> None:
         self.timer = None
@@ -268,13 +314,8 @@ class SessionListener:
                 conn.close()
             else:
                 conn.write(out.data)
-        core = self.core
-        for conn in self.conns.values():  # read again what caught up with its answers
-            if conn.paused and conn.transport is not None and core is not None:
-                queued = core.conns.get(conn.conn_id)
-                if queued is None or len(queued.queue) <= MAX_QUEUED_REQUESTS // 2:
-                    conn.transport.resume_reading()
-                    conn.paused = False
+        if self.core is not None:
+            after_core(self.conns, self.core)  # memory back to the pool; read again what the core caught up with
 
     def _after(self) -> None:
         """After the core moved: the next timer, and a flush when one is due."""
@@ -294,7 +335,12 @@ class SessionListener:
             return
         loop = asyncio.get_running_loop()
         now = time.monotonic()
-        urgent = self.urgent or events != self.events_flushed or self.buffered_bytes > MAX_BUFFERED_BYTES
+        urgent = (
+            self.urgent
+            or events != self.events_flushed
+            or self.buffered_bytes > MAX_BUFFERED_BYTES
+            or self.buffered_inputs >= MAX_BUFFERED_INPUTS
+        )
         if urgent:
             when = max(now, self.last_flush + MIN_FLUSH_INTERVAL_S)
         else:
@@ -315,6 +361,7 @@ class SessionListener:
         self.urgent = False
         self.first_buffered = None
         self.buffered_bytes = 0
+        self.buffered_inputs = 0
         self.events_flushed = _events(self.core) if self.core is not None else -1
         live = CACHE.peek(self.sid)
         if live is not None and not live.ext_inputs and not live.pending:
@@ -330,7 +377,7 @@ class SessionListener:
             return
         try:
             live, _change = commit(self.sid, lambda live: Change())  # cuts what came in, stores it first
-            if live.length >= limits.limit("commands"):
+            if live.length >= limits.limit("commands") or live.external_bytes >= limits.limit("kafka_log_bytes"):
                 log.warning("session %s: the log is full; its listener stops", self.sid)
                 stop(self.sid, why="full")
         except (CommandError, limits.LimitExceeded) as exc:
@@ -427,17 +474,14 @@ class SessionListener:
             return
         self.conns[conn.conn_id] = conn
         self.last_activity = time.monotonic()
+        if self.unthrottle is not None:
+            conn.mute(QUOTA)  # the session is throttled: a new connection waits too
         self._follow(True)
 
     def _frames(self, conn: Connection, frames: list[bytes]) -> None:
         if self.closed or conn.conn_id not in self.conns:
             return
         self._feed([(external.REQUEST, conn.conn_id, conn.broker, payload) for payload in frames])
-        core = self.core
-        queued = core.conns.get(conn.conn_id) if core is not None else None
-        if queued is not None and len(queued.queue) > MAX_QUEUED_REQUESTS and conn.transport is not None:
-            conn.transport.pause_reading()
-            conn.paused = True
 
     def _lost(self, conn: Connection) -> None:
         if self.conns.pop(conn.conn_id, None) is None or self.closed:
@@ -448,6 +492,7 @@ class SessionListener:
         self.idle = None
         if self.closed:
             return
+        close_idle(self.conns, self.bounds.connections_max_idle_ms, self.label)
         quiet_s = time.monotonic() - self.last_activity
         if not self.conns and quiet_s >= limits.limit("listener_idle_s"):
             log.info("session %s: no client for %.0f s; closing its listener", self.sid, quiet_s)
@@ -534,7 +579,8 @@ def start(sid: str, client: str = "") -> dict[str, Any]:
     limits.check_listeners(sum(1 for x in LISTENERS.values() if client and x.client == client), len(LISTENERS))
     host = str(getattr(settings, "PLAYGROUND_LISTEN_HOST", "127.0.0.1") or "127.0.0.1")
     advertised = str(getattr(settings, "PLAYGROUND_LISTEN_ADVERTISED_HOST", "") or "") or host
-    listener = SessionListener(sid, client, host, advertised)
+    bounds = limits.kafka_bounds()
+    listener = SessionListener(sid, client, host, advertised, bounds)
     LISTENERS[sid] = listener
     loop = _the_loop()
     try:
@@ -549,6 +595,7 @@ def start(sid: str, client: str = "") -> dict[str, Any]:
             "owner": external.OWNER,
             "session": sid,
             "wall_ms": int(time.time() * 1000),
+            "config": bounds.to_config(),  # what the protocol core bounds, as a replay must bound it too
         }
     }
 

@@ -147,6 +147,7 @@ class Checkpoint:
     paced_at_ms: int | None = None
     listen: Mapping[str, Any] | None = None
     external_wall_ms: int = 0
+    external_bytes: int = 0
     commands: int = 0  # how many of the entries before it are commands (steps)
     scenario_steps: Mapping[int, int] = field(default_factory=dict)
     derived: Mapping[str, Any] = field(default_factory=dict)  # Live.derived as it was: a moment goes on from there
@@ -210,6 +211,7 @@ class Live:
     # cut but not stored (the commit loop stores them first), and the inputs since the last cut.
     listen: Mapping[str, Any] | None = None
     external_wall_ms: int = 0
+    external_bytes: int = 0  # what the log stores of the clients' requests (their packed inputs), bounded
     pending: list[dict[str, Any]] = field(default_factory=list)
     ext_inputs: list[tuple[int, int, int, int, bytes]] = field(default_factory=list)
     # The anomaly checker fed with this Live's log so far (session/history.py); never copied: a Live rebuilt from a
@@ -235,6 +237,7 @@ class Live:
                 # what connected clients did is a step of the session's own numbering: the slider and ?at=k move
                 # through it as through the session's commands
                 self.command_seqs.append(seq)
+                self.external_bytes += int(entry[external.EXT].get("size") or len(entry[external.EXT].get("in", "")))
             body = next(entry[k] for k in external.KINDS if k in entry)
             self.external_wall_ms = int(body.get("wall_ms") or self.external_wall_ms)
             mark = mark_of(entry)
@@ -286,6 +289,7 @@ class Live:
             self.paced_at_ms,
             self.listen,
             self.external_wall_ms,
+            self.external_bytes,
             len(self.command_seqs),
             dict(self.scenario_steps),
             copy.deepcopy(self.derived),
@@ -303,7 +307,7 @@ class Live:
         self.command_seqs, self.scenario_steps = head.command_seqs[: cp.commands], dict(cp.scenario_steps)
         self.derived = copy.deepcopy(dict(cp.derived))  # what the panels derived from a prefix of these commands
         self.sql_checkpointed_ms = float(getattr(getattr(self.backend, "db", None), "spent_ms", 0.0))
-        self.listen, self.external_wall_ms = cp.listen, cp.external_wall_ms
+        self.listen, self.external_wall_ms, self.external_bytes = cp.listen, cp.external_wall_ms, cp.external_bytes
 
     @property
     def length(self) -> int:

@@ -128,6 +128,21 @@ class PartitionLeaders(Brokers):
             meta.log = PartitionLog(name, p)
             self.partitions[meta.name] = meta
 
+    def add_partitions(self, name: str, total: int) -> None:
+        """CreatePartitions: the topic grows to `total` partitions, the new ones placed as a new topic's would be
+        (with the replication factor of its partition 0)."""
+        count = self.topics.get(name)
+        if count is None or name in INTERNAL_TOPICS:
+            raise ValueError(f"no topic {name!r} to add partitions to")
+        if total <= count:
+            raise ValueError(f"topic {name!r} has {count} partitions; {total} would not be an increase")
+        replication = len(self.partitions[f"{name}-0"].replicas)
+        for p in range(count, total):
+            meta = PartitionMeta(name, p, self._replicas(p, replication))
+            meta.log = PartitionLog(name, p)
+            self.partitions[meta.name] = meta
+        self.topics[name] = total
+
     def delete_topic(self, name: str) -> None:
         """DeleteTopics: the topic's partitions and their logs go. A fetch waiting on one of them is answered
         UNKNOWN_TOPIC_OR_PARTITION when its wait ends; a transaction marker still owed to one is dropped (send_markers),

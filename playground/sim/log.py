@@ -372,11 +372,39 @@ class PartitionLog:
     @property
     def last_stable_offset(self) -> int:
         first = self.first_unstable_offset()
-        return self.high_watermark if first is None else min(first, self.high_watermark)
+        if first is None:
+            return self.high_watermark
+        # an open transaction whose first batches retention deleted holds the LSO at the log start offset
+        # (UnifiedLog.maybeIncrementFirstUnstableOffset)
+        return min(max(first, self.log_start_offset), self.high_watermark)
 
     def open_transactions(self) -> dict[int, int]:
         """Producer id -> first offset of its open transaction here."""
         return {pid: txn.first_offset for pid, txn in self._ongoing.items()}
+
+    # -- the log's start ----------------------------------------------------------------------------------------
+    def delete_before(self, offset: int) -> int:
+        """Retention deleted everything before `offset` (a batch boundary: whole segments go): the log start
+        offset moves there (UnifiedLog.maybeIncrementLogStartOffset), with the abort index entries of what went
+        (the transaction index is per segment). Producer state stays (ProducerStateManager keeps its entries when
+        the log start moves). Returns how many data records went."""
+        if offset <= self.log_start_offset:
+            return 0
+        offset = min(offset, self.log_end_offset)
+        i = bisect_right(self._bases, offset - 1)
+        while i > 0 and self.batches[i - 1].last_offset >= offset:
+            i -= 1  # never cut a batch: the start stays on a batch boundary at or before `offset`
+        gone = self.batches[:i]
+        records = sum(len(b.values) for b in gone if b.control is None)
+        del self.batches[:i]
+        del self._bases[:i]
+        self.record_count -= records
+        self.log_start_offset = self._bases[0] if self._bases else offset
+        j = bisect_left(self._aborted_last, self.log_start_offset)
+        if j:
+            del self.aborted[:j]
+            del self._aborted_last[:j]
+        return records
 
     # -- reads ------------------------------------------------------------------------------------------------
     def batch_index(self, offset: int) -> int:

@@ -40,7 +40,10 @@ def add_arguments(p: Any) -> None:
         default=[],
         metavar="KEY=VALUE",
         help="a broker setting (transaction.abort.timed.out.transaction.cleanup.interval.ms, "
-        "transactional.id.expiration.ms, auto.create.topics.enable, num.partitions, sim.* knobs, ...)",
+        "transactional.id.expiration.ms, auto.create.topics.enable, num.partitions, message.max.bytes, "
+        "socket.request.max.bytes, log.retention.bytes, log.segment.bytes, connections.max.idle.ms, "
+        "producer_byte_rate, consumer_byte_rate (the default user's quotas), sim.policy.*, sim.retained.max.bytes, "
+        "sim.* knobs, ...)",
     )
     p.add_argument("--verbose", action="store_true", help="log every request (broker, api, version) to stderr")
 
@@ -70,6 +73,12 @@ def run(options: dict[str, Any], out: Any = None) -> None:
     if not 1 <= options["nodes"] <= 9:
         raise UsageError("--nodes must be between 1 and 9")
     config = {**SERVED_LATENCIES, **parse_config(options["config"])}
+    from playground.simserver.bounds import Bounds
+
+    try:
+        Bounds.from_config(config)
+    except ValueError as e:
+        raise UsageError(f"--config: a size, rate or count must be a number ({e})") from None
     asyncio.run(_serve(options, config, out or sys.stdout))
 
 

@@ -11,6 +11,11 @@ response frames per connection, and connections to close. Everything in between 
 the simulator's state, so a session that stores them replays them without sockets (issue 16). The asyncio layer
 (`playground.simserver.server`) feeds the inputs at wall-clock times and writes the outputs to sockets.
 
+What a client sends is bounded as a broker bounds it (bounds.py: message sizes, a create-topic policy, client quotas,
+retention, the disk): a Produce or Fetch over a quota is answered at once with its `throttle_time_ms` and its
+connection is muted that long (KIP-219: its next request is not read before), as SocketServer mutes a throttled
+channel; storage.py keeps the logs' segments and deletes what retention says.
+
 External clients appear in the simulator's protocol timeline (ev.Rpc) under their client.id; their request
 correlations are negative, so they never pair with the simulator's own RPCs.
 
@@ -34,12 +39,16 @@ from playground.engine import events as ev
 from playground.protocol import apiversions, messages, records, txnlog
 from playground.protocol.framing import frame
 from playground.protocol.messages import Request, RequestError, UnsupportedVersion
+from playground.sim.clock import TIMER
 from playground.sim.cluster import Cluster
 from playground.sim.leaders import INTERNAL_TOPICS
 from playground.sim.log import Batch, PartitionLog
 from playground.sim.placement import java_string_hash
 from playground.sim.txnstate import EMPTY, STATE_IDS
+from playground.simserver.bounds import Bounds, topic_config_int
 from playground.simserver.clients import Clients
+from playground.simserver.quotas import QuotaSensor
+from playground.simserver.storage import Storage
 
 _MASK64 = (1 << 64) - 1
 
@@ -58,7 +67,18 @@ class WireValues(tuple):  # type: ignore[type-arg]
 
 
 class Connection:
-    __slots__ = ("actor", "broker", "busy", "client_id", "closed", "conn_id", "pumping", "queue", "software")
+    __slots__ = (
+        "actor",
+        "broker",
+        "busy",
+        "client_id",
+        "closed",
+        "conn_id",
+        "pumping",
+        "queue",
+        "software",
+        "throttled_until_ms",
+    )
 
     def __init__(self, conn_id: int, broker: int) -> None:
         self.conn_id = conn_id
@@ -69,6 +89,7 @@ class Connection:
         self.busy = False
         self.pumping = False
         self.closed = False
+        self.throttled_until_ms = 0  # muted by a quota until then (its next request waits)
         # a request, or (correlation id, version) of an ApiVersions of a version not served
         self.queue: deque[Request | tuple[int, int]] = deque()
 
@@ -80,7 +101,7 @@ class Connection:
 class Call:
     """One request being handled: the handler answers it once with `reply` (or `no_reply`, acks=0)."""
 
-    __slots__ = ("conn", "core", "done", "dst", "error", "request", "rpc")
+    __slots__ = ("conn", "core", "done", "dst", "error", "request", "rpc", "throttle_ms")
 
     def __init__(self, core: ServerCore, conn: Connection, request: Request) -> None:
         self.core = core
@@ -90,6 +111,7 @@ class Call:
         self.rpc: int | None = None  # the timeline correlation, once announced
         self.dst = f"b{conn.broker}"
         self.error: str | None = None
+        self.throttle_ms = 0  # a quota's throttle: the connection is muted this long once the answer is out
 
     @property
     def broker(self) -> int:
@@ -119,6 +141,21 @@ class Call:
             return
         self.done = True
         self.core._complete(self, None, None, "")
+
+    def quota(self, kind: str, value: float, *, unrecord_if_throttled: bool = False) -> int:
+        """Record `value` against this broker's `kind` quota ("produce", "fetch"); the throttle time (ms) it
+        earns, kept for the answer and the mute. A throttled Fetch takes its bytes back (it returns none)."""
+        sensor = self.core.quota_sensor(kind, self.broker)
+        if sensor is None:
+            return 0
+        now = self.core.now_ms
+        throttle_ms = sensor.record(value, now)
+        if throttle_ms > 0 and unrecord_if_throttled:
+            sensor.unrecord(value, now)
+        self.throttle_ms = max(self.throttle_ms, throttle_ms)
+        if self.done and throttle_ms > 0:
+            self.core._mute(self.conn, throttle_ms)  # answered already (acks=0): the mute starts now
+        return throttle_ms
 
 
 Handler = Callable[[Call], None]
@@ -153,6 +190,9 @@ class ServerCore:
         self.kafka = cluster.kafka
         self.endpoints = dict(endpoints)
         self.config: dict[str, Any] = dict(config or {})
+        self.bounds = Bounds.from_config(self.config)
+        self.storage = Storage(self._stored_size)
+        self._quotas: dict[tuple[str, int], QuotaSensor] = {}
         self.record_values = record_values
         self.clients = Clients(reserved) if track_clients else None
         self.handlers: dict[int, Handler] = {}
@@ -182,6 +222,12 @@ class ServerCore:
         for topic in list(cluster.topics):
             self.topic_id(topic)
         self.advance(start_ms)
+
+    def configure(self, config: Mapping[str, Any]) -> None:
+        """New broker settings (a session listens again with other bounds): the bounds in force change."""
+        self.config = dict(config)
+        self.bounds = Bounds.from_config(self.config)
+        self._quotas.clear()
 
     # ------------------------------------------------------------------------------------------------ inputs
     @property
@@ -283,6 +329,9 @@ class ServerCore:
             conn = self.conns[conn_id] = Connection(conn_id, broker)
         return conn
 
+    def close_connection(self, conn: Connection) -> None:
+        self._close(conn)
+
     def _close(self, conn: Connection) -> None:
         if not conn.closed:
             conn.closed = True
@@ -298,7 +347,7 @@ class ServerCore:
             return
         conn.pumping = True
         try:
-            while not conn.busy and conn.queue and not conn.closed:
+            while not conn.busy and conn.queue and not conn.closed and conn.throttled_until_ms <= self.now_ms:
                 item = conn.queue.popleft()
                 if isinstance(item, tuple):
                     correlation_id, _version = item
@@ -351,7 +400,32 @@ class ServerCore:
             payload = messages.encode_response(request.api_key, request.api_version, request.correlation_id, body)
             self.outbox.append(Output(conn.conn_id, frame(payload)))
         conn.busy = False
+        if call.throttle_ms > 0:
+            self._mute(conn, call.throttle_ms)
         self._pump(conn)
+
+    def _mute(self, conn: Connection, throttle_ms: int) -> None:
+        """The quota's throttle: the connection's next request is read once it is over (ThrottledChannel)."""
+        until = self.now_ms + throttle_ms
+        if until <= conn.throttled_until_ms:
+            return
+        conn.throttled_until_ms = until
+
+        def unmute() -> None:
+            if not conn.closed and conn.throttled_until_ms <= self.now_ms:
+                self._pump(conn)
+
+        self.cluster.scheduler.after(throttle_ms, unmute, category=TIMER, label=f"{conn.label} throttled")
+
+    def quota_sensor(self, kind: str, broker: int) -> QuotaSensor | None:
+        """A broker's quota sensor for "produce" or "fetch" bytes, None when no quota is set."""
+        bound = self.bounds.producer_byte_rate if kind == "produce" else self.bounds.consumer_byte_rate
+        if bound is None:
+            return None
+        sensor = self._quotas.get((kind, broker))
+        if sensor is None:
+            sensor = self._quotas[(kind, broker)] = QuotaSensor(bound)
+        return sensor
 
     def _announce(self, call: Call, detail: str) -> int:
         self._rpc_seq += 1
@@ -485,6 +559,40 @@ class ServerCore:
 
     def log_of(self, partition: str) -> PartitionLog:
         return self.cluster.log(partition)
+
+    # ------------------------------------------------------------------------------------------------ storage
+    def topic_setting(self, topic: str, key: str) -> int:
+        """A topic's max.message.bytes, segment.bytes or retention.bytes as in force (its own, or the broker's)."""
+        return topic_config_int(self.bounds, self.topic_configs.get(topic, {}), key)
+
+    def after_append(self, partition: str) -> None:
+        """A batch was appended to `partition`: its segments take it in, and retention deletes what it says."""
+        topic = partition.rpartition("-")[0]
+        log = self.cluster.log(partition)
+        self.storage.enforce_retention(
+            partition, log, self.topic_setting(topic, "segment.bytes"), self.topic_setting(topic, "retention.bytes")
+        )
+
+    def _stored_size(self, partition: str, batch: Batch) -> int:
+        """A batch's bytes on the disk: as an external producer sent it, or (the simulator's own batches) about as
+        the server encodes them, without encoding them (RECORD_BATCH_OVERHEAD and each record's framing)."""
+        payload = getattr(batch.values, "payload", None)
+        if payload is not None:
+            return len(payload)
+        if batch.control is not None:
+            return CONTROL_BATCH_BYTES
+        size = records.HEADER_BYTES
+        for i, value in enumerate(batch.values):
+            key = batch.key_at(i)
+            size += RECORD_FRAMING_BYTES + len(_wire(key) or b"") + len(_wire(value) or b"")
+        return size
+
+
+# A control batch (RECORD_BATCH_OVERHEAD, one record of a 4-byte key and a 6-byte value) and the framing of one record
+# (length, attributes, timestamp and offset deltas, key and value lengths, header count) as the simulator estimates
+# the size of its own batches.
+CONTROL_BATCH_BYTES = 78
+RECORD_FRAMING_BYTES = 8
 
 
 class TxnStateLog:

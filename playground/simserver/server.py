@@ -10,26 +10,70 @@ time then moves only with the session's own steps.
 A stopped broker's listener is closed (new connections are refused) and its connections are closed, unanswered; a
 started one listens on its port again. Frames over socket.request.max.bytes, malformed frames and requests the core
 cannot read close the connection; nothing a client sends can stop the server.
+
+Muted channels (SocketServer): a connection is not read while its answers wait unread (more than UNREAD_MAX_BYTES in
+its send buffer: the client does not read them) or while the core has many of its requests queued, and what it had
+sent is handed to the core only once its answers drain, so a client that never reads costs one buffer and no CPU; a
+connection with no traffic for `connections.max.idle.ms` is closed (Selector's idle expiry).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import socket
 import time
+from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
-from playground.protocol.framing import FrameError, FrameReader
+from playground.protocol.framing import MAX_REQUEST_BYTES, FrameError, FrameReader
 from playground.protocol.messages import api_name, peek
 from playground.sim.cluster import Cluster
 from playground.simserver.apis import HANDLERS
+from playground.simserver.bounds import Bounds
 from playground.simserver.core import ServerCore
 
 log = logging.getLogger("playground.simserver")
 
-# A connection that queues this many requests without reading its answers stops being read until it catches up.
-MAX_QUEUED_REQUESTS = 200
+# A connection with this many requests waiting in the core (pipelined behind one being handled) is not read until the
+# core catches up: a client keeps a few in flight (max.in.flight.requests.per.connection, 5 by default).
+MAX_QUEUED_REQUESTS = 8
+# Answers a connection may leave unread in its send buffer before it is muted (Kafka sends one answer at a time per
+# channel and reads nothing meanwhile; the socket's own buffer, socket.send.buffer.bytes, is 100 KiB by default).
+UNREAD_MAX_BYTES = 64 * 1024
+# socket.send.buffer.bytes and socket.receive.buffer.bytes: the kernel's buffers of an accepted socket (Kafka's 100 KiB
+# defaults), so that what a client leaves unread stays small in the kernel too
+SOCKET_BUFFER_BYTES = 102_400
+IDLE_CHECK_S = 5.0
+QUEUE, UNREAD, QUOTA, MEMORY = "queue", "unread", "quota", "memory"  # why a connection is muted
+
+
+class MemoryPool:
+    """`queued.max.request.bytes`: the memory the requests being read may take together, over every connection that
+    shares the pool (SimpleMemoryPool, not strict: a frame is given its memory while any is left, and a connection
+    that cannot have it is not read until some is freed). None: no bound (Kafka's default, -1)."""
+
+    def __init__(self, capacity_bytes: int | None) -> None:
+        self.capacity_bytes = capacity_bytes
+        self.used_bytes = 0
+        self._waiting: dict[int, Connection] = {}
+
+    def allocate(self, conn: Connection, size: int) -> bool:
+        if self.capacity_bytes is not None and self.used_bytes >= self.capacity_bytes:
+            self._waiting[id(conn)] = conn
+            return False
+        self.used_bytes += size
+        return True
+
+    def release(self, size: int) -> None:
+        self.used_bytes -= size
+        while self._waiting and (self.capacity_bytes is None or self.used_bytes < self.capacity_bytes):
+            conn = self._waiting.pop(next(iter(self._waiting)))  # the longest waiting first
+            conn.retry()
+
+    def forget(self, conn: Connection) -> None:
+        self._waiting.pop(id(conn), None)
 
 
 class Owner(Protocol):
@@ -45,43 +89,164 @@ class Owner(Protocol):
 
 
 class Connection(asyncio.Protocol):
-    """A client's connection to one simulated broker: it cuts what arrives into frames and hands them to its owner; a
-    malformed or oversize frame closes it."""
+    """A client's connection to one simulated broker: it cuts what arrives into frames and hands them to its owner,
+    one at a time while the channel is open; a malformed or oversize frame closes it. Muted (see the module's
+    docstring) it is not read, and what it had sent waits here. A frame holds its memory of the pool from its size on
+    until the core is done with its request (`settle`)."""
 
-    def __init__(self, owner: Owner, broker: int, conn_id: int) -> None:
+    def __init__(
+        self,
+        owner: Owner,
+        broker: int,
+        conn_id: int,
+        max_frame_bytes: int = MAX_REQUEST_BYTES,
+        pool: MemoryPool | None = None,
+    ) -> None:
         self.owner = owner
         self.broker = broker
         self.conn_id = conn_id
-        self.reader = FrameReader()
+        self.pool = pool or MemoryPool(None)
+        self.reader = FrameReader(max_frame_bytes, self._allocate)
+        self.reading_bytes = 0  # what the frame being read holds of the pool
+        self.alive: deque[int] = deque()  # the sizes of the frames read and not done with (held, then in the core)
         self.transport: asyncio.Transport | None = None
-        self.paused = False  # reading paused until the core has answered what it queued
+        self.muted: set[str] = set()
+        self.held: deque[bytes] = deque()  # frames read but not handed over yet
+        self.last_active = time.monotonic()
+
+    # ---- reading ------------------------------------------------------------------------------------------------
+    def _allocate(self, size: int) -> bool:
+        if self.pool.allocate(self, size):
+            self.reading_bytes += size
+            return True
+        self.mute(MEMORY)
+        return False
+
+    def retry(self) -> None:
+        """The pool freed memory: read on from where the frame waited for it."""
+        self.unmute(MEMORY)
+        if self.transport is not None and not self.transport.is_closing():
+            self.data_received(b"")
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
         self.transport = transport
+        transport.set_write_buffer_limits(high=UNREAD_MAX_BYTES)
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            for option in (socket.SO_SNDBUF, socket.SO_RCVBUF):
+                sock.setsockopt(socket.SOL_SOCKET, option, SOCKET_BUFFER_BYTES)
         self.owner._opened(self)
 
     def data_received(self, data: bytes) -> None:
+        self.last_active = time.monotonic()
         try:
             frames = self.reader.feed(data)
         except FrameError as e:
             log.info("%sbroker %s connection %s: %s; closing it", self.owner.label, self.broker, self.conn_id, e)
             self.close()
             return
-        if frames:
-            self.owner._frames(self, frames)
+        for payload in frames:
+            self.reading_bytes -= len(payload)
+            self.alive.append(len(payload))
+        self.held.extend(frames)
+        self._hand_over()
+
+    def _hand_over(self) -> None:
+        """Hand the frames read to the owner one at a time while the channel is open: not while its answers go
+        unread, nor while the core holds its earlier requests (a quota's throttle, a backlog). Kafka reads a
+        channel's next request once the answer to the last one is out."""
+        while self.held and not self.muted & _HOLDING and self.transport is not None:
+            self.owner._frames(self, [self.held.popleft()])
+
+    def settle(self, in_core: int) -> None:
+        """The core holds `in_core` of this connection's requests (queued, or being handled): the memory of those
+        it is done with goes back to the pool."""
+        alive = len(self.held) + in_core
+        done = 0
+        while len(self.alive) > alive:
+            done += self.alive.popleft()
+        if done:
+            self.pool.release(done)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.transport = None
+        self.pool.forget(self)
+        self.held.clear()
+        held = self.reading_bytes + sum(self.alive)
+        self.reading_bytes = 0
+        self.alive.clear()
+        if held:
+            self.pool.release(held)
         self.owner._lost(self)
+
+    # ---- muting -------------------------------------------------------------------------------------------------
+    # asyncio's flow control: the send buffer passed UNREAD_MAX_BYTES (the client is not reading), then drained
+    def pause_writing(self) -> None:
+        self.mute(UNREAD)
+
+    def resume_writing(self) -> None:
+        self.last_active = time.monotonic()
+        self.unmute(UNREAD)
+
+    def mute(self, why: str) -> None:
+        if self.transport is not None and not self.muted:
+            self.transport.pause_reading()
+        self.muted.add(why)
+
+    def unmute(self, why: str) -> None:
+        if why not in self.muted:
+            return
+        self.muted.discard(why)
+        if not self.muted and self.transport is not None and not self.transport.is_closing():
+            self.transport.resume_reading()
+        if why in _HOLDING:
+            self._hand_over()
+
+    # ---- writing ------------------------------------------------------------------------------------------------
+    def idle_s(self, now: float) -> float:
+        """How long nothing moved: no bytes in, and its answers not drained."""
+        return now - self.last_active
 
     def write(self, data: bytes) -> None:
         if self.transport is not None and not self.transport.is_closing():
+            if not self.transport.get_write_buffer_size():
+                self.last_active = time.monotonic()  # the answers flow
             self.transport.write(data)
 
     def close(self) -> None:
         if self.transport is not None and not self.transport.is_closing():
             self.transport.close()
+
+
+_HOLDING = frozenset({UNREAD, QUEUE})  # while muted for these, what was read is not handed over either
+
+
+def close_idle(conns: Mapping[int, Connection], idle_ms: int, label: str) -> None:
+    """Close the connections with no traffic for `idle_ms` (connections.max.idle.ms)."""
+    now = time.monotonic()
+    for conn in list(conns.values()):
+        if conn.idle_s(now) * 1000 >= idle_ms:
+            log.info("%sbroker %s connection %s: idle for %d ms; closing it", label, conn.broker, conn.conn_id, idle_ms)
+            conn.close()
+
+
+def after_core(conns: Mapping[int, Connection], core: ServerCore) -> None:
+    """After the core ran: each connection's memory of the requests it is done with goes back to the pool, and a
+    connection whose requests the core holds back (queued past MAX_QUEUED_REQUESTS, or muted by a quota's throttle)
+    is not read until it lets them go."""
+    now = core.now_ms
+    for conn in list(conns.values()):
+        state = core.conns.get(conn.conn_id)
+        if state is None:
+            conn.settle(0)
+            conn.unmute(QUEUE)
+            continue
+        conn.settle(len(state.queue) + (1 if state.busy else 0))
+        if len(state.queue) >= MAX_QUEUED_REQUESTS or state.throttled_until_ms > now:
+            conn.mute(QUEUE)
+        else:
+            conn.unmute(QUEUE)
 
 
 class SimServer:
@@ -121,6 +286,10 @@ class SimServer:
         self._paused_at: float | None = None
         self.started_s: float | None = None
         self._failures_logged = 0
+        self.bounds = Bounds.from_config(self.config)
+        queued = self.bounds.queued_max_request_bytes
+        self.pool = MemoryPool(queued if queued > 0 else None)
+        self._idle: asyncio.TimerHandle | None = None
 
     # ------------------------------------------------------------------------------------------------ time
     def now_ms(self) -> int:
@@ -169,8 +338,14 @@ class SimServer:
         if not self.follow_when_idle:
             self._paused_at = self._loop.time()
         self._schedule()
+        self._idle = self._loop.call_later(IDLE_CHECK_S, self._idle_check)
         self.started_s = time.monotonic()
         return self.bootstrap
+
+    def _idle_check(self) -> None:
+        assert self._loop is not None
+        close_idle(self._conns, self.bounds.connections_max_idle_ms, self.label)
+        self._idle = self._loop.call_later(IDLE_CHECK_S, self._idle_check)
 
     @property
     def bootstrap(self) -> str:
@@ -181,7 +356,7 @@ class SimServer:
 
         def factory() -> Connection:
             self._next_conn += 1
-            return Connection(self, broker, self._next_conn)
+            return Connection(self, broker, self._next_conn, self.bounds.socket_request_max_bytes, self.pool)
 
         server = await self._loop.create_server(factory, self.host, port, reuse_address=True)
         self._listeners[broker] = server
@@ -207,8 +382,9 @@ class SimServer:
         self._schedule()
 
     async def close(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
+        for handle in (self._timer, self._idle):
+            if handle is not None:
+                handle.cancel()
         for listener in self._listeners.values():
             listener.close()
         for conn in list(self._conns.values()):
@@ -257,10 +433,6 @@ class SimServer:
             self._failures_logged = self.core.failure_count
         self._flush()
         self._schedule()
-        queued = self.core.conns.get(conn.conn_id)
-        if queued is not None and len(queued.queue) > MAX_QUEUED_REQUESTS and conn.transport is not None:
-            conn.transport.pause_reading()
-            conn.paused = True
 
     def _flush(self) -> None:
         assert self.core is not None
@@ -272,9 +444,4 @@ class SimServer:
                 conn.close()
             else:
                 conn.write(out.data)
-        for conn in self._conns.values():
-            if conn.paused and conn.transport is not None:
-                queued = self.core.conns.get(conn.conn_id)
-                if queued is None or len(queued.queue) <= MAX_QUEUED_REQUESTS // 2:
-                    conn.transport.resume_reading()
-                    conn.paused = False
+        after_core(self._conns, self.core)

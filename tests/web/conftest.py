@@ -42,6 +42,12 @@ def free_session(db, client):
 
 
 @pytest.fixture
+def sim_session(client):
+    """A free-play session on the simulator; the test client may drive."""
+    return hold(client, session.create(None, backend="sim"))
+
+
+@pytest.fixture
 def fencing_session(db, settings, client):
     """The zombie-fencing scenario from the library, on the fake backend; the test client may drive."""
     from playground.scenario import library

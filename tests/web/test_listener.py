@@ -59,11 +59,6 @@ def _listeners():
     listener.drain()  # nothing of theirs writes to the database while it is emptied for the next test
 
 
-@pytest.fixture
-def sim_session(client):
-    return hold(client, session.create(None, backend="sim"))
-
-
 def listen(client: Client, sid: str) -> str:
     r = client.post(f"/s/{sid}/listen/")
     assert r.status_code == 200, r.content

@@ -1,5 +1,11 @@
 """The partition logs: Produce, Fetch (read_committed with the aborted transactions), ListOffsets and
-OffsetForLeaderEpoch (KafkaApis.handleProduceRequest, handleFetchRequest, ReplicaManager)."""
+OffsetForLeaderEpoch (KafkaApis.handleProduceRequest, handleFetchRequest, ReplicaManager).
+
+Bounded as a broker bounds them (simserver/bounds.py): a batch over `max.message.bytes` is MESSAGE_TOO_LARGE, over
+`segment.bytes` RECORD_LIST_TOO_LARGE, with the disk full POLICY_VIOLATION; a Produce's request size and a Fetch's
+answer count against the byte quotas, and an answer over one carries `throttle_time_ms` (a throttled Fetch returns
+no records, KafkaApis.handleFetchRequest); a Fetch reads at most `fetch.max.bytes`, and at most what the quota
+lets through in its window."""
 
 from __future__ import annotations
 
@@ -76,15 +82,21 @@ def produce(call: Call) -> None:
     pending = [len(batches)]
 
     def done() -> None:
-        if acks == 0:
-            return
+        # the produce quota counts the request's bytes, whatever became of them (KafkaApis: in the answer's callback)
+        throttle_ms = call.quota("produce", call.request.size)
         answers = [r.get("error_code") for r in results.values() if r.get("error_code")]
         error = answers[0] if answers else None
+        if acks == 0:
+            if error:
+                # nothing answers an acks=0 Produce: an error closes the connection, so that the producer notices and
+                # refreshes its metadata (KafkaApis.handleProduceRequest)
+                core.close_connection(call.conn)
+            return
         offsets = [str(r["base_offset"]) for r in results.values() if r.get("base_offset", -1) >= 0]
         call.reply(
             {
                 "responses": _produce_responses(call, items, results),
-                "throttle_time": 0,
+                "throttle_time": throttle_ms,
                 "node_endpoints": _node_endpoints(call, results),
             },
             error=error,
@@ -95,9 +107,11 @@ def produce(call: Call) -> None:
         name = next(n for k, n, i, _r in items if k == key and i == index)
         assert name is not None
         tp = _tp(name, index)
-        error = _append_error(call, tp, batch)
+        error, message = _append_error(call, name, batch)
         if error:
             results[(key, index)] = _produce_error(error, _leader_info(call, tp) if error.startswith("NOT_") else None)
+            if message:
+                results[(key, index)]["error_message"] = message
             pending[0] -= 1
             continue
         try:
@@ -123,6 +137,7 @@ def produce(call: Call) -> None:
             if error:
                 results[_slot] = _produce_error(error, _leader_info(call, _tp) if error.startswith("NOT_") else None)
             else:
+                core.after_append(_tp)
                 results[_slot] = {
                     "index": _slot[1],
                     "error_code": None,
@@ -150,20 +165,36 @@ def produce(call: Call) -> None:
             version=version,
         )
     if acks == 0:
+        if pending[0] == 0:
+            done()
         call.no_reply()  # the broker answers nothing; the connection reads its next request
     elif pending[0] == 0:
         done()
 
 
-def _append_error(call: Call, tp: str, batch: records.RecordBatch) -> str | None:
-    """What a leader refuses before the log's producer-state checks (LogValidator, ReplicaManager.appendToLocalLog)."""
+def _append_error(call: Call, topic: str, batch: records.RecordBatch) -> tuple[str | None, str | None]:
+    """What a leader refuses before the log's producer-state checks, in Kafka's order (UnifiedLog.append:
+    analyzeAndValidateRecords, LogValidator, the segment size), and the disk: (error, message for the answer)."""
+    core = call.core
+    size = len(batch.raw)
+    if size > core.topic_setting(topic, "max.message.bytes"):
+        return "MESSAGE_TOO_LARGE", None  # ReplicaManager sends no message of its own for these
     if not batch.crc_ok():
-        return "CORRUPT_MESSAGE"
+        return "CORRUPT_MESSAGE", None
     if batch.control:
-        return "INVALID_RECORD"  # clients may not write control batches
+        return "INVALID_RECORD", None  # clients may not write control batches
     if batch.record_count == 0:
-        return "INVALID_RECORD"
-    return None
+        return "INVALID_RECORD", None
+    if size > core.topic_setting(topic, "segment.bytes"):
+        return "RECORD_LIST_TOO_LARGE", None
+    limit = core.bounds.retained_max_bytes
+    if limit is not None and core.storage.retained_bytes + size > limit:
+        return "POLICY_VIOLATION", (
+            f"The cluster's disk is full: it retains {core.storage.retained_bytes} bytes of records and holds at "
+            f"most {limit}; retention.bytes on the topics deletes their oldest segments, and deleting topics frees "
+            "theirs."
+        )
+    return None, None
 
 
 def _produce_error(error: str, leader: dict[str, int] | None = None) -> dict[str, Any]:
@@ -277,8 +308,14 @@ def _fetch_txn_state(
 
 
 def _fetch_answer(call: Call, wanted: list[tuple[Any, str | None, Any]], isolation: str, max_bytes: int) -> None:
-    c = call.core.cluster
+    core = call.core
+    c = core.cluster
     by_topic: dict[Any, list[dict[str, Any]]] = {}
+    sensor = core.quota_sensor("fetch", call.broker)
+    # fetch.max.bytes, and no more than the quota lets through in its window (KafkaApis.handleFetchRequest)
+    max_bytes = min(max_bytes, core.bounds.fetch_max_bytes)
+    if sensor is not None:
+        max_bytes = min(max_bytes, sensor.max_value_in_window())
     budget = max(max_bytes, 0)
     first_data = True
     errors: list[str] = []
@@ -353,6 +390,14 @@ def _fetch_answer(call: Call, wanted: list[tuple[Any, str | None, Any]], isolati
                 {"producer_id": a.producer_id, "first_offset": a.first_offset}
                 for a in (log.aborted_transactions(offset, next_offset) if next_offset > offset else [])
             ]
+    size = FETCH_RESPONSE_BYTES + sum(
+        PARTITION_RESPONSE_BYTES + len(p["records"] or b"") for parts in by_topic.values() for p in parts
+    )
+    throttle_ms = call.quota("fetch", size, unrecord_if_throttled=True)
+    if throttle_ms > 0:
+        # a throttled Fetch returns nothing, and says how long to wait (FetchContext.getThrottledResponse)
+        call.reply({"throttle_time": throttle_ms, "error_code": None, "session_id": 0, "responses": []})
+        return
     if call.version >= 13:
         responses = [{"topic_id": key, "partitions": parts} for key, parts in by_topic.items()]
     else:
@@ -361,6 +406,12 @@ def _fetch_answer(call: Call, wanted: list[tuple[Any, str | None, Any]], isolati
         {"throttle_time": 0, "error_code": None, "session_id": 0, "responses": responses},
         error=errors[0] if errors else None,
     )
+
+
+# What a Fetch answer costs besides its records, as the fetch quota counts it: Kafka counts the answer's serialized size
+# (FetchResponse.sizeOf); the records are nearly all of it, and the rest is about this much.
+FETCH_RESPONSE_BYTES = 16
+PARTITION_RESPONSE_BYTES = 40
 
 
 # ---------------------------------------------------------------------------------------------- ListOffsets

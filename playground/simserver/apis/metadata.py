@@ -1,5 +1,12 @@
-"""ApiVersions and Metadata, topics (CreateTopics, DeleteTopics), configs (DescribeConfigs) and DescribeCluster:
-what a client asks before it sends anything (KafkaApis.handleApiVersionsRequest, handleTopicMetadataRequest, ...)."""
+"""ApiVersions and Metadata, topics (CreateTopics, CreatePartitions, DeleteTopics), configs (DescribeConfigs) and
+DescribeCluster: what a client asks before it sends anything (KafkaApis.handleApiVersionsRequest,
+handleTopicMetadataRequest, ...; the controller's ReplicationControlManager for what topics may be made).
+
+Topics are made as a KRaft controller makes them: checked in Kafka's order (the name, duplicates, existence, the
+partition count and replication factor, the configs' values: INVALID_CONFIG), then the create-topic policy
+(bounds.py: POLICY_VIOLATION with the policy's message), for CreateTopics, CreatePartitions and a topic Metadata
+creates on the fly (whose refusal the client never hears of: the controller's answer goes to the broker, and the
+topic simply does not appear)."""
 
 from __future__ import annotations
 
@@ -7,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from playground.protocol import apiversions
+from playground.simserver import bounds as kafka_bounds
 from playground.simserver.apis.base import (
     AUTHORIZED_OPERATIONS_OMITTED,
     CLUSTER_OPERATIONS,
@@ -133,8 +141,11 @@ def metadata(call: Call) -> None:
             elif name is None or not LEGAL_TOPIC.match(name) or name in (".", ".."):
                 topics.append({"error_code": "INVALID_TOPIC_EXCEPTION", "name": name, "partitions": []})
             elif auto_create:
-                # KRaft creates the topic through the controller; this answer comes before its leaders exist
-                _create(call, name, int(core.config.get("num.partitions", 1)), {})
+                # KRaft creates the topic through the controller; this answer comes before its leaders exist (and
+                # before the controller's answer: a topic the policy refuses is simply not made)
+                partitions = int(core.config.get("num.partitions", 1))
+                if _policy(call, name, partitions, partitions, {}) is None:
+                    _create(call, name, partitions, {})
                 topics.append({"error_code": "LEADER_NOT_AVAILABLE", "name": name, "partitions": []})
             else:
                 topics.append({"error_code": "UNKNOWN_TOPIC_OR_PARTITION", "name": name, "partitions": []})
@@ -160,6 +171,24 @@ def _create(call: Call, name: str, partitions: int, configs: dict[str, str], rep
     call.core.topic_id(name)
     if configs:
         call.core.topic_configs[name] = configs
+
+
+def _policy(
+    call: Call, name: str, partitions: int, added: int, configs: dict[str, str], new_topic: bool = True
+) -> str | None:
+    """The create-topic policy's refusal of `name` at `partitions` partitions (`added` of them new), or None."""
+    c = call.core.cluster
+    user = c.user_topics()
+    return kafka_bounds.policy_violation(
+        call.core.bounds,
+        topic=name,
+        partitions=partitions,
+        added=added,
+        configs=configs,
+        topics_now=len(user),
+        partitions_now=sum(c.partition_count(t) for t in user),
+        new_topic=new_topic,
+    )
 
 
 @api(19, 2, 7)
@@ -196,6 +225,10 @@ def create_topics(call: Call) -> None:
                 error_message=f"Unable to replicate the partition {replication} time(s): The target replication "
                 f"factor of {replication} cannot be reached because only {live} broker(s) are registered.",
             )
+        elif invalid := kafka_bounds.invalid_topic_config(configs):
+            result.update(error_code="INVALID_CONFIG", error_message=invalid)
+        elif refused := _policy(call, name, partitions, partitions, configs):
+            result.update(error_code="POLICY_VIOLATION", error_message=refused)
         else:
             if not body.validate_only:
                 _create(call, name, partitions, configs, replication)
@@ -246,26 +279,80 @@ def delete_topics(call: Call) -> None:
 
 def delete_topic(core: Any, name: str) -> None:
     """A topic and its partitions leave the cluster, and what the server kept about them."""
+    count = core.cluster.partition_count(name)
     core.cluster.delete_topic(name)
     core.forget_topic(name)
+    core.storage.forget(_tp(name, p) for p in range(count))
+
+
+@api(37, 0, 3)
+def create_partitions(call: Call) -> None:
+    """CreatePartitions (ReplicationControlManager.createPartitions): a topic grows, never shrinks; the new
+    partitions are placed as the topic's first ones were."""
+    body = call.body
+    c = call.core.cluster
+    names = [t.name for t in body.topics]
+    results = []
+    for topic in body.topics:
+        name, count = topic.name, int(topic.count)
+        result: dict[str, Any] = {"name": name, "error_code": None, "error_message": None}
+        current = c.partition_count(name)
+        if names.count(name) > 1:
+            result.update(error_code="INVALID_REQUEST", error_message=f"Duplicate topic name {name}")
+        elif name not in c.topics or call.core.internal(name):
+            result["error_code"] = "UNKNOWN_TOPIC_OR_PARTITION"
+        elif count == current:
+            result.update(error_code="INVALID_PARTITIONS", error_message=f"Topic already has {current} partition(s).")
+        elif count < current:
+            result.update(
+                error_code="INVALID_PARTITIONS",
+                error_message=f"The topic {name} currently has {current} partition(s); {count} would not be an "
+                "increase.",
+            )
+        elif topic.assignments:
+            result.update(error_code="INVALID_REQUEST", error_message="manual replica assignments are not simulated")
+        elif refused := _policy(call, name, count, count - current, {}, new_topic=False):
+            result.update(error_code="POLICY_VIOLATION", error_message=refused)
+        elif not body.validate_only:
+            c.add_partitions(name, count)
+        results.append(result)
+    error = next((r["error_code"] for r in results if r["error_code"]), None)
+    call.announce(f"b{call.broker}", ", ".join(f"{t.name} to {int(t.count)}" for t in body.topics))
+    call.reply({"throttle_time": 0, "results": results}, error=error)
 
 
 # ---------------------------------------------------------------------------------------------- configs
 
 TOPIC, BROKER = 2, 4
 SOURCE_TOPIC, SOURCE_STATIC_BROKER, SOURCE_DEFAULT = 1, 4, 5
-# A few of Kafka's defaults (TopicConfig / ServerLogConfigs), shown as a broker without overrides shows them.
+# A few of Kafka's defaults (TopicConfig / ServerLogConfigs), shown as a broker without overrides shows them; the
+# sizes the server bounds (max.message.bytes, retention.bytes, segment.bytes) come from its own settings (bounds.py).
 TOPIC_DEFAULTS = {
     "cleanup.policy": "delete",
     "compression.type": "producer",
-    "max.message.bytes": "1048588",
     "message.timestamp.type": "CreateTime",
     "min.insync.replicas": "1",
-    "retention.bytes": "-1",
     "retention.ms": "604800000",
-    "segment.bytes": "1073741824",
     "unclean.leader.election.enable": "false",
 }
+# broker settings whose topic configs default to them
+BOUNDED_TOPIC_CONFIGS = {
+    "max.message.bytes": "message.max.bytes",
+    "retention.bytes": "log.retention.bytes",
+    "segment.bytes": "log.segment.bytes",
+}
+
+
+def _bounded_entries(core: Any) -> dict[str, tuple[str, int]]:
+    """The broker's size settings as DescribeConfigs shows them: a default, or this server's own setting."""
+    default = kafka_bounds.Bounds()
+    out = {}
+    for field, key in kafka_bounds.CONFIG_KEYS.items():
+        if key.startswith("sim.") or field in kafka_bounds.RATES:
+            continue  # simulator knobs, and quotas (client quotas are not broker configs)
+        value = getattr(core.bounds, field)
+        out[key] = (str(value), SOURCE_DEFAULT if value == getattr(default, field) else SOURCE_STATIC_BROKER)
+    return out
 
 
 @api(32, 1, 4)
@@ -283,6 +370,8 @@ def describe_configs(call: Call) -> None:
                 result["error_code"] = "UNKNOWN_TOPIC_OR_PARTITION"
             else:
                 entries = {k: (v, SOURCE_DEFAULT) for k, v in TOPIC_DEFAULTS.items()}
+                broker = _bounded_entries(core)
+                entries.update({k: broker[setting] for k, setting in BOUNDED_TOPIC_CONFIGS.items()})
                 entries.update({k: (v, SOURCE_TOPIC) for k, v in core.topic_configs.get(name, {}).items()})
         elif kind == BROKER:
             if name and (not name.isdigit() or int(name) not in c.brokers):
@@ -303,6 +392,7 @@ def describe_configs(call: Call) -> None:
                         SOURCE_DEFAULT,
                     ),
                     "num.partitions": (str(core.config.get("num.partitions", 1)), SOURCE_DEFAULT),
+                    **_bounded_entries(core),
                 }
         else:
             result["error_code"] = "INVALID_REQUEST"
