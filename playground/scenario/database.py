@@ -20,6 +20,26 @@ playground/session/limits.py):
   printf runs 999,999,999 iterations for `%.*c` even when its result is refused as too big), and every other
   function by SQLITE_LIMIT_LENGTH.
 
+What one statement holds in memory at once follows from those bounds, each where SQLite (or this module) holds it:
+- a value any function or operator makes (printf, replace, ||, substr, hex, quote, concat, the json_* functions,
+  ...), a stored row and group_concat()'s text: SQLITE_LIMIT_LENGTH, which SQLite checks as it makes them;
+- json_group_array()'s and json_group_object()'s text: SQLite's own grow it without that check until they return
+  it, so a statement grew it until its time was up (+261 MiB in 200 ms); every sandbox connection has bounded ones
+  instead, with SQLite's results, JSON subtypes and window frames included (sqlitec.py; about 7 us a row where
+  SQLite's take 0.3), and refuses the two where they cannot be had;
+- sorters, DISTINCT, GROUP BY, UNION, IN lists, subqueries made into tables, a window's partition, a recursive
+  CTE's queue: temporary tables in SQLite's page cache (its default 2 MiB), spilt to temporary files past it;
+- the values a statement names at once (its constants, a function's arguments): as many as a statement's text
+  can name, each of a value's bytes (a 16 KiB text: 800 values, 12 MiB);
+- the rows it returns: at most MAX_ROWS_SHOWN + 1 held, each within a value's bytes as a stored row is (a SELECT of
+  64 columns of 16 KiB held 190 MiB of Python strings in its 201 rows).
+tests/sqlhostile.py measures each class: at most 12 MiB of SQLite's heap and Python's for one statement.
+Not a heap limit: sqlite3_hard_heap_limit64() and sqlite3_soft_heap_limit64() are the process's, shared with the
+server's own database (which may be SQLite in the same process) and every other session's statements running on
+other threads, so one statement near the limit would fail theirs; nor a progress handler that watches
+sqlite3_memory_used(), which counts the whole process too, so a statement would be failed for what others hold at
+the moment, and a replay's outcome would depend on what else ran. SQLite has no heap figure per connection.
+
 For the reconciliation query, what Kafka holds is offered as two read-only tables, refreshed before it runs:
 `kafka_records(topic, partition, offset, key, value, fate)` (fate: committed, aborted, open, plain) and
 `kafka_consumed(consumer, topic, partition, offset, key, value)`.
@@ -27,6 +47,7 @@ For the reconciliation query, what Kafka holds is offered as two read-only table
 
 from __future__ import annotations
 
+import itertools
 import re
 import sqlite3
 import threading
@@ -37,6 +58,7 @@ from typing import Any, NotRequired, TypedDict
 
 from playground.engine.backend import Backend
 from playground.engine.spec import ActorSpec, Step
+from playground.scenario import sqlitec
 
 OK = "ok"
 MAX_ROWS_SHOWN = 200
@@ -101,6 +123,7 @@ with sqlite3.connect(":memory:") as _probe:
         - ALLOWED_FUNCTIONS
     )
 _probe.close()
+JSON_AGGREGATES = ("json_group_array", "json_group_object")  # bounded as they grow (sqlitec.py), or refused
 DATE_FUNCTIONS = ("date", "time", "datetime", "julianday", "strftime", "unixepoch")
 # Date arguments whose answer depends on when or where the statement runs: the clock, and the machine's time zone.
 _NOT_REPLAYABLE = frozenset({"now", "localtime", "utc"})
@@ -198,6 +221,16 @@ def _refused(name: str) -> Callable[..., Any]:
     return refused
 
 
+def _unbounded(name: str) -> Callable[..., Any]:
+    def unbounded(*args: Any) -> Any:
+        raise _Refused(
+            "SQL_DENIED",
+            f"{name}() is not available on this server: its text could not be bounded (playground/scenario/sqlitec.py)",
+        )
+
+    return unbounded
+
+
 def _dated(name: str, cap: int) -> Callable[..., Any]:
     least = 2 if name == "strftime" else 1  # strftime(format) alone, or date() with nothing, means "now"
 
@@ -212,6 +245,15 @@ def _dated(name: str, cap: int) -> Callable[..., Any]:
         return _sqlite_itself(cap).execute(f"SELECT {name}({marks})", args).fetchone()[0]
 
     return dated
+
+
+def _bytes_of(value: Any) -> int:
+    """A value's bytes as SQLite counts them (text in UTF-8; a number as the 8 bytes it is stored in)."""
+    if isinstance(value, str):
+        return len(value.encode("utf-8", "surrogatepass"))
+    if isinstance(value, (bytes, bytearray)):
+        return len(value)
+    return 0 if value is None else 8
 
 
 class SqlError(Exception):
@@ -270,6 +312,9 @@ class Database:
         self.conn.setlimit(sqlite3.SQLITE_LIMIT_SQL_LENGTH, self.limits.value_bytes)
         for kind, value in LIMITS.items():
             self.conn.setlimit(kind, value)
+        if not sqlitec.bound_json_aggregates(self.conn):
+            for name in JSON_AGGREGATES:
+                self.conn.create_function(name, -1, self._checked(_unbounded(name)), deterministic=True)
         self.conn.create_function(
             "printf", -1, self._checked(_bounded_printf(self.limits.value_bytes)), deterministic=True
         )
@@ -399,6 +444,15 @@ class Database:
             return SqlError("SQL_DENIED", f"{text}: a scenario's SQL reads and writes its own tables only")
         return SqlError("SQL_ERROR", text)
 
+    def _check_row(self, row: tuple[Any, ...]) -> None:
+        size = sum(_bytes_of(v) for v in row)
+        if size > self.limits.value_bytes:
+            raise SqlError(
+                "SQL_LIMIT",
+                f"a row of the result holds {size:,} bytes: a value, a row or a statement is at most "
+                f"{self.limits.value_bytes:,} bytes",
+            )
+
     def _rows(self) -> int:
         return sum(int(self.conn.execute(f'SELECT count(*) FROM "{name}"').fetchone()[0]) for name in self.names)
 
@@ -407,10 +461,21 @@ class Database:
             raise SqlError("SQL_LIMIT", f"the tables hold at most {self.limits.rows:,} rows together")
 
     def _run(self, sql: str, params: tuple[Any, ...] = ()) -> tuple[list[str], list[tuple[Any, ...]]]:
+        """The statement's columns and its first rows (MAX_ROWS_SHOWN and one), each within a value's bytes as a
+        stored row is: the rows held at once stay small even when every column of a row is a value of the most
+        bytes (64 such columns are 1 MiB a row)."""
+
         def run() -> tuple[list[str], list[tuple[Any, ...]]]:
             cursor = self.conn.execute(sql, params)
-            columns = [d[0] for d in cursor.description or ()]
-            return columns, cursor.fetchmany(MAX_ROWS_SHOWN + 1)
+            try:
+                columns = [d[0] for d in cursor.description or ()]
+                rows = []
+                for row in itertools.islice(cursor, MAX_ROWS_SHOWN + 1):
+                    self._check_row(row)
+                    rows.append(row)
+                return columns, rows
+            finally:
+                cursor.close()  # the statement lets go of its values (and a window its groups) now
 
         result: tuple[list[str], list[tuple[Any, ...]]] = self._timed(run)
         return result

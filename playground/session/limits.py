@@ -53,7 +53,10 @@ BOUNDS: tuple[Bound, ...] = (
     # ---- the application's database (playground/scenario/database.py)
     Bound("db_statement_ms", sql.DEFAULT_LIMITS.statement_ms, "SQL statement", "milliseconds of one statement"),
     Bound(
-        "db_value_bytes", sql.DEFAULT_LIMITS.value_bytes, "SQL value", "bytes of a string, a blob, a row or SQL text"
+        "db_value_bytes",
+        sql.DEFAULT_LIMITS.value_bytes,
+        "SQL value",
+        "bytes of a string, a blob, a row (stored or returned), a JSON aggregate's text or SQL text",
     ),
     Bound("db_rows", sql.DEFAULT_LIMITS.rows, "session", "rows in the scenario's tables"),
     Bound("db_bytes", sql.DEFAULT_LIMITS.bytes, "session", "bytes the scenario's tables take"),
