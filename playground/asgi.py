@@ -21,6 +21,7 @@ from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E40
 from playground.deploy.staticfiles import CompressedStaticFilesHandler  # noqa: E402
 from playground.routing import websocket_urlpatterns  # noqa: E402
 from playground.web import warmup  # noqa: E402
+from playground.web.badinput import RefuseNulWebsockets  # noqa: E402
 from playground.web.slots import RequestSlots, WebsocketSlots  # noqa: E402
 
 if settings.KAFKA_BOOTSTRAP_SERVERS or settings.KAFKA4_BOOTSTRAP_SERVERS:
@@ -40,8 +41,9 @@ application = ProtocolTypeRouter(
     {
         # A client's requests carried out at once bounded per process, the next ones waiting their turn (slots.py).
         "http": RequestSlots(http_application),
-        # Open websockets bounded per client and per process (playground/web/slots.py), after the origin check.
-        "websocket": AllowedHostsOriginValidator(WebsocketSlots(URLRouter(websocket_urlpatterns))),
+        # Open websockets bounded per client and per process (playground/web/slots.py), after the origin check and
+        # after refusing a NUL in the handshake (playground/web/badinput.py).
+        "websocket": AllowedHostsOriginValidator(RefuseNulWebsockets(WebsocketSlots(URLRouter(websocket_urlpatterns)))),
     }
 )
 

@@ -60,6 +60,9 @@ MIDDLEWARE = [
     "playground.deploy.inline.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # A NUL anywhere, a form in another charset than UTF-8: 400 naming it, before the CSRF check reads the body and
+    # any view the database. Last: every other one's headers are on its answer (playground/web/badinput.py).
+    "playground.web.badinput.BadInputMiddleware",
 ]
 if PLAYGROUND_PRODUCTION:
     # WhiteNoise serves /static/ (hashed names from collectstatic, gzip/brotli variants, far-future Cache-Control)

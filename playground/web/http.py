@@ -1,13 +1,16 @@
-"""What every view shares: the client's key for the per-client limits, a problem answered as a sentence, and bad
-input turned into a 4xx."""
+"""What every view shares: the client's key for the per-client limits, a problem answered as a sentence, bad
+input turned into a 4xx, a request refused before its view (badinput.py) answered in the view's own way, and the
+site's handler400."""
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.views.defaults import ERROR_PAGE_TEMPLATE
 
 from playground import session
 from playground.deploy.clientaddr import client_address
@@ -23,6 +26,43 @@ def client(request: HttpRequest) -> str:
 
 def problem(message: str, status: int = 400) -> HttpResponse:
     return HttpResponse(message, status=status, content_type="text/plain; charset=utf-8")
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """What is wrong with a request refused before its view (badinput.py): the field, parameter, header or cookie
+    it is in ("" for the address itself), and the sentence."""
+
+    field: str
+    message: str
+
+    @property
+    def said(self) -> str:
+        """As the forms say a bad field (forms._errors): "field: message"."""
+        return f"{self.field}: {self.message}" if self.field else self.message
+
+
+RefusalAnswer = Callable[[HttpRequest, Refusal], HttpResponse]
+
+
+def refuses_with(answer: RefusalAnswer) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """The view's requests refused before it (a NUL, a charset: badinput.py) are answered by `answer` (its JSON, its
+    page with the form again) instead of a plain sentence. Put it under the view's other decorators or over them:
+    functools.wraps carries the mark."""
+
+    def mark(view: Callable[..., Any]) -> Callable[..., Any]:
+        view.refusal_answer = answer  # type: ignore[attr-defined]
+        return view
+
+    return mark
+
+
+def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
+    """handler400 (urls.py): Django's own answer ("Bad Request (400)", nothing of the exception shown) without the
+    CSRF check Django's view runs first (requires_csrf_token, for a 400.html with a form; the site has none). That
+    check reads the body, and a body Django refused to read (a form in another charset than UTF-8: BadRequest) was
+    refused again inside the error view: a 500."""
+    return HttpResponseBadRequest(ERROR_PAGE_TEMPLATE % {"title": "Bad Request (400)", "details": ""})
 
 
 def answers_problems(view: Callable[..., Any]) -> Callable[..., HttpResponse]:

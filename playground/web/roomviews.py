@@ -22,7 +22,7 @@ from playground.scenario.i18n import normalize
 from playground.session import capability, compare, limits
 from playground.web import broadcast, forms, panels
 from playground.web.board import CARD_PANELS, blank_card, card
-from playground.web.http import answers_problems, client, problem
+from playground.web.http import Refusal, answers_problems, client, problem, refuses_with
 
 COOKIE_MAX_AGE_S = capability.COOKIE_MAX_AGE_S
 
@@ -60,7 +60,14 @@ def join_page(request: HttpRequest) -> HttpResponse:
     return render(request, "playground/rooms/join.html", {"code": request.GET.get("code", "")[:6].upper()})
 
 
+def _join_refused(request: HttpRequest, refusal: Refusal) -> HttpResponse:
+    """The join page again with the sentence (a NUL, a charset: badinput.py), as for a form error."""
+    code = request.POST.get("code", "")[:6].replace("\x00", "")
+    return render(request, "playground/rooms/join.html", {"error": refusal.said, "code": code}, status=400)
+
+
 @require_POST
+@refuses_with(_join_refused)
 @answers_problems
 def join(request: HttpRequest) -> HttpResponse:
     d = forms.JoinForm(request.POST)

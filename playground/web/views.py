@@ -28,7 +28,7 @@ from playground.session import capability, compare, external, limits, listener
 from playground.session.backends import java_worker_waiting, not_configured
 from playground.session.export import as_scenario
 from playground.web import apppanels, broadcast, commands, forms, pagecache, panels
-from playground.web.http import answers_problems, client, problem, valid
+from playground.web.http import Refusal, answers_problems, client, problem, refuses_with, valid
 from playground.web.roomviews import room_context
 
 log = logging.getLogger(__name__)
@@ -470,7 +470,28 @@ def _checked(text: str) -> dict[str, Any]:
     return out
 
 
+def _posted_text(request: HttpRequest) -> str:
+    return request.POST.get("text", "")[: 4 * 64 * 1024]
+
+
+def _refused_problem(request: HttpRequest, refusal: Refusal) -> dict[str, Any]:
+    """A refused request (badinput.py) as one of the editor's problems: on the line of the text's first NUL."""
+    text = request.POST.get("text", "") if refusal.field == "text" else ""
+    line = text.count("\n", 0, text.index("\x00")) + 1 if "\x00" in text else 0
+    return {"line": line, "field": refusal.field, "message": refusal.message}
+
+
+def _check_refused(request: HttpRequest, refusal: Refusal) -> HttpResponse:
+    return JsonResponse({"ok": False, "errors": [_refused_problem(request, refusal)]}, status=400)
+
+
+def _editor_refused(request: HttpRequest, refusal: Refusal) -> HttpResponse:
+    """The editor again, the text as sent (a browser shows its NUL as U+FFFD) and the sentence."""
+    return _editor(request, _posted_text(request), errors=[_refused_problem(request, refusal)], status=400)
+
+
 @require_POST
+@refuses_with(_check_refused)
 def editor_check(request: HttpRequest) -> HttpResponse:
     """Validation as you type: every error of the text, with its line (JSON)."""
     form = forms.ScenarioTextForm(request.POST)
@@ -485,10 +506,7 @@ def _valid_text(request: HttpRequest) -> tuple[Any, str] | HttpResponse:
     form = forms.ScenarioTextForm(request.POST)
     if not form.is_valid():
         return _editor(
-            request,
-            request.POST.get("text", "")[: 4 * 64 * 1024],
-            errors=[{"line": 0, "field": "text", "message": form.message()}],
-            status=400,
+            request, _posted_text(request), errors=[{"line": 0, "field": "text", "message": form.message()}], status=400
         )
     text = form.cleaned_data["text"]
     scenario, errors = check_text(text)
@@ -498,6 +516,7 @@ def _valid_text(request: HttpRequest) -> tuple[Any, str] | HttpResponse:
 
 
 @require_POST
+@refuses_with(_editor_refused)
 @answers_problems
 def editor_play(request: HttpRequest) -> HttpResponse:
     """A fresh session from the editor's text (nothing is shared by this), in the profile chosen beside it (by
@@ -519,6 +538,7 @@ def editor_play(request: HttpRequest) -> HttpResponse:
 
 
 @require_POST
+@refuses_with(_editor_refused)
 @answers_problems
 def editor_save(request: HttpRequest) -> HttpResponse:
     """Store the text under its content address and go to its page: the same text gives the same link."""

@@ -45,6 +45,29 @@ async def test_it_compresses_a_page_in_gzips_thread(hops):
     ]
 
 
+async def test_it_checks_a_short_form_for_a_nul_on_the_event_loop_and_a_long_one_in_a_thread(hops):
+    from django.test import AsyncClient
+
+    import playground.asgi  # noqa: F401
+
+    hops.clear()
+    short = await AsyncClient().post("/editor/check/", {"text": "format: 1\n"})
+    assert short.status_code == 200 and "refusal_of" not in hops
+    long = await AsyncClient().post("/editor/check/", {"text": "format: 1\n" + "# a comment\n" * 400})
+    assert long.status_code == 200 and "refusal_of" in hops  # ~5 KB: read beside the event loop
+
+
+async def test_it_answers_a_refused_request_under_asgi_too(hops):
+    from django.test import AsyncClient
+
+    import playground.asgi  # noqa: F401
+
+    hops.clear()
+    response = await AsyncClient().get("/s/%00/")
+    assert response.status_code == 400 and b"NUL" in response.content
+    assert "answer" in hops and response.headers["X-Frame-Options"] == "DENY"  # the rest of the chain answered it
+
+
 def test_it_leaves_the_sync_path_to_django():
     from django.middleware.security import SecurityMiddleware
     from django.utils.deprecation import MiddlewareMixin
