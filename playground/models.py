@@ -264,3 +264,17 @@ class CommandAnswer(models.Model):
 
     def __str__(self) -> str:
         return f"{self.session_id} {self.key}: {self.status}"
+
+
+class Compared(models.Model):
+    """A comparison of two profiles (playground/session/compare.py), computed once and kept here so that every
+    server process shows it again without running it: `key` names what was run (a scenario text's content address,
+    or a session's log at a version), the pair of profiles and the bounds it ran under; `body` is the comparison,
+    zlib-compressed JSON. The least recently shown go past the `compares_kept` bound."""
+
+    key = models.CharField(primary_key=True, max_length=64)
+    body = models.BinaryField()
+    used_at = models.FloatField(db_index=True)  # time.time() it was last shown (touched at most once a minute)
+
+    def __str__(self) -> str:
+        return f"comparison {self.key[:12]} ({len(self.body)} bytes)"

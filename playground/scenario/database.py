@@ -301,7 +301,15 @@ class Database:
         self.in_transaction = False
         self.pending: list[str] = []  # the statements of the open transaction (a checkpoint redoes them)
         self.spent_ms = 0.0  # the time app.sql statements took in all (session/commands.py bounds it)
+        self._reconciling()
         self._open(None)
+
+    def _reconciling(self) -> None:
+        # The reconciliation query runs whenever the session is shown, not when its log is replayed: its time is
+        # kept apart from spent_ms (and from checkpoints), for whoever shows it to count (session/sqltime.py).
+        self.reconcile_ms = 0.0
+        # While set, the query is not run and its result is this error (the budget it would spend is spent).
+        self.reconcile_refused: str | None = None
 
     # ---- the connection, and its sandbox
     def _open(self, image: bytes | None) -> None:
@@ -551,11 +559,16 @@ class Database:
         consumers): its columns and rows. A column whose values are 0/1 is a check: 0 is a gap."""
         if not self.spec.reconcile:
             return None
+        if self.reconcile_refused is not None:
+            return {"columns": [], "rows": [], "error": self.reconcile_refused}
+        started = time.monotonic()
         try:
             self._load_kafka(kafka)
             columns, rows = self._run(self.spec.reconcile)
         except SqlError as exc:
             return {"columns": [], "rows": [], "error": f"{exc.outcome}: {exc}"}
+        finally:
+            self.reconcile_ms += (time.monotonic() - started) * 1000.0
         named = [i for i, c in enumerate(columns) if c in self.spec.checks]
         checks = (
             named
@@ -626,6 +639,7 @@ class Database:
         self.limits = state.get("limits") or limits_in_force()
         self.names = tuple(t.name for t in self.spec.tables)
         self.in_transaction, self.pending, self.spent_ms = False, [], 0.0
+        self._reconciling()
         self._open(state["image"])
         if state["pending"] is not None:
             self._redo(state["pending"])
@@ -688,24 +702,36 @@ class WithDatabase(Backend):
             return self.db.apply(step.action, step.args)
         return self.inner.apply(step)
 
-    def _database(self, kafka: Mapping[str, Any]) -> dict[str, Any]:
+    def _database(self, kafka: Callable[[], Mapping[str, Any]]) -> dict[str, Any]:
         return {
             "tables": self.db.tables(),
-            "reconcile": self.db.reconcile(kafka),
+            "reconcile": self._reconciled(kafka),
             "in_transaction": self.db.in_transaction,
             "reconcile_title": dict(self.db.spec.reconcile_title),
         }
 
+    def _reconciled(self, kafka: Callable[[], Mapping[str, Any]]) -> Reconciliation | None:
+        """The reconciliation query over what Kafka holds: `kafka()` is read only when the query runs, and reading
+        it is part of the query's time (Database.reconcile_ms)."""
+        db = self.db
+        if not db.spec.reconcile or db.reconcile_refused is not None:
+            return db.reconcile({})  # nothing to run, or not now: nothing read
+        started = time.monotonic()
+        held = kafka()
+        db.reconcile_ms += (time.monotonic() - started) * 1000.0
+        return db.reconcile(held)
+
     def view(self, log_limit: int = 200) -> dict[str, Any]:
         out = self.inner.view(log_limit)
         # The reconciliation reads every record and everything consumed, not the dashboard's window of them.
-        kafka = out if log_limit >= RECONCILE_LOG_LIMIT else self.inner.view(RECONCILE_LOG_LIMIT)
-        out["database"] = self._database(kafka)
+        out["database"] = self._database(
+            lambda: out if log_limit >= RECONCILE_LOG_LIMIT else self.inner.view(RECONCILE_LOG_LIMIT)
+        )
         return out
 
     def observe(self) -> dict[str, Any]:
         out = self.inner.observe()
-        out["database"] = self._database(self.inner.view(RECONCILE_LOG_LIMIT))
+        out["database"] = self._database(lambda: self.inner.view(RECONCILE_LOG_LIMIT))
         return out
 
     def __getstate__(self) -> dict[str, Any]:

@@ -33,7 +33,7 @@ from playground.session import external, limits, realcluster, signals, store
 from playground.session.backends import cluster_problem, detached_message, live_only
 from playground.session.cache import CACHE
 from playground.session.live import PACE_MAX_MS, PACE_OFF, PACE_WALL, CommandError, Live, run_entry
-from playground.session.replay import catch_up, fresh, replay, restore
+from playground.session.replay import catch_up, fresh, owner_of, replay, restore
 
 log = logging.getLogger(__name__)
 
@@ -97,7 +97,7 @@ def commit(
         for _attempt in range(5):
             row = store.read(session_id)
             live = catch_up(row)
-            live.owner = row.client_key or f"session:{row.pk}"  # whose budgets its commands spend
+            live.owner = owner_of(row)  # whose budgets its commands spend
             if live.detached and not allow_detached:
                 raise CommandError(detached_message(live.detached), status=409)
             if listening_elsewhere(live):

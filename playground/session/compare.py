@@ -1,13 +1,22 @@
 """One scenario (or a session's command log) in two profiles, side by side (issue 9's compare view).
 
-Both sides run on the simulator, from the same seed, one command at a time; after each command every side is read
-into the same flat list of fields (the step's outcome and the wire errors it met, each producer's epoch and client
-state, each transactional id's `__transaction_state` entry, each partition's COMMIT/ABORT markers, HW and LSO, what
-each consumer got), and the fields whose values differ are the differences. The web layer only renders a
-`Comparison`; nothing here knows about requests.
+Both sides run on the simulator, from the same seed, one command at a time and in step; after each command every
+side is read into the same flat list of fields (the step's outcome and the wire errors it met, each producer's
+epoch and client state, each transactional id's `__transaction_state` entry, each partition's COMMIT/ABORT markers,
+HW and LSO, the scenario database's reconciliation, what each consumer got), and the fields whose values differ are
+the differences. The web layer only renders a `Comparison`; nothing here knows about requests.
 
-A comparison is computed once for (what is run, seed, the two profiles) and kept in a small cache, so stepping
-through it costs a render.
+What a comparison may spend is bounded as a session is (issue 30; README "Limits"): each side's app.sql statements
+and reconciliation queries run under db_statement_ms each and db_session_ms in all, and both sides' under the
+comparing client's db_ms_per_minute (a session counts the same against its creator's). A budget spent stops the
+comparison before the next step that would spend more, and the page says which side stopped before which step.
+At most compare_steps steps are run: a longer scenario or log is compared over its first ones, and the page says so.
+
+A comparison is computed once per (what is run, the pair of profiles, the bounds it ran under): a scenario by its
+text's content address (models.text_id: a shared scenario's ScenarioText id), a session by its log's version. It is
+kept in the database (models.Compared: the fields and values as zlib-compressed JSON, in no language: labels are
+translated when shown), so that any step of it, in any server process, costs a lookup; the least recently shown go
+past compares_kept. This process keeps the last few decoded.
 """
 
 from __future__ import annotations
@@ -15,15 +24,19 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
-from collections import OrderedDict
-from collections.abc import Iterable, Mapping, Sequence
+import time
+import zlib
+from collections import Counter, OrderedDict, deque
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_noop as N_
 
 from playground.engine.backend import OK
 from playground.engine.spec import (
+    APP,
     CONSUMER,
     DEFAULT_PROFILE,
     ActorSpec,
@@ -33,8 +46,12 @@ from playground.engine.spec import (
     profile_from_key,
 )
 from playground.engine.spec import PROFILES as ALL_PROFILES
+from playground.models import Compared, Session, text_id
+from playground.scenario.database import WithDatabase, with_database
 from playground.scenario.engines import make_backend
+from playground.session import limits, store
 from playground.session.live import CommandError, actor_from_entry, is_command, step_from_entry
+from playground.session.replay import spec_of
 
 if TYPE_CHECKING:
     from playground.scenario.database import DatabaseSpec
@@ -43,12 +60,26 @@ if TYPE_CHECKING:
 PROFILES: tuple[Profile, ...] = ALL_PROFILES
 # The other side by default: the newest Kafka with the Java client (or, when that is the item's own, the default).
 OTHER = Profile("4", "java")
-MAX_COMMANDS = 2000  # a comparison re-runs everything twice on the simulator: bounded like everything else
-CACHE_SIZE = 32
+FORMAT = 1  # of a stored comparison (models.Compared): part of its key, so a new format never reads an old one
+KEPT_HERE = 16  # decoded comparisons this process keeps (each is the fields and values of every step, both sides)
+TOUCH_EVERY_S = 60.0  # a stored comparison's "last shown" is written at most this often (a GET should not write)
+# The bounds a comparison runs under: a comparison computed under others is another one.
+BOUNDS = (
+    "compare_steps",
+    "compare_values",
+    "db_session_ms",
+    "db_statement_ms",
+    "db_value_bytes",
+    "db_rows",
+    "db_bytes",
+)
 
 # Client states that are one state under two names (librdkafka's INIT is kafka-clients' UNINITIALIZED): the same for
 # the comparison, each still shown as its client names it.
 SAME_STATE = {"UNINITIALIZED": "INIT"}
+NONE = "—"
+MAX_SHOWN = 20  # items of a list a field shows (a partition's markers, what a consumer got): the newest
+MAX_VALUE_CHARS = 500  # of a value (a record's value is up to 1 KiB, a reconciliation's row 16 KiB): the rest digested
 
 
 class CompareError(CommandError):
@@ -121,11 +152,34 @@ def commands_of_log(entries: Iterable[Mapping[str, Any]]) -> list[Command]:
 # ----------------------------------------------------------------------------------------------- one side
 @dataclass(frozen=True)
 class Field:
-    """One thing to compare: `key` is stable across steps; `group` and `name` are what the page shows."""
+    """One thing to compare: `key` is stable across steps; its group and name are what the page shows, kept as
+    messages to translate when shown (a comparison serves every language): `*_msg` with `*_arg` as its %(name)s,
+    or, when `*_msg` is empty, `*_arg` as it is (a partition, a transactional id)."""
 
     key: str
-    group: str
-    name: str
+    group_msg: str
+    name_msg: str
+    group_arg: str = ""
+    name_arg: str = ""
+
+    @property
+    def group(self) -> str:
+        return _label(self.group_msg, self.group_arg)
+
+    @property
+    def name(self) -> str:
+        return _label(self.name_msg, self.name_arg)
+
+
+def _label(msg: str, arg: str) -> str:
+    if not msg:
+        return arg
+    return str(_(msg) % {"name": arg} if arg else _(msg))
+
+
+THIS_STEP = N_("this step")
+OUTCOME = Field("outcome", THIS_STEP, N_("outcome"))
+WIRE = Field("wire", THIS_STEP, N_("errors on the wire"))
 
 
 def _wire(entry: Mapping[str, Any]) -> str:
@@ -137,101 +191,268 @@ def _wire(entry: Mapping[str, Any]) -> str:
 
 
 def _values(values: Sequence[Any]) -> str:
-    return ", ".join("—" if v is None else str(v) for v in values) or "—"
+    return ", ".join(NONE if v is None else str(v) for v in values) or NONE
 
 
-def _read(
-    backend: Any, actors: Mapping[str, ActorSpec], outcome: str | None, last_seq: int
-) -> tuple[dict[Field, str], int]:
-    """Everything the comparison looks at, from the simulator right now; and the timeline's last sequence number."""
-    view = backend.view(log_limit=1)
-    seen = backend.observe()
-    out: dict[Field, str] = {}
-    step = _("this step")
-    out[Field("outcome", step, _("outcome"))] = "" if outcome is None else outcome
-    wire: list[str] = []
-    top = last_seq
-    for entry in view.get("timeline", []):
-        top = max(top, int(entry.get("seq", 0)))
-        if entry.get("seq", 0) > last_seq and entry.get("error") and entry.get("direction") == "response":
-            text = _wire(entry)
-            if text not in wire:
-                wire.append(text)
-    out[Field("wire", step, _("errors on the wire"))] = "; ".join(wire) if outcome is not None else ""
-    for name, p in view.get("producers", {}).items():
-        group = _("producer %(name)s") % {"name": name}
-        out[Field(f"producer.{name}.epoch", group, _("epoch"))] = "—" if p.get("epoch") is None else str(p["epoch"])
-        out[Field(f"producer.{name}.state", group, _("client state"))] = str(p.get("state") or "—")
-        error = p.get("last_error") or {}
-        out[Field(f"producer.{name}.error", group, _("last error"))] = str(error.get("error") or "—")
-    for txid, t in sorted(view.get("transactions", {}).items()):
-        group = "__transaction_state " + txid
-        out[Field(f"txn.{txid}.state", group, _("state"))] = str(t.get("state") or "—")
-        out[Field(f"txn.{txid}.epoch", group, _("epoch"))] = "—" if t.get("epoch") is None else str(t["epoch"])
-    for tp in sorted(seen.get("partitions", {})):
-        part = seen["partitions"][tp]
-        markers = [
-            f"{e['control']} @{e['offset']} · {_('epoch')} {e.get('epoch')}"
-            for e in part.get("log", [])
-            if e.get("control")
+class _Tail:
+    """A list a field shows that grows with the history (a partition's markers, what a consumer got): how long it is,
+    its newest MAX_SHOWN items, and a digest of all of it, kept as items come. A longer list is shown as its length,
+    its newest items and the digest, so that two lists that differ anywhere still differ on the page."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.newest: deque[str] = deque(maxlen=MAX_SHOWN)
+        self.digest = hashlib.blake2b(digest_size=4)
+
+    def add(self, item: str) -> None:
+        self.count += 1
+        self.newest.append(item)
+        self.digest.update(item.encode() + b"\x1f")
+
+    def text(self, sep: str) -> str:
+        if not self.count:
+            return NONE
+        if self.count <= MAX_SHOWN:
+            return sep.join(self.newest)
+        return f"({self.count:,}) …{sep}{sep.join(self.newest)} #{self.digest.hexdigest()}"
+
+
+class _Reader:
+    """One side's fields after each command, from the simulator. What the cluster's size bounds (producers,
+    transactions, watermarks, the last 200 RPCs: view() with a window of one record or none) is read anew each time;
+    what grows with the history (every partition's markers, what every consumer got) only as far as it is new, into
+    _Tails: a step costs the same at step 10 and at step 500, whatever the logs hold."""
+
+    def __init__(self, backend: Any) -> None:
+        self.backend = backend
+        # the simulator itself (a comparison runs on nothing else): no second reconciliation, and it settles
+        self.inner: Any = backend.inner if isinstance(backend, WithDatabase) else backend
+        self.seq = -1  # the last RPC seen
+        self.since: dict[str, int] = {}  # per partition: the next offset to read
+        self.markers: dict[str, _Tail] = {}
+        self.got: dict[str, dict[str, _Tail]] = {}
+        self.received: dict[str, int] = {}  # per consumer: the records it got, as far as read
+
+    def read(self, actors: Mapping[str, ActorSpec], outcome: str | None) -> list[tuple[Field, str]]:
+        """Everything the comparison looks at, right now, in the order the page shows it."""
+        view = self.backend.view(log_limit=1)
+        out: list[tuple[Field, str]] = [
+            (OUTCOME, "" if outcome is None else outcome),
+            (WIRE, self._wire(view, outcome)),
         ]
-        out[Field(f"log.{tp}.markers", tp, _("COMMIT/ABORT markers"))] = "; ".join(markers) or "—"
-        out[Field(f"log.{tp}.hw", tp, _("high watermark"))] = str(part.get("high_watermark"))
-        out[Field(f"log.{tp}.lso", tp, "LSO")] = str(part.get("last_stable_offset"))
+        for name, p in view.get("producers", {}).items():
+            group = N_("producer %(name)s")
+            error = p.get("last_error") or {}
+            out.append((Field(f"producer.{name}.epoch", group, N_("epoch"), name), _or_none(p.get("epoch"))))
+            out.append((Field(f"producer.{name}.state", group, N_("client state"), name), str(p.get("state") or NONE)))
+            out.append(
+                (Field(f"producer.{name}.error", group, N_("last error"), name), str(error.get("error") or NONE))
+            )
+        for txid, t in sorted(view.get("transactions", {}).items()):
+            group = "__transaction_state " + txid
+            out.append((Field(f"txn.{txid}.state", "", N_("state"), group), str(t.get("state") or NONE)))
+            out.append((Field(f"txn.{txid}.epoch", "", N_("epoch"), group), _or_none(t.get("epoch"))))
+        # The logs and what consumers got, once in-flight work has finished (a commit's markers are written after it
+        # returns), as observe() reads them: what the producers and the coordinator said is read before, as it was.
+        self.inner.settle()
+        settled = self.inner.view(log_limit=0)
+        partitions = settled.get("partitions", {})
+        self._read_markers(partitions)
+        for tp in sorted(partitions):
+            part = partitions[tp]
+            markers = self.markers.get(tp, _Tail()).text("; ")
+            out.append((Field(f"log.{tp}.markers", "", N_("COMMIT/ABORT markers"), tp), markers))
+            out.append((Field(f"log.{tp}.hw", "", N_("high watermark"), tp), str(part.get("high_watermark"))))
+            out.append((Field(f"log.{tp}.lso", "", "", tp, "LSO"), str(part.get("last_stable_offset"))))
+        out.extend(_reconciliation(view))
+        consumers = settled.get("consumers", {})
+        self._read_received(consumers)
+        for name, spec in actors.items():
+            if spec.kind != CONSUMER:
+                continue
+            got = NONE
+            if name in consumers:
+                tails = self.got.get(name, {})
+                tps = {tp for tp in partitions if tp.rpartition("-")[0] in spec.topics} | set(tails)
+                got = " · ".join(f"{tp}: {tails.get(tp, _Tail()).text(', ')}" for tp in sorted(tps)) or NONE
+            out.append((Field(f"consumer.{name}.got", "", N_("got"), f"{spec.isolation_level} {name}"), got))
+        return out
+
+    def _wire(self, view: Mapping[str, Any], outcome: str | None) -> str:
+        """The errors the brokers answered during the step (the RPCs after the last one seen)."""
+        wire: list[str] = []
+        top = self.seq
+        for entry in view.get("timeline", []):
+            top = max(top, int(entry.get("seq", 0)))
+            if entry.get("seq", 0) > self.seq and entry.get("error") and entry.get("direction") == "response":
+                text = _wire(entry)
+                if text not in wire:
+                    wire.append(text)
+        self.seq = top
+        return "; ".join(wire) if outcome is not None else ""
+
+    def _read_markers(self, partitions: Mapping[str, Any]) -> None:
+        for tp, part in partitions.items():
+            if int(part.get("log_end_offset", 0)) < self.since.get(tp, 0):  # the log was cut: read it again
+                self.since[tp], self.markers[tp] = 0, _Tail()
+        for tp, entries in self.inner.log_entries(self.since).items():
+            for e in entries:
+                if e.get("control"):  # "epoch" is translated when shown (_shown): values are in no language
+                    self.markers.setdefault(tp, _Tail()).add(f"{e['control']} @{e['offset']} · epoch {e.get('epoch')}")
+            if entries:
+                self.since[tp] = int(entries[-1]["offset"]) + 1
+
+    def _read_received(self, consumers: Mapping[str, Any]) -> None:
+        """What each consumer got since the last step: its last poll's records (the step's), read from the newest
+        of what it received; anything else (it got fewer than before: it started over) is read again whole."""
+        for name, c in consumers.items():
+            total, before = int(c.get("received_total", 0)), self.received.get(name, 0)
+            if total == before:
+                continue
+            polled = self.inner.polled(name) if total > before else []
+            if polled and len(polled) == total - before:
+                per_tp = Counter(tp for tp, _offset in polled)
+                newest = self.inner.view(log_limit=max(per_tp.values()))["consumers"][name]["received"]
+                for tp, n in per_tp.items():
+                    for record in newest.get(tp, [])[-n:]:
+                        self.got.setdefault(name, {}).setdefault(tp, _Tail()).add(_or_none(record.get("value")))
+            else:
+                self.got[name] = {}
+                for tp, values in self.inner.observe().get("consumers", {}).get(name, {}).items():
+                    tail = self.got[name].setdefault(tp, _Tail())
+                    for value in values:
+                        tail.add(_or_none(value))
+            self.received[name] = total
+
+
+def _reconciliation(view: Mapping[str, Any]) -> list[tuple[Field, str]]:
+    """The scenario's reconciliation query, as the "database vs Kafka" panel runs it: how many rows disagree, and
+    which (the query's rows are at most MAX_ROWS_SHOWN); or its error."""
     rec = (view.get("database") or {}).get("reconcile")
-    if rec and rec.get("columns"):  # the scenario's reconciliation query, as the "database vs Kafka" panel runs it
-        group = _("database vs Kafka")
+    group = N_("database vs Kafka")
+    out: list[tuple[Field, str]] = []
+    if rec and rec.get("error"):  # it failed (its statement limit, ...): as the panel says it
+        out.append((Field("db.error", group, N_("reconciliation query")), str(rec["error"])))
+    if rec and rec.get("columns"):
         checks = list(rec.get("checks") or [])
         gaps = [row for row in rec.get("rows") or [] if any(row[i] == 0 for i in checks)]
-        out[Field("db.gaps", group, _("rows where they disagree"))] = str(len(gaps))
-        out[Field("db.gap_rows", group, ", ".join(rec["columns"]))] = " · ".join(_values(row) for row in gaps) or "—"
-    received = seen.get("consumers", {})
-    for name, spec in actors.items():
-        if spec.kind != CONSUMER:
-            continue
-        group = f"{spec.isolation_level} {name}"
-        per = received.get(name, {})
-        got = " · ".join(f"{tp}: {_values(per[tp])}" for tp in sorted(per)) if per else "—"
-        out[Field(f"consumer.{name}.got", group, _("got"))] = got
-    return out, top
+        out.append((Field("db.gaps", group, N_("rows where they disagree")), str(len(gaps))))
+        columns = ", ".join(rec["columns"])
+        out.append((Field("db.gap_rows", group, "", "", columns), " · ".join(_values(row) for row in gaps) or NONE))
+    return out
+
+
+def _bounded(value: str) -> str:
+    """A value as kept: its first MAX_VALUE_CHARS characters, and for a longer one how many more and a digest of
+    all of it (two values that differ anywhere still differ)."""
+    if len(value) <= MAX_VALUE_CHARS:
+        return value
+    digest = hashlib.blake2b(value.encode(), digest_size=4).hexdigest()
+    return f"{value[:MAX_VALUE_CHARS]}… (+{len(value) - MAX_VALUE_CHARS:,}) #{digest}"
+
+
+def _or_none(value: Any) -> str:
+    return NONE if value is None else str(value)
+
+
+def _shown(key: str, value: str) -> str:
+    """A value as the page shows it: the one word inside a value (a marker's epoch) in the page's language."""
+    return value.replace(" · epoch ", f" · {_('epoch')} ") if key.endswith(".markers") else value
 
 
 def _comparable(key: str, value: str) -> str:
     return SAME_STATE.get(value, value) if key.endswith(".state") and key.startswith("producer.") else value
 
 
-def run_side(
-    cluster: ClusterSpec,
-    actors: Mapping[str, ActorSpec],
-    database: DatabaseSpec | None,
-    seed: int,
-    profile: Profile,
-    commands: Sequence[Command],
-) -> list[dict[Field, str]]:
-    """The fields before any command (index 0) and after each one (index k), on a fresh simulator."""
-    from playground.scenario.database import with_database
+# A side after k commands: the fields read (their indexes in Comparison.fields, in the order read) and their values.
+State = tuple[tuple[int, ...], tuple[str, ...]]
 
-    backend = with_database(make_backend("sim", cluster, dict(actors), seed=seed, profile=profile), database)
-    actors = dict(actors)
-    try:
-        fields, seq = _read(backend, actors, None, -1)
-        states = [fields]
-        for command in commands:
-            if command.add is not None:
-                backend.add_actor(command.add)
-                actors[command.add.name] = command.add
-                outcome = OK
-            else:
-                assert command.step is not None  # a command is a step or an actor added
-                outcome = backend.apply(command.step)
-            fields, seq = _read(backend, actors, outcome, seq)
-            states.append(fields)
-        return states
-    finally:
-        backend.close()
+
+class _Fields:
+    """The fields both sides have shown so far, each numbered once; each layout of them kept once."""
+
+    def __init__(self) -> None:
+        self.fields: list[Field] = []
+        self.index: dict[str, int] = {}
+        self._layouts: dict[tuple[int, ...], tuple[int, ...]] = {}
+
+    def number(self, f: Field) -> int:
+        i = self.index.get(f.key)
+        if i is None:
+            i = self.index[f.key] = len(self.fields)
+            self.fields.append(f)
+        return i
+
+    def state(self, read: Sequence[tuple[Field, str]]) -> State:
+        layout = tuple(self.number(f) for f, _v in read)
+        return self._layouts.setdefault(layout, layout), tuple(v for _f, v in read)
+
+
+class _Side:
+    """One profile's run: a fresh simulator (and the scenario's database beside it), a command at a time."""
+
+    def __init__(
+        self,
+        name: str,
+        profile: Profile,
+        what: Subject,
+    ) -> None:
+        self.name = name
+        backend = make_backend("sim", what.cluster, dict(what.actors), seed=what.seed, profile=profile)
+        self.backend = with_database(backend, what.database)
+        self.actors = dict(what.actors)
+        self.reader = _Reader(self.backend)
+        self.states: list[State] = []
+        self.values_read = 0
+
+    @property
+    def sql_ms(self) -> float:
+        """What its app.sql statements and reconciliation queries took so far."""
+        db = getattr(self.backend, "db", None)
+        return 0.0 if db is None else float(db.spent_ms + db.reconcile_ms)
+
+    def read(self, outcome: str | None, fields: _Fields) -> None:
+        read = [(f, _bounded(v)) for f, v in self.reader.read(self.actors, outcome)]
+        self.values_read += len(read)
+        self.states.append(fields.state(read))
+
+    def run(self, command: Command) -> str:
+        if command.add is not None:
+            self.backend.add_actor(command.add)
+            self.actors[command.add.name] = command.add
+            return OK
+        assert command.step is not None  # a command is a step or an actor added
+        return str(self.backend.apply(command.step))
+
+    def close(self) -> None:
+        self.backend.close()
 
 
 # ----------------------------------------------------------------------------------------------- both sides
+@dataclass(frozen=True)
+class Subject:
+    """What is compared: a scenario's steps, or a session's command log (`total`: its steps, of which `commands`
+    are the first compare_steps)."""
+
+    title: Any  # {lang: text}, a string, or None (free play)
+    cluster: ClusterSpec
+    actors: Mapping[str, ActorSpec]
+    database: DatabaseSpec | None
+    seed: int
+    commands: Sequence[Command]
+    total: int
+
+
+@dataclass(frozen=True)
+class Stop:
+    """Where a budget stopped a comparison: before `step` (the steps before it are compared), on side "a" or "b"
+    (its db_session_ms) or on both ("": the comparing client's db_ms_per_minute)."""
+
+    side: str
+    step: int
+    limit: str
+
+
 @dataclass(frozen=True)
 class Row:
     field: Field
@@ -243,13 +464,16 @@ class Row:
 
 @dataclass
 class Comparison:
-    title: Any  # {lang: text} or a string
+    title: Any  # {lang: text}, a string, or None (free play)
     a: Profile
     b: Profile
     seed: int
-    commands: list[Command]
-    states_a: list[dict[Field, str]]
-    states_b: list[dict[Field, str]]
+    commands: list[Command]  # the steps compared (what the page shows of each: its label and note)
+    fields: list[Field]
+    states_a: list[State]  # after k commands, k = 0..length
+    states_b: list[State]
+    total: int  # the steps of what is compared: more than `length` when they were capped or a budget stopped them
+    stop: Stop | None = None
     # per k (0..n): the keys that differ after k commands, and those of them this step made or changed
     differing: list[list[str]] = field(default_factory=list)
     new: list[list[str]] = field(default_factory=list)
@@ -258,21 +482,33 @@ class Comparison:
     def length(self) -> int:
         return len(self.commands)
 
+    @property
+    def shown_title(self) -> Any:
+        return _("Free play") if self.title is None else self.title
+
+    def _pairs(self, k: int) -> Iterable[tuple[int, str, str, bool, bool]]:
+        """(field, A's value, B's value, differs, changed) after k commands, in the order the page shows them (a field
+        only one side has is "—" on the other)."""
+        (order_a, values_a), (order_b, values_b) = self.states_a[k], self.states_b[k]
+        a, b = dict(zip(order_a, values_a)), dict(zip(order_b, values_b))
+        prev_a = dict(zip(*self.states_a[k - 1])) if k else a
+        prev_b = dict(zip(*self.states_b[k - 1])) if k else b
+        for i in (*order_a, *(i for i in order_b if i not in a)):
+            key = self.fields[i].key
+            va, vb = a.get(i, NONE), b.get(i, NONE)
+            differs = _comparable(key, va) != _comparable(key, vb)
+            changed = k > 0 and (prev_a.get(i, NONE), prev_b.get(i, NONE)) != (va, vb)
+            yield i, va, vb, differs, differs and (changed or key in ("outcome", "wire"))
+
     def rows(self, k: int) -> list[Row]:
-        """Every field after k commands, side A and side B, in a stable order (a field only one side has is "—")."""
-        a, b = self.states_a[k], self.states_b[k]
-        prev_a, prev_b = self.states_a[max(0, k - 1)], self.states_b[max(0, k - 1)]
-        fields = list(a) + [f for f in b if f not in a]
-        out = []
-        for f in fields:
-            va, vb = a.get(f, "—"), b.get(f, "—")
-            differs = _comparable(f.key, va) != _comparable(f.key, vb)
-            changed = k > 0 and (prev_a.get(f, "—"), prev_b.get(f, "—")) != (va, vb)
-            out.append(Row(f, va, vb, differs, differs and (changed or f.key in ("outcome", "wire"))))
-        return out
+        """Every field after k commands, side A and side B, in a stable order, as the page shows them."""
+        return [
+            Row(self.fields[i], _shown(self.fields[i].key, va), _shown(self.fields[i].key, vb), differs, changed)
+            for i, va, vb, differs, changed in self._pairs(k)
+        ]
 
     def outcomes(self, k: int) -> tuple[str, str]:
-        return (self.states_a[k][_outcome_field()], self.states_b[k][_outcome_field()]) if k else ("", "")
+        return (_outcome(self.states_a[k]), _outcome(self.states_b[k])) if k else ("", "")
 
     def next_difference(self, k: int) -> int | None:
         return next((j for j in range(k + 1, self.length + 1) if self.new[j]), None)
@@ -289,102 +525,250 @@ class Comparison:
         return k
 
 
-def _outcome_field() -> Field:
-    return Field("outcome", _("this step"), _("outcome"))
+def _outcome(state: State) -> str:
+    return state[1][0]  # every read starts with the step's outcome (_read)
 
 
 def _differences(c: Comparison) -> None:
+    c.differing, c.new = [], []
     for k in range(c.length + 1):
-        rows = c.rows(k)
-        c.differing.append([r.field.key for r in rows if r.differs])
-        c.new.append([r.field.key for r in rows if r.changed])
+        pairs = list(c._pairs(k))
+        c.differing.append([c.fields[i].key for i, _a, _b, differs, _c in pairs if differs])
+        c.new.append([c.fields[i].key for i, _a, _b, _d, changed in pairs if changed])
 
 
+def _is_sql(command: Command) -> bool:
+    return command.step is not None and command.step.actor == APP and command.step.action == "sql"
+
+
+def _stopped(sides: Sequence[_Side], k: int, spends: bool, minute_ms: float) -> Stop | None:
+    """Whether a bound stops the comparison before step k: the values both sides have read (a step of a big
+    cluster reads many: what it costs), or, for a step that runs SQL, a side whose SQL took its db_session_ms (as a
+    session's next statement is refused then) or both sides' the client's minute."""
+    if sum(side.values_read for side in sides) >= limits.limit("compare_values"):
+        return Stop("", k, "compare_values")
+    if not spends:
+        return None
+    session_ms = limits.limit("db_session_ms")
+    for side in sides:
+        if side.sql_ms >= session_ms:
+            return Stop(side.name, k, "db_session_ms")
+    if sum(side.sql_ms for side in sides) >= minute_ms:
+        return Stop("", k, "db_ms_per_minute")
+    return None
+
+
+def run(what: Subject, a: Profile, b: Profile, client: str = "") -> Comparison:
+    """Run `what` under profiles a and b on the simulator (same seed), in step, and read both after every command;
+    the SQL both sides spend is charged to `client`'s minute ("": nobody's, the tests' and the command line's)."""
+    database = what.database
+    spends = database is not None and (bool(database.reconcile) or any(_is_sql(c) for c in what.commands))
+    minute_ms = float("inf")
+    if spends and client:
+        if limits.over("db_ms_per_minute", client):
+            raise limits.reached("db_ms_per_minute")
+        minute_ms = limits.remaining("db_ms_per_minute", client)
+    fields = _Fields()
+    sides = [_Side("a", a, what), _Side("b", b, what)]
+    stop = None
+    try:
+        for side in sides:
+            side.read(None, fields)
+        for k, command in enumerate(what.commands, start=1):
+            sql = database is not None and (bool(database.reconcile) or _is_sql(command))
+            stop = _stopped(sides, k, sql, minute_ms)
+            if stop is not None:
+                break
+            for side in sides:
+                side.read(side.run(command), fields)
+    finally:
+        spent_ms = sum(side.sql_ms for side in sides)
+        for side in sides:
+            side.close()
+        if client and spent_ms > 0:
+            limits.charge("db_ms_per_minute", client, spent_ms)
+    done = len(sides[0].states) - 1
+    c = Comparison(
+        what.title,
+        a,
+        b,
+        what.seed,
+        list(what.commands[:done]),
+        fields.fields,
+        sides[0].states,
+        sides[1].states,
+        what.total,
+        stop,
+    )
+    _differences(c)
+    return c
+
+
+# ----------------------------------------------------------------------------------------- kept, for every process
 _lock = threading.Lock()
-_cache: OrderedDict[str, Comparison] = OrderedDict()
+_cache: OrderedDict[str, Comparison] = OrderedDict()  # this process's last few, decoded
+_touched: dict[str, float] = {}  # when this process last wrote that one of them was shown
 
 
-def compare(
-    *,
-    title: Any,
-    cluster: ClusterSpec,
-    actors: Mapping[str, ActorSpec],
-    database: DatabaseSpec | None,
-    seed: int,
-    commands: Sequence[Command],
-    a: Profile,
-    b: Profile,
-    identity: str,
-) -> Comparison:
-    """Run `commands` under profiles a and b on the simulator (same seed) and compare them after every command.
-    `identity` names what is run (the scenario's text, or a session's log): with the seed, the profiles and the
-    language it is the cache's key."""
-    if len(commands) > MAX_COMMANDS:
-        raise CompareError(
-            _("This log has %(n)d commands; a comparison runs at most %(max)d.")
-            % {"n": len(commands), "max": MAX_COMMANDS},
-            status=422,
-        )
-    from django.utils.translation import get_language
+def _key(what: str, a: Profile, b: Profile) -> str:
+    bounds = [limits.limit(name) for name in BOUNDS]
+    return hashlib.sha256(json.dumps([FORMAT, what, a.key, b.key, bounds]).encode()).hexdigest()
 
-    key = hashlib.sha256(
-        json.dumps([identity, seed, profile_text(a), profile_text(b), get_language()]).encode()
-    ).hexdigest()
+
+def _keep_here(key: str, c: Comparison, shown_at: float) -> Comparison:
+    with _lock:
+        _cache[key] = c
+        _cache.move_to_end(key)
+        _touched[key] = shown_at
+        while len(_cache) > KEPT_HERE:
+            gone, _c = _cache.popitem(last=False)
+            _touched.pop(gone, None)
+    return c
+
+
+def _kept(key: str) -> Comparison | None:
+    """The comparison under `key`: this process's, or the database's (decoded once here); None when neither. Its
+    row's "last shown" is brought up to date at most once a minute, whichever process shows it."""
+    now = time.time()
     with _lock:
         hit = _cache.get(key)
         if hit is not None:
             _cache.move_to_end(key)
-            return hit
-    c = Comparison(
-        title,
-        a,
-        b,
-        seed,
-        list(commands),
-        run_side(cluster, actors, database, seed, a, commands),
-        run_side(cluster, actors, database, seed, b, commands),
-    )
-    _differences(c)
-    with _lock:
-        _cache[key] = c
-        while len(_cache) > CACHE_SIZE:
-            _cache.popitem(last=False)
+            stale = now - _touched.get(key, 0.0) > TOUCH_EVERY_S
+            if stale:
+                _touched[key] = now
+    if hit is not None:
+        if stale:
+            Compared.objects.filter(pk=key).update(used_at=now)
+        return hit
+    row = Compared.objects.filter(pk=key).values_list("body", "used_at").first()
+    if row is None:
+        return None
+    if now - float(row[1]) > TOUCH_EVERY_S:
+        Compared.objects.filter(pk=key).update(used_at=now)
+    return _keep_here(key, decode(bytes(row[0])), now)
+
+
+def _keep(key: str, c: Comparison) -> None:
+    """Store a comparison for every process (unless the client's minute stopped it: another client may have more),
+    then let the least recently shown go past compares_kept."""
+    if c.stop is not None and c.stop.limit == "db_ms_per_minute":
+        return
+    now = time.time()
+    _keep_here(key, c, now)
+    Compared.objects.bulk_create([Compared(key=key, body=encode(c), used_at=now)], ignore_conflicts=True)
+    kept = limits.limit("compares_kept")
+    if Compared.objects.count() > kept:
+        old = list(Compared.objects.order_by("-used_at").values_list("key", flat=True)[kept:])
+        Compared.objects.filter(key__in=old).delete()
+
+
+def _computed(key: str, what: Callable[[], Subject], a: Profile, b: Profile, client: str) -> Comparison:
+    c = _kept(key)
+    if c is None:
+        c = run(what(), a, b, client)
+        _keep(key, c)
     return c
 
 
-def of_scenario(scenario: Any, a: Profile, b: Profile, source: str = "") -> Comparison:
-    """A scenario (library or shared) under two profiles."""
-    return compare(
-        title=scenario.title,
-        cluster=scenario.cluster,
-        actors=scenario.actors,
-        database=scenario.database,
-        seed=scenario.seed,
-        commands=commands_of_steps(scenario.steps),
-        a=a,
-        b=b,
-        identity="scenario:" + (source or scenario.source or scenario.id),
+def of_scenario(scenario: Any, a: Profile, b: Profile, source: str = "", client: str = "") -> Comparison:
+    """A scenario (library or shared) under two profiles; `source`: its text (its content address names it)."""
+
+    def what() -> Subject:
+        cap = limits.limit("compare_steps")
+        commands = commands_of_steps(scenario.steps[:cap])
+        return Subject(
+            scenario.title,
+            scenario.cluster,
+            scenario.actors,
+            scenario.database,
+            scenario.seed,
+            commands,
+            len(scenario.steps),
+        )
+
+    return _computed(_key("text:" + text_id(source or scenario.source), a, b), what, a, b, client)
+
+
+def of_session(row: Session, a: Profile, b: Profile, client: str = "") -> Comparison:
+    """A session's command log (as stored at its row's version), re-run under two profiles on the simulator, whatever
+    backend it ran on. Nothing is replayed to find it: the log's rows are read, and only on a miss."""
+
+    def what() -> Subject:
+        scenario, cluster, actors = spec_of(row)
+        entries, total = store.first_commands(row.id, limits.limit("compare_steps"))
+        title = scenario.title if scenario is not None else None
+        database = scenario.database if scenario is not None else None
+        return Subject(title, cluster, actors, database, row.seed, commands_of_log(entries), total)
+
+    return _computed(_key(f"session:{row.id}:{row.version}", a, b), what, a, b, client)
+
+
+# -------------------------------------------------------------------------------------------------- stored form
+def encode(c: Comparison) -> bytes:
+    """A comparison as zlib-compressed JSON: its fields once, and each side as what changed at each step."""
+    data = {
+        "title": c.title,
+        "a": c.a.key,
+        "b": c.b.key,
+        "seed": c.seed,
+        "total": c.total,
+        "stop": [c.stop.side, c.stop.step, c.stop.limit] if c.stop is not None else None,
+        "commands": [[cmd.label, cmd.note] for cmd in c.commands],
+        "fields": [[f.key, f.group_msg, f.name_msg, f.group_arg, f.name_arg] for f in c.fields],
+        "sides": [_changes(c.states_a), _changes(c.states_b)],
+    }
+    return zlib.compress(json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode(), 6)
+
+
+def _changes(states: Sequence[State]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    layout: tuple[int, ...] | None = None
+    before: dict[int, str] = {}
+    for order, values in states:
+        now = dict(zip(order, values))
+        step: dict[str, Any] = {"v": [[i, v] for i, v in now.items() if before.get(i) != v]}
+        if order != layout:
+            step["o"] = list(order)
+        out.append(step)
+        layout, before = order, now
+    return out
+
+
+def decode(body: bytes) -> Comparison:
+    data = json.loads(zlib.decompress(body))
+    fields = _Fields()
+    for key, group_msg, name_msg, group_arg, name_arg in data["fields"]:
+        fields.number(Field(key, group_msg, name_msg, group_arg, name_arg))
+    a_states, b_states = (_states(side, fields) for side in data["sides"])
+    stop = Stop(*data["stop"]) if data["stop"] else None
+    c = Comparison(
+        data["title"],
+        profile_from_key(data["a"]),
+        profile_from_key(data["b"]),
+        int(data["seed"]),
+        [Command(label, note=note) for label, note in data["commands"]],
+        fields.fields,
+        a_states,
+        b_states,
+        int(data["total"]),
+        stop,
     )
+    _differences(c)
+    return c
 
 
-def of_session(live: Any, a: Profile, b: Profile) -> Comparison:
-    """A session's command log, re-run under two profiles on the simulator (whatever backend it ran on)."""
-    from playground.session.replay import _declared_actors
-
-    entries = [{k: v for k, v in e.items() if k not in ("outcome", "fenced")} for e in live.commands]
-    title = live.scenario.title if live.scenario is not None else _("Free play")
-    return compare(
-        title=title,
-        cluster=live.cluster,
-        actors=_declared_actors(live),
-        database=live.scenario.database if live.scenario is not None else None,
-        seed=live.seed,
-        commands=commands_of_log(entries),
-        a=a,
-        b=b,
-        identity="session:"
-        + json.dumps([live.scenario.source if live.scenario else "", entries], sort_keys=True, default=str),
-    )
+def _states(changes: Sequence[Mapping[str, Any]], fields: _Fields) -> list[State]:
+    out: list[State] = []
+    layout: tuple[int, ...] = ()
+    values: dict[int, str] = {}
+    for step in changes:
+        if "o" in step:
+            layout = tuple(step["o"])
+            layout = fields._layouts.setdefault(layout, layout)
+        values.update((int(i), v) for i, v in step["v"])
+        out.append((layout, tuple(values[i] for i in layout)))
+    return out
 
 
 # ------------------------------------------------------------------------------------------------ for the page
@@ -414,8 +798,8 @@ def step_view(c: Comparison, k: int, lang: str) -> dict[str, Any]:
             "k": j,
             "label": cmd.label,
             "note": pick(cmd.note, lang) if cmd.note is not None else None,
-            "a": c.states_a[j][_outcome_field()],
-            "b": c.states_b[j][_outcome_field()],
+            "a": _outcome(c.states_a[j]),
+            "b": _outcome(c.states_b[j]),
             "lit": bool(c.new[j]),
             "differs": bool(c.differing[j]),
         }
@@ -448,7 +832,45 @@ def step_view(c: Comparison, k: int, lang: str) -> dict[str, Any]:
         "next": k + 1 if k < c.length else None,
         "prev_diff": c.previous_difference(k),
         "next_diff": c.next_difference(k),
+        "limits": limit_notes(c),
     }
+
+
+def limit_notes(c: Comparison) -> list[str]:
+    """What a bound cut short, in a sentence: a budget that stopped a side (which one, before which step), or the
+    steps a comparison runs at most."""
+    if c.stop is not None:
+        values = {"k": c.stop.step, "n": f"{limits.limit(c.stop.limit):,}"}
+        if c.stop.limit == "db_session_ms":
+            side = c.a if c.stop.side == "a" else c.b
+            return [
+                _(
+                    "Side %(side)s (%(profile)s) stopped before step %(k)s: its SQL statements and reconciliation "
+                    "queries took %(n)s ms in all, a session's limit (db_session_ms). The steps before it are compared."
+                )
+                % {**values, "side": c.stop.side.upper(), "profile": side.label}
+            ]
+        if c.stop.limit == "compare_values":
+            return [
+                _(
+                    "Stopped before step %(k)s: both sides have read %(n)s values (each field after every step), the "
+                    "most one comparison reads (compare_values). The steps before it are compared."
+                )
+                % values
+            ]
+        return [
+            _(
+                "Stopped before step %(k)s: your SQL statements took %(n)s ms in the last minute, the limit "
+                "(db_ms_per_minute). The steps before it are compared: load the page again in a minute for the rest."
+            )
+            % values
+        ]
+    if c.total > c.length:
+        return [
+            _("This comparison runs the first %(n)s of %(total)s steps, its limit (compare_steps).")
+            % {"n": f"{c.length:,}", "total": f"{c.total:,}"}
+        ]
+    return []
 
 
 def _tv_epoch_note(c: Any, rows: list[Any]) -> str:

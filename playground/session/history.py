@@ -16,7 +16,7 @@ from typing import Any
 
 from playground.engine.spec import CONSUMER
 from playground.scenario.anomalies import Checker, Finding, HistoryStep
-from playground.session import external
+from playground.session import external, sqltime
 from playground.session.live import Live, is_command, step_from_entry
 
 # A moment (an earlier step, built anew) past this step is not checked: its checker would read the whole history.
@@ -115,7 +115,7 @@ def _checker_with_clients(live: Live, view: Mapping[str, Any] | None) -> Checker
 
 def _reconcile(live: Live, checker: Checker, view: Mapping[str, Any] | None) -> None:
     if view is None:
-        view = live.backend.view(1)
+        view = sqltime.view(live, 1)
     checker.set_reconcile((view.get("database") or {}).get("reconcile"))
 
 

@@ -63,10 +63,31 @@ BOUNDS: tuple[Bound, ...] = (
     Bound(
         "db_session_ms",
         1_000,
-        "session",
-        "milliseconds its app.sql statements may take in all (each replay pays them)",
+        "session, or side of a comparison",
+        "milliseconds its app.sql statements may take in all (each replay pays them; a comparison's side: with "
+        "its reconciliation queries)",
     ),
-    Bound("db_ms_per_minute", 5_000, "session's creator", "milliseconds of app.sql statements", MINUTE_S),
+    Bound(
+        "db_ms_per_minute",
+        5_000,
+        "session's creator or comparing client",
+        "milliseconds of app.sql statements and reconciliation queries",
+        MINUTE_S,
+    ),
+    # ---- comparing two profiles (playground/session/compare.py): each side spends a session's SQL budgets too
+    Bound(
+        "compare_steps",
+        500,
+        "comparison",
+        "steps both profiles run (a longer scenario or log: its first ones, said on the page)",
+    ),
+    Bound(
+        "compare_values",
+        50_000,
+        "comparison",
+        "values both profiles read (each side's fields after every step: a big cluster stops it sooner, said)",
+    ),
+    Bound("compares_kept", 1_000, "server", "comparisons kept for every process to show again (least recent go)"),
     # ---- what a page or a live update carries
     Bound("cell_chars", 200, "database cell", "characters shown on the page (\u201cshow all\u201d has the rest)"),
     Bound("db_page_chars", 60_000, "page", "characters of database cells on a page or in an update"),
@@ -285,7 +306,8 @@ MESSAGES = {
     "join_codes_per_minute_server": "Too many wrong join codes in the last minute: check the code and try again in "
     "a minute.",
     "inspector_keys_per_minute": "Too many wrong keys from here in the last minute: wait a minute.",
-    "db_ms_per_minute": "Your sessions' SQL statements took %(n)d ms in the last minute, the limit: wait a moment.",
+    "db_ms_per_minute": "The SQL of your sessions and comparisons took %(n)d ms in the last minute, the limit: wait a "
+    "moment.",
 }
 
 
@@ -392,6 +414,18 @@ def over(name: str, who: str = "") -> bool:
     n = limit(name)
     used = max(0.0, float(row[0]) - (time.time() - float(row[1])) * _rate(name, n))
     return used > n - 1 + _EPSILON
+
+
+def remaining(name: str, who: str = "") -> float:
+    """How much of `name` `who` may still spend now (a count over time, drained; nothing is counted)."""
+    from playground.models import Counter
+
+    n = limit(name)
+    row = Counter.objects.filter(bucket=_bucket(name, who)).values_list("used", "stamp").first()
+    if row is None:
+        return float(n)
+    used = max(0.0, float(row[0]) - (time.time() - float(row[1])) * _rate(name, n))
+    return max(0.0, n - used)
 
 
 def first_time(name: str, who: str, what: str) -> bool:

@@ -188,7 +188,7 @@ class Live:
     replica: bool = False  # a moment of a real-cluster session: the simulator's replay of its log
     seat: dict[str, Any] | None = None  # a workshop's session: store.seat_of() (room, code, attendee, name, item)
     profile: Profile = DEFAULT_PROFILE  # which Kafka and which client (the session's row says)
-    owner: str = ""  # whose per-client budgets its commands spend: the creator's key (commands.commit sets it)
+    owner: str = ""  # whose per-client budgets it spends (its commands, its reconciliation): replay.owner_of
     sql_checkpointed_ms: float = 0.0  # its database's statements' time at its latest checkpoint (cache.py)
     # The simulator's state after every CHECKPOINT_EVERY commands (see cache.py); never on a moment.
     checkpoints: dict[int, Checkpoint] = field(default_factory=dict)

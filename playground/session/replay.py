@@ -64,6 +64,11 @@ def spec_of(row: Session) -> tuple[Any, ClusterSpec, dict[str, ActorSpec]]:
     return None, free_play_cluster(), free_play_actors()
 
 
+def owner_of(row: Session) -> str:
+    """Whose per-client budgets the session spends (its commands, its reconciliation query): its creator's key."""
+    return row.client_key or f"session:{row.pk}"
+
+
 def _origin(row: Session) -> dict[str, Any] | None:
     return {"session": row.forked_from_id, "at": row.forked_at} if row.forked_at is not None else None
 
@@ -86,7 +91,7 @@ def fresh(row: Session, *, creating: bool = True, backend_name: str | None = Non
     except BackendError as exc:
         log.warning("session %s: the %s backend did not start: %s", row.id, name, exc)
         raise CommandError(cluster_problem(exc, created=creating), status=503) from exc
-    return Live(
+    live = Live(
         row.id,
         name,
         row.seed,
@@ -98,6 +103,8 @@ def fresh(row: Session, *, creating: bool = True, backend_name: str | None = Non
         seat=_seat(row),
         profile=profile,
     )
+    live.owner = owner_of(row)
+    return live
 
 
 def apply_entry(live: Live, entry: Mapping[str, Any]) -> str:
@@ -170,6 +177,7 @@ def restore(head: Live, k: int, *, as_moment: bool = False, checked: bool = Fals
         seat=head.seat,
         profile=head.profile,
     )
+    live.owner = head.owner
     if cp:
         live.resume(head, c, cp)
         if checked and cp.checker is not None:
@@ -237,6 +245,7 @@ def detached(row: Session, reason: str) -> Live:
         origin=_origin(row),
         profile=row.profile,
     )
+    live.owner = owner_of(row)
     for entry, row_id in entries:
         live.record(entry, row_id)
     return live

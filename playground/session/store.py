@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, cast
 
 from django.db import IntegrityError, connection, transaction
+from django.db.models import Q
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
@@ -135,6 +136,15 @@ def live_rows(session_id: str, start: int = 0, stop: int | None = None) -> list[
     if stop is not None:
         rows = rows.filter(seq__lt=stop)
     return list(rows.order_by("seq"))
+
+
+def first_commands(session_id: str, first: int) -> tuple[list[dict[str, Any]], int]:
+    """The first `first` commands of the live log (steps and actors added; not an exercise's answers, hints or
+    switches), and how many commands it has: what a comparison re-runs, read without replaying anything."""
+    rows = Command.objects.filter(session_id=session_id, dropped=False)
+    commands = rows.filter(Q(entry__has_key="step") | Q(entry__has_key="add"))
+    entries = list(commands.order_by("seq").values_list("entry", flat=True)[:first])
+    return entries, commands.count() if len(entries) == first else len(entries)
 
 
 def ids_at(session_id: str, seqs: Iterable[int]) -> dict[int, int]:

@@ -69,11 +69,11 @@ def view_of(live: Any) -> dict[str, Any]:
     """The backend's view; when a real cluster cannot be observed right now, a view of the session's actors only,
     with the problem named (the page still renders, and says so)."""
     from playground.engine.backend import BackendError
-    from playground.session import external, listener
+    from playground.session import external, listener, sqltime
 
     try:
         # the applications connected to the session's listener show beside its own actors
-        return external.view(live, live.backend.view(panels.LOG_WINDOW), listener.listening(live))
+        return external.view(live, sqltime.view(live, panels.LOG_WINDOW), listener.listening(live))
     except BackendError as exc:
         from playground.session import DetachedBackend
 

@@ -22,9 +22,9 @@ from django.views.decorators.http import require_GET, require_POST
 from playground import session
 from playground.engine.spec import DEFAULT_PROFILE, Profile
 from playground.models import ScenarioText, Session
-from playground.scenario import check_text, library, pick
+from playground.scenario import ScenarioError, check_text, library, parsed, pick
 from playground.scenario.i18n import normalize
-from playground.session import capability, compare, external, limits, listener
+from playground.session import capability, compare, external, limits, listener, store
 from playground.session.backends import java_worker_waiting, not_configured
 from playground.session.export import as_scenario
 from playground.web import apppanels, broadcast, commands, forms, pagecache, panels
@@ -673,20 +673,24 @@ def compare_scenario(request: HttpRequest) -> HttpResponse:
     if scenario is None:
         raise compare.CompareError(_("No scenario %(id)s in the library.") % {"id": scenario_id}, status=404)
     a, b = _pair(request, scenario.profile)
-    c = compare.of_scenario(scenario, a, b, scenario.source)
+    c = compare.of_scenario(scenario, a, b, scenario.source, client=client(request))
     return _compare_page(request, c, {"scenario": scenario.id}, (reverse("gallery"), _("All scenarios")))
 
 
 @require_GET
 @answers_problems
 def shared_compare(request: HttpRequest, text_id: str) -> HttpResponse:
-    """A shared scenario (/sc/<id>/) in two profiles."""
+    """A shared scenario (/sc/<id>/) in two profiles. Its text is parsed once per process (its id is its content's
+    address), and the comparison is looked up before anything runs."""
+    row = ScenarioText.objects.filter(pk=text_id[:32], shared=True).only("id", "scenario_id", "text").first()
+    if row is None:
+        raise compare.CompareError(_("No such shared scenario."), status=404)
     try:
-        row, scenario = _shared(text_id)
-    except Http404 as exc:
-        raise compare.CompareError(str(exc), status=404) from None
+        scenario = parsed(row.text, f"{row.scenario_id}.yaml")
+    except ScenarioError as exc:
+        raise compare.CompareError(_("This scenario no longer loads: %(e)s") % {"e": exc.said(_)}, status=422) from None
     a, b = _pair(request, scenario.profile)
-    c = compare.of_scenario(scenario, a, b, row.text)
+    c = compare.of_scenario(scenario, a, b, row.text, client=client(request))
     return _compare_page(request, c, {}, (reverse("shared", kwargs={"text_id": row.id}), _("the shared scenario")))
 
 
@@ -694,10 +698,12 @@ def shared_compare(request: HttpRequest, text_id: str) -> HttpResponse:
 @answers_problems
 def session_compare(request: HttpRequest, sid: str) -> HttpResponse:
     """A session's command log re-run in two profiles on the simulator. Watching is enough: nothing is changed, and
-    the page carries no capability."""
-    if not session.exists(sid):
-        raise compare.CompareError(_("No such session."), status=404)
-    live = session.load(sid)
-    a, b = _pair(request, live.profile)
-    c = compare.of_session(live, a, b)
+    the page carries no capability. The session is not replayed: its row names the comparison (its log's version),
+    and only a comparison not yet kept reads the log's rows."""
+    try:
+        row = store.read(sid)
+    except session.CommandError:
+        raise compare.CompareError(_("No such session."), status=404) from None
+    a, b = _pair(request, row.profile)
+    c = compare.of_session(row, a, b, client=client(request))
     return _compare_page(request, c, {}, (reverse("session", kwargs={"sid": sid}), _("back to the session")))

@@ -6,15 +6,16 @@ shows none."""
 from __future__ import annotations
 
 import re
+from html import unescape as html_unescape
 
 import pytest
 from django.test import Client
 
 from playground import session
 from playground.engine.spec import Profile
-from playground.models import ScenarioText, Session
-from playground.scenario import library
-from playground.session import capability, compare
+from playground.models import Compared, ScenarioText, Session
+from playground.scenario import library, loader, parse_scenario
+from playground.session import capability, compare, limits
 from playground.web.views import EXAMPLE
 
 pytestmark = pytest.mark.django_db
@@ -235,13 +236,21 @@ def test_it_lets_a_watcher_compare_a_session_and_neither_needs_nor_leaks_its_dri
     assert session.load(sid).profile == Profile()
 
 
-def test_it_runs_a_comparison_once_and_steps_through_it_from_the_cache(client, monkeypatch):
-    runs = []
-    real = compare.run_side
-    monkeypatch.setattr(compare, "run_side", lambda *a, **kw: runs.append(a[4]) or real(*a, **kw))
+@pytest.fixture
+def runs(monkeypatch):
+    """The profile pairs each comparison was run for (a lookup runs none)."""
+    ran = []
+    real = compare.run
+    monkeypatch.setattr(
+        compare, "run", lambda what, a, b, client="": ran.append((a.key, b.key)) or real(what, a, b, client)
+    )
+    return ran
+
+
+def test_it_runs_a_comparison_once_and_steps_through_it_from_the_cache(client, runs):
     for k in (0, 1, 2, 5):
         assert client.get(f"{ZOMBIE}&at={k}").status_code == 200
-    assert runs == [Profile("3.9", "librdkafka"), Profile("4", "java")]
+    assert runs == [("3.9-librdkafka", "4-java")]
 
 
 def test_it_compares_two_stages_of_an_upgrade_named_by_their_triples(client):
@@ -249,3 +258,257 @@ def test_it_compares_two_stages_of_an_upgrade_named_by_their_triples(client):
     assert r.status_code == 200, r.content
     html = r.content.decode()
     assert "Kafka 3.5.2 · java" in html and "Kafka 3.9.1 · java 3.5.2" in html
+
+
+# ------------------------------------------------------------------------- bounded, and computed once (issue 30)
+SPIN = (
+    "(SELECT count(*) FROM (WITH RECURSIVE spin(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM spin "
+    "WHERE i < 1000000000 * (SELECT count(*) FROM kafka_records)) SELECT i FROM spin)) > 0"
+)
+# Runs until the statement limit stops it once Kafka holds a record; at once over empty Kafka tables (the loader's
+# check of the query).
+COSTLY_RECONCILE = (
+    f"SELECT o.id, EXISTS (SELECT 1 FROM kafka_records r WHERE r.value = o.v) AS sent FROM orders o WHERE {SPIN}"
+)
+ENDLESS = "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r) SELECT count(*) FROM r"
+TRANSACTION = [
+    "A.begin_transaction",
+    "A.produce: {topic: orders, partition: 0, value: order-1}",
+    "A.commit_transaction",
+]
+
+
+def _db_text(steps: list[str], reconcile: str = "", name: str = "db-compare") -> str:
+    block = f'  reconcile:\n    sql: "{reconcile}"\n' if reconcile else ""
+    return (
+        f"format: 1\nid: {name}\ntitle: {name}\ncluster:\n  topics:\n    orders: {{partitions: 1}}\n"
+        "actors:\n  A: {producer: {transactional.id: t}}\n"
+        "  rc: {consumer: {group.id: g, isolation.level: read_committed, topics: [orders]}}\n"
+        'database:\n  tables:\n    orders:\n      columns: "id integer primary key, v text"\n'
+        "      rows: [[1, order-1]]\n" + block + "steps:\n" + "".join(f"  - {s}\n" for s in steps)
+    )
+
+
+def _shared(text: str) -> str:
+    return ScenarioText.store(text, "db-compare", shared=True).id
+
+
+def _limit_note(html: str) -> str:
+    m = re.search(r'<p class="notice cmp-limit" role="status">([^<]*)</p>', html)
+    return html_unescape(m.group(1)) if m else ""
+
+
+def _length(html: str) -> int:
+    return int(re.search(r'data-length="(\d+)"', html).group(1))
+
+
+def test_it_stops_a_comparison_whose_side_spent_a_sessions_sql_budget_and_says_which_before_which_step(
+    client, settings
+):
+    settings.PLAYGROUND_LIMITS = {"db_statement_ms": 30, "db_session_ms": 100}
+    steps = ["A.init_transactions"] + [f'app.sql: "{ENDLESS}"'] * 12
+    html = client.get(f"/sc/{_shared(_db_text(steps))}/compare/?a=3.9-librdkafka&b=4-java").content.decode()
+    note = _limit_note(html)
+    m = re.match(
+        r"Side (A|B) \((Kafka [^)]+)\) stopped before step (\d+): its SQL statements and reconciliation "
+        r"queries took 100 ms in all, a session's limit \(db_session_ms\)",
+        note,
+    )
+    assert m, note
+    # each statement spends its 30 ms or more (on a loaded machine): after one to four of them, the next is not run
+    assert 3 <= int(m.group(3)) <= 6 and _length(html) == int(m.group(3)) - 1
+    assert m.group(2) == {"A": "Kafka 3.9.1 · librdkafka", "B": "Kafka 4.4.0 · java"}[m.group(1)]
+
+
+def test_it_counts_the_reconciliation_query_against_a_comparisons_budget(client, settings):
+    settings.PLAYGROUND_LIMITS = {"db_statement_ms": 30, "db_session_ms": 100}
+    steps = ["A.init_transactions"] + TRANSACTION * 6  # no app.sql: only the query after each step spends
+    url = f"/sc/{_shared(_db_text(steps, COSTLY_RECONCILE))}/compare/?a=3.9-librdkafka&b=4-java"
+    html = client.get(url).content.decode()
+    m = re.match(r"Side (A|B) \(Kafka [^)]+\) stopped before step (\d+): ", _limit_note(html))
+    assert m, _limit_note(html)
+    assert int(m.group(2)) < len(steps) and _length(html) == int(m.group(2)) - 1
+    last = client.get(f"{url}&at={_length(html)}").content.decode()
+    assert "SQL_TIMEOUT: the statement ran longer than 30 ms" in _row(last, "db.error")  # it ran to its limit
+
+
+def test_it_charges_a_comparisons_sql_to_the_client_and_stops_then_refuses_when_its_minute_is_spent(client, settings):
+    settings.PLAYGROUND_LIMITS = {"db_statement_ms": 30, "db_session_ms": 10_000, "db_ms_per_minute": 100}
+    text_id = _shared(_db_text(["A.init_transactions"] + [f'app.sql: "{ENDLESS}"'] * 12))
+    me = session.client_key("127.0.0.1")
+    html = client.get(f"/sc/{text_id}/compare/?a=3.9-librdkafka&b=4-java").content.decode()
+    note = _limit_note(html)
+    assert re.match(r"Stopped before step \d+: your SQL statements took 100 ms in the last minute, the limit", note)
+    assert limits.remaining("db_ms_per_minute", me) < 1
+    assert not Compared.objects.exists()  # another client, or this one a minute later, gets all of it
+    r = client.get(f"/sc/{text_id}/compare/?a=3.9-librdkafka&b=4-java")
+    assert r.status_code == 429 and "in the last minute" in r.content.decode()
+    assert Client(REMOTE_ADDR="10.0.0.7").get(f"/sc/{text_id}/compare/?a=3.9-librdkafka&b=4-java").status_code == 200
+
+
+def test_it_counts_a_live_sessions_reconciliation_query_against_its_creators_minute(client, settings):
+    settings.PLAYGROUND_LIMITS = {"db_statement_ms": 30, "db_ms_per_minute": 100}
+    text = _db_text(["A.init_transactions", *TRANSACTION, 'app.sql: "UPDATE orders SET v = v"'], COSTLY_RECONCILE)
+    row = session.create(parse_scenario(text), source=text, backend="sim", client="creator-1")
+    for _ in range(4):  # init, begin, produce, commit: Kafka holds a record, the query runs to its limit from now on
+        session.step(row.id)
+    pages = []
+    for _ in range(8):
+        pages.append(client.get(f"/s/{row.id}/").content.decode())
+        if "the reconciliation query waits" in pages[-1]:
+            break
+    assert "SQL_TIMEOUT" in pages[0]  # it ran, 30 ms, charged to the session's creator
+    assert 2 <= len(pages) <= 6 and "in the last minute" in pages[-1]  # ~30 ms a page: the minute's 100 ms spent
+    assert limits.remaining("db_ms_per_minute", "creator-1") < 1
+    assert limits.remaining("db_ms_per_minute", session.client_key("127.0.0.1")) == 100  # not the viewer's
+    with pytest.raises(limits.LimitExceeded, match="in the last minute"):
+        session.step(row.id)  # the creator's next statement: the same minute
+
+
+def test_it_serves_a_kept_comparison_to_another_process_without_running_it(client, runs):
+    assert client.get(f"{ZOMBIE}&at=3").status_code == 200
+    assert Compared.objects.count() == 1
+    compare._cache.clear()  # what another process has: the database, nothing of this one's memory
+    loader.parsed.cache_clear()
+    html = client.get(f"{ZOMBIE}&at={FENCED_COMMIT}").content.decode()
+    assert "EndTxn INVALID_PRODUCER_EPOCH (47)" in _side(html, "a") and "EndTxn PRODUCER_FENCED (90)" in _side(
+        html, "b"
+    )
+    assert runs == [("3.9-librdkafka", "4-java")]
+
+
+def test_it_runs_a_comparison_once_for_every_language(client, runs):
+    english = client.get(f"{ZOMBIE}&at=11", HTTP_ACCEPT_LANGUAGE="en").content.decode()
+    compare._cache.clear()
+    chinese = client.get(f"{ZOMBIE}&at=11", HTTP_ACCEPT_LANGUAGE="zh-hans").content.decode()
+    assert runs == [("3.9-librdkafka", "4-java")]
+    assert "this step" in english and "本步" in chinese and "本步" not in english
+    assert _row(english, "producer.B.epoch").split("</th>")[1] == _row(chinese, "producer.B.epoch").split("</th>")[1]
+
+
+def test_it_shows_a_stored_comparison_as_it_was_computed(client):
+    scenario = library.find("db-incident-in-full").scenario
+    c = compare.run(
+        compare.Subject(
+            scenario.title,
+            scenario.cluster,
+            scenario.actors,
+            scenario.database,
+            scenario.seed,
+            compare.commands_of_steps(scenario.steps),
+            len(scenario.steps),
+        ),
+        Profile("3.9", "librdkafka"),
+        Profile("4", "java"),
+    )
+    back = compare.decode(compare.encode(c))
+    assert back.length == c.length == len(scenario.steps) and back.total == c.total
+    for k in range(c.length + 1):
+        assert back.rows(k) == c.rows(k), k
+        assert back.outcomes(k) == c.outcomes(k)
+    assert back.differing == c.differing and back.new == c.new
+    assert len(compare.encode(c)) < 20_000  # what changes at each step, compressed
+
+
+def test_it_shows_a_long_history_as_its_length_its_newest_items_and_a_digest_read_a_step_at_a_time():
+    plain = [f"P.produce: {{topic: orders, partition: 0, value: v{i}}}" for i in range(1, 31)]
+    steps = ["A.init_transactions", *plain[:10], "rc.poll", *TRANSACTION * 22, *plain[10:], "rc.poll"]
+    scenario = parse_scenario(_db_text(steps).replace("  rc:", "  P: {producer: {}}\n  rc:"))
+    c = compare.run(
+        compare.Subject(
+            None, scenario.cluster, scenario.actors, None, 0, compare.commands_of_steps(scenario.steps), len(steps)
+        ),
+        Profile("3.9", "librdkafka"),
+        Profile("4", "java"),
+    )
+    at = {r.field.key: r for r in c.rows(c.length)}
+    got = at["consumer.rc.got"].a
+    # 30 plain records and 22 committed transactions' records: read_committed got all 52, the newest 20 shown
+    assert re.fullmatch(r"orders-0: \(52\) …, v11, v12, .*, v30 #[0-9a-f]{8}", got), got
+    markers = at["log.orders-0.markers"]
+    assert markers.a.startswith("(22) …; COMMIT @") and markers.a.count("COMMIT @") == 20
+    assert markers.differs  # transaction protocol 2 bumps the epoch at every commit: 20 newest and the digest differ
+    first = {r.field.key: r for r in c.rows(12)}["consumer.rc.got"].a
+    assert first == "orders-0: v1, v2, v3, v4, v5, v6, v7, v8, v9, v10"  # a short list as it is
+
+
+def test_it_keeps_a_long_value_as_its_beginning_and_a_digest():
+    long_a, long_b = "x" * 600 + "a", "x" * 600 + "b"
+    assert compare._bounded("short") == "short"
+    shown_a, shown_b = compare._bounded(long_a), compare._bounded(long_b)
+    assert shown_a.startswith("x" * 500 + "… (+101) #") and len(shown_a) < 530
+    assert shown_a != shown_b  # a difference past what is shown still shows
+
+
+def test_it_keeps_the_most_recently_shown_comparisons_up_to_its_bound(client, settings):
+    settings.PLAYGROUND_LIMITS = {"compares_kept": 2}
+    for a, b in (("3.9-librdkafka", "4-java"), ("3.9-java", "4-java"), ("4-librdkafka", "4-java")):
+        assert client.get(f"/compare/?scenario=zombie-fencing&a={a}&b={b}").status_code == 200
+    assert Compared.objects.count() == 2
+    compare._cache.clear()
+    kept = {compare.decode(bytes(body)).a.key for body in Compared.objects.values_list("body", flat=True)}
+    assert kept == {"3.9-java", "4-librdkafka"}  # the least recently shown went
+
+
+def test_it_compares_the_first_steps_of_a_longer_scenario_and_says_so(client, settings):
+    settings.PLAYGROUND_LIMITS = {"compare_steps": 10}
+    html = client.get(ZOMBIE).content.decode()
+    assert _length(html) == 10
+    assert _limit_note(html) == "This comparison runs the first 10 of 32 steps, its limit (compare_steps)."
+    r = client.get(f"{ZOMBIE}&at=11")
+    assert r.status_code == 404 and "steps 0 to 10" in r.content.decode()
+
+
+def test_it_stops_a_comparison_that_has_read_its_values_and_says_so(client, settings):
+    settings.PLAYGROUND_LIMITS = {"compare_values": 200}  # zombie-fencing reads some 20 values a side and step
+    html = client.get(ZOMBIE).content.decode()
+    m = re.match(
+        r"Stopped before step (\d+): both sides have read 200 values \(each field after every step\), the most "
+        r"one comparison reads \(compare_values\)\.",
+        _limit_note(html),
+    )
+    assert m, _limit_note(html)
+    assert 3 <= int(m.group(1)) <= 8 and _length(html) == int(m.group(1)) - 1
+
+
+def test_it_runs_a_sessions_comparison_once_per_log_version_without_replaying_the_session(client, runs):
+    sid = _new(client, backend="sim")
+    for _ in range(3):
+        client.post(f"/s/{sid}/step/")
+    session.CACHE.clear()
+    assert client.get(f"/s/{sid}/compare/?at=1").status_code == 200
+    assert client.get(f"/s/{sid}/compare/?at=3").status_code == 200
+    assert session.CACHE.get(sid) is None  # the log's rows were read; the session was not replayed
+    assert len(runs) == 1
+    client.post(f"/s/{sid}/step/")
+    assert 'data-length="4"' in client.get(f"/s/{sid}/compare/").content.decode()
+    assert len(runs) == 2
+
+
+def test_it_compares_the_first_steps_of_a_longer_session_log_and_says_so(client, settings):
+    settings.PLAYGROUND_LIMITS = {"compare_steps": 4}
+    sid = _new(client, backend="sim")
+    for _ in range(6):
+        client.post(f"/s/{sid}/step/")
+    html = client.get(f"/s/{sid}/compare/").content.decode()
+    assert _length(html) == 4 and "runs the first 4 of 6 steps" in _limit_note(html)
+
+
+@pytest.mark.parametrize(
+    ("query", "says"),
+    [
+        ("a=3.9-librdkafka&b=5-java", "b: 5-java is not a profile of this playground"),
+        ("a=3.9-java:2.8&b=4-java", "a: 3.9-java:2.8 is not a profile"),
+        ("a=" + "x" * 5000 + "&b=4-java", "a: " + "x" * 40 + " is not a profile"),
+        ("a=4-java&b=4-java:4", "a and b are both 4-java: choose two different profiles"),  # one profile, two names
+    ],
+)
+def test_it_answers_a_pair_that_is_not_two_profiles_with_400_on_every_compare_page_and_runs_nothing(
+    client, runs, query, says
+):
+    sid = _new(client, backend="sim")
+    text_id = ScenarioText.store(EXAMPLE, "my-scenario", shared=True).id
+    for base in ("/compare/?scenario=zombie-fencing&", f"/sc/{text_id}/compare/?", f"/s/{sid}/compare/?"):
+        r = client.get(base + query)
+        assert r.status_code == 400 and says in r.content.decode(), (base, r.status_code, r.content[:200])
+    assert runs == [] and not Compared.objects.exists()

@@ -22,7 +22,7 @@ from .conftest import hold
 
 ROOT = Path(__file__).resolve().parents[2]
 PO = ROOT / "locale" / "zh_Hans" / "LC_MESSAGES" / "django.po"
-GETTEXT = {"_": 1, "gettext": 1, "gettext_lazy": 1, "ngettext": 2, "ngettext_lazy": 2}
+GETTEXT = {"_": 1, "N_": 1, "gettext": 1, "gettext_noop": 1, "gettext_lazy": 1, "ngettext": 2, "ngettext_lazy": 2}
 TRANSLATE = re.compile(r"""\{%\s*translate\s+(?:"([^"]*)"|'([^']*)')""")
 BLOCK = re.compile(r"\{%\s*blocktranslate\b([^%]*)%\}(.*?)\{%\s*endblocktranslate\s*%\}", re.S)
 VARIABLE = re.compile(r"\{\{\s*([\w.]+)\s*\}\}")
