@@ -8,7 +8,10 @@
 - `Command`: one command of a session's log: its position `seq`, the entry (the step in the scenario file's own
   form, or an actor added in free play), the outcome and the time. A command is appended in the same database
   transaction that checks and bumps the session's version. "back", "reset" and truncation mark rows `dropped`
-  instead of rewriting anything: the live log is the rows not dropped, `seq` 0..length-1.
+  instead of rewriting anything: the live log is the rows not dropped, `seq` 0..length-1. What external clients sent
+  (session/external.py) is the row's `payload`, bytes beside the entry, read only when the row is replayed.
+- `Checkpoint`: the simulator's state after a session's first `length` entries, stored with its log
+  (session/checkpoints.py), so that any process opens a session by thawing one and replaying the tail after it.
 """
 
 from __future__ import annotations
@@ -148,6 +151,8 @@ class Command(models.Model):
     outcome = models.CharField(max_length=64, default="ok")
     created_at = models.DateTimeField(default=timezone.now)
     dropped = models.BooleanField(default=False)
+    # an external clients' entry: what they sent, packed and zlib-compressed (external.pack); None for the others
+    payload = models.BinaryField(null=True, blank=True)
 
     class Meta:
         constraints = [
@@ -162,6 +167,27 @@ class Command(models.Model):
 
     def as_entry(self) -> dict[str, Any]:
         return {**self.entry, "outcome": self.outcome}
+
+
+class Checkpoint(models.Model):
+    """The backend after a session's first `length` log entries, frozen (session/cache.py), with what the session
+    derived from them (`state`: a pickled live.Checkpoint, zlib-compressed). `last_row`: the id of the log's row at
+    length - 1 when it was taken: it is the session's state only while that row is still live (back and reset drop
+    rows). `code`: the code that froze it (session/checkpoints.py's fingerprint); another code thaws none of it."""
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="stored_checkpoints")
+    length = models.PositiveIntegerField()
+    last_row = models.BigIntegerField()
+    code = models.CharField(max_length=64)
+    state = models.BinaryField()
+    size = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        indexes = [models.Index(fields=["session", "length"], name="checkpoint_session_length")]
+
+    def __str__(self) -> str:
+        return f"{self.session_id} @ {self.length} ({self.size} bytes)"
 
 
 # ----------------------------------------------------------------------------------------------------- workshops

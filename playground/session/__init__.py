@@ -54,7 +54,7 @@ from playground.session.live import (
 from playground.session.realcluster import close_all_at_exit, end, rerun
 from playground.session.replay import exists, load, moment
 from playground.session.runner import ensure_runner, ensure_watchdog, run_loop, run_speeds, set_speed
-from playground.session.store import claim, drive_key
+from playground.session.store import claim, drive_key, payloads
 
 atexit.register(close_all_at_exit)
 
@@ -95,6 +95,7 @@ __all__ = [
     "live_only",
     "load",
     "moment",
+    "payloads",
     "predict",
     "rerun",
     "reset",

@@ -12,6 +12,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from time import perf_counter
 from typing import Any
 
 from django.utils.translation import gettext as _
@@ -29,7 +30,7 @@ from playground.engine.spec import (
     Step,
 )
 from playground.scenario.exercise import SKIP, pending_question
-from playground.session import external, limits, realcluster, signals, store
+from playground.session import checkpoints, external, limits, realcluster, signals, store
 from playground.session.backends import cluster_problem, detached_message, live_only
 from playground.session.cache import CACHE
 from playground.session.live import PACE_MAX_MS, PACE_OFF, PACE_WALL, CommandError, Live, run_entry
@@ -66,6 +67,7 @@ def _stored(live: Live, row: Any, change: Change) -> Live | None:
         # the backend reflects the last entry: entries before it (external clients' inputs cut before a command) were
         # applied when they came in, so only the state after all of them is a checkpoint's
         CACHE.keep_checkpoint(live, live.length)
+        checkpoints.maybe_store(live)
     elif change.truncate is not None:
         if not store.truncate(row, change.truncate, change.running):
             return None
@@ -110,6 +112,7 @@ def commit(
                 )
             # what external clients sent since the last entry goes into the log before this command (it came first)
             external.cut(live)
+            started = perf_counter()
             try:
                 change = mutate(live)
             except (CommandError, limits.LimitExceeded):
@@ -127,6 +130,7 @@ def commit(
                 log.exception("session %s: the backend failed", session_id)
                 CACHE.evict(session_id)
                 raise CommandError(_("The backend failed on this command: %(e)s") % {"e": exc}, status=422) from exc
+            checkpoints.charge(live, (perf_counter() - started) * 1000)  # what a replay of it takes, about
             if live.pending and change.truncate is None and change.replace is None:
                 change.append[:0] = live.pending
             if change.empty:

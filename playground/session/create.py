@@ -19,7 +19,7 @@ from django.utils.translation import gettext as _
 
 from playground.engine.spec import DEFAULT_PROFILE, Profile
 from playground.models import ScenarioText, Session, normalise_text, text_id
-from playground.session import capability, limits, store
+from playground.session import capability, checkpoints, limits, store
 from playground.session.backends import kafka_configured, live_only, not_configured
 from playground.session.cache import CACHE
 from playground.session.live import CommandError, Live
@@ -224,6 +224,7 @@ def _copied(head: Live, row: Session, at: int) -> Live:  # `at`: entries
     with transaction.atomic():
         row.save(force_insert=True)
         store.copy_prefix(head.session_id, row.id, at)
+        checkpoints.copy_for_fork(head.session_id, row.id, at)
     live = restore(head, at)
     live.row_ids = store.row_ids(row.id)
     return live

@@ -11,12 +11,14 @@ Entries of the log (besides steps and actors added):
   brokers are served at these addresses (a core is attached to the simulator; listening again closes the connections
   the last one had), bounding what clients send by `config` (broker settings, simserver/bounds.py; absent in logs
   from before the bounds, which replay unbounded as they ran).
-- {"ext": {"t": ms, "end": ms, "n": count, "in": text, "size": len(in), "sum": [[actor, api, count], ...],
-  "wall_ms": ...}}: what the
-  clients sent, in order, each at its virtual time (`t` is the first one's; the others are deltas), then time passes
-  to `end`. `in` is the inputs packed (kind, delta ms, connection, broker, frame) and compressed with zlib, in
-  base64: a chatty consumer's requests differ in a few bytes each (correlation id, offsets), so a row of ten Fetch
-  requests costs about what one does. `sum` is for people (the narrative, log.json): who sent what.
+- {"ext": {"t": ms, "end": ms, "n": count, "size": bytes, "sum": [[actor, api, count], ...], "wall_ms": ...}}, and
+  beside it the row's payload: what the clients sent, in order, each at its virtual time (`t` is the first one's;
+  the others are deltas), then time passes to `end`. The payload is the inputs packed (kind, delta ms, connection,
+  broker, frame) and compressed with zlib (`size` bytes): a chatty consumer's requests differ in a few bytes each
+  (correlation id, offsets), so a row of ten Fetch requests costs about what one does. It is stored apart from the
+  entry (Command.payload) and read only to replay the row, so that a session's log in memory holds none of it; an
+  entry on its way to the database carries it under PAYLOAD (an entry of an older log, under the body's "in", in
+  base64). `sum` is for people (the narrative, log.json): who sent what.
 - {"unlisten": {"why": "stopped" | "idle" | "closed", "wall_ms": ..., "vt": ms}}: every connection closed, nobody
   listens; at the virtual time `vt` (the clock followed the wall clock since the last entry).
 A step, and an actor added, carries "vt" (the virtual time it ran at) when it ran while clients were connected: the
@@ -45,6 +47,7 @@ from playground.simserver.core import ServerCore
 
 LISTEN, UNLISTEN, EXT = "listen", "unlisten", "ext"
 KINDS = (LISTEN, UNLISTEN, EXT)
+PAYLOAD = "payload"  # an ext entry's packed inputs (bytes), beside it until it is stored
 REQUEST, DISCONNECT = 0, 1
 
 # Who listens: this server process (a listen entry names it; another process refuses commands meanwhile).
@@ -68,6 +71,28 @@ class Live(Protocol):
 
 def is_external(entry: Mapping[str, Any]) -> bool:
     return any(k in entry for k in KINDS)
+
+
+def payload_of(entry: Mapping[str, Any]) -> bytes:
+    """An ext entry's packed inputs: beside it (PAYLOAD), or in an older log's body ("in", base64)."""
+    payload = entry.get(PAYLOAD)
+    if payload is not None:
+        return bytes(payload)
+    text = entry[EXT].get("in")
+    if text is None:
+        raise KeyError("an ext entry without its payload: read the row's payload to replay it")
+    return base64.b64decode(text)
+
+
+def without_payload(entry: dict[str, Any]) -> dict[str, Any]:
+    """The entry as the log holds it in memory and in its JSON: its payload apart (the entry itself when it has
+    none)."""
+    if PAYLOAD not in entry and not (EXT in entry and "in" in entry[EXT]):
+        return entry
+    out = {k: v for k, v in entry.items() if k != PAYLOAD}
+    if EXT in out and "in" in out[EXT]:
+        out[EXT] = {k: v for k, v in out[EXT].items() if k != "in"}
+    return out
 
 
 def inner_backend(backend: Any) -> Any:
@@ -109,8 +134,8 @@ def _read_varint(data: bytes, pos: int) -> tuple[int, int]:
 Input = tuple[int, int, int, int, bytes]  # (kind, virtual ms, connection, broker, frame)
 
 
-def pack(inputs: Iterable[Input]) -> tuple[int, str]:
-    """(the first input's time, the text `in` holds)."""
+def pack(inputs: Iterable[Input]) -> tuple[int, bytes]:
+    """(the first input's time, the payload: the inputs packed and compressed)."""
     out = bytearray()
     first: int | None = None
     last = 0
@@ -125,11 +150,11 @@ def pack(inputs: Iterable[Input]) -> tuple[int, str]:
             _varint(out, broker)
             _varint(out, len(payload))
             out += payload
-    return first or 0, base64.b64encode(zlib.compress(bytes(out), 6)).decode("ascii")
+    return first or 0, zlib.compress(bytes(out), 6)
 
 
-def unpack(first_ms: int, text: str) -> Iterator[Input]:
-    data = zlib.decompress(base64.b64decode(text))
+def unpack(first_ms: int, payload: bytes) -> Iterator[Input]:
+    data = zlib.decompress(payload)
     pos, at_ms = 0, first_ms
     while pos < len(data):
         kind = data[pos]
@@ -207,7 +232,7 @@ def apply(backend: Any, entry: Mapping[str, Any], position: int) -> str:
         core.take_output()
         return "ok"
     body = entry[EXT]
-    for kind, at_ms, conn, broker, payload in unpack(int(body["t"]), body["in"]):
+    for kind, at_ms, conn, broker, payload in unpack(int(body["t"]), payload_of(entry)):
         if kind == REQUEST:
             core.receive(at_ms, broker, conn, payload)
         else:
@@ -317,12 +342,11 @@ def cut(live: Live) -> dict[str, Any] | None:
         "t": first,
         "end": core.now_ms,
         "n": len(inputs),
-        "in": packed,
         "size": len(packed),
         "sum": summary(core, inputs),
     }
     body["wall_ms"] = int(time.time() * 1000)  # when (for whoever asks whether the listener is still there)
-    entry = {EXT: body, "outcome": outcome_at(core, position)}
+    entry = {EXT: body, PAYLOAD: packed, "outcome": outcome_at(core, position)}
     live.pending.append(entry)
     return entry
 
@@ -410,12 +434,12 @@ def actors(backend: Any) -> list[dict[str, Any]]:
     return out
 
 
-def requests_of(entry: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """An ext entry's inputs, readable (log.json): each request's time, connection, broker, API, version,
-    correlation id and client.id, or a disconnect."""
+def requests_of(entry: Mapping[str, Any], packed: bytes) -> list[dict[str, Any]]:
+    """An ext entry's inputs (its payload), readable (log.json): each request's time, connection, broker, API,
+    version, correlation id and client.id, or a disconnect."""
     body = entry[EXT]
     out: list[dict[str, Any]] = []
-    for kind, at_ms, conn, broker, payload in unpack(int(body["t"]), body["in"]):
+    for kind, at_ms, conn, broker, payload in unpack(int(body["t"]), packed):
         if kind != REQUEST:
             out.append({"t": at_ms, "conn": conn, "disconnect": True})
             continue

@@ -45,7 +45,7 @@ from django.conf import settings
 from django.db import DatabaseError, close_old_connections
 from django.utils.translation import gettext as _
 
-from playground.session import external, limits, signals
+from playground.session import checkpoints, external, limits, signals
 from playground.session.cache import CACHE
 from playground.session.commands import Change, commit
 from playground.session.live import CommandError, Live, run_entry
@@ -249,11 +249,13 @@ class SessionListener:
             return
 
         def go(live: Live) -> None:
+            started = time.perf_counter()
             for kind, conn, broker, payload in items:
                 if kind == external.REQUEST:
                     external.receive(live, conn, broker, payload)
                 else:
                     external.disconnect(live, conn)
+            checkpoints.charge(live, (time.perf_counter() - started) * 1000)  # what a replay of them takes
             if not self.conns:
                 self._follow(False)
 

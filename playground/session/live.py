@@ -219,11 +219,16 @@ class Live:
     anomalies: Any = None
     # What the panels derive from the log and keep up to date the same way (web/panels.py: sends per topic).
     derived: dict[str, Any] = field(default_factory=dict)
+    # Checkpoints stored with the log (session/checkpoints.py): the milliseconds applying entries took since the last
+    # one was stored (what a replay of them would take), and (length, last row) of those stored, once read.
+    replay_ms: float = 0.0
+    stored_checkpoints: list[tuple[int, int]] | None = None
 
     # ---- the log -------------------------------------------------------------------------------------------
     def record(self, entry: dict[str, Any], row_id: int = 0) -> None:
-        """One more entry of the log (with its outcome) is reflected by the backend."""
-        self.commands.append(entry)
+        """One more entry of the log (with its outcome) is reflected by the backend. An external clients' entry is
+        kept without its payload (its row holds it; a replay reads it there)."""
+        self.commands.append(external.without_payload(entry))
         self.row_ids.append(row_id)
         self._derive(len(self.commands) - 1, entry)
 
@@ -237,7 +242,7 @@ class Live:
                 # what connected clients did is a step of the session's own numbering: the slider and ?at=k move
                 # through it as through the session's commands
                 self.command_seqs.append(seq)
-                self.external_bytes += int(entry[external.EXT].get("size") or len(entry[external.EXT].get("in", "")))
+                self.external_bytes += int(entry[external.EXT].get("size") or 0)
             body = next(entry[k] for k in external.KINDS if k in entry)
             self.external_wall_ms = int(body.get("wall_ms") or self.external_wall_ms)
             mark = mark_of(entry)

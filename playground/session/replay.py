@@ -12,9 +12,11 @@ moments are the simulator's replay of its log (the page says so).
 
 from __future__ import annotations
 
+import copy
 import logging
+import time
 import weakref
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from django.utils.translation import gettext as _
@@ -22,7 +24,7 @@ from django.utils.translation import gettext as _
 from playground.engine.backend import BackendError, ProfileError
 from playground.engine.spec import ActorSpec, ClusterSpec
 from playground.models import Command, Session
-from playground.session import external, store
+from playground.session import checkpoints, external, store
 from playground.session.backends import DetachedBackend, build, cluster_problem, live_only
 from playground.session.cache import CACHE, CHECKPOINT_EVERY, thaw
 from playground.session.history import MOMENT_CHECKED_MAX
@@ -77,13 +79,15 @@ def _seat(row: Session) -> dict[str, Any] | None:
     return store.seat_of(row.id) if row.pk and not row._state.adding else None
 
 
-def fresh(row: Session, *, creating: bool = True, backend_name: str | None = None) -> Live:
-    """A new backend for the session's scenario (or free play), nothing applied yet."""
+def fresh(row: Session, *, creating: bool = True, backend_name: str | None = None, backend: Any = None) -> Live:
+    """A new backend for the session's scenario (or free play), nothing applied yet (or `backend`, thawed)."""
     scenario, cluster, actors = spec_of(row)
     name = backend_name or row.backend
     profile = row.profile
     try:
-        backend = build(name, cluster, actors, row.seed, scenario.database if scenario is not None else None, profile)
+        if backend is None:
+            database = scenario.database if scenario is not None else None
+            backend = build(name, cluster, actors, row.seed, database, profile)
     except ProfileError as exc:  # what is missing for this profile, said as it is: trying again will not help
         raise CommandError(
             _("%(profile)s cannot run here: %(e)s.") % {"profile": profile.label, "e": exc}, status=422
@@ -130,9 +134,12 @@ def apply_entry(live: Live, entry: Mapping[str, Any]) -> str:
 
 
 def replay(live: Live, entries: Iterable[tuple[dict[str, Any], int]]) -> None:
-    """Apply logged entries (entry with outcome, row id) on top of `live`, taking checkpoints on the way."""
+    """Apply logged entries (entry with outcome, row id; an external clients' entry with its payload) on top of
+    `live`, taking checkpoints on the way: in memory, and stored with the log every STORED_EVERY_MS of replay."""
     for entry, row_id in entries:
+        started = time.perf_counter()
         outcome = apply_entry(live, entry)
+        checkpoints.charge(live, (time.perf_counter() - started) * 1000)
         if entry.get("outcome") not in (None, outcome):
             label = next(iter(entry["step"])) if isinstance(entry.get("step"), dict) else entry.get("step", "add")
             log.warning(
@@ -140,10 +147,28 @@ def replay(live: Live, entries: Iterable[tuple[dict[str, Any], int]]) -> None:
             )
         live.record(entry, row_id)
         CACHE.keep_checkpoint(live, live.length)
+        checkpoints.maybe_store(live)
 
 
-def _rows(rows: Iterable[Command]) -> Iterable[tuple[dict[str, Any], int]]:
-    return ((row.as_entry(), row.id) for row in rows)
+def _rows(rows: Iterable[Command]) -> Iterator[tuple[dict[str, Any], int]]:
+    """The rows as entries to replay: an external clients' entry with its payload."""
+    for row in rows:
+        entry = row.as_entry()
+        if external.EXT in entry and "payload" not in row.get_deferred_fields():
+            entry[external.PAYLOAD] = bytes(row.payload)
+        yield entry, row.id
+
+
+def with_payloads(entries: Sequence[dict[str, Any]], row_ids: Sequence[int]) -> Iterator[tuple[dict[str, Any], int]]:
+    """Entries of a log in memory (which holds no payloads) to replay: the external clients' ones get theirs from
+    their rows."""
+    wanted = [row_id for entry, row_id in zip(entries, row_ids) if external.EXT in entry]
+    found = store.payloads(wanted) if wanted else {}
+    for entry, row_id in zip(entries, row_ids):
+        if external.EXT in entry and row_id in found:
+            yield {**entry, external.PAYLOAD: found[row_id]}, row_id
+        else:
+            yield entry, row_id
 
 
 # --------------------------------------------------------------------------------------------- restoring step k
@@ -152,11 +177,17 @@ def _nearest_checkpoint(live: Live, k: int) -> int:
 
 
 def restore(head: Live, k: int, *, as_moment: bool = False, checked: bool = False) -> Live:
-    """A new Live at step k of `head`'s log: the nearest checkpoint at or before k, then the commands after it.
-    `head` is not changed. Only for sessions the simulator (or a fake) replays. A moment takes no checkpoints;
-    `checked`: it goes on from the anomaly checker the checkpoint froze, if any (session/history.py)."""
+    """A new Live at step k of `head`'s log: the nearest checkpoint at or before k (this process's, or one stored with
+    the log), then the commands after it. `head` is not changed. Only for sessions the simulator (or a fake) replays.
+    A moment takes no checkpoints; `checked`: it goes on from the anomaly checker the checkpoint froze, if any
+    (session/history.py)."""
     c = _nearest_checkpoint(head, k)
     cp = head.checkpoints.get(c)
+    stored = checkpoints.nearest(head, k, c) if not (live_only(head.backend_name) or head.replica) else None
+    if stored is not None:
+        loaded = checkpoints.load(head.session_id, stored, head.row_ids[stored - 1])
+        if loaded is not None:
+            c, cp = stored, loaded
     database = head.scenario.database if head.scenario is not None else None
     backend = (
         thaw(cp.state)
@@ -189,7 +220,7 @@ def restore(head: Live, k: int, *, as_moment: bool = False, checked: bool = Fals
         weakref.finalize(live, backend.discard)
     else:
         live.checkpoints = {p: data for p, data in head.checkpoints.items() if p <= k}
-    replay(live, zip(head.commands[c:k], head.row_ids[c:k]))
+    replay(live, with_payloads(head.commands[c:k], head.row_ids[c:k]))
     return live
 
 
@@ -261,10 +292,37 @@ def _rebuilt(live: Live, row: Session) -> Live:
     if c:
         base = restore(live, c)
     else:
-        base = fresh(row)
+        base = _from_stored(row) or fresh(row)
+        c = base.length
     base.origin = _origin(row)
     replay(base, _rows(store.live_rows(row.id, start=c)))
     return base
+
+
+def _from_stored(row: Session) -> Live | None:
+    """The session at its newest checkpoint stored with the log (None: none is, or none thaws): the backend thawed,
+    the log before it read (without payloads) and recorded as it was when the checkpoint was taken."""
+    if not row.length:
+        return None
+    found = checkpoints.latest_valid(row.id, row.length)
+    if found is None:
+        return None
+    length, last_row = found
+    cp = checkpoints.load(row.id, length, last_row)
+    if cp is None:
+        return None
+    try:
+        live = fresh(row, backend=thaw(cp.state))
+    except Exception:
+        log.warning("session %s: the checkpoint stored at %d does not thaw", row.id, length, exc_info=True)
+        return None
+    for entry, row_id in _rows(store.live_rows(row.id, stop=length, payloads=False)):
+        live.record(entry, row_id)
+    live.actors = dict(cp.actors)
+    live.derived = copy.deepcopy(dict(cp.derived))
+    live.sql_checkpointed_ms = float(getattr(getattr(live.backend, "db", None), "spent_ms", 0.0))
+    live.checkpoints = {length: cp}
+    return live
 
 
 def catch_up(row: Session) -> Live:
@@ -277,9 +335,13 @@ def catch_up(row: Session) -> Live:
         return live
     try:
         if live is None:
-            live = fresh(row)
-            if row.length:  # a session with no command yet has no row to read
-                replay(live, _rows(store.live_rows(row.id)))
+            live = _from_stored(row)
+            if live is not None:
+                replay(live, _rows(store.live_rows(row.id, start=live.length)))
+            else:
+                live = fresh(row)
+                if row.length:  # a session with no command yet has no row to read
+                    replay(live, _rows(store.live_rows(row.id)))
         else:
             # The row at our last position tells whether our prefix is still the log (it was only appended to).
             start = max(0, live.length - 1)
@@ -319,6 +381,7 @@ def _replica(head: Live, row: Session) -> Live:
     if shadow is None or shadow.version != head.version:
         shadow = fresh(row, backend_name="sim")
         shadow.session_id = f"{head.session_id}/sim"
+        shadow.replica = True  # the simulator's replay of a real cluster's log: none of its checkpoints is stored
         replay(shadow, zip(head.commands, head.row_ids))
         shadow.version = head.version
         CACHE.keep_moment(shadow)

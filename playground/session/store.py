@@ -18,7 +18,8 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from playground.models import Attendee, Command, CommandAnswer, Seat, Session, Workshop
-from playground.session import capability, limits
+from playground.models import Checkpoint as StoredCheckpoint
+from playground.session import capability, external, limits
 from playground.session.live import CommandError
 
 
@@ -131,11 +132,25 @@ def add_viewer_lang(session_id: str, lang: str, stored: str | None = None) -> No
         now = _stored_langs(session_id)
 
 
-def live_rows(session_id: str, start: int = 0, stop: int | None = None) -> list[Command]:
+def live_rows(session_id: str, start: int = 0, stop: int | None = None, *, payloads: bool = True) -> list[Command]:
+    """The live rows from `start` (to `stop`), in order; without `payloads`, their payloads are not read (a log in
+    memory never holds them: only a replay of the row needs its payload)."""
     rows = Command.objects.filter(session_id=session_id, dropped=False, seq__gte=start)
     if stop is not None:
         rows = rows.filter(seq__lt=stop)
+    if not payloads:
+        rows = rows.defer("payload")
     return list(rows.order_by("seq"))
+
+
+def payloads(row_ids: Iterable[int]) -> dict[int, bytes]:
+    """Row id -> its payload, for the rows that have one (external clients' entries about to be replayed)."""
+    wanted = list(row_ids)
+    out: dict[int, bytes] = {}
+    for start in range(0, len(wanted), 500):  # a bounded IN list
+        rows = Command.objects.filter(pk__in=wanted[start : start + 500], payload__isnull=False)
+        out.update((pk, bytes(data)) for pk, data in rows.values_list("id", "payload"))
+    return out
 
 
 def first_commands(session_id: str, first: int) -> tuple[list[dict[str, Any]], int]:
@@ -156,8 +171,17 @@ def ids_at(session_id: str, seqs: Iterable[int]) -> dict[int, int]:
     return dict(rows)
 
 
-def _split(entry: Mapping[str, Any]) -> tuple[dict[str, Any], str]:
-    return {k: v for k, v in entry.items() if k != "outcome"}, str(entry.get("outcome") or "ok")
+def _split(entry: Mapping[str, Any]) -> tuple[dict[str, Any], str, bytes | None]:
+    """(the entry as its row's JSON holds it, its outcome, its payload)."""
+    payload = external.payload_of(entry) if external.EXT in entry else None
+    body = {k: v for k, v in external.without_payload(dict(entry)).items() if k != "outcome"}
+    return body, str(entry.get("outcome") or "ok"), payload
+
+
+def _create(session_id: str, seq: int, entry: Mapping[str, Any]) -> int:
+    body, outcome, payload = _split(entry)
+    row = Command.objects.create(session_id=session_id, seq=seq, entry=body, outcome=outcome, payload=payload)
+    return int(row.id)
 
 
 def _bump(row: Session, **fields: Any) -> bool:
@@ -195,10 +219,7 @@ def append(row: Session, entries: Sequence[Mapping[str, Any]], running: bool | N
     with transaction.atomic():
         if not _bump(row, **fields):
             return None
-        ids = []
-        for i, entry in enumerate(entries):
-            body, outcome = _split(entry)
-            ids.append(Command.objects.create(session_id=row.pk, seq=row.length + i, entry=body, outcome=outcome).id)
+        ids = [_create(row.pk, row.length + i, entry) for i, entry in enumerate(entries)]
     return ids
 
 
@@ -226,6 +247,7 @@ def truncate(row: Session, keep: int, running: bool | None = None) -> bool:
             return False
         Command.objects.filter(session_id=row.pk, dropped=False, seq__gte=keep).update(dropped=True)
         _forget_dropped(row.pk)
+        StoredCheckpoint.objects.filter(session_id=row.pk, length__gt=keep).delete()
     return True
 
 
@@ -239,10 +261,8 @@ def replace(row: Session, entries: Sequence[Mapping[str, Any]], running: bool | 
             return None
         Command.objects.filter(session_id=row.pk, dropped=False).update(dropped=True)
         _forget_dropped(row.pk)
-        ids = []
-        for i, entry in enumerate(entries):
-            body, outcome = _split(entry)
-            ids.append(Command.objects.create(session_id=row.pk, seq=i, entry=body, outcome=outcome).id)
+        StoredCheckpoint.objects.filter(session_id=row.pk).delete()
+        ids = [_create(row.pk, i, entry) for i, entry in enumerate(entries)]
     return ids
 
 
@@ -256,8 +276,8 @@ def copy_prefix(source_id: str, target_id: str, length: int) -> None:
     table = Command._meta.db_table
     with connection.cursor() as cursor:
         cursor.execute(
-            f"INSERT INTO {table} (session_id, seq, entry, outcome, created_at, dropped) "
-            f"SELECT %s, seq, entry, outcome, created_at, %s FROM {table} "
+            f"INSERT INTO {table} (session_id, seq, entry, outcome, created_at, dropped, payload) "
+            f"SELECT %s, seq, entry, outcome, created_at, %s, payload FROM {table} "
             "WHERE session_id = %s AND dropped = %s AND seq < %s",
             [target_id, False, source_id, False, length],
         )

@@ -254,18 +254,20 @@ def session_log(request: HttpRequest, sid: str) -> HttpResponse:
             "seed": live.seed,
             "version": live.version,
             "origin": live.origin,
-            "commands": [_readable(c) for c in live.commands],
+            "commands": _readable(live.commands, live.row_ids),
             # the applications that connected to the session's listener, as actors (their requests are commands)
             "external": external.actors(live.backend),
         }
     )
 
 
-def _readable(entry: dict[str, Any]) -> dict[str, Any]:
-    """An external clients' entry with its requests spelled out beside the packed form it is stored in."""
-    if external.EXT in entry:
-        return {**entry, "requests": external.requests_of(entry)}
-    return entry
+def _readable(entries: list[dict[str, Any]], row_ids: list[int]) -> list[dict[str, Any]]:
+    """The log's entries, an external clients' one with its requests spelled out (read from its row's payload)."""
+    packed = session.payloads([r for e, r in zip(entries, row_ids) if external.EXT in e])
+    return [
+        {**e, "requests": external.requests_of(e, packed[r])} if external.EXT in e and r in packed else e
+        for e, r in zip(entries, row_ids)
+    ]
 
 
 @require_GET

@@ -26,7 +26,8 @@ class CountingBackend(FakeBackend):
 
 
 @pytest.fixture
-def counting():
+def counting(settings):
+    settings.PLAYGROUND_STORED_CHECKPOINT_MS = 1e12  # only this process's checkpoints: the counts are theirs
     session.BACKEND_FACTORIES["counting"] = CountingBackend
     CountingBackend.applied = 0
     yield CountingBackend
