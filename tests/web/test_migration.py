@@ -92,3 +92,26 @@ def test_it_gives_sessions_stored_before_profiles_kafka_3_9_with_librdkafka():
     _migrate(_latest())
     row = Session.objects.get(pk="before-profiles")
     assert (row.kafka, row.client) == ("3.9", "librdkafka") and row.profile == Profile("3.9", "librdkafka")
+
+
+def test_it_moves_external_clients_requests_out_of_the_logs_json_into_the_rows_payload_and_back():
+    import base64
+
+    packed = b"\x78\x9c packed inputs"
+    apps = _migrate([("playground", "0011_compared")])
+    OldSession = apps.get_model("playground", "Session")
+    OldCommand = apps.get_model("playground", "Command")
+    old = OldSession.objects.create(id="with-clients", backend="sim", length=2)
+    body = {"t": 5, "end": 9, "n": 1, "in": base64.b64encode(packed).decode(), "sum": [["app", "Metadata", 1]]}
+    OldCommand.objects.create(session=old, seq=0, entry={"ext": body}, outcome="ok")
+    OldCommand.objects.create(session=old, seq=1, entry={"step": "rc.poll"}, outcome="ok")
+    _migrate(_latest())
+    first, second = Command.objects.filter(session_id="with-clients").order_by("seq")
+    assert (
+        bytes(first.payload) == packed and "in" not in first.entry["ext"] and first.entry["ext"]["size"] == len(packed)
+    )
+    assert second.payload is None and second.entry == {"step": "rc.poll"}
+    apps = _migrate([("playground", "0011_compared")])
+    back = apps.get_model("playground", "Command").objects.get(session_id="with-clients", seq=0)
+    assert base64.b64decode(back.entry["ext"]["in"]) == packed
+    _migrate(_latest())
