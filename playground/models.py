@@ -95,6 +95,9 @@ class Session(models.Model):
     running = models.BooleanField(default=False)
     # The runner's heartbeat: when a running session's is stale, its process died and another one takes over.
     runner_at = models.DateTimeField(null=True, blank=True)
+    # A listener's heartbeat (session/listener.py): while it is fresh, the process named in the log's listen entry
+    # serves the session's clients and nobody else appends; stale, that process is gone.
+    listener_at = models.DateTimeField(null=True, blank=True)
     # The run's speed: milliseconds between its steps, as the viewer chose it (0: PLAYGROUND_RUN_STEP_MS). Not part
     # of the log: how fast a run went changes nothing in what the session is.
     run_step_ms = models.PositiveIntegerField(default=0)

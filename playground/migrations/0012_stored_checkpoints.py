@@ -1,6 +1,7 @@
 """Sessions stored for opening anywhere at once (issue 30): external clients' requests move out of the log's JSON into
 the row's `payload` (bytes, read only when the row is replayed: a session's log no longer holds them in memory), and
-the simulator's checkpoints are stored with the log (session/checkpoints.py)."""
+the simulator's checkpoints are stored with the log (session/checkpoints.py); a listener beats (Session.listener_at),
+so that another process knows soon when the one serving a session's clients is gone."""
 
 import base64
 
@@ -36,6 +37,11 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
+        migrations.AddField(
+            model_name='session',
+            name='listener_at',
+            field=models.DateTimeField(blank=True, null=True),
+        ),
         migrations.AddField(
             model_name='command',
             name='payload',

@@ -148,15 +148,24 @@ def commit(
     return live, change
 
 
+# A listener beats every few seconds (listener.py): once its beat is this old, its process is gone.
+LISTENER_STALE_S = 30.0
+
+
 def listening_elsewhere(live: Live) -> bool:
     """Whether another server process listens for this session's external clients (their requests go into its log
-    in the order that process handles them, so nobody else may append meanwhile). A listener closes itself after
-    `listener_idle_s` without a client: one quiet for longer is gone (its process stopped)."""
+    in the order that process handles them, so nobody else may append meanwhile). A listener beats while it lives:
+    a stale beat (LISTENER_STALE_S) means its process is gone (killed, say), and the session is anyone's again. A log
+    from before the beat: a listener closes itself after `listener_idle_s` without a client, so one quiet longer is
+    gone."""
     if not live.listen or live.listen.get("owner") in ("", external.OWNER) or live.moment is not None:
         return False
     if live.listen.get("session") not in (None, live.session_id):
         return False  # a fork's copy of another session's listener
-    quiet_ms = time.time() * 1000 - live.external_wall_ms
+    now = time.time()
+    if live.listener_at is not None:
+        return now - live.listener_at < LISTENER_STALE_S
+    quiet_ms = now * 1000 - live.external_wall_ms
     return quiet_ms < (limits.limit("listener_idle_s") + 60) * 1000
 
 

@@ -43,8 +43,10 @@ from typing import Any
 
 from django.conf import settings
 from django.db import DatabaseError, close_old_connections
+from django.utils import timezone
 from django.utils.translation import gettext as _
 
+from playground.models import Session
 from playground.session import checkpoints, external, limits, signals
 from playground.session.cache import CACHE
 from playground.session.commands import Change, commit
@@ -495,12 +497,19 @@ class SessionListener:
         if self.closed:
             return
         close_idle(self.conns, self.bounds.connections_max_idle_ms, self.label)
+        _the_loop().in_worker(lambda: beat(self.sid))
         quiet_s = time.monotonic() - self.last_activity
         if not self.conns and quiet_s >= limits.limit("listener_idle_s"):
             log.info("session %s: no client for %.0f s; closing its listener", self.sid, quiet_s)
             _the_loop().in_worker(lambda: _stop_quietly(self.sid, "idle"))
             return
         self.idle = asyncio.get_running_loop().call_later(IDLE_CHECK_S, self._idle_check)
+
+
+def beat(sid: str, alive: bool = True) -> None:
+    """The listener's heartbeat (every IDLE_CHECK_S): while it is fresh, other processes leave the session to this
+    one (commands.listening_elsewhere); a process killed stops beating, and the session is anyone's again soon."""
+    Session.objects.filter(pk=sid).update(listener_at=timezone.now() if alive else None)
 
 
 def _events(core: ServerCore) -> int:
@@ -608,6 +617,7 @@ def start(sid: str, client: str = "") -> dict[str, Any]:
         return Change(append=[run_entry(live, entry)], message="listen")
 
     try:
+        beat(sid)
         commit(sid, mutate)
     except BaseException:
         _forget(listener)
@@ -639,6 +649,7 @@ def stop(sid: str, why: str = "stopped") -> dict[str, Any]:
             return Change(append=[run_entry(live, entry)], message="unlisten")
 
         commit(sid, mutate)
+    beat(sid, alive=False)
     return {"state": "off", "bootstrap_servers": ""}
 
 

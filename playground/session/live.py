@@ -175,6 +175,7 @@ class Live:
     commands: list[dict[str, Any]] = field(default_factory=list)
     row_ids: list[int] = field(default_factory=list)
     running: bool = False
+    listener_at: float | None = None  # the listener's heartbeat as the row says it (time.time()), if any
     last_error: str | None = None
     # A real-cluster session that is not live in this process: "" (live), "not_here" (created by another process,
     # or before a restart, or closed for idleness), "moved" (re-run or reset in another process), "ended".

@@ -331,7 +331,7 @@ def catch_up(row: Session) -> Live:
         return _catch_up_live_only(row)
     live = CACHE.get(row.id)
     if live is not None and live.version == row.version:
-        live.running = row.running
+        live.running, live.listener_at = row.running, _beat(row)
         return live
     try:
         if live is None:
@@ -356,9 +356,13 @@ def catch_up(row: Session) -> Live:
             _close(live)  # a half-replayed backend is dropped (closing twice is harmless)
         raise
     live.version = row.version
-    live.running = row.running
+    live.running, live.listener_at = row.running, _beat(row)
     CACHE.put(live)
     return live
+
+
+def _beat(row: Session) -> float | None:
+    return row.listener_at.timestamp() if row.listener_at is not None else None
 
 
 def load(session_id: str) -> Live:

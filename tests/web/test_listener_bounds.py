@@ -152,3 +152,24 @@ def test_a_client_taking_more_than_its_share_of_a_core_is_muted(client, sim_sess
     bootstrap = listen(client, sim_session.id)
     admin = AdminClient({"bootstrap.servers": bootstrap, **QUIET})
     wait_for(lambda: (admin.list_topics(timeout=10), throttles)[1], "the request quota throttling the client")
+
+
+def test_a_listener_whose_process_died_leaves_the_session_to_others_once_its_heartbeat_is_stale(client, sim_session):
+    import datetime
+
+    from django.utils import timezone
+
+    from playground.models import Session
+    from playground.session.commands import Change, commit
+    from playground.session.live import run_entry
+
+    sid = sim_session.id
+    elsewhere = {external.LISTEN: {"brokers": {"1": ["127.0.0.1", 1]}, "owner": "another-process", "wall_ms": 0}}
+    commit(sid, lambda live: Change(append=[run_entry(live, elsewhere)]))
+    Session.objects.filter(pk=sid).update(listener_at=timezone.now())
+    session.CACHE.clear()
+    refused = client.post(f"/s/{sid}/add-producer/", {"mode": "new"})
+    assert refused.status_code == 409 and "another server process" in refused.content.decode()
+    # that process was killed: its heartbeat stops, and after LISTENER_STALE_S the session is this process's to drive
+    Session.objects.filter(pk=sid).update(listener_at=timezone.now() - datetime.timedelta(seconds=31))
+    assert client.post(f"/s/{sid}/add-producer/", {"mode": "new"}).status_code in (200, 204)
