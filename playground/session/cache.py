@@ -3,8 +3,9 @@
 Checkpoints: after every CHECKPOINT_EVERY commands of a simulated session (and after every SQL_CHECKPOINT_MS of its
 database's statements), the backend's whole state is kept as compressed bytes (cloudpickle: the simulator's
 scheduled callbacks are closures, which plain pickle refuses), so that reaching step k ("back", scrubbing, `?at=k`,
-a fork) replays at most the commands since the nearest checkpoint instead of the whole log. They are bounded in memory (PLAYGROUND_CHECKPOINT_MB for the process): the
-least recently used sessions lose theirs first, and rebuild them the next time they replay from the start.
+a fork) replays at most the commands since the nearest checkpoint instead of the whole log. They are bounded in memory (PLAYGROUND_CHECKPOINT_MB for the process): a
+session holds at most a quarter of it (its oldest go first), the least recently used sessions lose theirs first, and
+rebuild them the next time they replay (from the checkpoints stored with the log, session/checkpoints.py).
 
 Moments: the last few read-only states built for scrubbing, so that dragging forward from step k to k+1 applies
 one command instead of restoring a checkpoint again.
@@ -33,6 +34,7 @@ log = logging.getLogger(__name__)
 # 0.2 ms each at 10,000 commands): 50 keeps a scrub's replay under ~10 ms for a freeze every 50 commands.
 CHECKPOINT_EVERY = 50
 SQL_CHECKPOINT_MS = 50.0
+SESSION_SHARE = 0.25  # of PLAYGROUND_CHECKPOINT_MB one session's checkpoints may hold
 
 
 class _Pickler(cloudpickle.Pickler):  # type: ignore[misc]  # cloudpickle ships no types: its Pickler is Any here
@@ -200,6 +202,15 @@ class Cache:
         budget = checkpoint_budget_bytes()
         with self._guard:
             lives = list(self._items.values())
+            own = self._items.get(keep)
+        if own is not None:
+            # one session holds at most SESSION_SHARE of the budget, its oldest going first: a session that grows
+            # fast (an application flooding it) must not take the checkpoints every other session scrubs with
+            share = sum(cp.size for cp in own.checkpoints.values())
+            for length in sorted(own.checkpoints)[:-1]:
+                if share <= budget * SESSION_SHARE:
+                    break
+                share -= own.checkpoints.pop(length).size
         total = sum(cp.size for lv in lives for cp in lv.checkpoints.values())
         for lv in lives:  # least recently used first
             if total <= budget:

@@ -34,7 +34,7 @@ led by broker 1, orders-1 by broker 2, ... (who leads after a broker stops: clus
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from playground.engine import events as ev
@@ -185,7 +185,7 @@ class PartitionLeaders(Brokers):
         producer_id: int,
         epoch: int,
         transactional: bool,
-        values: tuple[Any, ...],
+        values: Sequence[Any],
         sequence: int = -1,
         then: Callable[[], None] | None = None,
         client_id: str | None = None,
@@ -256,8 +256,8 @@ class PartitionLeaders(Brokers):
         epoch: int,
         base_sequence: int,
         transactional: bool,
-        values: tuple[Any, ...],
-        keys: tuple[Any, ...] | None,
+        values: Sequence[Any],
+        keys: Sequence[Any] | None,
         acks: int,
         reply: Callable[..., None],
         client_id: str | None = None,
@@ -298,7 +298,7 @@ class PartitionLeaders(Brokers):
         epoch: int,
         base_sequence: int,
         transactional: bool,
-        values: tuple[Any, ...],
+        values: Sequence[Any],
         acks: int,
         reply: Callable[..., None],
         client_id: str | None,
@@ -334,8 +334,8 @@ class PartitionLeaders(Brokers):
         producer_id: int,
         epoch: int,
         base_sequence: int,
-        values: tuple[Any, ...],
-        keys: tuple[Any, ...] | None,
+        values: Sequence[Any],
+        keys: Sequence[Any] | None,
         acks: int,
         reply: Callable[..., None],
         client_id: str | None,

@@ -23,7 +23,7 @@ from __future__ import annotations
 import heapq
 from bisect import bisect_left, bisect_right
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NamedTuple
 
 NO_PRODUCER_ID = -1
@@ -81,8 +81,8 @@ class Batch:
         epoch: int,
         base_sequence: int,
         transactional: bool,
-        keys: tuple[Any, ...] | None,
-        values: tuple[Any, ...],
+        keys: Sequence[Any] | None,
+        values: Sequence[Any],
         timestamp_ms: int,
         control: str | None = None,
         coordinator_epoch: int = -1,
@@ -224,8 +224,8 @@ class PartitionLog:
         epoch: int,
         base_sequence: int,
         transactional: bool,
-        values: tuple[Any, ...],
-        keys: tuple[Any, ...] | None = None,
+        values: Sequence[Any],
+        keys: Sequence[Any] | None = None,
         timestamp_ms: int = 0,
         verify: Verifier | None = None,
         from_client: bool = True,

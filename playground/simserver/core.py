@@ -28,11 +28,12 @@ timestamps, headers), with the offsets and the leader epoch the leader gave it. 
 from __future__ import annotations
 
 import base64
+import functools
 import struct
 import uuid
 from bisect import bisect_left, bisect_right
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from playground.engine import events as ev
@@ -58,12 +59,64 @@ class Output(NamedTuple):
     data: bytes | None  # a response frame, size prefix included; None: close the connection
 
 
-class WireValues(tuple):  # type: ignore[type-arg]
-    """The values of a batch an external producer sent (as the simulator shows them: text where the bytes are UTF-8;
-    all None when the server keeps only the batch's bytes, see ServerCore's `record_values`), carrying the batch
-    itself as it came on the wire (`payload`)."""
+class WireValues(Sequence[Any]):
+    """The values of a batch an external producer sent, as the simulator shows them (text where the bytes are UTF-8;
+    all None when the server keeps only the batch's bytes, see ServerCore's `record_values`), read from the batch
+    itself (`payload`, as it came on the wire) when they are asked for: the log holds each batch once, its bytes, so
+    that what a flood of records costs the server is what it retains, not twice that."""
 
-    payload: bytes
+    __slots__ = ("length", "payload", "shown")
+
+    def __init__(self, payload: bytes, length: int, shown: bool = True) -> None:
+        self.payload = payload
+        self.length = length  # records in the batch
+        self.shown = shown
+
+    def __len__(self) -> int:
+        return self.length
+
+    def __getitem__(self, i: Any) -> Any:
+        if not self.shown:
+            if isinstance(i, slice):
+                return (None,) * len(range(*i.indices(self.length)))
+            if not -self.length <= i < self.length:
+                raise IndexError(i)
+            return None
+        return _read_wire(self.payload)[1][i]
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (tuple, list, WireValues)):
+            return tuple(self) == tuple(other)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self.payload)
+
+    def __repr__(self) -> str:
+        return f"WireValues({tuple(self)!r})"
+
+
+class WireKeys(Sequence[Any]):
+    """The keys of such a batch, read from it as its values are."""
+
+    __slots__ = ("values",)
+
+    def __init__(self, values: WireValues) -> None:
+        self.values = values
+
+    def __len__(self) -> int:
+        return self.values.length
+
+    def __getitem__(self, i: Any) -> Any:
+        return _read_wire(self.values.payload)[0][i]
+
+
+@functools.lru_cache(maxsize=64)
+def _read_wire(payload: bytes) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+    """(keys, values) of a batch as the simulator shows them: the batches read lately are kept decoded (a page draws
+    a window of a partition: its batches are read together, again at every update)."""
+    recs = records.read_batches(payload)[0].records()
+    return tuple(text_of(r.key) for r in recs), tuple(text_of(r.value) for r in recs)
 
 
 class Connection:

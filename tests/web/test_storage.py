@@ -149,3 +149,15 @@ def test_it_bounds_checkpoint_memory_dropping_the_least_recently_used_sessions_f
     _polls(second.id, CHECKPOINT_EVERY)
     assert session.CACHE.get(first.id).checkpoints == {}
     assert list(session.CACHE.get(second.id).checkpoints) == [CHECKPOINT_EVERY]
+
+
+def test_one_session_holds_at_most_a_quarter_of_the_checkpoint_memory_its_oldest_going_first(counting, db, settings):
+    other = session.create(None, backend="counting")
+    _polls(other.id, CHECKPOINT_EVERY)
+    size = session.load(other.id).checkpoints[CHECKPOINT_EVERY].size
+    settings.PLAYGROUND_CHECKPOINT_MB = 10 * size / (1024 * 1024)  # room for ten, a quarter of it two and a half
+    busy = session.create(None, backend="counting")
+    _polls(busy.id, 6 * CHECKPOINT_EVERY)
+    kept = sorted(session.CACHE.get(busy.id).checkpoints)
+    assert kept[-1] == 6 * CHECKPOINT_EVERY and len(kept) <= 3  # its newest, not its oldest
+    assert list(session.CACHE.get(other.id).checkpoints) == [CHECKPOINT_EVERY]  # the other session keeps its own

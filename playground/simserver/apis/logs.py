@@ -17,7 +17,7 @@ from playground.protocol.messages import ms
 from playground.sim.leaders import TXN_TOPIC
 from playground.sim.log import READ_COMMITTED, READ_UNCOMMITTED
 from playground.simserver.apis.base import _check_leader_epoch, _endpoint, _leader_info, _topic_name, _tp, api
-from playground.simserver.core import Call, WireValues, text_of
+from playground.simserver.core import Call, WireKeys, WireValues
 
 Handler = Callable[[Call], None]
 
@@ -120,14 +120,8 @@ def produce(call: Call) -> None:
             results[(key, index)] = _produce_error(e.error)
             pending[0] -= 1
             continue
-        keys: tuple[Any, ...] | None = None
-        if core.record_values:
-            values = WireValues(text_of(r.value) for r in recs)
-            if any(r.key is not None for r in recs):
-                keys = tuple(text_of(r.key) for r in recs)
-        else:
-            values = WireValues((None,) * len(recs))
-        values.payload = batch.raw
+        values = WireValues(batch.raw, len(recs), shown=core.record_values)
+        keys = WireKeys(values) if core.record_values and any(r.key is not None for r in recs) else None
 
         def reply(
             error: str | None = None, *, _slot: tuple[Any, int] = (key, index), _tp: str = tp, **result: Any
