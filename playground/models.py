@@ -296,7 +296,7 @@ class CommandAnswer(models.Model):
 
 
 class Compared(models.Model):
-    """A comparison of two profiles (playground/session/compare.py), computed once and kept here so that every
+    """A comparison of two profiles (playground/session/compare/kept.py), computed once and kept here so that every
     server process shows it again without running it: `key` names what was run (a scenario text's content address,
     or a session's log at a version), the pair of profiles and the bounds it ran under; `body` is the comparison,
     zlib-compressed JSON. The least recently shown go past the `compares_kept` bound."""

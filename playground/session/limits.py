@@ -74,7 +74,7 @@ BOUNDS: tuple[Bound, ...] = (
         "milliseconds of app.sql statements and reconciliation queries",
         MINUTE_S,
     ),
-    # ---- comparing two profiles (playground/session/compare.py): each side spends a session's SQL budgets too
+    # ---- comparing two profiles (playground/session/compare/): each side spends a session's SQL budgets too
     Bound(
         "compare_steps",
         500,

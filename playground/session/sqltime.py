@@ -7,7 +7,7 @@ runs at another moment: whenever the session is shown (the update after a comman
 charged to the session's creator's db_ms_per_minute, and while that is spent the query is not run and the panel
 says why. It is not counted in db_session_ms, which bounds what every replay of the log pays again: a replay runs
 no reconciliation. (A comparison runs it after every step of both sides and counts it there too:
-session/compare.py.)
+session/compare/running.py.)
 """
 
 from __future__ import annotations

@@ -26,9 +26,9 @@ FENCED_COMMIT = 7  # the zombie's A.commit_transaction: step 7 of scenarios/02-z
 
 @pytest.fixture(autouse=True)
 def _fresh_cache():
-    compare._cache.clear()
+    compare.kept._cache.clear()
     yield
-    compare._cache.clear()
+    compare.kept._cache.clear()
 
 
 def _row(html: str, key: str) -> str:
@@ -242,7 +242,7 @@ def runs(monkeypatch):
     ran = []
     real = compare.run
     monkeypatch.setattr(
-        compare, "run", lambda what, a, b, client="": ran.append((a.key, b.key)) or real(what, a, b, client)
+        compare.kept, "run", lambda what, a, b, client="": ran.append((a.key, b.key)) or real(what, a, b, client)
     )
     return ran
 
@@ -368,7 +368,7 @@ def test_it_counts_a_live_sessions_reconciliation_query_against_its_creators_min
 def test_it_serves_a_kept_comparison_to_another_process_without_running_it(client, runs):
     assert client.get(f"{ZOMBIE}&at=3").status_code == 200
     assert Compared.objects.count() == 1
-    compare._cache.clear()  # what another process has: the database, nothing of this one's memory
+    compare.kept._cache.clear()  # what another process has: the database, nothing of this one's memory
     loader.parsed.cache_clear()
     html = client.get(f"{ZOMBIE}&at={FENCED_COMMIT}").content.decode()
     assert "EndTxn INVALID_PRODUCER_EPOCH (47)" in _side(html, "a") and "EndTxn PRODUCER_FENCED (90)" in _side(
@@ -379,7 +379,7 @@ def test_it_serves_a_kept_comparison_to_another_process_without_running_it(clien
 
 def test_it_runs_a_comparison_once_for_every_language(client, runs):
     english = client.get(f"{ZOMBIE}&at=11", HTTP_ACCEPT_LANGUAGE="en").content.decode()
-    compare._cache.clear()
+    compare.kept._cache.clear()
     chinese = client.get(f"{ZOMBIE}&at=11", HTTP_ACCEPT_LANGUAGE="zh-hans").content.decode()
     assert runs == [("3.9-librdkafka", "4-java")]
     assert "this step" in english and "本步" in chinese and "本步" not in english
@@ -434,8 +434,8 @@ def test_it_shows_a_long_history_as_its_length_its_newest_items_and_a_digest_rea
 
 def test_it_keeps_a_long_value_as_its_beginning_and_a_digest():
     long_a, long_b = "x" * 600 + "a", "x" * 600 + "b"
-    assert compare._bounded("short") == "short"
-    shown_a, shown_b = compare._bounded(long_a), compare._bounded(long_b)
+    assert compare.reading._bounded("short") == "short"
+    shown_a, shown_b = compare.reading._bounded(long_a), compare.reading._bounded(long_b)
     assert shown_a.startswith("x" * 500 + "… (+101) #") and len(shown_a) < 530
     assert shown_a != shown_b  # a difference past what is shown still shows
 
@@ -445,7 +445,7 @@ def test_it_keeps_the_most_recently_shown_comparisons_up_to_its_bound(client, se
     for a, b in (("3.9-librdkafka", "4-java"), ("3.9-java", "4-java"), ("4-librdkafka", "4-java")):
         assert client.get(f"/compare/?scenario=zombie-fencing&a={a}&b={b}").status_code == 200
     assert Compared.objects.count() == 2
-    compare._cache.clear()
+    compare.kept._cache.clear()
     kept = {compare.decode(bytes(body)).a.key for body in Compared.objects.values_list("body", flat=True)}
     assert kept == {"3.9-java", "4-librdkafka"}  # the least recently shown went
 
