@@ -39,6 +39,13 @@ urlpatterns = [
     path(SID, views.session_page, name="session"),
     path(SID + "log.json", views.session_log, name="session-log"),
     path(SID + "cell/", views.session_cell, name="session-cell"),
+    # what a session's page has no room for, page by page (playground/web/lists.py)
+    path(SID + "p/", views.session_partitions, name="session-partitions"),
+    path(SID + "p/<str:tp>/", views.session_partition, name="session-partition"),
+    path(SID + "p/<str:tp>/<int:offset>/<str:part>/", views.session_record, name="session-record"),
+    path(SID + "clients/", views.session_clients, name="session-clients"),
+    path(SID + "transactions/", views.session_transactions, name="session-transactions"),
+    path(SID + "timeline/", views.session_timeline, name="session-timeline"),
     path(SID + "scenario.yaml", views.session_scenario, name="session-scenario"),
     path(SID + "compare/", views.session_compare, name="session-compare"),
     path(SID + "claim/", views.claim, name="claim"),

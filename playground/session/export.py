@@ -1,15 +1,29 @@
-"""A session written out as a scenario file (the editor's "Save this session as a scenario")."""
+"""A session written out: as a scenario file (the editor's "Save this session as a scenario"), and its command log
+page by page (log.json).
+
+log.json is what the session is, in full (also handy to file a bug), a page at a time (issue 30: a log of 20,000
+commands, or rows of a client's requests of a megabyte each, made one answer of any size): `?from=` and `?limit=`
+choose the commands, `log_page_bytes` bounds the page (at least one command is on it), and `next` and `previous` link
+the neighbours. What the clients sent is on it as stored (`in`, the packed frames a replay reads) and spelled out
+(`requests`); an entry whose packed frames alone would pass the page's bound has them on a link of their own
+(`in_href`), and the names the clients chose (a client.id may be 32,767 characters) are cut in what is spelled out,
+never in `in`.
+"""
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import json
 import re
 from dataclasses import replace
 from typing import Any
 
 from playground.engine.spec import CONSUMER, PRODUCER, ActorSpec, ClusterSpec, TopicSpec
+from playground.scenario.model import MAX_SOURCE_BYTES
 from playground.scenario.run import build_observation
 from playground.scenario.writer import title_from, write
-from playground.session import external
+from playground.session import external, limits, store
 from playground.session.backends import live_only
 from playground.session.live import Live
 from playground.session.replay import load, restore
@@ -67,6 +81,27 @@ def as_scenario(session_id: str) -> str:
 # Scenario files hold at most these (docs/scenario-format-extensions.md): a longer session is cut, and says so.
 ACTORS_MAX, STEPS_MAX = 12, 2000
 CLOCK_GAP_MS = 1000  # a pause of the clients at least this long becomes a clock.advance
+# The clients' steps written, in JSON bytes: a scenario file is at most MAX_SOURCE_BYTES (the rest of the file, its
+# actors, cluster and the session's own steps, is bounded by the same limits as the session's)
+STEPS_BYTES = MAX_SOURCE_BYTES // 2
+
+
+def _bounded(text: str) -> str:
+    """A client's id (a client.id, a transactional.id, a group) as long as a session's own may be: a longer one is its
+    start and a digest of the whole (two long ids stay two)."""
+    n = limits.limit("name_chars")
+    if len(text) <= n:
+        return text
+    digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=3).hexdigest()
+    return text[: n - len(digest) - 1] + "-" + digest
+
+
+def _fit(text: str, limit_bytes: int) -> str:
+    """A key or value a client sent, cut to what a scenario's may be (UTF-8 bytes), "…" where it was cut."""
+    raw = text.encode("utf-8", "surrogatepass")
+    if len(raw) <= limit_bytes:
+        return text
+    return raw[: max(0, limit_bytes - 3)].decode("utf-8", "ignore") + "…"
 
 
 def _actor_name(name: str, taken: set[str]) -> str:
@@ -97,15 +132,15 @@ def transcribe(live: Live) -> tuple[list[ActorSpec], list[dict[str, Any]], Clust
         name = names[a.name] = _actor_name(a.name, taken)
         config: dict[str, Any] = {}
         if a.client_id:
-            config["client.id"] = a.client_id
+            config["client.id"] = _bounded(a.client_id)
         if a.kind == PRODUCER:
             if a.transactional_id:
-                config["transactional.id"] = a.transactional_id
+                config["transactional.id"] = _bounded(a.transactional_id)
             actors.append(ActorSpec(name, PRODUCER, config))
         else:
             config["isolation.level"] = a.isolation or "read_uncommitted"
             if a.group_id:
-                config["group.id"] = a.group_id
+                config["group.id"] = _bounded(a.group_id)
                 by_group.setdefault(a.group_id, name)
             topics = tuple(sorted(a.topics & set(core.cluster.user_topics()))) or tuple(
                 t.name for t in live.cluster.topics
@@ -116,8 +151,9 @@ def transcribe(live: Live) -> tuple[list[ActorSpec], list[dict[str, Any]], Clust
         ops.setdefault(int(op["n"]), []).append(op)
     commands: list[dict[str, Any]] = []
     last_ms: int | None = None
+    written = 0  # bytes of the clients' steps
     for i, entry in enumerate(live.commands):
-        if len(commands) >= STEPS_MAX - 2:
+        if len(commands) >= STEPS_MAX - 2 or written > STEPS_BYTES:
             commands.append({"step": {"note": {"en": "The session went on; the rest is in its log."}}, "outcome": "ok"})
             break
         if "step" in entry:
@@ -133,6 +169,7 @@ def transcribe(live: Live) -> tuple[list[ActorSpec], list[dict[str, Any]], Clust
             if op["outcome"] != "ok":
                 commands.append({"step": {"note": {"en": f"{step[0]}: the broker answered {op['outcome']}"}}})
             commands.append({"step": {step[0]: step[1]} if step[1] else step[0], "outcome": None})
+            written += _size(commands[-1])
     declared = {t.name for t in live.cluster.topics}
     extra = tuple(
         TopicSpec(t, core.cluster.partition_count(t)) for t in core.cluster.user_topics() if t not in declared
@@ -155,9 +192,10 @@ def _step_of(op: dict[str, Any], names: dict[str, str], by_group: dict[str, str]
     if action == "produce":
         if args.get("value") is None or isinstance(args.get("value"), bytes):
             return None
-        out = {"topic": args["topic"], "partition": args["partition"], "value": args["value"], "await": False}
+        value = _fit(args["value"], limits.limit("value_bytes"))
+        out = {"topic": args["topic"], "partition": args["partition"], "value": value, "await": False}
         if isinstance(args.get("key"), str):
-            out["key"] = args["key"]
+            out["key"] = _fit(args["key"], limits.limit("key_bytes"))
         return f"{actor}.produce", out
     if action == "send_offsets_to_transaction":
         consumer = by_group.get(str(args.get("group")))
@@ -172,3 +210,95 @@ def _step_of(op: dict[str, Any], names: dict[str, str], by_group: dict[str, str]
     ):
         return f"{actor}.{action}", {}
     return None
+
+
+# ------------------------------------------------------------------------------------------------ log.json
+LOG_PAGE = 500  # commands of a page when ?limit= does not say
+REQUESTS_SHOWN = 200  # an entry's requests spelled out (the rest are counted: `in` has them all)
+ACTORS_SHOWN = 100  # external clients on a page (`external_next` has the rest)
+NAME_CHARS = 200  # of a client's name in what log.json spells out
+
+
+def _name(value: Any) -> Any:
+    if isinstance(value, str) and len(value) > NAME_CHARS:
+        return value[: NAME_CHARS - 1] + "…"
+    return value
+
+
+def _size(item: Any) -> int:
+    return len(json.dumps(item, ensure_ascii=False, default=str).encode("utf-8"))
+
+
+def readable(entry: dict[str, Any], payload: bytes | None, in_href: str, budget: int) -> dict[str, Any]:
+    """An entry as log.json gives it: an external clients' entry with its requests spelled out (REQUESTS_SHOWN of
+    them, names cut) and its packed frames (`in`, its row's payload in base64, as logs once kept it), on a link of
+    their own when they alone would pass half of `budget`."""
+    if external.EXT not in entry or payload is None:
+        return entry
+    body = dict(entry[external.EXT])
+    body["sum"] = [[_name(who), api, n] for who, api, n in body.get("sum", [])][:REQUESTS_SHOWN]
+    requests = external.requests_of(entry, payload)
+    shown = [{**r, "client_id": _name(r.get("client_id"))} if "client_id" in r else r for r in requests]
+    out: dict[str, Any] = {**entry, external.EXT: body, "requests": shown[:REQUESTS_SHOWN]}
+    if len(requests) > REQUESTS_SHOWN:
+        out["requests_more"] = len(requests) - REQUESTS_SHOWN
+    text = base64.b64encode(payload).decode("ascii")
+    if len(text) > budget // 2:
+        out[external.EXT] = {**body, "in": None, "in_bytes": len(text), "in_href": in_href}
+    else:
+        out[external.EXT] = {**body, "in": text}
+    return out
+
+
+def log_page(live: Live, start: int, limit: int, budget: int, href: Any, external_from: int = 0) -> dict[str, Any]:
+    """The commands [start, start + n) of the log, n <= `limit`, as many as three quarters of `budget` bytes hold
+    (one at least), and the external clients from `external_from` in the last quarter (one at least);
+    `href(**query)` makes the links to the neighbouring pages."""
+    commands = live.commands
+    start = min(max(0, start), len(commands))
+    page: list[dict[str, Any]] = []
+    size, for_actors = 0, budget // 4
+    stop = min(len(commands), start + limit)
+    packed = store.payloads(live.row_ids[i] for i in range(start, stop) if external.EXT in commands[i])
+    for i in range(start, stop):
+        entry = readable(commands[i], packed.get(live.row_ids[i]), href(entry=i, part="in"), budget)
+        n = _size(entry)
+        if page and size + n > budget - for_actors:
+            break
+        page.append(entry)
+        size += n
+    end = start + len(page)
+    actors = external.actors(live.backend)
+    first_actor = min(max(0, external_from), len(actors))
+    shown: list[dict[str, Any]] = []
+    size = 0
+    for a in actors[first_actor : first_actor + ACTORS_SHOWN]:
+        item = {k: _name(v) for k, v in a.items()}
+        if shown and size + _size(item) > for_actors:
+            break
+        shown.append(item)
+        size += _size(item)
+    after = first_actor + len(shown)
+    return {
+        "length": len(commands),
+        "from": start,
+        "to": end,
+        "commands": page,
+        "next": href(**{"from": end, "limit": limit}) if end < len(commands) else None,
+        "previous": href(**{"from": max(0, start - limit), "limit": limit}) if start > 0 else None,
+        # the applications that connected to the session's listener, as actors (their requests are commands)
+        "external": shown,
+        "external_total": len(actors),
+        "external_next": href(**{"from": start, "limit": limit, "external_from": after})
+        if after < len(actors)
+        else None,
+    }
+
+
+def packed_inputs(live: Live, index: int) -> str | None:
+    """The packed frames (`in`: its row's payload, in base64) of the log's entry `index`, when it is an external
+    clients' entry."""
+    if not 0 <= index < len(live.commands) or external.EXT not in live.commands[index]:
+        return None
+    payload = store.payloads([live.row_ids[index]]).get(live.row_ids[index])
+    return base64.b64encode(payload).decode("ascii") if payload is not None else None

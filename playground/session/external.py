@@ -351,15 +351,16 @@ def cut(live: Live) -> dict[str, Any] | None:
     return entry
 
 
-def label(entry: Mapping[str, Any]) -> tuple[str, str]:
-    """(label, a few words) of an external entry, for the narrative and the scrubber."""
+def label(entry: Mapping[str, Any], name: Callable[[str], str] = str) -> tuple[str, str]:
+    """(label, a few words) of an external entry, for the narrative and the scrubber; `name` shows a client's name
+    (a page cuts them: a client.id may be 32,767 characters)."""
     if LISTEN in entry:
         return "listen", ", ".join(f"{h}:{p}" for h, p in entry[LISTEN]["brokers"].values())
     if UNLISTEN in entry:
         return "unlisten", str(entry[UNLISTEN].get("why", ""))
     parts = []
     for who, api, n in entry[EXT].get("sum", []):
-        parts.append(f"{who} {api}" + (f"×{n}" if n > 1 else ""))
+        parts.append(f"{name(str(who))} {api}" + (f"×{n}" if n > 1 else ""))
     return ", ".join(parts[:6]) + (" …" if len(parts) > 6 else ""), ""
 
 

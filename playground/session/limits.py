@@ -89,8 +89,21 @@ BOUNDS: tuple[Bound, ...] = (
     ),
     Bound("compares_kept", 1_000, "server", "comparisons kept for every process to show again (least recent go)"),
     # ---- what a page or a live update carries
-    Bound("cell_chars", 200, "database cell", "characters shown on the page (\u201cshow all\u201d has the rest)"),
+    Bound(
+        "cell_chars",
+        200,
+        "database cell, record's key or value",
+        "characters shown on a page (\u201cshow all\u201d has the rest)",
+    ),
     Bound("db_page_chars", 60_000, "page", "characters of database cells on a page or in an update"),
+    Bound(
+        "page_actors",
+        24,
+        "page",
+        "applications' producers, consumers and clients, and transactional ids, drawn on a session's page (the "
+        "list pages have the rest)",
+    ),
+    Bound("log_page_bytes", 512 * 1024, "log.json page", "bytes of a page of the command log (`next` has the rest)"),
     Bound(
         "frame_bytes",
         512 * 1024,

@@ -9,13 +9,18 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlencode
 
+from django.urls import reverse
+
 from playground.engine.backend import OK
+from playground.scenario.anomalies import LISTED_MAX
 from playground.session import limits
 from playground.session.history import MOMENT_CHECKED_MAX
+from playground.web import cut
 
 RECONCILE_TABLE = ""  # the reconciliation's rows, for a cell's "show all" (no table of a scenario has this name)
 ANOMALIES_SHOWN = 30  # findings the panel lists (the rest are counted)
 ANOMALIES_MOMENT_MAX = MOMENT_CHECKED_MAX  # an earlier step past this is not checked anew (it reads the whole history)
+FINDING_CHARS = 120  # of a value or a name in a finding's sentence
 
 
 def _read_committed_sends(sent: int, topics: Counter[str] | None, read_committed: set[str]) -> int:
@@ -52,7 +57,7 @@ def sent_by_topic(live: Any) -> dict[str, Counter[str]]:
 def truth(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
     """What each producer's application believes it sent, what landed, what read_committed got. The gap counts
     only sends to topics a read_committed consumer reads: a send nobody reads that way has not gone missing."""
-    rows = []
+    rows: list[dict[str, Any]] = []
     top = 1
     read_committed = {
         str(t)
@@ -61,7 +66,8 @@ def truth(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
         for t in c.get("topics") or ()
     }
     by_actor = sent_by_topic(live)
-    for name, p in view.get("producers", {}).items():
+    every = view.get("producers", {})
+    for name, p in every.items():
         c = p.get("counters") or {}
         sent, landed, got = (
             int(c.get("app_sent_ok", 0)),
@@ -71,18 +77,26 @@ def truth(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
         top = max(top, sent, landed, got)
         rows.append(
             {
-                "name": name,
+                "name": cut.name(name),
                 "external": p.get("external") is not None,
-                "txid": p.get("transactional_id"),
+                "txid": cut.name(p["transactional_id"]) if p.get("transactional_id") else None,
                 "sent": sent,
                 "landed": landed,
                 "got": got,
                 "gap": max(0, _read_committed_sends(sent, by_actor.get(name), read_committed) - got),
             }
         )
-    for r in rows:
+    # A page draws the session's own producers and then, up to `page_actors`, the applications' in the order they
+    # came (the clients' page lists every one); the gap counts them all.
+    own = [r for r in rows if not r["external"]]
+    shown = (own + [r for r in rows if r["external"]])[: max(len(own), limits.limit("page_actors"))]
+    for r in shown:
         r["w_sent"], r["w_landed"], r["w_got"] = (round(100 * r[k] / top) for k in ("sent", "landed", "got"))
-    return {"rows": rows, "gap": sum(r["gap"] for r in rows)}
+    more = len(rows) - len(shown)
+    href = reverse("session-clients", args=(live.session_id,)) if more else ""
+    if href and live.moment is not None:
+        href += f"?at={live.moment}"
+    return {"rows": shown, "more": more, "more_href": href, "gap": sum(r["gap"] for r in rows)}
 
 
 class _Budget:
@@ -186,7 +200,8 @@ def anomalies(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
                 "anomaly": f.anomaly,
                 "notice": f.notice,
                 "kind": f.kind,
-                "params": f.params,
+                # values, actors and records as the checker names them: a client's may be any length
+                "params": cut.strings(f.params, FINDING_CHARS, LISTED_MAX),
                 "steps": f.steps,
             }
             for f in ordered[:ANOMALIES_SHOWN]

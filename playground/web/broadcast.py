@@ -139,7 +139,11 @@ def snapshot(live: Any, lang: str, head: Any = None) -> str:
 
 
 # Panels whose items (a producer's card, a partition's strip) are swapped one by one when only they changed.
-ITEMS = {"producers": ("cards", "pc", "name"), "logs": ("strips", "strip", "tp"), "consumers": ("tables", "cmp", "tp")}
+ITEMS = {
+    "producers": ("cards", "pc", "name"),
+    "logs": ("strips", "strip", "key"),
+    "consumers": ("tables", "cmp", "key"),
+}
 
 
 def _render_item(panel: str, item: Mapping[str, Any], ctx: Mapping[str, Any], lang: str, u: Mapping[str, str]) -> str:

@@ -22,6 +22,7 @@ from playground.session import NAME_RE, limits
 from playground.session.runner import RUN_STEP_MS_MAX, RUN_STEP_MS_MIN
 
 NAME_MAX = 40
+LOG_PAGE_MAX = 1000  # commands of a page of log.json (its bytes are bounded too: limits' log_page_bytes)
 TRUE = ("1", "true", "on", "yes")
 FALSE = ("0", "false", "off", "no")
 
@@ -222,6 +223,29 @@ class CellForm(Form):
     table = forms.CharField(required=False, max_length=64)
     row = forms.IntegerField(min_value=0, max_value=100_000)
     col = forms.IntegerField(min_value=0, max_value=1000)
+
+
+OFFSET_MAX = 2**63 - 1  # Kafka's offsets are int64
+
+
+class WindowForm(Form):
+    """Where a list page starts: ?from= (an offset, or a row of a list), ?to= (the last offset of a partition's
+    page), ?before= (the RPC the timeline stops before); and log.json's ?limit= (commands on a page)."""
+
+    start = forms.IntegerField(required=False, min_value=0, max_value=OFFSET_MAX)
+    to = forms.IntegerField(required=False, min_value=-1, max_value=OFFSET_MAX)
+    before = forms.IntegerField(required=False, min_value=0, max_value=OFFSET_MAX)
+    limit = forms.IntegerField(required=False, min_value=1, max_value=LOG_PAGE_MAX)
+
+    def __init__(self, data: Any) -> None:
+        # "from" is a Python keyword: the field is `start`, the query parameter `from`
+        fields = {k: data.get(k) for k in ("to", "before", "limit") if data.get(k) not in (None, "")}
+        if data.get("from") not in (None, ""):
+            fields["start"] = data.get("from")
+        super().__init__(fields)
+
+    def message(self) -> str:
+        return _errors(self).replace("start: ", "from: ")
 
 
 class ClaimForm(Form):

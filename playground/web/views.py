@@ -24,10 +24,10 @@ from playground.engine.spec import DEFAULT_PROFILE, Profile
 from playground.models import ScenarioText, Session
 from playground.scenario import ScenarioError, check_text, library, parsed, pick
 from playground.scenario.i18n import normalize
-from playground.session import capability, compare, external, limits, listener, store
+from playground.session import capability, compare, export, limits, listener, logwindow, store
 from playground.session.backends import java_worker_waiting, not_configured
 from playground.session.export import as_scenario
-from playground.web import apppanels, broadcast, commands, forms, pagecache, panels
+from playground.web import apppanels, broadcast, commands, forms, lists, pagecache, panels
 from playground.web.http import Refusal, answers_problems, client, problem, refuses_with, valid
 from playground.web.roomviews import room_context
 
@@ -240,11 +240,37 @@ def session_page(request: HttpRequest, sid: str) -> HttpResponse:
 
 @require_GET
 def session_log(request: HttpRequest, sid: str) -> HttpResponse:
-    """The command log as JSON: what the session is, in full (also handy to file a bug)."""
+    """The command log as JSON, a page at a time (?from=&limit=; `next` and `previous` link the neighbours): what the
+    session is, in full (also handy to file a bug). ?entry=i&part=in: the packed frames of an entry too large for a
+    page, as text."""
     try:
         live = session.load(sid)
     except session.CommandError:
         raise Http404(_("No such session.")) from None
+    try:
+        window = valid(forms.WindowForm(request.GET)).cleaned_data
+        entry = _index(request.GET.get("entry"))
+        external_from = _index(request.GET.get("external_from")) or 0
+    except session.CommandError as exc:
+        return problem(str(exc), exc.status)
+    if entry is not None:
+        packed = export.packed_inputs(live, entry)
+        if packed is None or request.GET.get("part") != "in":
+            raise Http404(_("No such entry."))
+        return HttpResponse(packed, content_type="text/plain; charset=utf-8")
+    base = reverse("session-log", kwargs={"sid": sid})
+
+    def href(**query: Any) -> str:
+        return f"{base}?{urlencode(query)}"
+
+    page = export.log_page(
+        live,
+        window.get("start") or 0,
+        window.get("limit") or export.LOG_PAGE,
+        limits.limit("log_page_bytes"),
+        href,
+        external_from,
+    )
     return JsonResponse(
         {
             "id": sid,
@@ -254,20 +280,18 @@ def session_log(request: HttpRequest, sid: str) -> HttpResponse:
             "seed": live.seed,
             "version": live.version,
             "origin": live.origin,
-            "commands": _readable(live.commands, live.row_ids),
-            # the applications that connected to the session's listener, as actors (their requests are commands)
-            "external": external.actors(live.backend),
-        }
+            **page,
+        },
+        json_dumps_params={"ensure_ascii": False},
     )
 
 
-def _readable(entries: list[dict[str, Any]], row_ids: list[int]) -> list[dict[str, Any]]:
-    """The log's entries, an external clients' one with its requests spelled out (read from its row's payload)."""
-    packed = session.payloads([r for e, r in zip(entries, row_ids) if external.EXT in e])
-    return [
-        {**e, "requests": external.requests_of(e, packed[r])} if external.EXT in e and r in packed else e
-        for e, r in zip(entries, row_ids)
-    ]
+def _index(raw: str | None) -> int | None:
+    if raw is None or raw == "":
+        return None
+    if not (raw.isascii() and raw.isdigit()) or len(raw) > 9:
+        raise session.CommandError(_("%(v)s is not an index: a whole number from 0.") % {"v": raw[:20]})
+    return int(raw)
 
 
 @require_GET
@@ -285,6 +309,98 @@ def session_cell(request: HttpRequest, sid: str) -> HttpResponse:
         raise Http404(_("No such cell.")) from None
     text = value.hex() if isinstance(value, (bytes, bytearray)) else "NULL" if value is None else str(value)
     return HttpResponse(text, content_type="text/plain; charset=utf-8")
+
+
+# ---------------------------------------------------------------------------------------------- the list pages
+def _listed(request: HttpRequest, sid: str) -> tuple[Any, Any, dict[str, Any]]:
+    """The session at the step asked (?at=k) for a list page, its view, and where the page starts."""
+    window = valid(forms.WindowForm(request.GET)).cleaned_data
+    at = _at(request)
+    try:
+        live = session.moment(sid, at) if at is not None else session.load(sid)
+    except session.CommandError as exc:
+        if exc.status == 404 and not session.exists(sid):
+            raise Http404(_("No such session.")) from None
+        raise
+    return live, broadcast.view_of(live), window
+
+
+def _list_page(request: HttpRequest, live: Any, template: str, what: str, p: dict[str, Any]) -> HttpResponse:
+    return render(
+        request,
+        f"playground/lists/{template}.html",
+        {
+            "p": p,
+            "sid": live.session_id,
+            "at": live.moment,
+            "what": what,
+            "back": reverse("session", kwargs={"sid": live.session_id})
+            + (f"?at={live.moment}" if live.moment is not None else ""),
+            "lang": normalize(get_language()),
+        },
+    )
+
+
+@require_GET
+@answers_problems
+def session_partition(request: HttpRequest, sid: str, tp: str) -> HttpResponse:
+    """A page of one partition's log: ?from=OFFSET, or ?to=OFFSET (the page's last), else the newest offsets."""
+    live, view, window = _listed(request, sid)
+    try:
+        p = lists.partition(live, view, tp, window.get("start"), window.get("to"))
+    except logwindow.NoSuchPartition:
+        raise Http404(_("No such partition.")) from None
+    return _list_page(request, live, "partition", p["key"], p)
+
+
+@require_GET
+@answers_problems
+def session_record(request: HttpRequest, sid: str, tp: str, offset: int, part: str) -> HttpResponse:
+    """A record's key or value in full (a page cuts them): text as UTF-8 text, bytes as they are (a download)."""
+    if part not in ("key", "value"):
+        raise Http404(_("No such part of a record."))
+    live, _view, _window = _listed(request, sid)
+    try:
+        entry = logwindow.record(live, tp, offset)
+    except logwindow.NoSuchPartition:
+        entry = None
+    if entry is None or entry.get(part) is None:
+        raise Http404(_("No such record."))
+    value = entry[part]
+    if isinstance(value, (bytes, bytearray)):
+        response = HttpResponse(bytes(value), content_type="application/octet-stream")
+        response["Content-Disposition"] = f'attachment; filename="{part}-{offset}.bin"'
+        return response
+    return HttpResponse(str(value), content_type="text/plain; charset=utf-8")
+
+
+@require_GET
+@answers_problems
+def session_partitions(request: HttpRequest, sid: str) -> HttpResponse:
+    live, view, window = _listed(request, sid)
+    return _list_page(request, live, "partitions", "partitions", lists.partitions(live, view, window.get("start")))
+
+
+@require_GET
+@answers_problems
+def session_clients(request: HttpRequest, sid: str) -> HttpResponse:
+    live, view, window = _listed(request, sid)
+    return _list_page(request, live, "clients", "clients", lists.clients(live, view, window.get("start")))
+
+
+@require_GET
+@answers_problems
+def session_transactions(request: HttpRequest, sid: str) -> HttpResponse:
+    live, view, window = _listed(request, sid)
+    p = lists.transactions(live, view, window.get("start"))
+    return _list_page(request, live, "transactions", "transactions", p)
+
+
+@require_GET
+@answers_problems
+def session_timeline(request: HttpRequest, sid: str) -> HttpResponse:
+    live, view, window = _listed(request, sid)
+    return _list_page(request, live, "timeline", "timeline", lists.timeline(live, view, window.get("before")))
 
 
 @require_GET

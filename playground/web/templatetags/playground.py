@@ -72,7 +72,14 @@ def _a(value: Any) -> str:
     return _e("" if value is None else str(value), quote=True)
 
 
-TITLE_VALUE_CHARS, TITLE_KEY_CHARS = 64, 32  # of a record's value and key in a cell's hover
+TITLE_VALUE_CHARS, TITLE_KEY_CHARS, CELL_TEXT_CHARS = 64, 32, 9  # of a record's value and key in a cell, its hover
+
+
+def shown(value: Any, n: int) -> str:
+    """A value as a page shows it (web/cut.py): at most `n` characters, bytes and invisible characters escaped."""
+    from playground.web import cut
+
+    return cut.text(value, n)
 
 
 OOB = ' hx-swap-oob="true"'
@@ -85,11 +92,45 @@ def strips(p: Mapping[str, Any]) -> str:
 
 def strip(s: Mapping[str, Any], oob: bool = False) -> str:
     leader = f"{_a(_('leader'))} b{s['leader']}" if s["leader"] else _a(_("no leader"))
+    key = s.get("key", s["tp"])
+    deleted = ""
+    if s.get("log_start"):
+        deleted = f'<small class="deleted">{_a(_("offsets before %(n)s deleted by retention") % {"n": s["log_start"]})}</small>'
+    label = f'<b title="{_a(key)}">{_a(key)}</b>'
+    if s.get("href"):
+        label = f'<a class="tp-link" href="{_a(s["href"])}" title="{_a(_("every offset of %(tp)s, page by page") % {"tp": key})}">{label}</a>'
     return (
-        f'<div id="{_a(item_id("strip", s["tp"]))}"{OOB if oob else ""} class="strip" data-tp="{_a(s["tp"])}" data-hw="{s["hw"]}" data-lso="{s["lso"]}" data-leo="{s["leo"]}">'
-        f'<div class="strip-label"><b title="{_a(s["tp"])}">{_a(s["tp"])}</b><small>{leader}</small><small class="marks">HW {s["hw"]} · <span class="lso">LSO {s["lso"]}</span> · LEO {s["leo"]}</small></div>'
+        f'<div id="{_a(item_id("strip", key))}"{OOB if oob else ""} class="strip" data-tp="{_a(key)}" data-hw="{s["hw"]}" data-lso="{s["lso"]}" data-leo="{s["leo"]}">'
+        f'<div class="strip-label">{label}<small>{leader}</small><small class="marks">HW {s["hw"]} · <span class="lso">LSO {s["lso"]}</span> · LEO {s["leo"]}</small>{deleted}</div>'
         f'<ol class="cells">{strip_cells(s)}</ol></div>'
     )
+
+
+def _earlier(s: Mapping[str, Any]) -> str:
+    """The cell before a strip's first one: how many offsets come before it, which of the marks and positions are
+    among them, and (on a session's page) a link to them."""
+    n = s["hidden"]
+    first = s.get("log_start", 0)
+    words = _("earlier: offsets %(a)s–%(b)s not shown") % {"a": first, "b": s.get("earlier_to", first + n - 1)}
+    inside = []
+    if s.get("lso_before"):
+        inside.append('<i class="cur cur-LSO">LSO</i>')
+    before = s.get("consumers_before") or {}
+    for name in before.get("names", []):
+        inside.append(f'<span class="cpos">▲{_a(name)}</span>')
+    if before.get("more"):
+        inside.append(f'<span class="cpos">+{before["more"]}</span>')
+    body = f"…{n}" + "".join(inside)
+    if s.get("earlier_href"):
+        return f'<li class="more"><a href="{_a(s["earlier_href"])}" title="{_a(words)}">{body}</a></li>'
+    return f'<li class="more" title="{_a(words)}">{body}</li>'
+
+
+def _at_offset(names: Any) -> list[str]:
+    """Who fetches from an offset: a list of names (the inspector's), or {"names": [...], "more": n} (a session's)."""
+    if isinstance(names, Mapping):
+        return list(names.get("names", [])) + ([f"+{names['more']}"] if names.get("more") else [])
+    return list(names or [])
 
 
 @register.simple_tag
@@ -97,9 +138,7 @@ def strip_cells(s: Mapping[str, Any]) -> str:
     """One partition's slots: a cell per offset, cursors (HW, LSO, LEO) and consumer positions."""
     out = []
     if s["hidden"]:
-        out.append(
-            f'<li class="more" title="{_a(_("%(n)d earlier entries not drawn") % {"n": s["hidden"]})}">…{s["hidden"]}</li>'
-        )
+        out.append(_earlier(s))
     fates = {
         "committed": _("transaction committed"),
         "aborted": _("transaction aborted"),
@@ -141,13 +180,14 @@ def strip_cells(s: Mapping[str, Any]) -> str:
                 title += f" ({c['owner']})"
             # A value (or key) of up to a KiB in each of a thousand cells' hover would make the page megabytes.
             if c.get("key") is not None:
-                title += f" · key {short(c['key'], TITLE_KEY_CHARS)}"
-            title += f" · value {short(c.get('value'), TITLE_VALUE_CHARS)} · {fates.get(c['fate'], c['fate'])}"
+                title += f" · key {shown(c['key'], TITLE_KEY_CHARS)}"
+            binary = _("binary") + " " if c.get("binary") else ""
+            title += f" · {binary}value {shown(c.get('value'), TITLE_VALUE_CHARS)} · {fates.get(c['fate'], c['fate'])}"
             shade = f" sh{c['shade']}" if c.get("colour") is not None else ""
             parts.append(
-                f'<span class="cell f-{c["fate"]}{colour}{shade}" data-fate="{c["fate"]}" title="{_a(title)}">{_a(c["text"])}</span><span class="off">{c["offset"]}</span>'
+                f'<span class="cell f-{c["fate"]}{colour}{shade}" data-fate="{c["fate"]}" title="{_a(title)}">{_a(shown(c["text"], CELL_TEXT_CHARS))}</span><span class="off">{c["offset"]}</span>'
             )
-        for n in c["consumers"]:
+        for n in _at_offset(c["consumers"]):
             parts.append(f'<span class="cpos" title="{_a(n)} {_a(fetches)}">▲{_a(n)}</span>')
         parts.append("</li>")
         out.append("".join(parts))
@@ -230,41 +270,58 @@ def cmp_tables(p: Mapping[str, Any]) -> str:
 def cmp_table(t: Mapping[str, Any], p: Mapping[str, Any], oob: bool = False) -> str:
     """One partition: its records, and for each consumer whether it got them or why not (side by side)."""
     hidden = ""
-    if t["hidden_rows"]:
-        from django.utils.translation import ngettext
-
-        hidden = " · " + _a(
-            ngettext("%(n)s earlier record not shown", "%(n)s earlier records not shown", t["hidden_rows"])
-            % {"n": t["hidden_rows"]}
-        )
+    if t.get("earlier"):
+        words = _a(_("earlier: offsets %(a)s–%(b)s not shown") % {"a": t["earlier"][0], "b": t["earlier"][1]})
+        hidden = f' · <a href="{_a(t["earlier_href"])}">{words}</a>' if t.get("earlier_href") else f" · {words}"
+    key = t.get("key", t["tp"])
     heads = "".join(
         f'<th class="{"ru" if c["isolation"] == "read_uncommitted" else "rc"}">{_a(c["name"])}<small>{"uncommitted" if c["isolation"] == "read_uncommitted" else "committed"}</small></th>'
         for c in p["columns"]
     )
     return (
-        f'<table id="{_a(item_id("cmp", t["tp"]))}"{OOB if oob else ""} class="cmp-table" data-tp="{_a(t["tp"])}">'
-        f"<caption>{_a(t['tp'])} <small>LSO {t['lso']}{hidden}</small></caption>"
+        f'<table id="{_a(item_id("cmp", key))}"{OOB if oob else ""} class="cmp-table" data-tp="{_a(key)}">'
+        f"<caption>{_a(key)} <small>LSO {t['lso']}{hidden}</small></caption>"
         f"<thead><tr><th>{_a(_('offset'))}</th><th>{_a(_('record'))}</th>{heads}</tr></thead>"
         f"<tbody>{cmp_rows(t, t['lso'])}</tbody></table>"
     )
 
 
-@register.simple_tag
-def cmp_rows(t: Mapping[str, Any], lso: int) -> str:
-    words = {
+def _status_words(lso: int) -> dict[str, str]:
+    return {
         "got": '✓ <span class="sr">' + _a(_("received")) + "</span>",
         "aborted": '<span class="why">✗ ' + _a(_("hidden: aborted")) + "</span>",
         "lso": '<span class="why">◔ ' + _a(_("held: behind LSO %(n)s") % {"n": lso}) + "</span>",
         "pending": '<span class="muted">' + _a(_("not polled yet")) + "</span>",
         "skipped": '<span class="muted">' + _a(_("skipped")) + "</span>",
+        "past": '<span class="muted" title="'
+        + _a(_("its position is past this record; which records it received this far back is no longer kept"))
+        + '">'
+        + _a(_("read past"))
+        + "</span>",
         "na": '<span class="muted">—</span>',
     }
+
+
+@register.simple_tag
+def status_cells(r: Mapping[str, Any], lso: int) -> str:
+    """A record's row's cells: whether each consumer got it, or why not."""
+    words = _status_words(lso)
+    return mark_safe("".join(f'<td class="s-{c["status"]}">{words.get(c["status"], "")}</td>' for c in r["cells"]))
+
+
+@register.simple_tag
+def cmp_rows(t: Mapping[str, Any], lso: int) -> str:
+    words = _status_words(lso)
     out = []
     for r in t["rows"]:
-        key = f"{_a(short(r['key'], 10))}=" if r.get("key") else ""
+        key = f"{_a(shown(r['key'], 10))}=" if r.get("key") else ""
+        binary = f' title="{_a(_("binary value"))}"' if r.get("binary") else ""
+        value = _a(shown(r["value"], 16))
+        if r.get("href"):
+            value = f'<a href="{_a(r["href"])}">{value}</a>'
         cells = "".join(f'<td class="s-{c["status"]}">{words.get(c["status"], "")}</td>' for c in r["cells"])
         out.append(
-            f'<tr class="f-{r["fate"]}"><td class="num">{r["offset"]}</td><td class="rec"><span class="v">{key}{_a(short(r["value"], 16))}</span> <small>{_a(r["by"])}</small></td>{cells}</tr>'
+            f'<tr class="f-{r["fate"]}"><td class="num">{r["offset"]}</td><td class="rec"><span class="v"{binary}>{key}{value}</span> <small>{_a(r["by"])}</small></td>{cells}</tr>'
         )
     return mark_safe("".join(out))
 
@@ -475,6 +532,8 @@ def consumer_cards(cards: list[Any], u: Mapping[str, Any]) -> str:
         group = f' <span class="grp">group <code>{_a(c["group"])}</code></span>' if c["group"] else ""
         tone = "tone-ok" if c["state"] == "RUNNING" else "tone-bad"
         pos = "".join(f"<span>{_a(tp)}@<b>{o}</b></span>" for tp, o in c["positions"])
+        if c.get("positions_more"):
+            pos += f'<span class="muted">+{c["positions_more"]}</span>'
         from django.utils.translation import ngettext
 
         got = ngettext("%(n)s record received", "%(n)s records received", c["received"]) % {"n": c["received"]}
