@@ -208,7 +208,8 @@ def browser(db):
     c.cookies[rooms.cookie_names(room.pk)[0]] = secret
     entry = library.find("zombie-fencing")
     text = session.keep_text(entry.scenario.source, entry.scenario.id, client="", shared=True)
-    return c, {"sid": row.id, "text_id": text.id, "code": room.code}
+    ids = {"sid": row.id, "text_id": text.id, "code": room.code}
+    return c, {**ids, "tp": "orders-0", "offset": "0", "part": "value"}  # a partition of the session, a record
 
 
 def _url(route: str, ids: dict[str, str], nul_in: str = "") -> str:
