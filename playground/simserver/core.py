@@ -19,21 +19,20 @@ channel; storage.py keeps the logs' segments and deletes what retention says.
 External clients appear in the simulator's protocol timeline (ev.Rpc) under their client.id; their request
 correlations are negative, so they never pair with the simulator's own RPCs.
 
-What a batch looked like on the wire is kept with it: an external producer's batch goes into the simulator's log with
-values that carry the batch's bytes (`WireValues`), so a Fetch returns it exactly as it was produced (compression,
-timestamps, headers), with the offsets and the leader epoch the leader gave it. Batches the simulator wrote itself
-(its own clients' records, transaction markers) are encoded from the log.
+What a batch looked like on the wire is kept with it (batches.py): an external producer's batch goes into the
+simulator's log as its bytes, so a Fetch returns it exactly as it was produced (compression, timestamps, headers),
+with the offsets and the leader epoch the leader gave it. Batches the simulator wrote itself (its own clients'
+records, transaction markers) are encoded from the log.
 """
 
 from __future__ import annotations
 
 import base64
-import functools
 import struct
 import uuid
 from bisect import bisect_left, bisect_right
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NamedTuple
 
 from playground.engine import events as ev
@@ -46,6 +45,7 @@ from playground.sim.leaders import INTERNAL_TOPICS
 from playground.sim.log import Batch, PartitionLog
 from playground.sim.placement import java_string_hash
 from playground.sim.txnstate import EMPTY, STATE_IDS
+from playground.simserver.batches import encode_sim_batch
 from playground.simserver.bounds import Bounds, topic_config_int
 from playground.simserver.clients import Clients
 from playground.simserver.quotas import QuotaSensor
@@ -57,66 +57,6 @@ _MASK64 = (1 << 64) - 1
 class Output(NamedTuple):
     conn: int
     data: bytes | None  # a response frame, size prefix included; None: close the connection
-
-
-class WireValues(Sequence[Any]):
-    """The values of a batch an external producer sent, as the simulator shows them (text where the bytes are UTF-8;
-    all None when the server keeps only the batch's bytes, see ServerCore's `record_values`), read from the batch
-    itself (`payload`, as it came on the wire) when they are asked for: the log holds each batch once, its bytes, so
-    that what a flood of records costs the server is what it retains, not twice that."""
-
-    __slots__ = ("length", "payload", "shown")
-
-    def __init__(self, payload: bytes, length: int, shown: bool = True) -> None:
-        self.payload = payload
-        self.length = length  # records in the batch
-        self.shown = shown
-
-    def __len__(self) -> int:
-        return self.length
-
-    def __getitem__(self, i: Any) -> Any:
-        if not self.shown:
-            if isinstance(i, slice):
-                return (None,) * len(range(*i.indices(self.length)))
-            if not -self.length <= i < self.length:
-                raise IndexError(i)
-            return None
-        return _read_wire(self.payload)[1][i]
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, (tuple, list, WireValues)):
-            return tuple(self) == tuple(other)
-        return NotImplemented
-
-    def __hash__(self) -> int:
-        return hash(self.payload)
-
-    def __repr__(self) -> str:
-        return f"WireValues({tuple(self)!r})"
-
-
-class WireKeys(Sequence[Any]):
-    """The keys of such a batch, read from it as its values are."""
-
-    __slots__ = ("values",)
-
-    def __init__(self, values: WireValues) -> None:
-        self.values = values
-
-    def __len__(self) -> int:
-        return self.values.length
-
-    def __getitem__(self, i: Any) -> Any:
-        return _read_wire(self.values.payload)[0][i]
-
-
-@functools.lru_cache(maxsize=64)
-def _read_wire(payload: bytes) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
-    """(keys, values) of a batch as the simulator shows them: the batches read lately are kept decoded (a page draws
-    a window of a partition: its batches are read together, again at every update)."""
-    recs = records.read_batches(payload)[0].records()
-    return tuple(text_of(r.key) for r in recs), tuple(text_of(r.value) for r in recs)
 
 
 class Connection:
@@ -244,7 +184,7 @@ class ServerCore:
         self.endpoints = dict(endpoints)
         self.config: dict[str, Any] = dict(config or {})
         self.bounds = Bounds.from_config(self.config)
-        self.storage = Storage(self._stored_size)
+        self.storage = Storage()
         self._quotas: dict[tuple[str, int], QuotaSensor] = {}
         self.record_values = record_values
         self.clients = Clients(reserved) if track_clients else None
@@ -626,27 +566,6 @@ class ServerCore:
             partition, log, self.topic_setting(topic, "segment.bytes"), self.topic_setting(topic, "retention.bytes")
         )
 
-    def _stored_size(self, partition: str, batch: Batch) -> int:
-        """A batch's bytes on the disk: as an external producer sent it, or (the simulator's own batches) about as
-        the server encodes them, without encoding them (RECORD_BATCH_OVERHEAD and each record's framing)."""
-        payload = getattr(batch.values, "payload", None)
-        if payload is not None:
-            return len(payload)
-        if batch.control is not None:
-            return CONTROL_BATCH_BYTES
-        size = records.HEADER_BYTES
-        for i, value in enumerate(batch.values):
-            key = batch.key_at(i)
-            size += RECORD_FRAMING_BYTES + len(_wire(key) or b"") + len(_wire(value) or b"")
-        return size
-
-
-# A control batch (RECORD_BATCH_OVERHEAD, one record of a 4-byte key and a 6-byte value) and the framing of one record
-# (length, attributes, timestamp and offset deltas, key and value lengths, header count) as the simulator estimates
-# the size of its own batches.
-CONTROL_BATCH_BYTES = 78
-RECORD_FRAMING_BYTES = 8
-
 
 class TxnStateLog:
     """One `__transaction_state` partition as a Fetch reads it: one batch per record (the coordinator appends each
@@ -683,49 +602,6 @@ class TxnStateLog:
 def _split_tp(tp: str) -> tuple[str, int]:
     topic, _, partition = tp.rpartition("-")
     return topic, int(partition)
-
-
-def encode_sim_batch(batch: Batch, leader_epoch: int) -> bytes:
-    """A batch the simulator appended itself (its client models' records, a transaction marker) in wire form."""
-    if batch.control is not None:
-        return records.control_batch(
-            base_offset=batch.base_offset,
-            producer_id=batch.producer_id,
-            producer_epoch=batch.epoch,
-            control=batch.control,
-            coordinator_epoch=batch.coordinator_epoch,
-            timestamp_ms=batch.timestamp_ms,
-            partition_leader_epoch=leader_epoch,
-        )
-    recs = [
-        records.Record(batch.base_offset + i, batch.timestamp_ms, _wire(batch.key_at(i)), _wire(value))
-        for i, value in enumerate(batch.values)
-    ]
-    return records.encode_batch(
-        recs,
-        base_offset=batch.base_offset,
-        producer_id=batch.producer_id,
-        producer_epoch=batch.epoch,
-        base_sequence=batch.base_sequence,
-        transactional=batch.transactional,
-        partition_leader_epoch=leader_epoch,
-    )
-
-
-def _wire(value: Any) -> bytes | None:
-    if value is None or isinstance(value, bytes):
-        return value
-    return str(value).encode("utf-8")
-
-
-def text_of(raw: bytes | None) -> str | bytes | None:
-    """How the simulator shows a key or value an external client sent: text where it is UTF-8, else the bytes."""
-    if raw is None:
-        return None
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError:
-        return raw
 
 
 def _splitmix(seed: int) -> int:

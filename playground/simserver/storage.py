@@ -6,9 +6,9 @@ batch would take it past `segment.bytes`) and core/src/main/scala/kafka/log/Unif
 (deleteRetentionSizeBreachedSegments: while the log is larger than `retention.bytes`, its oldest segments go, whole,
 as long as what remains is still at least that large; deletableSegments: never a segment that reaches past the high
 watermark, nor the active one while it is empty; deleting them all rolls a new active segment first; the log start
-offset moves to the first segment left). A segment's size is the bytes of its batches as they are on the wire: an
-external producer's batch as it sent it, the simulator's own batches (its client models' records, transaction
-markers) as the server encodes them.
+offset moves to the first segment left). A segment's size is the bytes of its batches as they are on the wire
+(batches.stored_size): an external producer's batch as it sent it, the simulator's own batches (its client models'
+records, transaction markers) about as the server encodes them.
 
 Timing: Kafka checks retention every `log.retention.check.interval.ms` (5 minutes); the simulator checks a partition
 as it appends to it. What goes is the same, only sooner, so that a flood of records never outgrows the bound while
@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from playground.sim.log import Batch, PartitionLog
+from playground.simserver.batches import stored_size
 
 
 @dataclass
@@ -37,9 +38,9 @@ class Segments:
 
 
 class Storage:
-    """Segments per partition and the cluster's retained bytes. `batch_size(partition, batch)`: a batch's bytes."""
+    """Segments per partition and the cluster's retained bytes. `batch_size(batch)`: a batch's bytes on the disk."""
 
-    def __init__(self, batch_size: Callable[[str, Batch], int]) -> None:
+    def __init__(self, batch_size: Callable[[Batch], int] = stored_size) -> None:
         self.batch_size = batch_size
         self.parts: dict[str, Segments] = {}
         self.retained_bytes = 0
@@ -54,7 +55,7 @@ class Storage:
         if log.log_end_offset <= seg.counted_to:
             return seg
         for batch in _batches_from(log, seg.counted_to):
-            size = self.batch_size(partition, batch)
+            size = self.batch_size(batch)
             if seg.sizes[-1] > 0 and seg.sizes[-1] + size > segment_bytes:
                 seg.bases.append(batch.base_offset)  # LogSegment.shouldRoll: the active segment is full
                 seg.sizes.append(0)

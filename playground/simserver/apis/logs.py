@@ -17,7 +17,8 @@ from playground.protocol.messages import ms
 from playground.sim.leaders import TXN_TOPIC
 from playground.sim.log import READ_COMMITTED, READ_UNCOMMITTED
 from playground.simserver.apis.base import _check_leader_epoch, _endpoint, _leader_info, _topic_name, _tp, api
-from playground.simserver.core import Call, WireKeys, WireValues
+from playground.simserver.batches import WireKeys, WireValues
+from playground.simserver.core import Call
 
 Handler = Callable[[Call], None]
 
