@@ -1,7 +1,8 @@
 """Abuse: the attacks of issue 18 all at once against a deployment's parts, while a room of well-behaved attendees
 works, and what it costs them.
 
-    .venv/bin/python tools/bench/abuse.py [--attendees 10] [--before 40] [--during 150] [--pace 1.0,2.0] [--json]
+    .venv/bin/python tools/bench/abuse.py [--attacks all|web|kafka] [--attendees 10] [--before 40] [--during 150]
+                                          [--pace 1.0,2.0] [--json]
 
 Starts a throw-away PostgreSQL (tests/pg.py), a redis-server, two Daphne processes in production mode (as `docker
 compose` serves a room; PLAYGROUND_TRUSTED_PROXIES=127.0.0.1) and nginx in front of them, all on loopback ports of
@@ -31,13 +32,28 @@ one of them comes from the attendees' own address too.
   retries   the same command sent 5 times with one Idempotency-Key, at once;
   sockets   400 websockets from one address (through nginx, to both processes), held open.
 
-Before the attendees come, it measures how many wrong join codes a second the servers answer (8 guessers, every
-guess from another address): what bounds guessing a code, since a right one is never refused.
+The Kafka clients' attacks of issue 30 (`--attacks kafka`, or `all`, the default; the Daphnes then run with
+PLAYGROUND_LISTEN=1): the attacker, from its address, makes four free-play sessions listen, two in each process (as
+many as `listeners_per_client` lets one client hold), and points at them, from a process of its own
+(tools/bench/abuse_kafka.py, whose docstring has the details): a produce flood of 100 KB random values, a 2 MB record
+and a 5 MB request now and then; CreateTopics of 100,000 partitions and CreatePartitions to 100,000, then topics up to
+the policy's bound; 20 raw sockets sending Metadata requests and never reading; a raw Fetch loop at fetch.wait.max.ms
+0 re-reading a partition from its start; a reconnect storm (connect, ApiVersions, close); and a session of many
+requests (a Fetch and a Metadata pipeline for the whole attack) in the first Daphne. Afterwards the attacker fetches
+each of its sessions' pages at the last and the middle step, the first Daphne is killed with SIGKILL, and every
+session the bench made (the attendees', the attacks', the session of many requests first) is opened in the second
+one: its page, its page at the middle step, its websocket's snapshot, each timed to the first byte and to the end,
+with the process's memory before and after.
+
+Before the attendees come (with the web attacks), it measures how many wrong join codes a second the servers answer
+(8 guessers, every guess from another address): what bounds guessing a code, since a right one is never refused.
 
 Printed: the attendees' command-to-screen p50/p95 before and during (aim: p95 during within 2x of before), their
 errors (aim: 0), the servers' peak memory (VmHWM; aim: under 500 MiB per Daphne), each attack's answers by status
-(a 5xx anywhere is an error), the largest page the attacker got, websockets accepted and refused, and what the
-attacks left in the database. Nothing leaves loopback; every thread, socket and loop is capped.
+(a 5xx anywhere is an error) or, for the Kafka clients, by Kafka's error names with the throttle times, bytes and
+connections, the largest page the attacker got (aim: under 1 MB), websockets accepted and refused, every session's
+opening in the second process after the kill (aim: under 2 s each), and what the attacks left in the database.
+Nothing leaves loopback; every thread, socket and loop is capped.
 """
 
 from __future__ import annotations
@@ -67,6 +83,9 @@ from websockets.sync.client import connect
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tools" / "bench"))
+
+from opening import open_over_http, timed_get, vm_kib  # noqa: E402
 
 from playground.deploy import procs  # noqa: E402
 from tests import pg  # noqa: E402
@@ -82,6 +101,9 @@ UPDATE_TIMEOUT_S = 10.0
 MAX_DURING_S = 600.0
 AIM_P95_RATIO = 2.0
 AIM_PEAK_MIB = 500.0
+AIM_PAGE_BYTES = 1_000_000
+AIM_OPEN_S = 2.0
+ATTACKS = ("all", "web", "kafka")
 BIG = "9" * 5000
 GUESSES_FOR_10_ROOMS = 31**6 / 11  # trying different codes in turn, the first of 10 rooms, on average
 SOCKETS = 400  # from one address, through nginx to both processes: each process lets 150 of one client in
@@ -106,17 +128,6 @@ def stats(values: list[float]) -> dict:
         "max_ms": round(max(values), 1),
         "mean_ms": round(statistics.fmean(values), 1),
     }
-
-
-def vm_kib(pid: int) -> dict[str, int]:
-    out = {}
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith(("VmRSS:", "VmHWM:")):
-                out[line.split(":")[0]] = int(line.split()[1])
-    except OSError:
-        pass
-    return out
 
 
 def cpu_s(pid: int) -> float:
@@ -162,7 +173,7 @@ class Errors:
 class Servers:
     """PostgreSQL, Redis, two Daphne processes in production mode and nginx, on loopback; close() stops them."""
 
-    def __init__(self, work: Path) -> None:
+    def __init__(self, work: Path, listen: bool = False) -> None:
         self.stack = contextlib.ExitStack()
         try:
             self.pg = pg.start()
@@ -179,6 +190,7 @@ class Servers:
                 PLAYGROUND_PUBLIC_URL=f"http://127.0.0.1:{port}",
                 PLAYGROUND_VAR_DIR=str(work / "var"),
                 PLAYGROUND_RUN_STEP_MS="800",
+                PLAYGROUND_LISTEN="1" if listen else "0",
             )
             procs.migrate(self.env)
             subprocess.run(
@@ -205,6 +217,7 @@ class Servers:
         return self.nginx.url
 
     def memory(self) -> list[dict]:
+        """Each Daphne's memory now (a killed one's is gone: zeros)."""
         return [
             {
                 "pid": d.proc.pid,
@@ -252,6 +265,18 @@ class Servers:
                     if "Traceback" in line or "Internal Server Error" in line or " 500 " in line:
                         out.append(f"{d.port}: {line.strip()[:200]}")
         return out
+
+    def log_notes(self) -> dict[str, int]:
+        """What the servers said of the sessions' listeners and of oversize updates (warnings), counted by process,
+        the session's id folded."""
+        notes: Counter = Counter()
+        for d in self.daphnes:
+            if d.log and d.log.exists():
+                for line in d.log.read_text(errors="replace").splitlines():
+                    if line.startswith(("session ", "a fragment of ")):
+                        folded = re.sub(r"^session \S+:", "session:", line.strip())
+                        notes[f":{d.port} {folded[:160]}"] += 1
+        return dict(notes)
 
     def close(self) -> None:
         self.stack.close()
@@ -713,21 +738,105 @@ def scenario_steps() -> int:
     return len(scenario.steps)
 
 
+class KafkaAttacker:
+    """The Kafka clients' attacks (tools/bench/abuse_kafka.py) as a process of its own, until `end_epoch_s`."""
+
+    def __init__(self, servers: Servers, work: Path, end_epoch_s: float) -> None:
+        self.stderr = work / "abuse_kafka.err"
+        argv = [sys.executable, str(ROOT / "tools" / "bench" / "abuse_kafka.py"), "--nginx", servers.url]
+        for d in servers.daphnes:
+            argv += ["--daphne", d.url]
+        argv += ["--address", ATTACKER, "--end", str(end_epoch_s)]
+        self.proc = subprocess.Popen(
+            argv, stdout=subprocess.PIPE, stderr=self.stderr.open("w"), text=True, cwd=ROOT, start_new_session=True
+        )
+
+    def _failed(self, what: str) -> RuntimeError:
+        tail = self.stderr.read_text(errors="replace")[-2000:] if self.stderr.exists() else ""
+        return RuntimeError(f"the Kafka attacker {what}: {tail}")
+
+    def ready(self) -> dict:
+        """Its sessions, once they listen."""
+        line = self.proc.stdout.readline()
+        if not line.startswith("ready "):
+            raise self._failed(f"did not start ({line.strip()[:200]!r})")
+        return json.loads(line.removeprefix("ready "))
+
+    def result(self, timeout_s: float) -> dict:
+        try:
+            out, _err = self.proc.communicate(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            self.stop()
+            raise self._failed(f"did not finish within {timeout_s:.0f} s") from None
+        lines = out.strip().splitlines()
+        if self.proc.returncode != 0 or not lines:
+            raise self._failed(f"exited with {self.proc.returncode}")
+        return json.loads(lines[-1])
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+
+
+def log_json_of(servers: Servers, kafka: dict) -> dict:
+    """GET log.json of the session of many requests from the process that holds it (every request spelled out):
+    its size and time, and that process's memory after it (taken after the attack's figures, so as not to mix)."""
+    target = kafka["sessions"]["log"]
+    owner = next(d for d in servers.daphnes if d.url == target["owner"])
+    got = timed_get(owner.url, f"/s/{target['sid']}/log.json", {"X-Forwarded-For": ATTACKER})
+    got.pop("body", None)
+    got["peak_mib_after"] = round(vm_kib(owner.proc.pid).get("VmHWM", 0) / 1024, 1)
+    return got
+
+
+def open_after_kill(servers: Servers, sessions: list[tuple[str, str]]) -> dict:
+    """Kill the first Daphne (SIGKILL: the one that held the session of many requests) and open every session in the
+    second: each one's page, its middle step and its websocket's snapshot, timed, with the process's memory."""
+    servers.daphnes[0].kill()
+    other = servers.daphnes[1]
+    opened = []
+    for label, sid in sessions:
+        o = open_over_http(other, sid, None, {"X-Forwarded-For": ATTACKER})
+        slowest = max((o[k].get("total_s") or 0.0) for k in ("page", "middle", "ws"))
+        failed = [k for k in ("page", "middle", "ws") if o[k].get("status") not in (200, 101)]
+        opened.append({"session": label, "sid": sid, "slowest_s": slowest, "failed": failed, **o})
+    return {
+        "process": other.proc.pid,
+        "opened": opened,
+        "slowest_s": max((o["slowest_s"] for o in opened), default=None),
+        "peak_mib": max((o["hwm_after_mib"] for o in opened), default=None),
+    }
+
+
+def attack_sessions(attendees: list[Attendee], attacks: Attacks, kafka: dict | None) -> list[tuple[str, str]]:
+    """Every session the bench made, the session of many requests first."""
+    out: list[tuple[str, str]] = []
+    if kafka:
+        order = sorted(kafka["sessions"].values(), key=lambda t: t["name"] != "log")
+        out += [(f"kafka {t['name']}", t["sid"]) for t in order]
+    out += [(f"web {name}", sid) for name, (_c, sid) in getattr(attacks, "prepared", {}).items()]
+    out += [(a.name, a.sid) for a in attendees if a.sid]
+    return out
+
+
 def run(args) -> dict:
     import tempfile
 
+    web, kafka = args.attacks in ("all", "web"), args.attacks in ("all", "kafka")
     pace = tuple(float(x) for x in args.pace.split(","))
     during = min(args.during, MAX_DURING_S)
     work = Path(tempfile.mkdtemp(prefix="abuse-"))
     errors = Errors()
-    servers = Servers(work)
+    servers = Servers(work, listen=kafka)
+    attacker: KafkaAttacker | None = None
     try:
         fac = Client(servers.url, FACILITATOR)
         status, body, headers = fac.post("/w/create/", {"title": "Room", "scenario": SCENARIO})
         assert status == 302, (status, body[:300])
         code = re.search(r"/w/([^/]+)/board/", headers["Location"]).group(1)
         steps = scenario_steps()
-        rate = guess_rate(servers.url)
+        rate = guess_rate(servers.url) if web else None
         attendees = [Attendee(i, servers.url, code, pace, errors) for i in range(args.attendees)]
         for a in attendees:
             a.join()
@@ -743,8 +852,13 @@ def run(args) -> dict:
         load_before = loadavg()
         cpu_1 = servers.cpu()
         attacks = Attacks(servers.url, time.monotonic() + during, errors, code)
-        attacks.prepare()
-        attack_threads = attacks.all()
+        attack_threads: list[threading.Thread] = []
+        if kafka:  # its four sessions first: the web attacks spend the attacker's sessions a minute
+            attacker = KafkaAttacker(servers, work, time.time() + max(0.0, stop_before + during - time.monotonic()))
+            attacker.ready()
+        if web:
+            attacks.prepare()
+            attack_threads = attacks.all()
         peaks: list[list[dict]] = []
         while any(t.is_alive() for t in threads):
             peaks.append(servers.memory())
@@ -753,12 +867,26 @@ def run(args) -> dict:
         cpu_2 = servers.cpu()
         for t in attack_threads:
             t.join(timeout=60)
+        kafka_result = attacker.result(timeout_s=600) if attacker is not None else None
         for a in attendees:
             a.check_log()
             a.close()
         before = [ms for a in attendees for t0, ms in a.records if ms is not None and t0 < attack_started_ms]
         under = [ms for a in attendees for t0, ms in a.records if ms is not None and t0 >= attack_started_ms]
         memory_end = servers.memory()
+        largest = {"bytes": attacks.largest_page, "what": "web page attack"}
+        opened = log_json = None
+        if kafka_result is not None:
+            for failure in kafka_result["failures"]:
+                errors.add("kafka attack failed", failure)
+            page = kafka_result["largest_page"]
+            if page and page.get("bytes", 0) > largest["bytes"]:
+                largest = {"bytes": page["bytes"], "what": f"kafka {page['session']} at {page['at']}"}
+            log_json = log_json_of(servers, kafka_result)
+            opened = open_after_kill(servers, attack_sessions(attendees, attacks, kafka_result))
+            for o in opened["opened"]:
+                if o["failed"]:
+                    errors.add("opening failed", f"{o['session']} {o['sid']}: {o['failed']}")
         left = dict(
             zip(
                 ("sessions", "texts", "rooms", "attendees", "commands", "counters", "answers"),
@@ -772,9 +900,10 @@ def run(args) -> dict:
         )
         for line in servers.log_problems():
             errors.add("server log", line)
+        log_notes = servers.log_notes()
         request_time = servers.request_time()
         p95_before, p95_during = stats(before)["p95_ms"], stats(under)["p95_ms"]
-        peak_mib = max(m["peak_mib"] for m in memory_end)
+        peak_mib = max([m["peak_mib"] for m in memory_end] + ([opened["peak_mib"] or 0] if opened else []))
         well_behaved = {
             k: v
             for k, v in errors.summary()["counts"].items()
@@ -789,7 +918,18 @@ def run(args) -> dict:
             )
             or k.startswith("HTTP ")
         }
+        aims = {
+            "p95_within_2x": bool(p95_before and p95_during and p95_during <= AIM_P95_RATIO * p95_before),
+            "peak_under_500_mib": peak_mib < AIM_PEAK_MIB,
+            "no_errors_for_the_well_behaved": not well_behaved,
+            "no_page_over_1_mb": largest["bytes"] < AIM_PAGE_BYTES,
+        }
+        if opened is not None:
+            aims["every_session_opens_under_2_s"] = bool(opened["slowest_s"] is not None) and all(
+                o["slowest_s"] < AIM_OPEN_S and not o["failed"] for o in opened["opened"]
+            )
         return {
+            "attacks_run": args.attacks,
             "attendees": args.attendees,
             "before_s": args.before,
             "during_s": during,
@@ -802,22 +942,24 @@ def run(args) -> dict:
             "memory_end": memory_end,
             "peak_mib": peak_mib,
             "attacks": {k: dict(sorted(v.items())) for k, v in attacks.statuses.items()},
-            "largest_page_bytes": attacks.largest_page,
-            "wrong_codes_per_s": round(rate, 1),
-            "guess_days_10_rooms": round(GUESSES_FOR_10_ROOMS / rate / 86400, 1),
+            "largest_page": largest,
+            "kafka": kafka_result,
+            "opened_after_kill": opened,
+            "log_json": log_json,
+            "server_notes": log_notes,
+            "wrong_codes_per_s": round(rate, 1) if rate is not None else None,
+            "guess_days_10_rooms": round(GUESSES_FOR_10_ROOMS / rate / 86400, 1) if rate else None,
             "sockets": attacks.sockets,
             "late_attendee": attacks.late_join,
             "left_in_database": left,
             "request_time_s": request_time,
             "load": {"before": load_before, "during": load_during},
             "cpu": {"before": cpu_share(cpu_0, cpu_1), "during": cpu_share(cpu_1, cpu_2)},
-            "aims": {
-                "p95_within_2x": bool(p95_before and p95_during and p95_during <= AIM_P95_RATIO * p95_before),
-                "peak_under_500_mib": peak_mib < AIM_PEAK_MIB,
-                "no_errors_for_the_well_behaved": not well_behaved,
-            },
+            "aims": aims,
         }
     finally:
+        if attacker is not None:
+            attacker.stop()
         servers.close()
         if args.keep:
             print(f"(the servers' files: {work})", file=sys.stderr)
@@ -839,7 +981,10 @@ def cpu_share(a: dict, b: dict) -> dict:
 
 
 def report(r: dict) -> None:
-    print(f"{r['attendees']} attendees, {r['before_s']} s alone, then {r['during_s']} s under every attack at once")
+    print(
+        f"{r['attendees']} attendees, {r['before_s']} s alone, then {r['during_s']} s under every attack at once "
+        f"(--attacks {r['attacks_run']})"
+    )
     for phase in ("before", "during"):
         s = r[f"attendee_{phase}"]
         print(
@@ -858,15 +1003,30 @@ def report(r: dict) -> None:
     print(
         f"  Daphne peak memory (VmHWM): {[m['peak_mib'] for m in r['memory_end']]} MiB (aim < {AIM_PEAK_MIB:.0f}); RSS at start {[m['rss_mib'] for m in r['memory_start']]}, at end {[m['rss_mib'] for m in r['memory_end']]}"
     )
+    page = r["largest_page"]
     print(
-        f"  largest page the attacker got: {r['largest_page_bytes']:,} bytes; websockets from one address: {r['sockets']}"
+        f"  largest page the attacker got: {page['bytes']:,} bytes ({page['what']}; aim < {AIM_PAGE_BYTES:,}); "
+        f"websockets from one address: {r['sockets']}"
     )
     for attack, statuses in r["attacks"].items():
         print(f"  {attack:9} {statuses}")
-    print(
-        f"  guessing: {r['wrong_codes_per_s']} wrong join codes a second answered, before the attendees came; the first "
-        f"of 10 open rooms then takes {r['guess_days_10_rooms']} days on average (31^6/11 guesses)"
-    )
+    if r["wrong_codes_per_s"] is not None:
+        print(
+            f"  guessing: {r['wrong_codes_per_s']} wrong join codes a second answered, before the attendees came; the "
+            f"first of 10 open rooms then takes {r['guess_days_10_rooms']} days on average (31^6/11 guesses)"
+        )
+    if r["kafka"] is not None:
+        report_kafka(r["kafka"])
+    if r["server_notes"]:
+        print(f"  the servers said: {r['server_notes']}")
+    if r["log_json"] is not None:
+        j = r["log_json"]
+        print(
+            f"  then (after the figures above) GET log.json of the session of many requests: status {j.get('status')}, "
+            f"{j.get('bytes', 0):,} bytes in {j.get('total_s')} s; its process's VmHWM after it {j['peak_mib_after']} MiB"
+        )
+    if r["opened_after_kill"] is not None:
+        report_opened(r["opened_after_kill"])
     print(f"  left in the database: {r['left_in_database']}")
     print(f"  request time nginx measured (s, requests), the most in all: {r['request_time_s']}")
     other = {k: v for k, v in r["errors"]["counts"].items() if k not in r["well_behaved_errors"]}
@@ -877,8 +1037,96 @@ def report(r: dict) -> None:
     print(f"  aims: {r['aims']}")
 
 
+def report_kafka(k: dict) -> None:
+    a = dict(k["attacks"])
+    for name in [n for n, x in a.items() if "no Metadata answer" in x]:
+        print(f"    {name}: the session answered no Metadata request: {a.pop(name)['no Metadata answer']}")
+    where = ", ".join(f"{t['name']} {t['sid']} in :{t['owner'].rsplit(':', 1)[1]}" for t in k["sessions"].values())
+    print(f"  Kafka clients, {k['during_s']} s, from a process of their own ({k['cpu_s']} s of CPU): sessions {where}")
+    if "flood" in a:
+        f = a["flood"]
+        print(
+            f"    produce flood, 100 KB random values: offered {f['offered'].get('records', 0):,} records "
+            f"({f['offered'].get('bytes', 0):,} bytes), delivered {f['delivered'].get('records', 0):,} "
+            f"({f['delivered'].get('bytes', 0):,} bytes); errors {f['errors'] or 'none'}; never sent or answered "
+            f"{f['never_sent_or_answered']:,}; throttled {f['throttles']} times, at most {f['throttle_ms_max']} ms, "
+            f"{f['throttle_s_total']} s in all"
+        )
+    if "oversize" in a:
+        print(f"    oversize (librdkafka names Kafka's MESSAGE_TOO_LARGE MSG_SIZE_TOO_LARGE): {a['oversize']}")
+    if "topics" in a:
+        t = a["topics"]
+        print(f"    topics: {t['answers']}; the flood went to {t['topics_flooded']} topics")
+        for what, message in t["examples"].items():
+            print(f"      {what}: {message[:160]}")
+    if "unread" in a:
+        u = a["unread"]
+        print(
+            f"    never read: {u['sockets']} sockets wrote {u['metadata_requests_pushed']:,} Metadata requests "
+            f"({u['bytes_pushed']:,} bytes) into the kernel's buffers; closed by the server {u['closed_by_server']}, "
+            f"not read (muted) for the last 5 s or more {u['stuck_for_5_s_or_more']}"
+        )
+    if "poll" in a:
+        p = a["poll"]
+        print(
+            f"    polling consumer (raw Fetch, max wait 0, from offset 0): {p['fetches_answered']:,} answered "
+            f"({p['fetches_per_s']:,}/s), {p['bytes_answered_per_s']:,} bytes/s; throttled answers "
+            f"{p['throttled_answers']:,}, at most {p['throttle_ms_max']} ms; errors {p['errors'] or 'none'}; closed "
+            f"{p['connections_closed_by_server']}; waits of 30 s for an answer {p['waits_of_30_s']}"
+        )
+    if "storm" in a:
+        print(f"    reconnect storm: {a['storm']}")
+    if "log" in a:
+        lg = a["log"]
+        for what in ("fetch", "metadata"):
+            x = lg[what]
+            print(
+                f"    session of many requests, {what} pipeline: {x['answered']:,} answered of {x['sent']:,} written "
+                f"to its socket ({x['answered_per_s']:,}/s), {x['bytes_sent']:,} bytes; throttled {x['throttled_answers']}; "
+                f"errors {x['errors'] or 'none'}; closed by the server {x['closed_by_server']}"
+            )
+    print(f"    logs settled: {k['settled']}")
+    print(f"    listeners at the end: {k['listeners']}")
+    pages = [p for p in k["pages"] if p.get("status") == 200]
+    if pages:
+        slow = max(pages, key=lambda p: p["total_s"])
+        print(
+            f"    the attacker's {len(k['pages'])} page fetches of these sessions: largest "
+            f"{max(p['bytes'] for p in pages):,} bytes, slowest {slow['total_s']} s ({slow['session']} at {slow['at']}, "
+            f"{slow['when']})"
+        )
+
+
+def report_opened(o: dict) -> None:
+    print(
+        f"  after SIGKILL of the first Daphne, every session opened in the second (pid {o['process']}): slowest "
+        f"{o['slowest_s']} s (aim < {AIM_OPEN_S} s), its VmHWM then {o['peak_mib']} MiB"
+    )
+    others = [x for x in o["opened"] if not x["session"].startswith("kafka")]
+    for x in o["opened"]:
+        if x in others:
+            continue
+        cells = ", ".join(
+            f"{k} {x[k].get('status')} {x[k].get('first_byte_s')}/{x[k].get('total_s')} s {x[k].get('bytes', 0):,} B"
+            for k in ("page", "middle", "ws")
+        )
+        print(
+            f"    {x['session']:12} {x['steps']} steps, middle {x['middle_step']}: {cells} (first byte/total); "
+            f"RSS {x['rss_before_mib']} -> {x['rss_after_mib']} MiB, VmHWM {x['hwm_before_mib']} -> {x['hwm_after_mib']}"
+        )
+    if others:
+        slow = max(others, key=lambda x: x["slowest_s"])
+        print(
+            f"    the {len(others)} others (attendees', web attacks'): slowest {slow['slowest_s']} s ({slow['session']}, "
+            f"{slow['steps']} steps); failed {[x['session'] for x in others if x['failed']] or 'none'}"
+        )
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument(
+        "--attacks", choices=ATTACKS, default="all", help="the web attacks, the Kafka clients', or both (default)"
+    )
     ap.add_argument("--attendees", type=int, default=10)
     ap.add_argument("--before", type=float, default=40.0, help="seconds the attendees work alone (default 40)")
     ap.add_argument(

@@ -9,6 +9,7 @@ echo "== connect your own app: an external client's request to the screen =="; "
 echo "== sessions as rows, scrubbing, the editor =="; "$PY" tools/bench/sharing.py
 echo "== the anomaly checker over a growing history =="; "$PY" tools/bench/anomalies.py
 echo "== compare: a GET's CPU, first and kept, in two processes =="; "$PY" tools/bench/compare.py
+echo "== a session of a million Kafka requests, opened in a fresh process and a fresh Daphne =="; "$PY" tools/bench/door.py
 echo "== a workshop: 40 attendees and the board (PostgreSQL, Redis, 2 Daphne, nginx) =="; "$PY" tools/bench/workshop.py
 echo "== simulator vs real Kafka, per profile =="
 # 1-node clusters of Kafka 3.9 and 4.x (their own run directories and ports, 19092 and 19592), started together
