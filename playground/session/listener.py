@@ -42,7 +42,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from django.conf import settings
-from django.db import DatabaseError, close_old_connections
+from django.db import DatabaseError, close_old_connections, reset_queries
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
@@ -90,6 +90,9 @@ class _Loop:
             except Exception:
                 log.exception("a session listener's job failed")
             finally:
+                # no request starts in this thread: with DEBUG on, Django would keep every statement's SQL (a
+                # row of the clients' requests is a megabyte of parameters) until nine thousand of them
+                reset_queries()
                 close_old_connections()
 
         self.worker.submit(job)

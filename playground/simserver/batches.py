@@ -71,10 +71,11 @@ class WireKeys(Sequence[Any]):
         return _read_wire(self.values.payload)[0][i]
 
 
-@functools.lru_cache(maxsize=64)
+@functools.lru_cache(maxsize=16)
 def _read_wire(payload: bytes) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
     """(keys, values) of a batch as the simulator shows them: the batches read lately are kept decoded (a page draws
-    a window of a partition: its batches are read together, again at every update)."""
+    a window of a partition: its batches are read together, again at every update). Few: each holds its batch's bytes
+    (the key) and its records (the value), up to a megabyte each, after retention deleted the batch too."""
     recs = records.read_batches(payload)[0].records()
     return tuple(text_of(r.key) for r in recs), tuple(text_of(r.value) for r in recs)
 

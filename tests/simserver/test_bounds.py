@@ -339,3 +339,20 @@ def test_the_same_inputs_bound_the_same_way_on_a_replay():
         return out, [core.cluster.log(f"orders-{p}").log_start_offset for p in range(2)]
 
     assert run() == run()
+
+
+def test_the_clients_history_keeps_a_bounded_part_of_each_value_the_log_keeps_them_whole():
+    from playground.sim.cluster import Cluster
+    from playground.simserver.apis import HANDLERS
+    from playground.simserver.clients import OP_VALUE_CHARS
+    from playground.simserver.core import ServerCore
+
+    cluster = Cluster(brokers=1, topics={"orders": 1}, config={}, keep_events=False)
+    core = ServerCore(cluster, {1: ("127.0.0.1", 9001)}, track_clients=True, handlers=HANDLERS)
+    client = Client(core, client_id="flood")
+    big = b"x" * 100_000
+    for _ in range(3):
+        assert error(part_of(produce(client, ("orders", 0), batch([big])))) == "NONE"
+    (values,) = {op["args"]["value"] for op in core.clients.ops if op["action"] == "produce"}
+    assert len(values) < OP_VALUE_CHARS + 40 and "100,000 characters" in values  # UTF-8: shown as text
+    assert core.cluster.log("orders-0").batches[0].values[0] == "x" * 100_000
