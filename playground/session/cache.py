@@ -45,16 +45,58 @@ class _Pickler(cloudpickle.Pickler):  # type: ignore[misc]  # cloudpickle ships 
         self.dispatch_table: dict[type, Any] = dict(self.dispatch_table)
 
 
+class _Compressing:
+    """What the pickler writes to: compressed as it comes, so that the pickle itself (as big as the state: a flooded
+    session's records) is never held whole beside its compressed copy."""
+
+    def __init__(self) -> None:
+        self._zlib = zlib.compressobj(1)
+        self._parts: list[bytes] = []
+
+    def write(self, data: Any) -> int:
+        self._parts.append(self._zlib.compress(data))
+        return len(data)
+
+    def getvalue(self) -> bytes:
+        self._parts.append(self._zlib.flush())
+        return b"".join(self._parts)
+
+
+class _Decompressing(io.RawIOBase):
+    """What the unpickler reads from: decompressed as it is read (the state's pickle is never held whole)."""
+
+    def __init__(self, data: bytes) -> None:
+        self._zlib = zlib.decompressobj()
+        self._data = memoryview(data)
+        self._pos = 0
+        self._out = bytearray()
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        while len(self._out) < len(buffer) and (self._pos < len(self._data) or self._zlib.unconsumed_tail):
+            chunk = self._zlib.unconsumed_tail or self._data[self._pos : self._pos + 65536]
+            if not self._zlib.unconsumed_tail:
+                self._pos += len(chunk)
+            self._out += self._zlib.decompress(chunk, max(len(buffer) - len(self._out), 65536))
+        n = min(len(buffer), len(self._out))
+        buffer[:n] = self._out[:n]
+        del self._out[:n]
+        return n
+
+
 def freeze(backend: Any) -> bytes:
-    buffer = io.BytesIO()
+    """The backend's whole state, pickled and compressed (zlib, level 1) in one pass."""
+    out = _Compressing()
     enabled = gc.isenabled()
     gc.disable()  # a dump allocates nothing worth collecting; collections in it only cost time
     try:
-        _Pickler(buffer).dump(backend)
+        _Pickler(out).dump(backend)
     finally:
         if enabled:
             gc.enable()
-    return zlib.compress(buffer.getvalue(), 1)
+    return out.getvalue()
 
 
 def thaw(data: bytes) -> Any:
@@ -63,7 +105,7 @@ def thaw(data: bytes) -> Any:
     enabled = gc.isenabled()
     gc.disable()  # tens of thousands of new objects, none garbage: the collector would only walk them
     try:
-        return pickle.loads(zlib.decompress(data))
+        return pickle.load(io.BufferedReader(_Decompressing(data), 1 << 16))
     finally:
         if enabled:
             gc.enable()
