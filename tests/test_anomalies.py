@@ -241,3 +241,21 @@ def test_it_finds_in_every_library_scenario_what_it_declares_and_nothing_else(sc
     assert never == [], never  # a correct cluster (the simulator) never lets read_committed read these
     # Each scenario declares what its story shows (expect.anomalies); the others must come out clean.
     assert sorted({f.rule for f in found}) == (scenario.expect or {}).get("anomalies", []), [str(f) for f in found]
+
+
+def test_it_matches_a_long_value_written_whole_to_the_log_with_its_short_stand_in_in_the_history():
+    from playground.engine.values import identity
+
+    long_a, long_b = "x" * 100_000 + "a", "x" * 100_000 + "b"  # the same start, the same length
+    steps = [
+        step(0, "A", "begin_transaction"),
+        produce(1, identity(long_a)),  # what an application's history keeps
+        produce(2, identity(long_b)),
+        step(3, "A", "commit_transaction"),
+    ]
+    log = {"orders-0": _log(data(long_a), data(long_b), marker("COMMIT"))}
+    assert rules(History(steps, log, {})) == []
+    lost = {"orders-0": _log(data(long_a), marker("COMMIT"))}  # b never landed: lost, and named by its stand-in
+    findings = check(History(steps, lost, {}))
+    assert [f.rule for f in findings] == ["lost-write"] and "sha256" in findings[0].text
+    assert identity(identity(long_a)) == identity(long_a) != identity(long_b)

@@ -48,6 +48,7 @@ from typing import Any, NotRequired, TypedDict
 
 from playground.engine.backend import Backend
 from playground.engine.spec import Step
+from playground.engine.values import identity
 from playground.scenario.model import Scenario
 
 OK = "ok"
@@ -386,8 +387,9 @@ class Checker:
                 for o in self._waiting.pop((tp, producer), []):
                     self._decide(tp, o, fate)
                 continue
-            self.values[(tp, offset)] = e.get("value")
-            key = (_topic(tp), str(e.get("value")))
+            value = identity(e.get("value"))  # the history keeps a long value as this too
+            self.values[(tp, offset)] = value
+            key = (_topic(tp), str(value))
             records = self._keys.get(key)
             if records is None:
                 records = self._keys[key] = _KeyRecords()
@@ -425,6 +427,8 @@ class Checker:
 
     def add_step(self, s: HistoryStep) -> None:
         self._sorted = None
+        if s.get("args") and "value" in s["args"]:
+            s = {**s, "args": {**s["args"], "value": identity(s["args"]["value"])}}  # as the log's, in add_log
         actor, action, args = s["actor"], s["action"], s["args"] or {}
         outcome = s.get("outcome", OK)
         txn = self._txns.get(actor)

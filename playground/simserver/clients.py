@@ -36,6 +36,7 @@ from collections import deque
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from playground.engine.values import identity
 from playground.protocol import records
 
 PRODUCER, CONSUMER, ADMIN = "producer", "consumer", "admin"
@@ -80,9 +81,9 @@ ADMIN_APIS = frozenset(
 GROUP_APIS = frozenset({"JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup", "OffsetCommit", "OffsetFetch"})
 TXN_APIS = frozenset({"AddPartitionsToTxn", "AddOffsetsToTxn", "EndTxn", "TxnOffsetCommit"})
 OPS_MAX = 5000  # operations kept (the anomaly checker and a saved scenario read them)
-# A produce operation keeps at most this much of a record's value (a finding quotes it, a saved scenario writes it):
-# the log holds the records themselves, and five thousand operations of 100 KB values would hold 500 MB.
-OP_VALUE_CHARS = 256
+# A produce operation keeps a record's value as engine/values.py's `identity` gives it (whole up to 1,024 characters:
+# a finding quotes it, a saved scenario writes it): the log holds the records themselves, and five thousand
+# operations of 100 KB values would hold 500 MB.
 RECEIVED_MAX = 200  # offsets kept per partition of a consumer (the consumers panel shows the last rows)
 
 
@@ -416,9 +417,9 @@ class Clients:
                 if part_error:
                     actor.rejected += count
                     for key_value in _sent_records(found, 100):
-                        args = {"topic": name, "partition": int(part.index), "value": _kept(key_value[1])}
+                        args = {"topic": name, "partition": int(part.index), "value": identity(key_value[1])}
                         if key_value[0] is not None:
-                            args["key"] = _kept(key_value[0])
+                            args["key"] = identity(key_value[0])
                         self._op(actor, "produce", part_error, core.now_ms, args=args)
                     continue
                 actor.landed += count
@@ -428,9 +429,9 @@ class Clients:
                     actor.committed += count
                 base = int(answer.get("base_offset", -1))
                 for offset, key_value in _written(core, tp, base, count):
-                    args = {"topic": name, "partition": int(part.index), "value": _kept(key_value[1])}
+                    args = {"topic": name, "partition": int(part.index), "value": identity(key_value[1])}
                     if key_value[0] is not None:
-                        args["key"] = _kept(key_value[0])
+                        args["key"] = identity(key_value[0])
                     self._op(actor, "produce", None, core.now_ms, args=args, offset=offset)
 
     def _end_txn(self, core: Any, actor: Actor, request: Any, data: Mapping[str, Any], error: str | None) -> None:
@@ -561,16 +562,6 @@ def _group_of(body: Any) -> str | None:
         if groups:
             group = groups[0].group_id
     return str(group) if group else None
-
-
-def _kept(value: Any) -> Any:
-    """A record's key or value as an operation keeps it: whole up to OP_VALUE_CHARS, else its start and how long it
-    was (the record itself is in the log, at the operation's offset)."""
-    if isinstance(value, (str, bytes)) and len(value) > OP_VALUE_CHARS:
-        head = value[:OP_VALUE_CHARS]
-        text = head if isinstance(head, str) else head.decode("utf-8", "replace")
-        return f"{text}… ({len(value):,} {'characters' if isinstance(value, str) else 'bytes'})"
-    return value
 
 
 def _written(core: Any, tp: str, base: int, count: int) -> list[tuple[int, tuple[Any, Any]]]:
