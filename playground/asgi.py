@@ -9,7 +9,9 @@ from django.core.asgi import get_asgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "playground.settings")
 
-from playground.deploy import inline
+from playground.deploy import inline, memory
+
+memory.return_large_blocks()  # what a burst of large requests or checkpoints takes, the process gives back
 
 inline.run_djangos_inline()  # before the handler builds its middleware chain
 django_asgi_app = get_asgi_application()
