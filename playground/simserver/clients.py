@@ -38,6 +38,7 @@ from typing import Any
 
 from playground.engine.values import identity
 from playground.protocol import records
+from playground.simserver.batches import text_of
 
 PRODUCER, CONSUMER, ADMIN = "producer", "consumer", "admin"
 # Answers that mean the producer was fenced: another instance took its transactional id (KafkaProducer raises
@@ -584,17 +585,8 @@ def _sent_records(batches: list[records.RecordBatch], limit: int) -> list[tuple[
             recs = batch.records()
         except records.CorruptRecordError:
             continue
-        out.extend((_text(r.key), _text(r.value)) for r in recs[: limit - len(out)])
+        out.extend((text_of(r.key), text_of(r.value)) for r in recs[: limit - len(out)])
     return out
-
-
-def _text(raw: bytes | None) -> Any:
-    if raw is None:
-        return None
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError:
-        return raw
 
 
 def _fetch_offsets(request: Any, core: Any) -> dict[str, int]:

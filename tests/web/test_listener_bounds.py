@@ -15,20 +15,16 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from playground import session
 from playground.session import external, listener
 
-from .test_listener import QUIET, listen, quiet, rows, wait_for
+from .test_listener import (
+    QUIET,
+    _listeners,  # noqa: F401  (autouse: every test's listeners closed after it)
+    listen,
+    quiet,
+    rows,
+    wait_for,
+)
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
-
-
-@pytest.fixture(autouse=True)
-def _listeners():
-    yield
-    for sid in list(listener.LISTENERS):
-        lst = listener.LISTENERS.get(sid)
-        if lst is not None:
-            listener._forget(lst)
-            listener._the_loop().run(lst.shut())
-    listener.drain()
 
 
 def deliver(producer: Producer, topic: str, value: bytes, partition: int = 0) -> KafkaError | None:

@@ -15,19 +15,9 @@ from playground.models import Checkpoint as StoredCheckpoint
 from playground.models import Command
 from playground.session import checkpoints, external
 
-from .fake_backend import FakeBackend
+from .test_storage import CountingBackend
 
 pytestmark = pytest.mark.django_db
-
-
-class CountingBackend(FakeBackend):
-    """The fake backend, counting every step it applies (replays included), each step costing a little time."""
-
-    applied = 0
-
-    def apply(self, step):
-        CountingBackend.applied += 1
-        return super().apply(step)
 
 
 @pytest.fixture
