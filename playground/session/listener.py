@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import contextlib
 import logging
 import threading
 import time
@@ -562,6 +563,18 @@ def listening(live: Live) -> bool:
     from playground.session.commands import listening_elsewhere
 
     return listening_elsewhere(live)
+
+
+def reading(live: Live) -> contextlib.AbstractContextManager[Any]:
+    """What a reader of `live` holds while it reads the backend: the session's lock when this process's listener
+    feeds it (its loop applies the clients' requests under that lock as they come, while pages and frames are built in
+    other threads: a render once read the clients' history as it grew, "deque mutated during iteration"); nothing
+    for anything else (a moment, or a session no listener here feeds, changes only under the lock of whoever changes
+    it, and readers of those take it through session.load). The listeners' loop waits for the read as it waits for a
+    commit of the same session (its clients' answers delayed as a busy broker's are); Daphne's loop does not."""
+    if live.moment is None and live.session_id in LISTENERS:
+        return CACHE.lock(live.session_id)
+    return contextlib.nullcontext()
 
 
 def state(sid: str) -> dict[str, Any]:

@@ -72,14 +72,24 @@ def view_of(live: Any) -> dict[str, Any]:
     from playground.session import external, listener, sqltime
 
     try:
-        # the applications connected to the session's listener show beside its own actors
-        return external.view(live, sqltime.view(live, panels.LOG_WINDOW), listener.listening(live))
+        with listener.reading(live):
+            # the applications connected to the session's listener show beside its own actors
+            return external.view(live, sqltime.view(live, panels.LOG_WINDOW), listener.listening(live))
     except BackendError as exc:
         from playground.session import DetachedBackend
 
         log.warning("session %s: cannot observe the backend: %s", live.session_id, exc)
         detail = str(exc) if settings.DEBUG else ""
         return DetachedBackend(live.cluster, live.actors, backend_name=live.backend_name, problem=detail or "-").view()
+
+
+def contexts_of(live: Any, head: Any = None) -> dict[str, dict[str, Any]]:
+    """Every panel's context: the view and what the panels read of the session besides (its clients' history, its
+    log's window), as of one moment however its listener feeds it meanwhile."""
+    from playground.session import listener
+
+    with listener.reading(live):
+        return panels.contexts(live, view_of(live), head=head)
 
 
 def _digest(ctx: Mapping[str, Any]) -> str:
@@ -130,7 +140,7 @@ def version_tag(live: Any, base: int | None = None) -> str:
 def snapshot(live: Any, lang: str, head: Any = None) -> str:
     """Every panel, for one viewer's language (a new or reconnecting viewer). For a moment (step k, scrubbing),
     `head` is the session itself: the slider's track shows the whole log, and the version is the head's."""
-    contexts = panels.contexts(live, view_of(live), head=head)
+    contexts = contexts_of(live, head=head)
     u = urls(live.session_id)
     return SEP.join(
         [render(name, contexts[name], lang, live.session_id, u=u) for name in panels.PANELS]
@@ -178,7 +188,7 @@ def fragments(
     """What changed since this process last published this session, in each of `langs`: whole panels, or for
     producers and logs only the cards and strips that changed when nothing else in the panel did; and, apart,
     the slider's track when it changed (for viewers holding an earlier step)."""
-    contexts = contexts if contexts is not None else panels.contexts(live, view_of(live))
+    contexts = contexts if contexts is not None else contexts_of(live)
     digests, items = _digests(contexts)
     previous = fanout.swap_frame(live.session_id, (live.version, digests, items))
     whole: list[str] = []
@@ -229,9 +239,9 @@ def publish(live: Any, langs: Iterable[str] | None = None) -> None:
         # nobody watches: nothing to render, and the next frame is whole (no page holds this one)
         forget(live.session_id)
         if live.seat is not None:
-            board.publish_seat(live, panels.contexts(live, view_of(live)))
+            board.publish_seat(live, contexts_of(live))
         return
-    contexts = panels.contexts(live, view_of(live))
+    contexts = contexts_of(live)
     html, scrub = fragments(live, langs=langs, contexts=contexts)
     try:
         async_to_sync(layer.group_send)(

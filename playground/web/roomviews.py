@@ -19,7 +19,7 @@ from playground.engine.spec import DEFAULT_PROFILE
 from playground.models import Attendee, Seat, Workshop
 from playground.scenario import library
 from playground.scenario.i18n import normalize
-from playground.session import capability, compare, limits
+from playground.session import capability, compare, limits, listener
 from playground.web import broadcast, forms, panels
 from playground.web.board import CARD_PANELS, blank_card, card
 from playground.web.http import Refusal, answers_problems, client, problem, refuses_with
@@ -260,8 +260,9 @@ def room_context(live: Any, request: HttpRequest) -> dict[str, Any] | None:
 
 def card_contexts(live: Any) -> dict[str, dict[str, Any]]:
     """The panels' contexts a card is made of, and only those (the board's first render makes 40 cards)."""
-    view = broadcast.view_of(live)
-    return {name: panels.BUILDERS[name](live, view) for name in CARD_PANELS}
+    with listener.reading(live):
+        view = broadcast.view_of(live)
+        return {name: panels.BUILDERS[name](live, view) for name in CARD_PANELS}
 
 
 def _cards(room: Workshop, item: int) -> list[dict[str, Any]]:

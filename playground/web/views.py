@@ -201,7 +201,7 @@ def session_page(request: HttpRequest, sid: str) -> HttpResponse:
         if exc.status == 404 and not session.exists(sid):
             raise Http404(_("No such session.")) from None
         return problem(str(exc), exc.status)
-    ctx = panels.contexts(live, broadcast.view_of(live), head=head)
+    ctx = broadcast.contexts_of(live, head=head)
     key = _key(request, sid)
     drives = capability.matches(key, session.drive_key(sid))
     watch_link = request.build_absolute_uri(reverse("session", kwargs={"sid": sid}))

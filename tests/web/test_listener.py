@@ -476,3 +476,44 @@ def test_an_actor_added_and_the_unlisten_carry_the_time_the_clock_followed_to(cl
     here = view_digest(session.load(sid))
     session.CACHE.evict(sid)
     assert view_digest(session.load(sid)) == here
+
+
+def test_it_renders_a_session_while_its_listener_feeds_it(client, sim_session):
+    """Pages and frames are built in worker threads while the listener's loop applies the clients' requests: a render
+    once read the clients' history as it grew ("deque mutated during iteration", from the listener's flush). A
+    producer sends one record at a time while this thread builds the panels, with the interpreter switching threads
+    as often as it can."""
+    import threading
+
+    sid = sim_session.id
+    bootstrap = listen(client, sid)
+    live = session.load(sid)
+    sending, sent = True, 0
+
+    def send() -> None:
+        nonlocal sent
+        p = Producer({"bootstrap.servers": bootstrap, "client.id": "steady", "linger.ms": 0, **QUIET})
+        while sending:
+            p.produce("orders", value=b"x" * 10, partition=sent % 3)
+            p.flush(10)
+            sent += 1
+
+    sender = threading.Thread(target=send, daemon=True)
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    sender.start()
+    renders = 0
+    try:
+        wait_for(lambda: sent >= 1, "the first record acknowledged")
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and sent < 300:
+            contexts = broadcast.contexts_of(live)
+            renders += 1
+        assert external.history_ops(live.backend)
+    finally:
+        sys.setswitchinterval(interval)
+        sending = False
+        sender.join(30)
+    assert sent >= 300 and renders > 10, (sent, renders)
+    assert set(contexts) == set(broadcast.panels.PANELS)
+    quiet(sid)
