@@ -14,6 +14,7 @@ import secrets
 import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
+from playwright.sync_api import expect
 
 from playground.deploy import procs
 from tests.kafkatopics import drop_topics, listed_everywhere
@@ -192,31 +193,37 @@ def test_it_puts_an_lso_stall_on_top_and_folds_repeated_findings_into_one_group(
     page.click("#inspect-key-form button")
     page.wait_for_selector("#inspect-pick")
     page.goto(inspector_server.url + f"/inspect/?topic={topic}&txid={txid}&txid={stuck}")
-    stall = page.wait_for_selector(f'#insp-stalls .stall[data-tp="{topic}-3"]', timeout=30_000)
-    assert "held the LSO at offset 0" in stall.inner_text() and "60 records of other producers" in stall.inner_text()
+    # every check waits for its condition: the page renders its panels, scrolls a strip and swaps the findings in
+    # separate frames, and CI's machine is busy (a run once read the page between two of them)
+    stall = page.locator(f'#insp-stalls .stall[data-tp="{topic}-3"]')
+    expect(stall).to_contain_text("held the LSO at offset 0", timeout=30_000)
+    expect(stall).to_contain_text("60 records of other producers", timeout=30_000)
     # the stalled partition leads the panels, its strip scrolled so that its LSO is in view
     page.wait_for_selector(f'.iparts section.ipart:first-child[data-tp="{topic}-3"]', timeout=30_000)
-    in_view = page.evaluate(
+    page.wait_for_function(
         """tp => { const s = document.querySelector(`section.ipart[data-tp="${tp}"]`);
-        const ol = s.querySelector('.cells'), c = ol.querySelector('.slot[data-offset="0"]');
+        const ol = s && s.querySelector('.cells'), c = ol && ol.querySelector('.slot[data-offset="0"]');
+        if (!c) return false;
         const a = ol.getBoundingClientRect(), b = c.getBoundingClientRect();
         return b.left >= a.left && b.right <= a.right; }""",
-        f"{topic}-3",
+        arg=f"{topic}-3",
+        timeout=30_000,
     )
-    assert in_view
     group = page.locator('article.fgroup[data-kind="shared_transactional_id"]')
-    assert group.count() == 1 and group.get_attribute("data-count") == "3"
-    assert "×3" in group.inner_text() and "certain" in group.inner_text()
+    expect(group).to_have_count(1, timeout=30_000)
+    expect(group).to_have_attribute("data-count", "3", timeout=30_000)
+    expect(group).to_contain_text("×3", timeout=30_000)
+    expect(group).to_contain_text("certain", timeout=30_000)
     shot(page, "inspector-lso-stall-and-groups", full_page=False)
     group.locator("summary").click()
     opened = 'article.fgroup[data-kind="shared_transactional_id"] details[open]'
-    assert page.locator(f"{opened} .fitem").count() == 3
+    expect(page.locator(f"{opened} .fitem")).to_have_count(3, timeout=30_000)
     # the stall's age changes the findings at every poll: an expanded group stays expanded across the swaps
     read_at = page.get_attribute("#insp-status", "data-read-at")
     page.wait_for_function(
-        "t => document.querySelector('#insp-status').dataset.readAt !== t", arg=read_at, timeout=20_000
+        "t => document.querySelector('#insp-status').dataset.readAt !== t", arg=read_at, timeout=30_000
     )
-    assert page.locator(opened).count() == 1
+    expect(page.locator(opened)).to_have_count(1, timeout=30_000)
     page.locator(opened).evaluate("d => d.scrollIntoView()")
     shot(page, "inspector-findings-group-open", full_page=False)
     held.abort_transaction(20)
