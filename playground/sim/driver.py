@@ -40,7 +40,7 @@ from playground.sim.client import Consumer, Message, Producer, TopicPartition
 from playground.sim.cluster import Cluster
 from playground.sim.errors import KafkaException
 from playground.sim.javaclient import API_VERSIONS, JavaProducer
-from playground.sim.javaerrors import JavaException
+from playground.sim.javaerrors import ERROR_MESSAGES, JavaException
 from playground.sim.log import READ_COMMITTED
 from playground.sim.observation import ConsumerActor, ProducerActor
 
@@ -74,6 +74,12 @@ JAVA_CONSUMER_EXCEPTIONS = {
     "NOT_COORDINATOR": "TimeoutException",
     "COORDINATOR_NOT_AVAILABLE": "TimeoutException",
     "_TRANSPORT": "TimeoutException",
+    # KIP-345: another instance took the consumer's group.instance.id. kafka-clients throws FencedInstanceIdException
+    # from commitSync() (its OffsetCommit is answered FENCED_INSTANCE_ID) and from poll() once its heartbeat was;
+    # the model's librdkafka consumer raises _FATAL for a commit after a fenced heartbeat, and its only fatal error is
+    # this one
+    "FENCED_INSTANCE_ID": "FencedInstanceIdException",
+    "_FATAL": "FencedInstanceIdException",
 }
 SETTLE_MAX_MS = 30_000
 POLL_ROUNDS_MAX = 1000
@@ -580,6 +586,10 @@ class SimBackend(Backend):
             raise BackendError(f"consumer {entry.spec.name!r} is {c.state if c else 'gone'}: restart it first")
         try:
             if action == "poll":
+                if self.java and c.fatal_error is not None:
+                    # kafka-clients' poll() throws what its heartbeat thread was answered (FENCED_INSTANCE_ID);
+                    # librdkafka's poll() serves it as an error event and returns no records
+                    raise KafkaException(c.fatal_error)
                 self._poll(entry, c, args.get("max"))
             elif action == "commit":
                 c.commit(asynchronous=False)
@@ -599,6 +609,8 @@ class SimBackend(Backend):
                 outcome = JAVA_CONSUMER_EXCEPTIONS.get(outcome, "KafkaException")
                 assert entry.last_error is not None  # _fail has just set it
                 entry.last_error["error"] = outcome
+                if outcome == "FencedInstanceIdException":
+                    self._message = ERROR_MESSAGES["FENCED_INSTANCE_ID"]
             return outcome
         return OK
 
