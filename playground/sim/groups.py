@@ -927,9 +927,13 @@ class GroupCoordinator:
             return self._complete_join(g, now_ms)
         if isinstance(tick, SyncDeadline):
             g = self.groups.get(tick.group_id)
-            if g is None or g.generation != tick.generation or g.state != COMPLETING_REBALANCE or not g.pending_sync:
+            if g is None or g.generation != tick.generation or g.state not in (COMPLETING_REBALANCE, STABLE):
                 return []
-            for member_id in sorted(g.pending_sync):  # onExpirePendingSync: the members that never synced leave
+            if not g.pending_sync:
+                return []
+            # onExpirePendingSync, in CompletingRebalance and Stable alike: the members that never synced leave (a
+            # Stable group's leader synced, a member that did not still holds nothing)
+            for member_id in sorted(g.pending_sync):
                 if isinstance(g.members.get(member_id), ClassicMember):
                     self._forget(g, member_id)
                     if g.leader_id == member_id:
