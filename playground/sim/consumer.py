@@ -11,8 +11,8 @@ read_committed, auto commit; a static member's heartbeats, its FENCED_INSTANCE_I
 
 from __future__ import annotations
 
+import functools
 from collections import deque
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from playground.engine import events as ev
@@ -171,71 +171,70 @@ class Consumer(Client):
 
         After max.poll.interval.ms without a poll the client stops heartbeating and forgets its member id, its
         assignment lost (librdkafka's "maximum poll interval exceeded"; a static member sends no LeaveGroup): the
-        coordinator removes it when its session times out, and the next poll joins again."""
-        c = self.cluster
+        coordinator removes it when its session times out, and the next poll joins again.
 
-        def beat() -> None:
-            if self.fatal_error is not None or self.member_id != member_id:
+        The timer and its callbacks are bound methods (no closures referring to each other): a discarded
+        simulator's scheduler drops them and nothing is left in a reference cycle."""
+        self.cluster.scheduler.after(
+            self.heartbeat_interval_ms,
+            functools.partial(self._beat_due, member_id),
+            category=TIMER,
+            label=f"{self.name} heartbeat",
+            inert=functools.partial(self._beat_inert, member_id),
+        )
+
+    def _beat_inert(self, member_id: str, at_ms: int) -> bool:
+        """Whether the beat due at `at_ms` changes nothing (an observation may let it run): the client is gone or
+        no longer this member, or it is still within max.poll.interval.ms and the coordinator would answer it as it
+        answered the last one."""
+        if not self.alive or self.fatal_error is not None or self.member_id != member_id:
+            return True
+        if at_ms - self._polled_ms > self.max_poll_interval_ms:
+            return False
+        error = self.cluster.groups.heartbeat_error(self.group, member_id, self.group_instance_id, self.generation)
+        return error is None
+
+    def _beat_due(self, member_id: str) -> None:
+        if not self.alive or self.fatal_error is not None or self.member_id != member_id:
+            return
+        c = self.cluster
+        if self.now_ms - self._polled_ms > self.max_poll_interval_ms:
+            c.member_crashed(self.group, member_id)
+            self._lose_membership()
+            return
+        broker, generation = self._coordinator, self.generation
+        if broker is None:
+            self._find_coordinator(self.group, "group", functools.partial(self._beat_to, member_id))
+            return
+
+        def handler(broker: int, reply: Reply) -> None:
+            c.handle_heartbeat(broker, self.group, generation, member_id, reply, self.group_instance_id)
+
+        def on_response(error: str | None, result: dict[str, Any]) -> None:
+            if self.member_id != member_id:
                 return
-            if self.now_ms - self._polled_ms > self.max_poll_interval_ms:
-                c.member_crashed(self.group, member_id)
+            if error == "FENCED_INSTANCE_ID":
+                self._set_fatal(error, f"Fatal consumer error: {FENCED_INSTANCE_TEXT}", background="heartbeat")
+                return
+            if error == "UNKNOWN_MEMBER_ID":  # removed (its session timed out): the next poll joins again
                 self._lose_membership()
                 return
-            broker, generation = self._coordinator, self.generation
+            if error in ("NOT_COORDINATOR", "COORDINATOR_NOT_AVAILABLE", "_TRANSPORT"):
+                self._coordinator = None
+            self._start_heartbeats(member_id)
 
-            def handler(broker: int, reply: Reply) -> None:
-                c.handle_heartbeat(broker, self.group, generation, member_id, reply, self.group_instance_id)
+        self._rpc(
+            "Heartbeat",
+            broker,
+            f"group coordinator(b{broker})",
+            f"group {self.group_id}, member {member_id}, instance {self.group_instance_id}, generation {generation}",
+            handler,
+            on_response,
+        )
 
-            def on_response(error: str | None, result: dict[str, Any]) -> None:
-                if self.member_id != member_id:
-                    return
-                if error == "FENCED_INSTANCE_ID":
-                    self._set_fatal(error, f"Fatal consumer error: {FENCED_INSTANCE_TEXT}", background="heartbeat")
-                    return
-                if error == "UNKNOWN_MEMBER_ID":  # removed (its session timed out): the next poll joins again
-                    self._lose_membership()
-                    return
-                if error in ("NOT_COORDINATOR", "COORDINATOR_NOT_AVAILABLE", "_TRANSPORT"):
-                    self._coordinator = None
-                schedule()
-
-            if broker is None:
-                self._find_coordinator(self.group, "group", lambda b: self._found(b, beat))
-                return
-            self._rpc(
-                "Heartbeat",
-                broker,
-                f"group coordinator(b{broker})",
-                f"group {self.group_id}, member {member_id}, instance {self.group_instance_id}, "
-                f"generation {generation}",
-                handler,
-                on_response,
-            )
-
-        def inert(at_ms: int) -> bool:
-            """Whether the beat due at `at_ms` changes nothing (an observation may let it run): the client is gone
-            or no longer this member, or it is still within max.poll.interval.ms and the coordinator would answer
-            it as it answered the last one."""
-            if not self.alive or self.fatal_error is not None or self.member_id != member_id:
-                return True
-            if at_ms - self._polled_ms > self.max_poll_interval_ms:
-                return False
-            return c.groups.heartbeat_error(self.group, member_id, self.group_instance_id, self.generation) is None
-
-        def run() -> None:
-            if self.alive:
-                beat()
-
-        def schedule() -> None:
-            c.scheduler.after(
-                self.heartbeat_interval_ms, run, category=TIMER, label=f"{self.name} heartbeat", inert=inert
-            )
-
-        schedule()
-
-    def _found(self, broker: int, then: Callable[[], None]) -> None:
+    def _beat_to(self, member_id: str, broker: int) -> None:
         self._coordinator = broker
-        then()
+        self._beat_due(member_id)
 
     def _lose_membership(self) -> None:
         self.member_id = None
@@ -469,7 +468,7 @@ class Consumer(Client):
             to_commit = {tp.name: tp.offset for tp in current if tp.offset >= 0}
         if self.fatal_error is not None:
             # rd_kafka_cgrp_offsets_commit: "Commits are not allowed when a fatal error has been raised"
-            raise KafkaException(KafkaError("_FATAL", "Local: Fatal error", fatal=True))
+            raise KafkaException(KafkaError("_FATAL", "Commit failed: Local: Fatal error", fatal=True))
         if not to_commit:
             raise KafkaException(KafkaError("_NO_OFFSET", "No offset to commit"))
         c = self.cluster
@@ -508,8 +507,9 @@ class Consumer(Client):
         if "error" not in box:
             raise KafkaException(KafkaError("_TIMED_OUT", "commit timed out"))
         if box["error"] is not None:
-            fatal = box["error"] == "FENCED_INSTANCE_ID"
-            raise KafkaException(KafkaError(box["error"], FENCED_INSTANCE_TEXT if fatal else None, fatal=fatal))
+            if box["error"] == "FENCED_INSTANCE_ID":  # confluent-kafka's words for a failed commit
+                raise KafkaException(KafkaError(box["error"], f"Commit failed: {FENCED_INSTANCE_TEXT}", fatal=True))
+            raise KafkaException(KafkaError(box["error"]))
         return [self._tp(k, v) for k, v in sorted(to_commit.items())]
 
     def _start_auto_commit(self) -> None:

@@ -74,12 +74,22 @@ JAVA_CONSUMER_EXCEPTIONS = {
     "NOT_COORDINATOR": "TimeoutException",
     "COORDINATOR_NOT_AVAILABLE": "TimeoutException",
     "_TRANSPORT": "TimeoutException",
-    # KIP-345: another instance took the consumer's group.instance.id. kafka-clients throws FencedInstanceIdException
-    # from commitSync() (its OffsetCommit is answered FENCED_INSTANCE_ID) and from poll() once its heartbeat was;
-    # the model's librdkafka consumer raises _FATAL for a commit after a fenced heartbeat, and its only fatal error is
-    # this one
+    # KIP-345: another instance took the consumer's group.instance.id. kafka-clients' commitSync() throws
+    # FencedInstanceIdException when its OffsetCommit is answered FENCED_INSTANCE_ID; once its heartbeat was, the
+    # coordinator has reset the member (AbstractCoordinator.HeartbeatResponseHandler: resetStateOnResponseError) and
+    # commitSync() fails before sending, with CommitFailedException (not part of an active group), while poll() throws
+    # the heartbeat thread's FencedInstanceIdException. The model's librdkafka consumer says _FATAL for a commit
+    # after its fenced heartbeat (its only fatal error)
     "FENCED_INSTANCE_ID": "FencedInstanceIdException",
-    "_FATAL": "FencedInstanceIdException",
+    "_FATAL": "CommitFailedException",
+}
+# kafka-clients' message of those two (ConsumerCoordinator.sendOffsetCommitRequest, Errors.FENCED_INSTANCE_ID)
+JAVA_CONSUMER_MESSAGES = {
+    "FencedInstanceIdException": ERROR_MESSAGES["FENCED_INSTANCE_ID"],
+    "CommitFailedException": (
+        "Offset commit cannot be completed since the consumer is not part of an active group for auto partition "
+        "assignment; it is likely that the consumer was kicked out of the group."
+    ),
 }
 SETTLE_MAX_MS = 30_000
 POLL_ROUNDS_MAX = 1000
@@ -609,8 +619,8 @@ class SimBackend(Backend):
                 outcome = JAVA_CONSUMER_EXCEPTIONS.get(outcome, "KafkaException")
                 assert entry.last_error is not None  # _fail has just set it
                 entry.last_error["error"] = outcome
-                if outcome == "FencedInstanceIdException":
-                    self._message = ERROR_MESSAGES["FENCED_INSTANCE_ID"]
+                if exc.error.name() in ("FENCED_INSTANCE_ID", "_FATAL"):
+                    self._message = JAVA_CONSUMER_MESSAGES[outcome]
             return outcome
         return OK
 
@@ -670,6 +680,10 @@ class SimBackend(Backend):
     def observe(self) -> dict[str, Any]:
         self.settle()
         return observation.observe(self.cluster, self.consumers)
+
+    def group_generation(self, actor: str) -> int | None:
+        entry = self.consumers.get(actor)
+        return entry.client.generation if entry is not None and entry.client is not None else None
 
     def polled(self, actor: str) -> list[tuple[str, int]]:
         entry = self.consumers.get(actor)

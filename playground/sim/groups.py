@@ -351,11 +351,18 @@ class GroupCoordinator:
         return [Emit(ev.GroupMembership, fields)]
 
     def _assign_range(self, g: Group) -> None:
-        """The range assignor: per topic, contiguous partition ranges to members sorted by member id."""
+        """The range assignor: per topic, contiguous partition ranges to members in the assignors' order
+        (AbstractPartitionAssignor.MemberInfo: static members first, by group.instance.id, then the others by member
+        id)."""
         assigned: dict[str, list[str]] = {m: [] for m in g.members}
         topics = sorted({t for m in g.members.values() for t in m.topics})
+
+        def order(member_id: str) -> tuple[bool, str]:
+            instance = g.members[member_id].instance_id
+            return (instance is None, instance if instance is not None else member_id)
+
         for topic in topics:
-            subscribers = sorted(mid for mid, m in g.members.items() if topic in m.topics)
+            subscribers = sorted((mid for mid, m in g.members.items() if topic in m.topics), key=order)
             n = self.topics.get(topic, 0)
             if not subscribers or n == 0:
                 continue
