@@ -63,6 +63,8 @@ def test_it_has_the_scenarios_and_exercises_of_the_issues_in_order():
         "incident-on-kafka-3-5",
         "hanging-transaction-kafka-3-5",
         "rolling-upgrade",
+        # consumer groups (issue 31): static membership (KIP-345)
+        "static-membership",
     ]
 
 

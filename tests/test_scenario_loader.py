@@ -295,6 +295,33 @@ def test_it_names_a_consumer_without_topics():
     )
 
 
+def test_it_reads_group_instance_id_and_lets_two_consumers_share_one():
+    text = HEAD.replace(
+        "rc: {consumer: {topics: [orders]}}",
+        "rc: {consumer: {group.id: billing, group.instance.id: billing-1, topics: [orders]}}\n"
+        "  rc2: {consumer: {group.id: billing, group.instance.id: billing-1, topics: [orders]}}",
+    )
+    scenario = parse(scenario_text(head=text))
+    assert scenario.actors["rc"].config["group.instance.id"] == scenario.actors["rc2"].config["group.instance.id"]
+    assert scenario.actors["rc"].config["group.id"] == "billing"
+
+
+def test_it_names_a_static_member_without_a_group():
+    text = HEAD.replace(
+        "rc: {consumer: {topics: [orders]}}", "rc: {consumer: {group.instance.id: i-1, topics: [orders]}}"
+    )
+    assert_error(scenario_text(head=text), "i-1", "actors.rc.consumer.group.instance.id", "give it a group.id")
+
+
+@pytest.mark.parametrize("instance", ["billing 1", "..", "x" * 250, "'billing/1'"])
+def test_it_names_a_group_instance_id_kafka_refuses(instance):
+    text = HEAD.replace(
+        "rc: {consumer: {topics: [orders]}}",
+        f"rc: {{consumer: {{group.id: g, group.instance.id: {instance}, topics: [orders]}}}}",
+    )
+    assert_error(scenario_text(head=text), "group.instance.id", "actors.rc.consumer.group.instance.id", "not a valid")
+
+
 def test_it_names_a_partition_out_of_range():
     text = scenario_text("  - A.produce: {topic: orders, partition: 3, value: v}\n")
     assert_error(

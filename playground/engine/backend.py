@@ -122,6 +122,11 @@ class Backend(ABC):
         librdkafka's txn state), when the backend can tell; None otherwise."""
         return None
 
+    def group_generation(self, actor: str) -> int | None:
+        """The generation of the group a static member (group.instance.id) was in at its last poll, as its client
+        knows it (consumer_group_metadata()), when the backend can tell; None otherwise."""
+        return None
+
     def callbacks(self) -> list[dict[str, Any]]:
         """Every invocation of a record's callback so far, in order, for the sends that asked for one
         (`callback: true`): {"actor", "value", "outcome", "message"}."""

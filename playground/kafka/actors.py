@@ -43,6 +43,7 @@ OP_TIMEOUT_S = {
     "commit": 15.0,
     "seek_to_committed": 15.0,
     "assign": 10.0,
+    "subscribe": 10.0,
     "positions": 10.0,
     "group_metadata": 10.0,
     "status": 5.0,
@@ -66,6 +67,7 @@ class Actor:
     received: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # scenario tp -> [{"offset","value"}]
     last_poll: list[dict[str, Any]] = field(default_factory=list)
     positions: dict[str, int] = field(default_factory=dict)
+    generation: int | None = None  # a static member's group generation at its last poll
     incarnation: int = 0
     rr: dict[str, int] = field(default_factory=dict)  # round-robin counters per topic (unkeyed records)
 
@@ -116,6 +118,10 @@ def finish_start(actor: Actor, names: SessionNames, topics: dict[str, TopicSpec]
     actor.state = "INIT" if actor.spec.transactional_id or actor.spec.kind == CONSUMER else "READY"
     if actor.spec.kind == CONSUMER:
         actor.state = "RUNNING"
+        if actor.spec.config.get("group.instance.id"):
+            # a static member (KIP-345) is a member of its group only through subscribe(): the group assigns
+            call(actor, "subscribe", events, names, topics=[names.real_topic(t) for t in actor.spec.topics])
+            return
         parts = [[names.real_topic(t), p] for t in actor.spec.topics for p in range(topics[t].partitions)]
         call(actor, "assign", events, names, partitions=parts, from_committed=bool(actor.spec.group_id))
 

@@ -455,6 +455,7 @@ class KafkaBackend(Backend):
             self._quiesce()
             res = self._call(actor, "poll", max=step.args.get("max"))
             actor.last_poll = res.get("records", [])
+            actor.generation = res.get("generation")
             by_tp: dict[str, list[dict[str, Any]]] = {}
             for r in actor.last_poll:
                 tp = self.names.scenario_tp(r["topic"], r["partition"])
@@ -532,6 +533,10 @@ class KafkaBackend(Backend):
         """Read what changed on the cluster (new records and markers, watermarks, coordinator transitions, group
         offsets) and emit it as events. Cheap enough to run after every step when someone listens."""
         self._seen.from_snapshot(self._snapshot(stable_groups=False), self.actors)
+
+    def group_generation(self, actor: str) -> int | None:
+        a = self.actors.get(actor)
+        return a.generation if a is not None else None
 
     def polled(self, actor: str) -> list[tuple[str, int]]:
         a = self.actors.get(actor)

@@ -12,6 +12,7 @@ import builtins
 import logging
 import os
 import re
+import sys
 import time
 from typing import Any
 
@@ -202,6 +203,8 @@ class _ConsumerActor:
         self.c = _make_client(Consumer, self.conf, logger, self.ignored)
         self.assigned: list[tuple[str, int]] = []
         self.from_committed = False
+        self.subscribed = False  # a group member (subscribe()): the group's rebalances assign its partitions
+        self.topics: list[str] = []  # what it subscribes to, at its first poll
         self.pos: dict[tuple[str, int], int] = {}
         self.closed = False
 
@@ -221,6 +224,28 @@ class _ConsumerActor:
             if tp.offset >= 0:
                 key = (tp.topic, tp.partition)
                 self.pos[key] = max(self.pos.get(key, 0), tp.offset)
+
+    def op_subscribe(self, timeout_s: float, topics: list[str]) -> dict[str, Any]:
+        """Group management (a static member's, KIP-345): the partitions come with the group's rebalances, which
+        consume() serves; each starts at the group's committed offset. subscribe() itself is called at the first
+        poll: librdkafka joins the group from its background thread as soon as it is called, and a consumer of a
+        scenario (as the simulator's) joins when it first polls, not when its process starts."""
+        self.subscribed = True
+        self.topics = topics
+        self.from_committed = True
+        self.assigned = []
+        self.pos = {}
+        return {"outcome": "ok"}
+
+    def _follow_assignment(self) -> bool:
+        """A group member's partitions as its last rebalance left them (positions of those it lost are dropped,
+        those it gained are resolved again); True when it has some."""
+        if self.subscribed:
+            now = sorted((tp.topic, tp.partition) for tp in self.c.assignment())
+            if now != self.assigned:
+                self.pos = {k: v for k, v in self.pos.items() if k in now}
+                self.assigned = now
+        return bool(self.assigned)
 
     def op_assign(self, timeout_s: float, partitions: list[list[Any]], from_committed: bool) -> dict[str, Any]:
         """Manual assignment of every partition of the consumer's topics (no rebalance: deterministic). A group
@@ -278,25 +303,12 @@ class _ConsumerActor:
         from confluent_kafka import TopicPartition
 
         started = time.monotonic()
-        self._resolve_start(min(timeout_s, 5.0))
-        ends = {}
-        for t, p in self.assigned:
-            _lo, hi = self.c.get_watermark_offsets(TopicPartition(t, p), timeout=min(timeout_s, 5.0), cached=False)
-            ends[(t, p)] = hi
-        got: list[dict[str, Any]] = []
         # the loop ends as soon as every partition is caught up; the bound only matters when it cannot be
         deadline = started + (settle_s if settle_s is not None else max_(timeout_s - 1.0, 1.0))
+        got: list[dict[str, Any]] = []
         errors: list[str] = []
 
-        def caught_up() -> bool:
-            return all(self.pos.get(k, 0) >= e for k, e in ends.items())
-
-        while time.monotonic() < deadline:
-            if max is not None and len(got) >= max:
-                break
-            self._sync_positions()
-            if caught_up():
-                break
+        def consume() -> None:
             n = 100 if max is None else min(100, max - len(got))
             for m in self.c.consume(n, 0.1):
                 err = m.error()
@@ -315,14 +327,43 @@ class _ConsumerActor:
                     }
                 )
                 self.pos[key] = builtins.max(self.pos.get(key, 0), m.offset() + 1)  # `max` is a parameter here
+
+        if self.subscribed and self.topics:
+            self.c.subscribe(self.topics)
+            self.topics = []
+        # a group member has its partitions once its group's rebalance has run in consume(); a fatal error (a
+        # static member fenced) leaves it none
+        while not self._follow_assignment() and time.monotonic() < deadline and "_FATAL" not in errors:
+            if max is not None and len(got) >= max:
+                break
+            consume()
+        self._resolve_start(min(timeout_s, 5.0))
+        ends = {}
+        for t, p in self.assigned:
+            _lo, hi = self.c.get_watermark_offsets(TopicPartition(t, p), timeout=min(timeout_s, 5.0), cached=False)
+            ends[(t, p)] = hi
+
+        def caught_up() -> bool:
+            return all(self.pos.get(k, 0) >= e for k, e in ends.items())
+
+        while time.monotonic() < deadline:
+            if max is not None and len(got) >= max:
+                break
+            self._sync_positions()
+            if caught_up():
+                break
+            consume()
         self._sync_positions()
-        return {
+        out = {
             "outcome": "ok",
             "records": got,
             "ends": [[t, p, e] for (t, p), e in ends.items()],
             "caught_up": caught_up(),
             "errors": errors,
         }
+        if self.subscribed:
+            out["generation"] = generation_of(self.c.consumer_group_metadata())
+        return out
 
     def op_positions(self, timeout_s: float) -> dict[str, Any]:
         self._resolve_start(min(timeout_s, 5.0))
@@ -352,7 +393,16 @@ class _ConsumerActor:
         return {"outcome": errs[0] if errs else "ok", "committed": [[tp.topic, tp.partition, tp.offset] for tp in tps]}
 
     def op_seek_to_committed(self, timeout_s: float) -> dict[str, Any]:
+        if self.subscribed:
+            # the group owns the assignment: seek each partition back to the committed offset instead
+            from confluent_kafka import TopicPartition
 
+            self._follow_assignment()
+            self.pos = {}
+            self._resolve_start(min(timeout_s, 5.0))
+            for (t, p), offset in self.pos.items():
+                self.c.seek(TopicPartition(t, p, offset))
+            return {"outcome": "ok"}
         # re-assigning (rather than seek) also drops what was pre-fetched for the old positions
         self.c.unassign()
         res = self.op_assign(timeout_s, [[t, p] for t, p in self.assigned], from_committed=self.from_committed)
@@ -370,6 +420,12 @@ class _ConsumerActor:
 
     def shutdown(self) -> None:
         self.op_close(1.0)
+
+
+def generation_of(metadata: bytes) -> int:
+    """The generation in consumer_group_metadata()'s bytes (rd_kafka_consumer_group_metadata_write: the magic
+    "CGMDv2:", then the generation id as a native int32, then the ids)."""
+    return int.from_bytes(metadata[7:11], sys.byteorder, signed=True)
 
 
 COORDINATOR_MOVING = ("NOT_COORDINATOR", "COORDINATOR_LOAD_IN_PROGRESS", "COORDINATOR_NOT_AVAILABLE")

@@ -376,8 +376,10 @@ def _parse_actor(r: Reader, name: str, name_node: yaml.Node, spec_node: yaml.Nod
     schema = PRODUCER_CONFIG if kind == PRODUCER else CONSUMER_CONFIG
     config: dict[str, Any] = {}
     topics: tuple[str, ...] = ()
+    value_nodes: dict[str, yaml.Node] = {}
     for key, (key_node, value_node) in r.mapping(config_node, where, allow_null=True).items():
         at = join_field(where, key)
+        value_nodes[key] = value_node
         kind_of = schema.get(key)
         if kind_of is None:
             listing = _("producer settings") if kind == PRODUCER else _("consumer settings")
@@ -423,7 +425,26 @@ def _parse_actor(r: Reader, name: str, name_node: yaml.Node, spec_node: yaml.Nod
             )
         # confluent-kafka (librdkafka) defaults to read_committed; Kafka's Java consumer to read_uncommitted.
         config.setdefault("isolation.level", "read_committed")
+        if "group.instance.id" in config:
+            _check_instance_id(r, value_nodes["group.instance.id"], where, config)
     return ActorSpec(name=name, kind=kind, config=config, topics=topics)
+
+
+def _check_instance_id(r: Reader, node: yaml.Node, where: str, config: dict[str, Any]) -> None:
+    """group.instance.id (KIP-345) names a static member of the consumer's group: it needs a group.id, and it is
+    what kafka-clients' JoinGroupRequest.validateGroupInstanceId accepts (a topic name's rules). Two consumers may
+    share one: that is the second instance a static member's id fences."""
+    at = join_field(where, "group.instance.id")
+    instance = config["group.instance.id"]
+    if not config.get("group.id"):
+        raise r.fail(node, at, _("a static member (group.instance.id) is a member of a group: give it a group.id"))
+    if not _TOPIC_NAME.match(instance) or instance in (".", ".."):
+        raise r.fail(
+            node,
+            at,
+            _("%(value)s is not a valid group.instance.id (letters, digits, '.', '_', '-'; at most 249)")
+            % {"value": repr(instance)},
+        )
 
 
 def _parse_expect(

@@ -262,6 +262,7 @@ PRODUCER_CONFIG: dict[str, ConfigKind] = {
 CONSUMER_CONFIG: dict[str, ConfigKind] = {
     "isolation.level": ("read_committed", "read_uncommitted"),
     "group.id": str,
+    "group.instance.id": str,  # KIP-345: a static member (a real backend's consumer then subscribes, as it must)
     "topics": list,
     "auto.offset.reset": ("earliest", "latest"),
     "enable.auto.commit": bool,

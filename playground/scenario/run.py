@@ -51,6 +51,7 @@ def run_scenario(
         backend = with_database(backend, scenario.database)
     steps, failures = [], []
     producers = sorted(name for name, a in scenario.actors.items() if a.kind == PRODUCER)
+    static_members = {name for name, a in scenario.actors.items() if a.config.get("group.instance.id")}
     # steps whose outcomes are given per profile without naming this one (a profile added since the file was
     # written): not checked, and the observation says so
     unchecked = [
@@ -83,6 +84,9 @@ def run_scenario(
             state = backend.client_state(step.actor) if step.actor in producers and outcome != OK else None
             if state is not None:
                 entry["state"] = state
+            if step.actor in static_members and step.action == "poll" and outcome == OK:
+                # an addition (issue 31): the generation a static member polled in, where a rebalance would show
+                entry["generation"] = backend.group_generation(step.actor)
             steps.append(entry)
             if step.expect is not None and not any(outcome_matches(e, outcome, message) for e in step.expect):
                 seen = f"{outcome} ({message})" if message and any(": " in e for e in step.expect) else outcome

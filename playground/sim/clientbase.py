@@ -108,14 +108,17 @@ class Message:
 
 
 class GroupMetadata:
-    """What consumer_group_metadata() returns (KIP-447): group id, generation and member id."""
+    """What consumer_group_metadata() returns (KIP-447): group id, generation, member id and group.instance.id."""
 
-    __slots__ = ("generation_id", "group_id", "member_id")
+    __slots__ = ("generation_id", "group_id", "group_instance_id", "member_id")
 
-    def __init__(self, group_id: str, generation_id: int = -1, member_id: str = "") -> None:
+    def __init__(
+        self, group_id: str, generation_id: int = -1, member_id: str = "", group_instance_id: str | None = None
+    ) -> None:
         self.group_id = group_id
         self.generation_id = generation_id
         self.member_id = member_id
+        self.group_instance_id = group_instance_id
 
     def __repr__(self) -> str:
         return f"GroupMetadata({self.group_id}, generation {self.generation_id}, {self.member_id})"

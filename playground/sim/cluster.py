@@ -61,19 +61,23 @@ class Cluster(PartitionLeaders):
         handle_add_offsets(broker, transactional_id, producer_id, epoch, group_id, reply, version=None)
         handle_end_txn(broker, transactional_id, producer_id, epoch, commit, reply, version=None)
                                                                   -> (v5+ on 4.x) producer_id, producer_epoch
-        handle_join_group(broker, group_id, client_id, topics, reply)                          -> member_id
+        handle_join_group(broker, group_id, client_id, topics, reply, instance_id=None)        -> member_id
         handle_leave_group(group_id, member_id)
-        handle_offset_commit(broker, group_id, generation, member_id, offsets, reply)
+        handle_offset_commit(broker, group_id, generation, member_id, offsets, reply, instance_id=None)
         handle_txn_offset_commit(broker, group_id, producer_id, epoch, generation, member_id, offsets, reply,
-                                 transactional_id=None, version=None)
+                                 transactional_id=None, version=None, instance_id=None)
         handle_offset_fetch(broker, group_id, partitions, require_stable, reply)               -> offsets
         handle_classic_join_group(broker, group_id, member_id, client_id, client_host, session_timeout_ms,
-                                  rebalance_timeout_ms, protocol_type, protocols, require_known_member_id, reply)
-                     -> member_id, generation_id, protocol_type, protocol_name, leader, members (the leader's)
-        handle_sync_group(broker, group_id, generation, member_id, protocol_type, protocol_name, assignments, reply)
-                                                                -> protocol_type, protocol_name, assignment
-        handle_heartbeat(broker, group_id, generation, member_id, reply)
-        handle_classic_leave_group(broker, group_id, member_ids, reply)                         -> errors
+                                  rebalance_timeout_ms, protocol_type, protocols, require_known_member_id, reply,
+                                  instance_id=None, supports_skipping_assignment=False)
+                     -> member_id, generation_id, protocol_type, protocol_name, leader, skip_assignment,
+                        members (the leader's)
+        handle_sync_group(broker, group_id, generation, member_id, protocol_type, protocol_name, assignments, reply,
+                          instance_id=None)                     -> protocol_type, protocol_name, assignment
+        handle_heartbeat(broker, group_id, generation, member_id, reply, instance_id=None)
+        handle_classic_leave_group(broker, group_id, leaving, reply)    -> errors (leaving: (member id, instance id))
+
+    `instance_id` is a static member's group.instance.id (KIP-345), None for a dynamic member.
 
     Produce, Fetch and ListOffsets are the partition leaders' (leaders.py); the rest are routed to the coordinators
     below. GroupCoordinator.assignment (the SyncGroup answer) and the coordinators' other reads are queries.
@@ -288,11 +292,17 @@ class Cluster(PartitionLeaders):
         self._carry_out(tc, effects)
 
     def handle_join_group(
-        self, broker: int, group_id: str, client_id: str, topics: tuple[str, ...], reply: Reply
+        self,
+        broker: int,
+        group_id: str,
+        client_id: str,
+        topics: tuple[str, ...],
+        reply: Reply,
+        instance_id: str | None = None,
     ) -> None:
         """JoinGroup (with SyncGroup: the member's assignment is GroupCoordinator.assignment once the group is
         Stable): answered with the new member's id."""
-        self._carry_out(self.groups, self.groups.join(broker, group_id, client_id, topics, reply))
+        self._carry_out(self.groups, self.groups.join(broker, group_id, client_id, topics, reply, instance_id))
 
     def handle_leave_group(self, group_id: str, member_id: str) -> None:
         """LeaveGroup, as a consumer that closes sends it (the client models send no RPC: it takes effect at once)."""
@@ -316,6 +326,8 @@ class Cluster(PartitionLeaders):
         protocols: tuple[tuple[str, bytes], ...],
         require_known_member_id: bool,
         reply: Reply,
+        instance_id: str | None = None,
+        supports_skipping_assignment: bool = False,
     ) -> None:
         """JoinGroup of the classic protocol (a client over the Kafka protocol); answered when the rebalance
         completes, with the member metadata of every member for the new generation's leader."""
@@ -332,6 +344,8 @@ class Cluster(PartitionLeaders):
             require_known_member_id,
             reply,
             self.now_ms,
+            instance_id=instance_id,
+            supports_skipping_assignment=supports_skipping_assignment,
         )
         self._carry_out(self.groups, effects)
 
@@ -345,26 +359,49 @@ class Cluster(PartitionLeaders):
         protocol_name: str | None,
         assignments: Mapping[str, bytes],
         reply: Reply,
+        instance_id: str | None = None,
     ) -> None:
         """SyncGroup: the leader's brings every member's assignment; each member gets its own."""
         effects = self.groups.sync_group(
-            broker, group_id, generation, member_id, protocol_type, protocol_name, assignments, reply, self.now_ms
+            broker,
+            group_id,
+            generation,
+            member_id,
+            protocol_type,
+            protocol_name,
+            assignments,
+            reply,
+            self.now_ms,
+            instance_id,
         )
         self._carry_out(self.groups, effects)
 
-    def handle_heartbeat(self, broker: int, group_id: str, generation: int, member_id: str, reply: Reply) -> None:
-        """Heartbeat: keeps a classic member's session; REBALANCE_IN_PROGRESS tells it to rejoin."""
-        self._carry_out(self.groups, self.groups.heartbeat(broker, group_id, generation, member_id, reply, self.now_ms))
+    def handle_heartbeat(
+        self, broker: int, group_id: str, generation: int, member_id: str, reply: Reply, instance_id: str | None = None
+    ) -> None:
+        """Heartbeat: keeps a classic member's session; REBALANCE_IN_PROGRESS tells it to rejoin, FENCED_INSTANCE_ID
+        that another instance took its group.instance.id."""
+        effects = self.groups.heartbeat(broker, group_id, generation, member_id, reply, self.now_ms, instance_id)
+        self._carry_out(self.groups, effects)
 
-    def handle_classic_leave_group(self, broker: int, group_id: str, member_ids: tuple[str, ...], reply: Reply) -> None:
+    def handle_classic_leave_group(
+        self, broker: int, group_id: str, leaving: tuple[tuple[str, str | None], ...], reply: Reply
+    ) -> None:
         """LeaveGroup of the classic protocol: the members leave at once, the others rebalance."""
-        self._carry_out(self.groups, self.groups.leave_group(broker, group_id, member_ids, reply, self.now_ms))
+        self._carry_out(self.groups, self.groups.leave_group(broker, group_id, leaving, reply, self.now_ms))
 
     def handle_offset_commit(
-        self, broker: int, group_id: str, generation: int, member_id: str, offsets: dict[str, int], reply: Reply
+        self,
+        broker: int,
+        group_id: str,
+        generation: int,
+        member_id: str,
+        offsets: dict[str, int],
+        reply: Reply,
+        instance_id: str | None = None,
     ) -> None:
         """OffsetCommit (generation -1 and no member id: a consumer without group membership)."""
-        effects = self.groups.commit_offsets(broker, group_id, generation, member_id, offsets, reply)
+        effects = self.groups.commit_offsets(broker, group_id, generation, member_id, offsets, reply, instance_id)
         self._carry_out(self.groups, effects)
 
     def handle_txn_offset_commit(
@@ -380,6 +417,7 @@ class Cluster(PartitionLeaders):
         *,
         transactional_id: str | None = None,
         version: int | None = None,
+        instance_id: str | None = None,
     ) -> None:
         """TxnOffsetCommit: the offsets are written to `__consumer_offsets` as the producer's transactional batch,
         pending until its marker. v5+ on 4.x (a TV2 client): the offsets partition is added to the transaction
@@ -395,6 +433,7 @@ class Cluster(PartitionLeaders):
             reply,
             transactional_id=transactional_id,
             version=version,
+            instance_id=instance_id,
         )
         self._carry_out(self.groups, effects)
 

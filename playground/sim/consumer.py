@@ -3,12 +3,15 @@ for both profiles' clients: what a consumer reads and when its offsets count is 
 a Java consumer's errors as KafkaConsumer raises them).
 
 Follows librdkafka's src/rdkafka_cgrp.c (JoinGroup/SyncGroup, OffsetCommit, OffsetFetch with RequireStable for
-read_committed, auto commit), rdkafka_fetcher.c (Fetch, one round trip per leader), rdkafka_offset.c
+read_committed, auto commit; a static member's heartbeats, its FENCED_INSTANCE_ID as a fatal error
+(rd_kafka_set_fatal_error) and its close without LeaveGroup, KIP-345), rdkafka_request.c
+(rd_kafka_handle_OffsetCommit: FENCED_INSTANCE_ID is fatal), rdkafka_fetcher.c (Fetch, one round trip per leader), rdkafka_offset.c
 (auto.offset.reset through ListOffsets) and rdkafka_assignment.c (the application's position).
 """
 
 from __future__ import annotations
 
+import functools
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
@@ -23,12 +26,16 @@ from playground.sim.clientbase import (
     conf_bool,
     conf_ms,
 )
+from playground.sim.clock import TIMER
 from playground.sim.effects import Reply
 from playground.sim.errors import KafkaError, KafkaException
 from playground.sim.log import READ_COMMITTED
 
 if TYPE_CHECKING:  # pragma: no cover
     from playground.sim.cluster import Cluster
+
+# rd_kafka_err2str(RD_KAFKA_RESP_ERR_FENCED_INSTANCE_ID)
+FENCED_INSTANCE_TEXT = "Broker: Static consumer fenced by other consumer with same group.instance.id"
 
 
 class Consumer(Client):
@@ -46,6 +53,13 @@ class Consumer(Client):
         self.enable_auto_commit = conf_bool(c.get("enable.auto.commit", True))
         self.auto_commit_interval_ms = conf_ms(c, "auto.commit.interval.ms", 5000)
         self.fetch_wait_max_ms = conf_ms(c, "fetch.wait.max.ms", 500)
+        # KIP-345: a static member (its heartbeats below); librdkafka's and kafka-clients' defaults alike
+        self.group_instance_id: str | None = c.get("group.instance.id") or None
+        self.heartbeat_interval_ms = conf_ms(c, "heartbeat.interval.ms", 3000)
+        self.max_poll_interval_ms = conf_ms(c, "max.poll.interval.ms", 300_000)
+        self.fatal_error: KafkaError | None = None  # rd_kafka_fatal_error(): sticky
+        self._coordinator: int | None = None
+        self._polled_ms = self.cluster.scheduler.now_ms
         self.state = "RUNNING"
         self.topics: tuple[str, ...] = ()
         self.member_id: str | None = None
@@ -102,7 +116,7 @@ class Consumer(Client):
 
             def send(broker: int) -> None:
                 def handler(broker: int, reply: Reply) -> None:
-                    c.handle_join_group(broker, self.group, self.name, self.topics, reply)
+                    c.handle_join_group(broker, self.group, self.name, self.topics, reply, self.group_instance_id)
 
                 def on_response(error: str | None, result: dict[str, Any]) -> None:
                     if error:
@@ -110,12 +124,16 @@ class Consumer(Client):
                         return
                     self._joining = False
                     self.member_id = result["member_id"]
+                    self._coordinator = broker
+                    if self.group_instance_id is not None:
+                        self._start_heartbeats(self.member_id)
 
+                instance = f", instance {self.group_instance_id}" if self.group_instance_id is not None else ""
                 self._rpc(
                     "JoinGroup",
                     broker,
                     f"group coordinator(b{broker})",
-                    f"group {self.group_id}, topics {', '.join(self.topics)}",
+                    f"group {self.group_id}{instance}, topics {', '.join(self.topics)}",
                     handler,
                     on_response,
                 )
@@ -144,6 +162,102 @@ class Consumer(Client):
         return True
 
     api_retry_ms = 100
+
+    def _start_heartbeats(self, member_id: str) -> None:
+        """A static member's heartbeats (rd_kafka_cgrp_heartbeat; kafka-clients' HeartbeatThread), every
+        heartbeat.interval.ms while it is this member: they are how an instance learns that another one took its
+        group.instance.id (FENCED_INSTANCE_ID: librdkafka raises a fatal error). A dynamic member's heartbeats are
+        not modelled, as they would tell nothing: the simulator's coordinator knows whether its process runs.
+
+        After max.poll.interval.ms without a poll the client stops heartbeating and forgets its member id, its
+        assignment lost (librdkafka's "maximum poll interval exceeded"; a static member sends no LeaveGroup): the
+        coordinator removes it when its session times out, and the next poll joins again.
+
+        The timer and its callbacks are bound methods (no closures referring to each other): a discarded
+        simulator's scheduler drops them and nothing is left in a reference cycle."""
+        self.cluster.scheduler.after(
+            self.heartbeat_interval_ms,
+            functools.partial(self._beat_due, member_id),
+            category=TIMER,
+            label=f"{self.name} heartbeat",
+            inert=functools.partial(self._beat_inert, member_id),
+        )
+
+    def _beat_inert(self, member_id: str, at_ms: int) -> bool:
+        """Whether the beat due at `at_ms` changes nothing (an observation may let it run): the client is gone or
+        no longer this member, or it is still within max.poll.interval.ms and the coordinator would answer it as it
+        answered the last one."""
+        if not self.alive or self.fatal_error is not None or self.member_id != member_id:
+            return True
+        if at_ms - self._polled_ms > self.max_poll_interval_ms:
+            return False
+        error = self.cluster.groups.heartbeat_error(self.group, member_id, self.group_instance_id, self.generation)
+        return error is None
+
+    def _beat_due(self, member_id: str) -> None:
+        if not self.alive or self.fatal_error is not None or self.member_id != member_id:
+            return
+        c = self.cluster
+        if self.now_ms - self._polled_ms > self.max_poll_interval_ms:
+            c.member_crashed(self.group, member_id)
+            self._lose_membership()
+            return
+        broker, generation = self._coordinator, self.generation
+        if broker is None:
+            self._find_coordinator(self.group, "group", functools.partial(self._beat_to, member_id))
+            return
+
+        def handler(broker: int, reply: Reply) -> None:
+            c.handle_heartbeat(broker, self.group, generation, member_id, reply, self.group_instance_id)
+
+        def on_response(error: str | None, result: dict[str, Any]) -> None:
+            if self.member_id != member_id:
+                return
+            if error == "FENCED_INSTANCE_ID":
+                self._set_fatal(error, f"Fatal consumer error: {FENCED_INSTANCE_TEXT}", background="heartbeat")
+                return
+            if error == "UNKNOWN_MEMBER_ID":  # removed (its session timed out): the next poll joins again
+                self._lose_membership()
+                return
+            if error in ("NOT_COORDINATOR", "COORDINATOR_NOT_AVAILABLE", "_TRANSPORT"):
+                self._coordinator = None
+            self._start_heartbeats(member_id)
+
+        self._rpc(
+            "Heartbeat",
+            broker,
+            f"group coordinator(b{broker})",
+            f"group {self.group_id}, member {member_id}, instance {self.group_instance_id}, generation {generation}",
+            handler,
+            on_response,
+        )
+
+    def _beat_to(self, member_id: str, broker: int) -> None:
+        self._coordinator = broker
+        self._beat_due(member_id)
+
+    def _lose_membership(self) -> None:
+        self.member_id = None
+        self.generation = -1
+
+    def _set_fatal(self, error: str, reason: str, background: str | None = None) -> None:
+        """rd_kafka_set_fatal_error for a consumer: sticky; commits fail with _FATAL from then on, and a poll
+        returns nothing (the assignment is lost). `background`: the operation that raised it behind the
+        application's back (a call's own error is the driver's to show)."""
+        if self.fatal_error is not None:
+            return
+        self.fatal_error = KafkaError(error, reason, fatal=True)
+        self._buffer.clear()
+        if background is not None:
+            self.cluster.emit(
+                ev.ClientError,
+                actor=self.name,
+                op=background,
+                error=error,
+                fatal=True,
+                txn_requires_abort=False,
+                detail=reason,
+            )
 
     def _ensure_positions(self, deadline: int) -> None:
         missing = [tp for tp in self.assigned if tp not in self.positions]
@@ -269,6 +383,9 @@ class Consumer(Client):
     def consume(self, num_messages: int = 1, timeout: float | None = -1) -> list[Message]:
         if not self.alive:
             raise RuntimeError("Consumer closed")
+        self._polled_ms = self.now_ms
+        if self.fatal_error is not None:
+            return []  # the application is served the fatal error event (_FATAL), no records
         deadline = self._deadline(timeout, 1000)
         if not self._buffer:
             if self.group_id and not self.manual and not self.topics:
@@ -349,6 +466,9 @@ class Consumer(Client):
         else:
             current = self.position(self.assignment())
             to_commit = {tp.name: tp.offset for tp in current if tp.offset >= 0}
+        if self.fatal_error is not None:
+            # rd_kafka_cgrp_offsets_commit: "Commits are not allowed when a fatal error has been raised"
+            raise KafkaException(KafkaError("_FATAL", "Commit failed: Local: Fatal error", fatal=True))
         if not to_commit:
             raise KafkaException(KafkaError("_NO_OFFSET", "No offset to commit"))
         c = self.cluster
@@ -363,10 +483,13 @@ class Consumer(Client):
                     self.member_id or "",
                     to_commit,
                     reply,
+                    self.group_instance_id if not self.manual else None,
                 )
 
             def on_response(error: str | None, result: dict[str, Any]) -> None:
                 box["error"] = error
+                if error == "FENCED_INSTANCE_ID":  # rd_kafka_handle_OffsetCommit: ACTION_FATAL
+                    self._set_fatal(error, f"OffsetCommit failed: {FENCED_INSTANCE_TEXT}")
 
             self._rpc(
                 "OffsetCommit",
@@ -384,6 +507,8 @@ class Consumer(Client):
         if "error" not in box:
             raise KafkaException(KafkaError("_TIMED_OUT", "commit timed out"))
         if box["error"] is not None:
+            if box["error"] == "FENCED_INSTANCE_ID":  # confluent-kafka's words for a failed commit
+                raise KafkaException(KafkaError(box["error"], f"Commit failed: {FENCED_INSTANCE_TEXT}", fatal=True))
             raise KafkaException(KafkaError(box["error"]))
         return [self._tp(k, v) for k, v in sorted(to_commit.items())]
 
@@ -411,7 +536,7 @@ class Consumer(Client):
     def consumer_group_metadata(self) -> GroupMetadata:
         if not self.group_id:
             raise KafkaException(KafkaError("_INVALID_ARG", "consumer_group_metadata() requires group.id"))
-        return GroupMetadata(self.group_id, self.generation, self.member_id or "")
+        return GroupMetadata(self.group_id, self.generation, self.member_id or "", self.group_instance_id)
 
     def close(self) -> None:
         if not self.alive:
@@ -422,7 +547,13 @@ class Consumer(Client):
             except KafkaException:
                 pass
         if self.group_id and self.member_id:
-            self.cluster.handle_leave_group(self.group_id, self.member_id)
+            if self.group_instance_id is None:
+                self.cluster.handle_leave_group(self.group_id, self.member_id)
+            else:
+                # KIP-345: a static member sends no LeaveGroup on close (rd_kafka_cgrp_leave_maybe, and
+                # kafka-clients' maybeLeaveGroup for a static member): its heartbeats stop, and it stays in the group
+                # until its session times out, for its next instance to take its place without a rebalance
+                self.cluster.member_crashed(self.group_id, self.member_id)
         self.alive = False
         self.state = CLOSED
 

@@ -40,7 +40,7 @@ from playground.sim.client import Consumer, Message, Producer, TopicPartition
 from playground.sim.cluster import Cluster
 from playground.sim.errors import KafkaException
 from playground.sim.javaclient import API_VERSIONS, JavaProducer
-from playground.sim.javaerrors import JavaException
+from playground.sim.javaerrors import ERROR_MESSAGES, JavaException
 from playground.sim.log import READ_COMMITTED
 from playground.sim.observation import ConsumerActor, ProducerActor
 
@@ -74,6 +74,22 @@ JAVA_CONSUMER_EXCEPTIONS = {
     "NOT_COORDINATOR": "TimeoutException",
     "COORDINATOR_NOT_AVAILABLE": "TimeoutException",
     "_TRANSPORT": "TimeoutException",
+    # KIP-345: another instance took the consumer's group.instance.id. kafka-clients' commitSync() throws
+    # FencedInstanceIdException when its OffsetCommit is answered FENCED_INSTANCE_ID; once its heartbeat was, the
+    # coordinator has reset the member (AbstractCoordinator.HeartbeatResponseHandler: resetStateOnResponseError) and
+    # commitSync() fails before sending, with CommitFailedException (not part of an active group), while poll() throws
+    # the heartbeat thread's FencedInstanceIdException. The model's librdkafka consumer says _FATAL for a commit
+    # after its fenced heartbeat (its only fatal error)
+    "FENCED_INSTANCE_ID": "FencedInstanceIdException",
+    "_FATAL": "CommitFailedException",
+}
+# kafka-clients' message of those two (ConsumerCoordinator.sendOffsetCommitRequest, Errors.FENCED_INSTANCE_ID)
+JAVA_CONSUMER_MESSAGES = {
+    "FencedInstanceIdException": ERROR_MESSAGES["FENCED_INSTANCE_ID"],
+    "CommitFailedException": (
+        "Offset commit cannot be completed since the consumer is not part of an active group for auto partition "
+        "assignment; it is likely that the consumer was kicked out of the group."
+    ),
 }
 SETTLE_MAX_MS = 30_000
 POLL_ROUNDS_MAX = 1000
@@ -580,6 +596,10 @@ class SimBackend(Backend):
             raise BackendError(f"consumer {entry.spec.name!r} is {c.state if c else 'gone'}: restart it first")
         try:
             if action == "poll":
+                if self.java and c.fatal_error is not None:
+                    # kafka-clients' poll() throws what its heartbeat thread was answered (FENCED_INSTANCE_ID);
+                    # librdkafka's poll() serves it as an error event and returns no records
+                    raise KafkaException(c.fatal_error)
                 self._poll(entry, c, args.get("max"))
             elif action == "commit":
                 c.commit(asynchronous=False)
@@ -599,6 +619,8 @@ class SimBackend(Backend):
                 outcome = JAVA_CONSUMER_EXCEPTIONS.get(outcome, "KafkaException")
                 assert entry.last_error is not None  # _fail has just set it
                 entry.last_error["error"] = outcome
+                if exc.error.name() in ("FENCED_INSTANCE_ID", "_FATAL"):
+                    self._message = JAVA_CONSUMER_MESSAGES[outcome]
             return outcome
         return OK
 
@@ -658,6 +680,10 @@ class SimBackend(Backend):
     def observe(self) -> dict[str, Any]:
         self.settle()
         return observation.observe(self.cluster, self.consumers)
+
+    def group_generation(self, actor: str) -> int | None:
+        entry = self.consumers.get(actor)
+        return entry.client.generation if entry is not None and entry.client is not None else None
 
     def polled(self, actor: str) -> list[tuple[str, int]]:
         entry = self.consumers.get(actor)

@@ -65,6 +65,7 @@ class Member:
     topics: tuple[str, ...]
     alive: bool = True
     assignment: tuple[str, ...] = ()
+    instance_id: str | None = None  # group.instance.id: a static member
 
 
 @dataclass
@@ -92,6 +93,7 @@ class Group:
     generation: int = 0
     state: str = EMPTY
     members: dict[str, Member] = field(default_factory=dict)
+    static_members: dict[str, str] = field(default_factory=dict)  # group.instance.id -> its member id
     committed: dict[str, int] = field(default_factory=dict)
     # producer id -> partition -> offset: written by TxnOffsetCommit, waiting for the transaction's marker
     pending: dict[int, dict[str, int]] = field(default_factory=dict)
@@ -239,7 +241,15 @@ class GroupCoordinator:
         self.live_brokers.add(broker)
 
     # -- membership -------------------------------------------------------------------------------------------
-    def join(self, broker: int, group_id: str, client_id: str, topics: tuple[str, ...], reply: Reply) -> Effects:
+    def join(
+        self,
+        broker: int,
+        group_id: str,
+        client_id: str,
+        topics: tuple[str, ...],
+        reply: Reply,
+        instance_id: str | None = None,
+    ) -> Effects:
         error = self._check(broker, group_id)
         if error:
             return [Answer(reply, error)]
@@ -247,13 +257,62 @@ class GroupCoordinator:
         if g.classic:
             return [Answer(reply, "INCONSISTENT_GROUP_PROTOCOL")]
         g.next_member += 1
-        member = Member(f"{client_id}-{g.next_member}", client_id, tuple(topics))
-        g.members[member.member_id] = member
+        member = Member(
+            f"{instance_id or client_id}-{g.next_member}", client_id, tuple(topics), instance_id=instance_id
+        )
+        old_id = g.static_members.get(instance_id) if instance_id is not None else None
+        if old_id is not None:
+            return [*self._replace_static(g, old_id, member), Answer(reply, None, {"member_id": member.member_id})]
+        self._add(g, member)
         return [*self._rebalance(g), Answer(reply, None, {"member_id": member.member_id})]
+
+    def _replace_static(self, g: Group, old_id: str, member: Member) -> Effects:
+        """A known static member of the simulator's own consumers joins again (a restart, or a second instance with
+        the same group.instance.id): the new member id takes the old one's place and assignment. A Stable group
+        does not rebalance; a group waiting for members that went silent goes on waiting for the others."""
+        old = g.members.pop(old_id)
+        member.assignment = old.assignment
+        self._add(g, member)
+        if g.state == STABLE:
+            return [self._membership(g)]
+        return self._rebalance(g)
+
+    @staticmethod
+    def _add(g: Group, member: Member) -> None:
+        g.members[member.member_id] = member
+        if member.instance_id is not None:
+            g.static_members[member.instance_id] = member.member_id
+
+    @staticmethod
+    def _forget(g: Group, member_id: str) -> Member | None:
+        """GroupMetadata.remove: the member, and its instance id's entry."""
+        member = g.members.pop(member_id, None)
+        if (
+            member is not None
+            and member.instance_id is not None
+            and g.static_members.get(member.instance_id) == member_id
+        ):
+            del g.static_members[member.instance_id]
+        return member
+
+    @staticmethod
+    def _validate_member(g: Group, member_id: str, instance_id: str | None) -> str | None:
+        """validateCurrentMember (3.x) / ClassicGroup.validateMember (4.x): a request naming an instance id must
+        come from that instance's current member (another member id is an older instance: FENCED_INSTANCE_ID), and
+        the member must be in the group."""
+        if instance_id is not None:
+            current = g.static_members.get(instance_id)
+            if current is None:
+                return "UNKNOWN_MEMBER_ID"
+            if current != member_id:
+                return "FENCED_INSTANCE_ID"
+        if member_id not in g.members:
+            return "UNKNOWN_MEMBER_ID"
+        return None
 
     def leave(self, group_id: str, member_id: str) -> Effects:
         g = self.groups.get(group_id)
-        if g is not None and g.members.pop(member_id, None) is not None:
+        if g is not None and self._forget(g, member_id) is not None:
             return self._rebalance(g)
         return []
 
@@ -274,7 +333,7 @@ class GroupCoordinator:
             raise ValueError(f"the group coordinator set no timer {tick!r}")
         g, member = self.groups[tick.group_id], tick.member
         if g.members.get(member.member_id) is member:
-            del g.members[member.member_id]
+            self._forget(g, member.member_id)
             return self._rebalance(g)
         return []
 
@@ -292,11 +351,18 @@ class GroupCoordinator:
         return [Emit(ev.GroupMembership, fields)]
 
     def _assign_range(self, g: Group) -> None:
-        """The range assignor: per topic, contiguous partition ranges to members sorted by member id."""
+        """The range assignor: per topic, contiguous partition ranges to members in the assignors' order
+        (AbstractPartitionAssignor.MemberInfo: static members first, by group.instance.id, then the others by member
+        id)."""
         assigned: dict[str, list[str]] = {m: [] for m in g.members}
         topics = sorted({t for m in g.members.values() for t in m.topics})
+
+        def order(member_id: str) -> tuple[bool, str]:
+            instance = g.members[member_id].instance_id
+            return (instance is None, instance if instance is not None else member_id)
+
         for topic in topics:
-            subscribers = sorted(mid for mid, m in g.members.items() if topic in m.topics)
+            subscribers = sorted((mid for mid, m in g.members.items() if topic in m.topics), key=order)
             n = self.topics.get(topic, 0)
             if not subscribers or n == 0:
                 continue
@@ -331,10 +397,14 @@ class GroupCoordinator:
         require_known_member_id: bool,
         reply: Reply,
         now_ms: int,
+        *,
+        instance_id: str | None = None,
+        supports_skipping_assignment: bool = False,
     ) -> Effects:
         """GroupCoordinator.handleJoinGroup. The answer (maybe later: DelayedJoin) is reply(error, member_id=,
-        generation_id=, protocol_type=, protocol_name=, leader=, members=[(member_id, group_instance_id, metadata)])
-        where only the leader gets the members."""
+        generation_id=, protocol_type=, protocol_name=, leader=, skip_assignment=, members=[(member_id,
+        group_instance_id, metadata)]) where only the leader gets the members. `instance_id`: group.instance.id
+        (JoinGroup v5+); `supports_skipping_assignment`: JoinGroup v9+ (KIP-814)."""
         error = self._check(broker, group_id)
         if error:
             return [Answer(reply, error, {"member_id": member_id})]
@@ -350,8 +420,21 @@ class GroupCoordinator:
             return [Answer(reply, "INCONSISTENT_GROUP_PROTOCOL", {"member_id": member_id})]
         if not member_id:
             g.next_member += 1
-            new_id = f"{client_id}-{_member_uuid(group_id, g.next_member)}"
-            if require_known_member_id:
+            # GroupMetadata.generateMemberId: a static member's id starts with its instance id
+            new_id = f"{instance_id or client_id}-{_member_uuid(group_id, g.next_member)}"
+            if instance_id is not None and instance_id in g.static_members:
+                return self._update_static_member(
+                    g,
+                    g.static_members[instance_id],
+                    new_id,
+                    protocols,
+                    session_timeout_ms,
+                    rebalance_timeout_ms,
+                    reply,
+                    now_ms,
+                    supports_skipping_assignment,
+                )
+            if require_known_member_id and instance_id is None:
                 g.pending_members.add(new_id)
                 expiry = PendingMemberExpiry(group_id, new_id)
                 timer = Timer(now_ms + session_timeout_ms, f"pending member {new_id}", expiry, category=TIMER)
@@ -367,8 +450,13 @@ class GroupCoordinator:
                 protocols,
                 reply,
                 now_ms,
+                instance_id,
             )
         if member_id in g.pending_members:
+            if instance_id is not None:
+                # "Received unexpected JoinGroup with groupInstanceId for pending member": Kafka throws
+                # IllegalStateException, which the request answers as UNKNOWN_SERVER_ERROR
+                return [Answer(reply, "UNKNOWN_SERVER_ERROR", {"member_id": member_id})]
             g.pending_members.discard(member_id)
             return self._add_member(
                 g,
@@ -382,9 +470,11 @@ class GroupCoordinator:
                 reply,
                 now_ms,
             )
-        member = g.members.get(member_id)
-        if not isinstance(member, ClassicMember):
-            return [Answer(reply, "UNKNOWN_MEMBER_ID", {"member_id": member_id})]
+        error = self._validate_member(g, member_id, instance_id)
+        if error:
+            return [Answer(reply, error, {"member_id": member_id})]
+        member = g.members[member_id]
+        assert isinstance(member, ClassicMember)  # a group is of one kind, and this one is classic
         if g.state == PREPARING_REBALANCE:
             return self._update_and_rebalance(
                 g, member, protocols, session_timeout_ms, rebalance_timeout_ms, reply, now_ms
@@ -415,15 +505,21 @@ class GroupCoordinator:
         assignments: Mapping[str, bytes],
         reply: Reply,
         now_ms: int,
+        instance_id: str | None = None,
     ) -> Effects:
         """GroupCoordinator.handleSyncGroup: reply(error, protocol_type=, protocol_name=, assignment=bytes), the
-        followers' once the leader's SyncGroup brings the assignment."""
+        followers' once the leader's SyncGroup brings the assignment. `instance_id`: SyncGroup v3+."""
         error = self._check(broker, group_id)
         if error:
             return [Answer(reply, error)]
         g = self.groups.get(group_id)
-        member = g.members.get(member_id) if g is not None else None
-        if g is None or not isinstance(member, ClassicMember):
+        if g is None:
+            return [Answer(reply, "UNKNOWN_MEMBER_ID")]
+        error = self._validate_member(g, member_id, instance_id)
+        if error:
+            return [Answer(reply, error)]
+        member = g.members[member_id]
+        if not isinstance(member, ClassicMember):
             return [Answer(reply, "UNKNOWN_MEMBER_ID")]
         if generation != g.generation:
             return [Answer(reply, "ILLEGAL_GENERATION")]
@@ -454,46 +550,80 @@ class GroupCoordinator:
         return effects
 
     def heartbeat(
-        self, broker: int, group_id: str, generation: int, member_id: str, reply: Reply, now_ms: int
+        self,
+        broker: int,
+        group_id: str,
+        generation: int,
+        member_id: str,
+        reply: Reply,
+        now_ms: int,
+        instance_id: str | None = None,
     ) -> Effects:
-        """GroupCoordinator.handleHeartbeat."""
+        """GroupCoordinator.handleHeartbeat (`instance_id`: Heartbeat v3+). The simulator's own consumers send it
+        only as static members, to learn whether another instance took their group.instance.id (the model knows
+        their liveness otherwise): it keeps no session for them."""
         error = self._check(broker, group_id)
         if error:
             return [Answer(reply, error)]
+        answer = self.heartbeat_error(group_id, member_id, instance_id, generation)
+        if answer not in (None, "REBALANCE_IN_PROGRESS"):
+            return [Answer(reply, answer)]
+        member = self.groups[group_id].members[member_id]
+        session = self._heartbeat(self.groups[group_id], member, now_ms) if isinstance(member, ClassicMember) else []
+        return [*session, Answer(reply, answer)]
+
+    def heartbeat_error(self, group_id: str, member_id: str, instance_id: str | None, generation: int) -> str | None:
+        """A query: what a Heartbeat of this member would be answered at the group (its coordinator aside)."""
         g = self.groups.get(group_id)
-        member = g.members.get(member_id) if g is not None else None
-        if g is None or not isinstance(member, ClassicMember):
-            return [Answer(reply, "UNKNOWN_MEMBER_ID")]
-        if generation != g.generation:
-            return [Answer(reply, "ILLEGAL_GENERATION")]
-        if g.state == EMPTY:
-            return [Answer(reply, "UNKNOWN_MEMBER_ID")]
-        answer = "REBALANCE_IN_PROGRESS" if g.state == PREPARING_REBALANCE else None
-        return [*self._heartbeat(g, member, now_ms), Answer(reply, answer)]
+        if g is None:
+            return "UNKNOWN_MEMBER_ID"
+        error = self._validate_member(g, member_id, instance_id)
+        if error is None and generation != g.generation:
+            error = "ILLEGAL_GENERATION"
+        if error is None and g.state == EMPTY:
+            error = "UNKNOWN_MEMBER_ID"
+        if error is None and g.state == PREPARING_REBALANCE:
+            error = "REBALANCE_IN_PROGRESS"
+        return error
 
     def leave_group(
-        self, broker: int, group_id: str, member_ids: tuple[str, ...], reply: Reply, now_ms: int
+        self,
+        broker: int,
+        group_id: str,
+        leaving: tuple[tuple[str, str | None], ...],
+        reply: Reply,
+        now_ms: int,
     ) -> Effects:
-        """GroupCoordinator.handleLeaveGroup: reply(error, errors={member id: error})."""
+        """GroupCoordinator.handleLeaveGroup: `leaving` is (member id, group instance id) per member (LeaveGroup
+        v3+ names members by either: an empty member id with an instance id removes that instance's member, as an
+        administrator does); reply(error, errors=[error per member, in order])."""
         error = self._check(broker, group_id)
         if error:
             return [Answer(reply, error)]
         g = self.groups.get(group_id)
         if g is None:
-            return [Answer(reply, None, {"errors": dict.fromkeys(member_ids, "UNKNOWN_MEMBER_ID")})]
+            return [Answer(reply, None, {"errors": ["UNKNOWN_MEMBER_ID"] * len(leaving)})]
         effects: Effects = []
-        errors: dict[str, str | None] = {}
-        for member_id in member_ids:
-            member = g.members.get(member_id)
-            if member_id in g.pending_members:
+        errors: list[str | None] = []
+        for member_id, instance_id in leaving:
+            if not member_id:
+                current = g.static_members.get(instance_id) if instance_id is not None else None
+                member = g.members.get(current) if current is not None else None
+                if isinstance(member, ClassicMember):
+                    effects += self._remove_member(g, member, now_ms)
+                    errors.append(None)
+                else:
+                    errors.append("UNKNOWN_MEMBER_ID")
+            elif member_id in g.pending_members:
                 g.pending_members.discard(member_id)
-                errors[member_id] = None
+                errors.append(None)
                 effects += self._maybe_complete_join(g, now_ms)
-            elif isinstance(member, ClassicMember):
-                errors[member_id] = None
-                effects += self._remove_member(g, member, now_ms)
             else:
-                errors[member_id] = "UNKNOWN_MEMBER_ID"
+                error = self._validate_member(g, member_id, instance_id)
+                member = g.members.get(member_id)
+                if error is None and isinstance(member, ClassicMember):
+                    effects += self._remove_member(g, member, now_ms)
+                errors.append(error or (None if isinstance(member, ClassicMember) else "UNKNOWN_MEMBER_ID"))
         return [*effects, Answer(reply, None, {"errors": errors})]
 
     # the protocol's inner steps
@@ -533,12 +663,14 @@ class GroupCoordinator:
         protocols: tuple[tuple[str, bytes], ...],
         reply: Reply,
         now_ms: int,
+        instance_id: str | None = None,
     ) -> Effects:
         """addMemberAndRebalance: a new member waits in its JoinGroup; it expires after NewMemberJoinTimeoutMs."""
         member = ClassicMember(
             member_id,
             client_id,
             (),
+            instance_id=instance_id,
             client_host=client_host,
             session_timeout_ms=session_timeout_ms,
             rebalance_timeout_ms=rebalance_timeout_ms,
@@ -550,12 +682,64 @@ class GroupCoordinator:
         if g.state == PREPARING_REBALANCE and g.generation == 0:
             g.new_member_added = True
         g.protocol_type = protocol_type
-        g.members[member_id] = member
+        self._add(g, member)
         if g.leader_id is None:
             g.leader_id = member_id
         expiry = HeartbeatExpiry(g.group_id, member, member.heartbeat_deadline_ms)
         timer = Timer(member.heartbeat_deadline_ms, f"join timeout {member_id}", expiry, category=TIMER)
         return [timer, *self._maybe_prepare_rebalance(g, now_ms)]
+
+    def _update_static_member(
+        self,
+        g: Group,
+        old_id: str,
+        new_id: str,
+        protocols: tuple[tuple[str, bytes], ...],
+        session_timeout_ms: int,
+        rebalance_timeout_ms: int,
+        reply: Reply,
+        now_ms: int,
+        supports_skipping_assignment: bool,
+    ) -> Effects:
+        """updateStaticMemberAndRebalance (3.x) / updateStaticMemberThenRebalanceOrCompleteJoin (4.x): the instance's
+        member gets the new id (GroupMetadata.replaceStaticMember: an older instance's JoinGroup or SyncGroup still
+        waiting is answered FENCED_INSTANCE_ID), keeps its assignment, and waits in its JoinGroup; a Stable group
+        whose selected protocol stays answers it at once with the current generation (the leader's id as it was,
+        so that a member that was the leader does not assign; from JoinGroup v9 the leader is told it leads and to
+        skip the assignment), any other state rebalances or goes on rebalancing."""
+        effects: Effects = []
+        current_leader = g.leader_id
+        member = g.members.pop(old_id)
+        assert isinstance(member, ClassicMember)
+        if member.awaiting_join is not None:
+            effects.append(Answer(member.awaiting_join, "FENCED_INSTANCE_ID", {"member_id": old_id}))
+            member.awaiting_join = None
+        if member.awaiting_sync is not None:
+            effects.append(Answer(member.awaiting_sync, "FENCED_INSTANCE_ID"))
+            member.awaiting_sync = None
+        member.member_id = new_id
+        self._add(g, member)
+        if g.leader_id == old_id:
+            g.leader_id = new_id
+        effects += self._heartbeat(g, member, now_ms)
+        member.protocols = protocols
+        member.session_timeout_ms = session_timeout_ms
+        member.rebalance_timeout_ms = rebalance_timeout_ms
+        member.awaiting_join = reply
+        if g.state == STABLE:
+            if g.protocol_name != self._select_protocol(g):
+                return [*effects, *self._maybe_prepare_rebalance(g, now_ms)]
+            member.awaiting_join = None
+            skip = supports_skipping_assignment and g.leader_id == new_id
+            result = self._join_result(g, member, skip)
+            result.update(
+                skip_assignment=skip, leader=(g.leader_id if supports_skipping_assignment else current_leader) or ""
+            )
+            return [*effects, Answer(reply, None, result), self._membership(g)]
+        if g.state == COMPLETING_REBALANCE:
+            # the leader may already have been given the old member id to assign to: a new rebalance
+            return [*effects, *self._prepare_rebalance(g, now_ms)]
+        return [*effects, *self._maybe_complete_join(g, now_ms)]  # PreparingRebalance
 
     def _update_and_rebalance(
         self,
@@ -620,12 +804,19 @@ class GroupCoordinator:
         return []
 
     def _complete_join(self, g: Group, now_ms: int) -> Effects:
-        """onCompleteJoin: members that did not rejoin are removed, the next generation begins."""
+        """onCompleteJoin: dynamic members that did not rejoin are removed (static ones stay, with their metadata
+        for the leader to assign to), the next generation begins; if no member rejoined, the join waits another
+        rebalance timeout for the session timeouts to remove the silent ones."""
         effects: Effects = []
-        for m in [m for m in self._classic_members(g) if m.awaiting_join is None]:
-            del g.members[m.member_id]
-        if g.leader_id not in g.members:  # maybeElectNewJoinedLeader
+        for m in [m for m in self._classic_members(g) if m.awaiting_join is None and m.instance_id is None]:
+            self._forget(g, m.member_id)
+        if g.leader_id not in g.members:
             g.leader_id = next(iter(g.members), None)
+        if g.members and not self._elect_joined_leader(g):
+            g.join_round += 1
+            rebalance_ms = max(m.rebalance_timeout_ms for m in self._classic_members(g))
+            again = JoinDeadline(g.group_id, g.join_round, False, 0)
+            return [Timer(now_ms + rebalance_ms, f"join {g.group_id}", again, category=TIMER)]
         g.generation += 1
         g.join_round += 1  # the delayed join is over: its timer does nothing
         g.initial_join = False
@@ -637,9 +828,9 @@ class GroupCoordinator:
         g.protocol_name = self._select_protocol(g)
         g.state = COMPLETING_REBALANCE
         for m in self._classic_members(g):
-            assert m.awaiting_join is not None
-            effects.append(Answer(m.awaiting_join, None, self._join_result(g, m, g.leader_id == m.member_id)))
-            m.awaiting_join = None
+            if m.awaiting_join is not None:  # a static member that did not rejoin has nothing waiting
+                effects.append(Answer(m.awaiting_join, None, self._join_result(g, m, g.leader_id == m.member_id)))
+                m.awaiting_join = None
             m.is_new = False
             effects += self._heartbeat(g, m, now_ms)
             g.pending_sync.add(m.member_id)
@@ -647,6 +838,21 @@ class GroupCoordinator:
         tick = SyncDeadline(g.group_id, g.generation)
         effects.append(Timer(now_ms + rebalance_ms, f"sync {g.group_id}", tick, category=TIMER))
         return effects
+
+    @staticmethod
+    def _elect_joined_leader(g: Group) -> bool:
+        """GroupMetadata.maybeElectNewJoinedLeader: a leader that did not rejoin (a static member) hands over to one
+        that did; False when nobody rejoined."""
+        leader = g.members.get(g.leader_id) if g.leader_id is not None else None
+        if not isinstance(leader, ClassicMember):
+            return False
+        if leader.awaiting_join is not None:
+            return True
+        joined = next((m for m in g.members.values() if isinstance(m, ClassicMember) and m.awaiting_join), None)
+        if joined is None:
+            return False
+        g.leader_id = joined.member_id
+        return True
 
     def _select_protocol(self, g: Group) -> str:
         """GroupMetadata.selectProtocol: each member votes for its first choice among the protocols all support."""
@@ -664,7 +870,7 @@ class GroupCoordinator:
             "protocol_type": g.protocol_type,
             "protocol_name": g.protocol_name,
             "leader": g.leader_id or "",
-            "members": [(m.member_id, None, m.metadata(g.protocol_name)) for m in self._classic_members(g)]
+            "members": [(m.member_id, m.instance_id, m.metadata(g.protocol_name)) for m in self._classic_members(g)]
             if leader
             else [],
         }
@@ -688,7 +894,7 @@ class GroupCoordinator:
         if member.awaiting_join is not None:
             effects.append(Answer(member.awaiting_join, "UNKNOWN_MEMBER_ID", {"member_id": ""}))
             member.awaiting_join = None
-        del g.members[member.member_id]
+        self._forget(g, member.member_id)
         g.pending_sync.discard(member.member_id)
         if g.leader_id == member.member_id:
             g.leader_id = next(iter(g.members), None)
@@ -728,11 +934,15 @@ class GroupCoordinator:
             return self._complete_join(g, now_ms)
         if isinstance(tick, SyncDeadline):
             g = self.groups.get(tick.group_id)
-            if g is None or g.generation != tick.generation or g.state != COMPLETING_REBALANCE or not g.pending_sync:
+            if g is None or g.generation != tick.generation or g.state not in (COMPLETING_REBALANCE, STABLE):
                 return []
-            for member_id in sorted(g.pending_sync):  # onExpirePendingSync: the members that never synced leave
+            if not g.pending_sync:
+                return []
+            # onExpirePendingSync, in CompletingRebalance and Stable alike: the members that never synced leave (a
+            # Stable group's leader synced, a member that did not still holds nothing)
+            for member_id in sorted(g.pending_sync):
                 if isinstance(g.members.get(member_id), ClassicMember):
-                    del g.members[member_id]
+                    self._forget(g, member_id)
                     if g.leader_id == member_id:
                         g.leader_id = next(iter(g.members), None)
             g.pending_sync.clear()
@@ -745,19 +955,28 @@ class GroupCoordinator:
 
     # -- offsets ----------------------------------------------------------------------------------------------
     def commit_offsets(
-        self, broker: int, group_id: str, generation: int, member_id: str, offsets: dict[str, int], reply: Reply
+        self,
+        broker: int,
+        group_id: str,
+        generation: int,
+        member_id: str,
+        offsets: dict[str, int],
+        reply: Reply,
+        instance_id: str | None = None,
     ) -> Effects:
+        """OffsetCommit; `instance_id`: group.instance.id (OffsetCommit v7+)."""
         error = self._check(broker, group_id)
         if error:
             return [Answer(reply, error)]
         g = self.group(group_id)
         if g.classic:
-            error = self._classic_commit_error(g, generation, member_id)
+            error = self._classic_commit_error(g, generation, member_id, instance_id)
             if error:
                 return [Answer(reply, error)]
-        elif member_id and generation >= 0:
-            if member_id not in g.members:
-                return [Answer(reply, "UNKNOWN_MEMBER_ID")]
+        elif instance_id is not None or (member_id and generation >= 0):
+            error = self._validate_member(g, member_id, instance_id)
+            if error:
+                return [Answer(reply, error)]
             if g.state != STABLE:
                 return [Answer(reply, "REBALANCE_IN_PROGRESS")]
             if generation != g.generation:
@@ -766,19 +985,26 @@ class GroupCoordinator:
         fields = {"group": group_id, "state": "committed", "offsets": tuple(sorted(offsets.items())), "producer_id": -1}
         return [Emit(ev.GroupOffsets, fields), Answer(reply, None)]
 
-    @staticmethod
-    def _classic_commit_error(g: Group, generation: int, member_id: str) -> str | None:
-        """GroupCoordinator.doCommitOffsets for a group of the classic protocol: a consumer without group management
-        commits into an empty group; a member commits in its generation, not while the group completes a
-        rebalance."""
+    @classmethod
+    def _classic_commit_error(
+        cls, g: Group, generation: int, member_id: str, instance_id: str | None, transactional: bool = False
+    ) -> str | None:
+        """validateOffsetCommit (3.x GroupCoordinator, 4.x ClassicGroup) for a group of the classic protocol: a
+        consumer without group management commits into an empty group; a member (or a request naming an instance)
+        commits as its instance's current member in its generation, and not while the group completes a rebalance
+        (a transactional commit is not held to the group's state)."""
         if generation < 0 and g.state == EMPTY:
             return None
-        if g.state == COMPLETING_REBALANCE:
-            return "REBALANCE_IN_PROGRESS"
-        if member_id not in g.members:
+        if generation >= 0 or member_id or instance_id is not None:
+            error = cls._validate_member(g, member_id, instance_id)
+            if error:
+                return error
+            if generation != g.generation:
+                return "ILLEGAL_GENERATION"
+        elif not transactional and g.state != EMPTY:
             return "UNKNOWN_MEMBER_ID"
-        if generation != g.generation:
-            return "ILLEGAL_GENERATION"
+        if not transactional and g.state == COMPLETING_REBALANCE:
+            return "REBALANCE_IN_PROGRESS"
         return None
 
     def txn_commit_offsets(
@@ -794,18 +1020,25 @@ class GroupCoordinator:
         *,
         transactional_id: str | None = None,
         version: int | None = None,
+        instance_id: str | None = None,
     ) -> Effects:
         """`version`: the TxnOffsetCommit version; v5+ on a 4.x cluster comes from a TV2 client whose
-        transaction does not hold the offsets partition yet: the group coordinator has it added first."""
+        transaction does not hold the offsets partition yet: the group coordinator has it added first.
+        `instance_id`: the consumer's group.instance.id (TxnOffsetCommit v3+, KIP-447)."""
         error = self._check(broker, group_id)
         if error:
             return [Answer(reply, error)]
         g = self.group(group_id)
-        if member_id and generation >= 0:  # KIP-447 zombie fencing by group generation
-            if member_id not in g.members:
-                return [Answer(reply, "UNKNOWN_MEMBER_ID")]
-            if generation != g.generation:
-                return [Answer(reply, "ILLEGAL_GENERATION")]
+        if g.classic:
+            error = self._classic_commit_error(g, generation, member_id, instance_id, transactional=True)
+            if error:
+                return [Answer(reply, error)]
+        elif instance_id is not None or (member_id and generation >= 0):  # KIP-447 zombie fencing by generation
+            error = self._validate_member(g, member_id, instance_id)
+            if error is None and generation != g.generation:
+                error = "ILLEGAL_GENERATION"
+            if error:
+                return [Answer(reply, error)]
         partition = self.offsets_partition(group_id)
         if self.kafka == "4" and version is not None and version >= 5 and transactional_id:
             write = TxnOffsetWrite(group_id, partition, producer_id, epoch, offsets, reply, transactional_id)

@@ -411,6 +411,7 @@ class JavaTxnManager(JavaProducerBase):
                     reply,
                     transactional_id=txid,
                     version=version,
+                    instance_id=gm.group_instance_id,
                 )
 
             self._rpc(

@@ -152,6 +152,9 @@ ERROR_MESSAGES = {
     "TRANSACTION_COORDINATOR_FENCED": (
         "Indicates that the transaction coordinator sending a WriteTxnMarker is no longer the current coordinator for a given producer."
     ),
+    "FENCED_INSTANCE_ID": (
+        "The broker rejected this static consumer since another consumer with the same group.instance.id has registered with a different member.id."
+    ),
     "UNSTABLE_OFFSET_COMMIT": "There are unstable offsets that need to be cleared.",
     "PRODUCER_FENCED": ("There is a newer producer with the same transactionalId which fences the current one."),
     "TRANSACTION_ABORTABLE": (

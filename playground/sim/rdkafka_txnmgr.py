@@ -271,7 +271,15 @@ class TxnManager(ProducerBase):
         def send(broker: int) -> None:
             def handler(broker: int, reply: Reply) -> None:
                 c.handle_txn_offset_commit(
-                    broker, gm.group_id, pid, epoch, gm.generation_id, gm.member_id, offsets, reply
+                    broker,
+                    gm.group_id,
+                    pid,
+                    epoch,
+                    gm.generation_id,
+                    gm.member_id,
+                    offsets,
+                    reply,
+                    instance_id=gm.group_instance_id,
                 )
 
             self._rpc(

@@ -512,7 +512,12 @@ def normalise(obs: dict[str, Any], scenario: Any) -> dict[str, Any]:
             consumers.setdefault(consumer, {})[tp] = f"nothing yet, or all that {reference} got (timing)"
     return {
         "profile": obs["profile"],  # the cluster's finalized transaction.version: as reported vs as modelled
-        "steps": [f"{s['index']} {s['step']} -> {_outcome(scenario, s['index'], s['outcome'])}" for s in obs["steps"]],
+        "steps": [
+            f"{s['index']} {s['step']} -> {_outcome(scenario, s['index'], s['outcome'])}"
+            # a static member's poll: the generation it polled in (a rebalance would have moved it on)
+            + (f" in generation {s['generation']}" if "generation" in s else "")
+            for s in obs["steps"]
+        ],
         "partitions": partitions,
         "consumers": {name: {tp: v for tp, v in per.items() if v} for name, per in consumers.items()},
         "transactions": obs["transactions"],

@@ -674,6 +674,9 @@ public final class Worker {
         final KafkaConsumer<String, String> c;
         final List<TopicPartition> assigned = new ArrayList<>();
         boolean fromCommitted;
+        // a group member (subscribe()): the group's rebalances, run inside poll(), assign its partitions
+        boolean subscribed;
+        final List<String> toSubscribe = new ArrayList<>();
         // positions as the application knows them: partitions resolved or polled (worker.py's self.pos)
         final Map<TopicPartition, Long> pos = new LinkedHashMap<>();
         boolean closed;
@@ -704,6 +707,17 @@ public final class Worker {
         @Override
         Map<String, Object> call(String op, Map<String, Object> a, double timeoutS) throws Exception {
             switch (op) {
+                case "subscribe": {
+                    // group management (a static member's, KIP-345): each partition starts at the group's
+                    // committed offset; subscribe() itself at the first poll, when a scenario's consumer joins
+                    toSubscribe.clear();
+                    for (Object o : list(a.get("topics"))) toSubscribe.add((String) o);
+                    subscribed = true;
+                    fromCommitted = true;
+                    assigned.clear();
+                    pos.clear();
+                    return ok();
+                }
                 case "assign": {
                     List<TopicPartition> tps = new ArrayList<>();
                     for (Object o : list(a.get("partitions"))) {
@@ -753,6 +767,14 @@ public final class Worker {
                     return r;
                 }
                 case "seek_to_committed": {
+                    if (subscribed) {
+                        // the group owns the assignment: each partition back to its committed offset instead
+                        followAssignment();
+                        pos.clear();
+                        resolveStart(lookupBudget(timeoutS));
+                        for (Map.Entry<TopicPartition, Long> e : pos.entrySet()) c.seek(e.getKey(), e.getValue());
+                        return ok();
+                    }
                     // re-assigning (rather than seek) also drops what was pre-fetched for the old positions
                     c.unsubscribe(); // drops the manual assignment with its positions
                     Map<String, Object> r = assign(new ArrayList<>(assigned), fromCommitted);
@@ -810,11 +832,64 @@ public final class Worker {
             }
         }
 
+        /** A group member's partitions as its last rebalance left them (positions of those it lost are dropped,
+         * those it gained are resolved again); true when it has some. */
+        boolean followAssignment() {
+            if (subscribed) {
+                List<TopicPartition> now = new ArrayList<>(c.assignment());
+                now.sort((x, y) -> x.topic().equals(y.topic()) ? Integer.compare(x.partition(), y.partition()) : x.topic().compareTo(y.topic()));
+                if (!now.equals(assigned)) {
+                    pos.keySet().retainAll(now);
+                    assigned.clear();
+                    assigned.addAll(now);
+                }
+            }
+            return !assigned.isEmpty();
+        }
+
+        /** One poll()'s records, up to `max` in all: what lies beyond is handed out again by a later poll. */
+        void take(List<Map<String, Object>> got, Integer max) {
+            ConsumerRecords<String, String> records = c.poll(Duration.ofMillis(100));
+            Map<TopicPartition, Long> rewind = new HashMap<>();
+            for (ConsumerRecord<String, String> m : records) {
+                TopicPartition tp = new TopicPartition(m.topic(), m.partition());
+                if (max != null && got.size() >= max) {
+                    rewind.putIfAbsent(tp, m.offset());
+                    continue;
+                }
+                if (rewind.containsKey(tp)) continue;
+                Map<String, Object> r = new LinkedHashMap<>();
+                r.put("topic", m.topic());
+                r.put("partition", m.partition());
+                r.put("offset", m.offset());
+                r.put("key", m.key());
+                r.put("value", m.value());
+                got.add(r);
+                pos.put(tp, Math.max(pos.getOrDefault(tp, 0L), m.offset() + 1));
+            }
+            for (Map.Entry<TopicPartition, Long> e : rewind.entrySet()) {
+                c.seek(e.getKey(), e.getValue());
+                pos.put(e.getKey(), e.getValue());
+            }
+        }
+
         /** What is available now, up to `max` records: consume until every assigned partition's position reaches
          * the end offset at this consumer's isolation level (endOffsets() answers the LSO for read_committed, the
-         * high watermark otherwise), or `settle_s` passes. */
+         * high watermark otherwise), or `settle_s` passes. A group member first polls until its group's rebalance
+         * has given it partitions (a FencedInstanceIdException from poll() is the step's outcome). */
         Map<String, Object> poll(double timeoutS, Integer max, Double settleS) {
             long started = System.nanoTime();
+            List<Map<String, Object>> got = new ArrayList<>();
+            double bound = settleS != null ? settleS : Math.max(timeoutS - 1.0, 1.0);
+            long deadline = started + (long) (bound * 1e9);
+            if (!toSubscribe.isEmpty()) {
+                c.subscribe(new ArrayList<>(toSubscribe));
+                toSubscribe.clear();
+            }
+            while (!followAssignment() && System.nanoTime() < deadline) {
+                if (max != null && got.size() >= max) break;
+                take(got, max);
+            }
             // The lookups before the first fetch (position(), endOffsets()) may use the step's time but the last
             // second: a consumer's first requests in a fresh JVM on a loaded machine (classes loading, C1
             // compiling, metadata) can take longer than lookupBudget, and an application polls again rather than
@@ -822,35 +897,11 @@ public final class Worker {
             long lookupsEnd = started + (long) (Math.max(timeoutS - 1.0, 1.0) * 1e9);
             resolveStart(Math.max(0.1, (lookupsEnd - System.nanoTime()) / 1e9));
             Map<TopicPartition, Long> ends = c.endOffsets(assigned, Duration.ofNanos(Math.max(100_000_000L, lookupsEnd - System.nanoTime())));
-            List<Map<String, Object>> got = new ArrayList<>();
-            double bound = settleS != null ? settleS : Math.max(timeoutS - 1.0, 1.0);
-            long deadline = started + (long) (bound * 1e9);
             while (System.nanoTime() < deadline) {
                 if (max != null && got.size() >= max) break;
                 syncPositions(timeoutS);
                 if (caughtUp(ends)) break;
-                ConsumerRecords<String, String> records = c.poll(Duration.ofMillis(100));
-                Map<TopicPartition, Long> rewind = new HashMap<>();
-                for (ConsumerRecord<String, String> m : records) {
-                    TopicPartition tp = new TopicPartition(m.topic(), m.partition());
-                    if (max != null && got.size() >= max) {
-                        rewind.putIfAbsent(tp, m.offset()); // beyond max: handed out again by a later poll
-                        continue;
-                    }
-                    if (rewind.containsKey(tp)) continue;
-                    Map<String, Object> r = new LinkedHashMap<>();
-                    r.put("topic", m.topic());
-                    r.put("partition", m.partition());
-                    r.put("offset", m.offset());
-                    r.put("key", m.key());
-                    r.put("value", m.value());
-                    got.add(r);
-                    pos.put(tp, Math.max(pos.getOrDefault(tp, 0L), m.offset() + 1));
-                }
-                for (Map.Entry<TopicPartition, Long> e : rewind.entrySet()) {
-                    c.seek(e.getKey(), e.getValue());
-                    pos.put(e.getKey(), e.getValue());
-                }
+                take(got, max);
             }
             if (max == null || got.size() < max) syncPositions(timeoutS);
             Map<String, Object> r = ok();
@@ -860,6 +911,7 @@ public final class Worker {
             r.put("ends", endList);
             r.put("caught_up", caughtUp(ends));
             r.put("errors", List.of());
+            if (subscribed) r.put("generation", c.groupMetadata().generationId());
             return r;
         }
 

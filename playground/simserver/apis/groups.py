@@ -39,6 +39,7 @@ def offset_commit(call: Call) -> None:
         getattr(body, "member_id", ""),
         offsets,
         reply,
+        getattr(body, "group_instance_id", None),  # v7+
     )
 
 
@@ -117,9 +118,12 @@ def join_group(call: Call) -> None:
     protocols = tuple((p.name, bytes(p.metadata)) for p in body.protocols)
     session_ms = ms(body.session_timeout)
     rebalance_ms = ms(getattr(body, "rebalance_timeout", body.session_timeout))  # v0: the session timeout
+    instance_id = getattr(body, "group_instance_id", None)  # v5+ (KIP-345)
     call.announce(
         f"group coordinator(b{call.broker})",
-        f"group {body.group_id}, member {member_id or '(new)'}, {', '.join(name for name, _ in protocols)}",
+        f"group {body.group_id}, member {member_id or '(new)'}"
+        + (f", instance {instance_id}" if instance_id is not None else "")
+        + f", {', '.join(name for name, _ in protocols)}",
     )
 
     def reply(error: str | None = None, **result: Any) -> None:
@@ -132,7 +136,7 @@ def join_group(call: Call) -> None:
                 "protocol_type": result.get("protocol_type"),
                 "protocol_name": name if version >= 7 else (name or ""),
                 "leader": result.get("leader", ""),
-                "skip_assignment": False,
+                "skip_assignment": bool(result.get("skip_assignment", False)),
                 "member_id": result.get("member_id", member_id),
                 "members": [
                     {"member_id": m, "group_instance_id": instance, "metadata": metadata}
@@ -155,6 +159,8 @@ def join_group(call: Call) -> None:
         protocols,
         version >= 4,  # KIP-394: a new member is given its id and rejoins with it
         reply,
+        instance_id=instance_id,
+        supports_skipping_assignment=version >= 9,  # KIP-814
     )
 
 
@@ -189,6 +195,7 @@ def sync_group(call: Call) -> None:
         getattr(body, "protocol_name", None),
         assignments,
         reply,
+        getattr(body, "group_instance_id", None),  # v3+
     )
 
 
@@ -199,7 +206,14 @@ def heartbeat(call: Call) -> None:
     def reply(error: str | None = None, **_: Any) -> None:
         call.reply({"throttle_time": 0, "error_code": error}, error=error)
 
-    call.core.cluster.handle_heartbeat(call.broker, body.group_id, int(body.generation_id), body.member_id, reply)
+    call.core.cluster.handle_heartbeat(
+        call.broker,
+        body.group_id,
+        int(body.generation_id),
+        body.member_id,
+        reply,
+        getattr(body, "group_instance_id", None),  # v3+
+    )
 
 
 @api(13, 0, 5)
@@ -209,25 +223,30 @@ def leave_group(call: Call) -> None:
         leaving = [(m.member_id, m.group_instance_id) for m in body.members]
     else:
         leaving = [(body.member_id, None)]
-    call.announce(f"group coordinator(b{call.broker})", f"group {body.group_id}, {', '.join(m for m, _ in leaving)}")
+    call.announce(
+        f"group coordinator(b{call.broker})",
+        f"group {body.group_id}, "
+        + ", ".join(m or (f"instance {instance}" if instance is not None else "''") for m, instance in leaving),
+    )
 
     def reply(error: str | None = None, **result: Any) -> None:
-        errors = result.get("errors", {})
+        errors = result.get("errors") or [None] * len(leaving)
         if version < 3 and error is None:
-            error = errors.get(leaving[0][0])
+            error = errors[0]
         call.reply(
             {
                 "throttle_time": 0,
                 "error_code": error,
                 "members": [
-                    {"member_id": m, "group_instance_id": instance, "error_code": errors.get(m)}
-                    for m, instance in leaving
+                    {"member_id": m, "group_instance_id": instance, "error_code": member_error}
+                    for (m, instance), member_error in zip(leaving, errors)
                 ],
             },
-            error=error,
+            # the timeline shows the first member's error when the request as a whole succeeded
+            error=error or next((e for e in errors if e), None),
         )
 
-    call.core.cluster.handle_classic_leave_group(call.broker, body.group_id, tuple(m for m, _ in leaving), reply)
+    call.core.cluster.handle_classic_leave_group(call.broker, body.group_id, tuple(leaving), reply)
 
 
 @api(16, 0, 5)
@@ -282,7 +301,7 @@ def describe_groups(call: Call) -> None:
                     members=[
                         {
                             "member_id": m.member_id,
-                            "group_instance_id": None,
+                            "group_instance_id": m.instance_id,  # v4+
                             "client_id": m.client_id,
                             "client_host": getattr(m, "client_host", CLIENT_HOST),
                             # what DescribeGroups shows of a member: its metadata for the group's protocol and its

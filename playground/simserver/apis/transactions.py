@@ -189,6 +189,7 @@ def txn_offset_commit(call: Call) -> None:
         reply,
         transactional_id=body.transactional_id,
         version=version,
+        instance_id=getattr(body, "group_instance_id", None),  # v3+ (KIP-447)
     )
 
 
