@@ -28,7 +28,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from kio.index import load_response_from_request
+from kio.index import load_request_schema, load_response_from_request
 from kio.schema.api_versions.v3.request import ApiVersionsRequest
 from kio.schema.describe_producers.v0.request import DescribeProducersRequest, TopicRequest
 from kio.schema.describe_transactions.v0.request import DescribeTransactionsRequest
@@ -58,6 +58,7 @@ __all__ = [
     "LogEntry",
     "WireClient",
     "WireError",
+    "advertised",
     "decode_batches",
     "decode_control_value",
     "decode_txn_key",
@@ -71,6 +72,7 @@ __all__ = [
 
 
 RESPONSES: dict[tuple[int, int], type[Any]] = {(65, 0): DescribeTransactionsResponseV0}
+API_VERSIONS = 18
 
 
 def response_type(request_type: type[Any]) -> type[Any]:
@@ -519,6 +521,28 @@ class WireClient:
             supported={f.name: (int(f.min_version), int(f.max_version)) for f in resp.supported_features},
             finalized={f.name: int(f.max_version_level) for f in resp.finalized_features},
         )
+
+
+def advertised(server: str, version: int = 4, timeout_s: float = 20.0) -> dict[str, dict[Any, tuple[int, int]]]:
+    """What the broker at `server` (host:port, or the first of a bootstrap list) advertises in an ApiVersions
+    request of `version` (a 3.5 broker
+    answers v3 at most; from v4 on, the features whose lowest level is 0 are named too, KIP-1022): "api_keys" (api
+    key -> lowest and highest version), "supported" (feature -> the levels its software supports) and "finalized"
+    (feature -> the cluster's finalized levels)."""
+    host, port = _parse_hostport(server.split(",")[0])
+    request_type: Any = load_request_schema(API_VERSIONS, version)
+    conn = _Connection(host, port, timeout_s, "txn-playground")
+    try:
+        resp = conn.request(request_type(client_software_name="txn-playground", client_software_version="1"))
+    finally:
+        conn.close()
+    if int(resp.error_code):
+        raise BrokerError(int(resp.error_code), f"ApiVersions v{version} ({server})")
+    return {
+        "api_keys": {int(k.api_key): (int(k.min_version), int(k.max_version)) for k in resp.api_keys},
+        "supported": {f.name: (int(f.min_version), int(f.max_version)) for f in resp.supported_features},
+        "finalized": {f.name: (int(f.min_version_level), int(f.max_version_level)) for f in resp.finalized_features},
+    }
 
 
 @dataclass

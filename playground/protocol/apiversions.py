@@ -1,109 +1,45 @@
-"""What each Kafka release's brokers advertise in ApiVersions, read off real brokers (tools/kafka, 1-node KRaft
-clusters as `kafka.sh start` formats them: 3.9.1, and 4.4.0 with transaction.version=2) with an ApiVersions v4 request,
-3.5.2 (whose brokers answer ApiVersions v3 at most) with a v3 one, and pinned here as data. tests/simserver/test_apiversions.py asks a real broker again and compares.
+"""What the simulated cluster advertises in ApiVersions as each Kafka release: exactly what that release's brokers
+advertise (protocol/advertised.py, read off real brokers by tools/kafka/apiversions.py) for every API it serves, and
+the versions a release advertises but refuses.
 
 `API_KEYS`: api key -> (min, max) version. `SUPPORTED_FEATURES`: feature -> (min, max) level the broker's software
 supports; ApiVersions v3 and older leave out features whose min is 0 (KIP-1022). `FINALIZED_FEATURES`: feature ->
 (min, max) level finalized for the cluster (a 3.9 cluster has no transaction.version: it runs the classic protocol).
+
+Kafka 4.0 removed Produce v0-2 (KIP-896) yet its brokers still advertise Produce from v0, because librdkafka would
+not compress otherwise (KAFKA-18659, ApiKeys.PRODUCE_API_VERSIONS_RESPONSE_MIN_VERSION); a request of those versions
+is refused as any version a broker does not serve is (SocketServer closes the connection): `REFUSED`.
 """
 
 from __future__ import annotations
 
-from types import MappingProxyType
+from collections.abc import Iterable
 from typing import Final
 
-# fmt: off
-API_KEYS: Final = MappingProxyType(
-    {
-        "3.5": MappingProxyType(
-            {
-                0: (0, 9), 1: (0, 15), 2: (0, 8), 3: (0, 12), 8: (0, 8), 9: (0, 8), 10: (0, 4), 11: (0, 9),
-                12: (0, 4), 13: (0, 5), 14: (0, 5), 15: (0, 5), 16: (0, 4), 17: (0, 1), 18: (0, 3), 19: (0, 7),
-                20: (0, 6), 21: (0, 2), 22: (0, 4), 23: (0, 4), 24: (0, 3), 25: (0, 3), 26: (0, 3), 27: (0, 1),
-                28: (0, 3), 29: (0, 3), 30: (0, 3), 31: (0, 3), 32: (0, 4), 33: (0, 2), 34: (0, 2), 35: (0, 4),
-                36: (0, 2), 37: (0, 3), 42: (0, 2), 43: (0, 2), 44: (0, 1), 45: (0, 0), 46: (0, 0), 47: (0, 0),
-                48: (0, 1), 49: (0, 1), 50: (0, 0), 51: (0, 0), 55: (0, 1), 57: (0, 1), 60: (0, 0), 61: (0, 0),
-                64: (0, 0), 65: (0, 0), 66: (0, 0),
-            }
-        ),
-        "3.9": MappingProxyType(
-            {
-                0: (0, 11), 1: (0, 17), 2: (0, 9), 3: (0, 12), 8: (0, 9), 9: (0, 9), 10: (0, 6), 11: (0, 9),
-                12: (0, 4), 13: (0, 5), 14: (0, 5), 15: (0, 5), 16: (0, 5), 17: (0, 1), 18: (0, 4), 19: (0, 7),
-                20: (0, 6), 21: (0, 2), 22: (0, 5), 23: (0, 4), 24: (0, 5), 25: (0, 4), 26: (0, 4), 27: (0, 1),
-                28: (0, 4), 29: (0, 3), 30: (0, 3), 31: (0, 3), 32: (0, 4), 33: (0, 2), 34: (0, 2), 35: (0, 4),
-                36: (0, 2), 37: (0, 3), 38: (0, 3), 39: (0, 2), 40: (0, 2), 41: (0, 3), 42: (0, 2), 43: (0, 2),
-                44: (0, 1), 45: (0, 0), 46: (0, 0), 47: (0, 0), 48: (0, 1), 49: (0, 1), 50: (0, 0), 51: (0, 0),
-                55: (0, 2), 57: (0, 1), 60: (0, 1), 61: (0, 0), 64: (0, 0), 65: (0, 0), 66: (0, 1), 68: (0, 0),
-                69: (0, 0), 74: (0, 0), 75: (0, 0), 80: (0, 0), 81: (0, 0),
-            }
-        ),
-        "4": MappingProxyType(
-            {
-                0: (0, 13), 1: (4, 18), 2: (1, 11), 3: (0, 13), 8: (2, 10), 9: (1, 10), 10: (0, 6), 11: (0, 9),
-                12: (0, 4), 13: (0, 5), 14: (0, 5), 15: (0, 6), 16: (0, 5), 17: (0, 1), 18: (0, 5), 19: (2, 7),
-                20: (1, 6), 21: (0, 2), 22: (0, 5), 23: (2, 4), 24: (0, 5), 25: (0, 4), 26: (0, 5), 27: (1, 2),
-                28: (0, 6), 29: (1, 3), 30: (1, 3), 31: (1, 3), 32: (1, 4), 33: (0, 2), 34: (1, 2), 35: (1, 5),
-                36: (0, 2), 37: (0, 3), 38: (1, 3), 39: (1, 2), 40: (1, 2), 41: (1, 3), 42: (0, 3), 43: (0, 2),
-                44: (0, 1), 45: (0, 1), 46: (0, 0), 47: (0, 0), 48: (0, 1), 49: (0, 1), 50: (0, 0), 51: (0, 0),
-                55: (0, 2), 57: (0, 2), 60: (0, 2), 61: (0, 0), 64: (0, 0), 65: (0, 0), 66: (0, 2), 68: (0, 1),
-                69: (0, 1), 74: (0, 1), 75: (0, 0), 76: (1, 1), 77: (1, 1), 78: (1, 2), 79: (1, 2), 80: (0, 1),
-                81: (0, 0), 83: (0, 0), 84: (0, 0), 85: (0, 1), 86: (0, 0), 87: (0, 1), 88: (0, 1), 89: (0, 1),
-                90: (0, 1), 91: (0, 0), 92: (0, 0), 93: (0, 0), 94: (0, 0),
-            }
-        ),
-    }
-)
-# fmt: on
+from playground.protocol.advertised import API_KEYS, FINALIZED_FEATURES, SUPPORTED_FEATURES
 
-SUPPORTED_FEATURES: Final = MappingProxyType(
-    {
-        "3.5": MappingProxyType({"metadata.version": (1, 11)}),
-        "3.9": MappingProxyType({"kraft.version": (0, 1), "metadata.version": (1, 21)}),
-        "4": MappingProxyType(
-            {
-                "group.version": (0, 1),
-                "kraft.version": (0, 1),
-                "metadata.version": (7, 33),
-                "share.version": (0, 2),
-                "streams.version": (0, 1),
-                "transaction.version": (0, 2),
-                "eligible.leader.replicas.version": (0, 1),
-            }
-        ),
-    }
-)
-
-FINALIZED_FEATURES: Final = MappingProxyType(
-    {
-        "3.5": MappingProxyType({"metadata.version": (11, 11)}),
-        "3.9": MappingProxyType({"metadata.version": (21, 21)}),
-        "4": MappingProxyType(
-            {
-                "group.version": (1, 1),
-                "streams.version": (1, 1),
-                "transaction.version": (2, 2),
-                "eligible.leader.replicas.version": (1, 1),
-                "share.version": (2, 2),
-                "metadata.version": (33, 33),
-            }
-        ),
-    }
-)
+__all__ = ["API_KEYS", "FINALIZED_FEATURES", "REFUSED", "RELEASES", "SUPPORTED_FEATURES", "accepted", "advertised"]
 
 RELEASES: Final = {"3.5": "3.5.2", "3.9": "3.9.1", "4": "4.4.0"}
 
 
-def advertised(kafka: str, served: dict[int, tuple[int, int]]) -> dict[int, tuple[int, int]]:
-    """The release's table cut to what a server serves (`served`: api key -> the versions it reads): an API it does not
-    serve is not advertised, so a client falls back as it would against a broker without it, rather than meeting a
-    closed connection; for the rest the client picks exactly the version it picks against the real release."""
-    out = {}
-    for key, (lo, hi) in API_KEYS[kafka].items():
-        if key not in served:
-            continue
-        s_lo, s_hi = served[key]
-        lo, hi = max(lo, s_lo), min(hi, s_hi)
-        if lo <= hi:
-            out[key] = (lo, hi)
+# Kafka version key -> api key -> the (lowest, highest) versions advertised but refused
+REFUSED: Final = {"3.5": {}, "3.9": {}, "4": {0: (0, 2)}}
+
+
+def advertised(kafka: str, served: Iterable[int]) -> dict[int, tuple[int, int]]:
+    """The release's table for the APIs a server serves (`served`: api keys): an API it does not serve is not
+    advertised, so a client falls back as it would against a broker without it, rather than meeting a closed
+    connection; the others exactly as the release's brokers advertise them."""
+    keys = set(served)
+    return {key: lo_hi for key, lo_hi in API_KEYS[kafka].items() if key in keys}
+
+
+def accepted(kafka: str, served: Iterable[int]) -> dict[int, tuple[int, int]]:
+    """The versions of each API read and answered: those advertised, but for the ones the release refuses."""
+    out = advertised(kafka, served)
+    for key, (lo, hi) in REFUSED[kafka].items():
+        if key in out:
+            assert out[key][0] == lo, "a release refuses only its lowest versions"
+            out[key] = (hi + 1, out[key][1])
     return out

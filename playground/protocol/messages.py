@@ -1,5 +1,6 @@
 """Requests and responses: headers (RequestHeader v1, v2 with tagged fields for flexible versions; ResponseHeader v0,
-v1), bodies as kio's dataclasses, looked up by api key and version (kio.index), read and written by kio.serial.
+v1), bodies as kio's dataclasses, looked up by api key and version (kio.index; for the versions kio lacks, classes
+built the same way from Kafka's own definitions, kafkajson.py), read and written by kio.serial.
 
 `build(cls, data)` makes a response of any version from one plain description: the fields the version has are taken
 from `data` (nested entities from dicts and lists), the others are left out, and what `data` does not give gets the
@@ -30,6 +31,7 @@ from kio.schema.errors import ErrorCode
 from kio.serial import entity_reader, entity_writer
 from kio.static.primitive import i16
 
+from playground.protocol import kafkajson
 from playground.protocol.errors import error_code
 from playground.protocol.schemas import ApiVersionsRequestV5, DescribeTransactionsResponseV0
 
@@ -85,7 +87,7 @@ def request_class(api_key: int, api_version: int) -> Any:
     try:
         return load_request_schema(api_key, api_version)
     except Exception:
-        return None
+        return kafkajson.message_class(api_key, api_version, "request")
 
 
 @functools.cache
@@ -97,7 +99,7 @@ def response_class(api_key: int, api_version: int) -> Any:
     try:
         return load_response_schema(*key)
     except Exception:
-        return None
+        return kafkajson.message_class(*key, "response")
 
 
 @functools.cache
@@ -112,15 +114,22 @@ def api_name(api_key: int) -> str:
 
 @functools.cache
 def readable_versions(api_key: int) -> tuple[int, int] | None:
-    """The versions of an API this module reads and writes (kio's schemas and the extras above), from kio's index:
-    a version's modules are imported when a request of it first comes (importing them all costs a second)."""
+    """The versions of an API this module reads and writes (kio's schemas, the extras above and the classes built
+    from Kafka's own definitions, kafkajson.py), from kio's index: a version's modules are imported when a request of
+    it first comes (importing them all costs a second). None when it reads none; the versions between the lowest and
+    the highest are all read."""
     from kio.schema.index import EntityType, api_key_map, schema_name_map
 
     name = api_key_map.get(api_key)
     entities = schema_name_map.get(name, {}) if name is not None else {}
-    versions = [v for v, kinds in entities.items() if EntityType.request in kinds and EntityType.response in kinds]
-    versions += [v for (key, v) in _EXTRA_REQUESTS if key == api_key]
-    return (min(versions), max(versions)) if versions else None
+    versions = {v for v, kinds in entities.items() if EntityType.request in kinds and EntityType.response in kinds}
+    versions |= {v for (key, v) in _EXTRA_REQUESTS if key == api_key}
+    versions |= kafkajson.versions(api_key)
+    if not versions:
+        return None
+    lo, hi = min(versions), max(versions)
+    assert versions == set(range(lo, hi + 1)), f"api key {api_key}: versions {sorted(versions)} leave a gap"
+    return lo, hi
 
 
 # ------------------------------------------------------------------------------------------- requests

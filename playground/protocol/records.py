@@ -10,9 +10,11 @@ produced, compression included. Attributes: bits 0-2 the codec (0 none, 1 gzip, 
 timestamp type, bit 4 transactional, bit 5 control. A control record (a transaction marker, EndTransactionMarker.java)
 has the key int16 version 0 + int16 type (ABORT 0, COMMIT 1) and the value int16 version 0 + int32 coordinator epoch.
 
-Codecs through cramjam. Snappy comes two ways: kafka-clients writes xerial's framing (SnappyOutputStream: a magic
+Codecs through cramjam (gzip through zlib, whose deflate is Java's), each written as kafka-clients writes it, so that a
+batch the server compresses is the broker's byte for byte. Snappy comes two ways: kafka-clients writes xerial's framing (SnappyOutputStream: a magic
 header, then length-prefixed blocks), librdkafka writes a plain snappy block; Kafka's reader (SnappyInputStream)
-accepts both, and so does this one. LZ4 is the LZ4 frame format (KafkaLZ4BlockOutputStream), zstd a zstd frame.
+accepts both, and so does this one. LZ4 is the LZ4 frame format as Kafka writes it (Lz4BlockOutputStream, `lz4_frame`),
+zstd a zstd frame.
 
 kio has a record-batch reader, but it reads neither compressed batches nor millisecond timestamps (it truncates them
 to seconds), so batches are read and written here, with kio's primitives' layout.
@@ -21,6 +23,7 @@ to seconds), so batches are read and written here, with kio's primitives' layout
 from __future__ import annotations
 
 import struct
+import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -51,6 +54,13 @@ _HEADER = struct.Struct(">qiibIhiqqqhii")
 _XERIAL_MAGIC = b"\x82SNAPPY\x00"
 _XERIAL_HEADER = _XERIAL_MAGIC + struct.pack(">ii", 1, 1)
 _XERIAL_BLOCK = 32 * 1024  # SnappyOutputStream's default block size
+_GZIP_HEADER = bytes.fromhex("1f8b08000000000000ff")  # no name, no time, no extra flags, OS unknown
+_LZ4_MAGIC = struct.pack("<I", 0x184D2204)
+_LZ4_FLG = 0x60  # version 1, independent blocks, no block or content checksum, no content size
+_LZ4_BD = 0x40  # blocks of at most 64 KiB
+_LZ4_BLOCK = 64 * 1024
+_MASK32 = 0xFFFFFFFF
+_P1, _P2, _P3, _P4, _P5 = 2654435761, 2246822519, 3266489917, 668265263, 374761393
 
 
 class CorruptRecordError(ValueError):
@@ -204,20 +214,86 @@ def decompress(codec: int, data: bytes) -> bytes:
 
 
 def compress(codec: int, data: bytes) -> bytes:
-    if codec == GZIP:
-        return bytes(cramjam.gzip.compress(data))
+    if codec == GZIP:  # as java.util.zip.GZIPOutputStream writes it (zlib's deflate, level 6, that header)
+        deflate = zlib.compressobj(6, zlib.DEFLATED, -15)
+        body = deflate.compress(data) + deflate.flush()
+        return _GZIP_HEADER + body + struct.pack("<II", zlib.crc32(data), len(data) & _MASK32)
     if codec == SNAPPY:  # as kafka-clients writes it: xerial framing
         blocks = [
             bytes(cramjam.snappy.compress_raw(data[i : i + _XERIAL_BLOCK])) for i in range(0, len(data), _XERIAL_BLOCK)
         ]
         return _XERIAL_HEADER + b"".join(struct.pack(">i", len(b)) + b for b in blocks)
     if codec == LZ4:
-        return bytes(cramjam.lz4.compress(data))
+        return lz4_frame(data)
     if codec == ZSTD:
         return bytes(cramjam.zstd.compress(data))
     if codec == NONE:
         return data
     raise ValueError(f"unknown compression codec {codec}")
+
+
+def lz4_frame(data: bytes, *, broken_checksum: bool = False) -> bytes:
+    """An LZ4 frame as Kafka writes one (Lz4BlockOutputStream): independent blocks of at most 64 KiB, each stored
+    uncompressed when compressing does not make it smaller, no checksums but the descriptor's. Kafka's reader refuses
+    linked blocks, which LZ4's own frame writer makes. `broken_checksum`: the descriptor checksum computed over the
+    frame's magic number too, as magic-0 message sets had it (KAFKA-3160)."""
+    header = _LZ4_MAGIC + bytes([_LZ4_FLG, _LZ4_BD])
+    out = bytearray(header)
+    out.append((xxh32(header if broken_checksum else header[4:]) >> 8) & 0xFF)
+    for i in range(0, len(data), _LZ4_BLOCK):
+        block = data[i : i + _LZ4_BLOCK]
+        packed = bytes(cramjam.lz4.compress_block(block, store_size=False))
+        if len(packed) < len(block):
+            out += struct.pack("<I", len(packed)) + packed
+        else:
+            out += struct.pack("<I", len(block) | 0x80000000) + block
+    out += struct.pack("<I", 0)
+    return bytes(out)
+
+
+def lz4_fix_checksum(frame: bytes) -> bytes:
+    """An LZ4 frame with its descriptor checksum recomputed (a magic-0 frame's was computed over the magic number)."""
+    if len(frame) < 7 or not frame.startswith(_LZ4_MAGIC):
+        return frame
+    flg = frame[4]
+    end = 6 + (8 if flg & 0x08 else 0) + (4 if flg & 0x01 else 0)  # after the content size and dictionary id
+    if len(frame) <= end:
+        return frame
+    return frame[:end] + bytes([(xxh32(frame[4:end]) >> 8) & 0xFF]) + frame[end + 1 :]
+
+
+def xxh32(data: bytes, seed: int = 0) -> int:
+    """xxHash32, as LZ4 frames checksum their descriptors."""
+    n = len(data)
+    pos = 0
+    if n >= 16:
+        v = [(seed + _P1 + _P2) & _MASK32, (seed + _P2) & _MASK32, seed & _MASK32, (seed - _P1) & _MASK32]
+        while pos + 16 <= n:
+            for i in range(4):
+                (word,) = struct.unpack_from("<I", data, pos)
+                v[i] = (_rotl((v[i] + word * _P2) & _MASK32, 13) * _P1) & _MASK32
+                pos += 4
+        h = (_rotl(v[0], 1) + _rotl(v[1], 7) + _rotl(v[2], 12) + _rotl(v[3], 18)) & _MASK32
+    else:
+        h = (seed + _P5) & _MASK32
+    h = (h + n) & _MASK32
+    while pos + 4 <= n:
+        (word,) = struct.unpack_from("<I", data, pos)
+        h = (_rotl((h + word * _P3) & _MASK32, 17) * _P4) & _MASK32
+        pos += 4
+    while pos < n:
+        h = (_rotl((h + data[pos] * _P5) & _MASK32, 11) * _P1) & _MASK32
+        pos += 1
+    h ^= h >> 15
+    h = (h * _P2) & _MASK32
+    h ^= h >> 13
+    h = (h * _P3) & _MASK32
+    h ^= h >> 16
+    return h
+
+
+def _rotl(x: int, r: int) -> int:
+    return ((x << r) | (x >> (32 - r))) & _MASK32
 
 
 def _snappy_decompress(data: bytes) -> bytes:

@@ -337,16 +337,40 @@ class TransactionCoordinator(TransactionStateManager):
         st = self.partitions[self.partition_for(transactional_id)]
         if st.leader is None or st.loading or not self.broker_up(st.leader):
             return "NOT_ENOUGH_REPLICAS"
+        error = self._verify_error(transactional_id, producer_id, epoch)
+        if error == "PRODUCER_FENCED":
+            return "INVALID_PRODUCER_EPOCH"  # as producers expect it on Produce
+        if error == "CONCURRENT_TRANSACTIONS":
+            return "NOT_ENOUGH_REPLICAS"  # made retriable for older clients
+        if error or partition in self.cache[transactional_id].partitions:
+            return error
+        return "TRANSACTION_ABORTABLE" if produce_version is not None and produce_version > 10 else "INVALID_TXN_STATE"
+
+    def verify_partitions(
+        self, broker: int, transactional_id: str, producer_id: int, epoch: int, partitions: list[str]
+    ) -> dict[str, str | None]:
+        """TransactionCoordinator.handleVerifyPartitionsInTransaction as the coordinator answers AddPartitionsToTxn
+        v4+ with verifyOnly (what partition leaders send): each partition None when the producer's transaction holds
+        it, else TRANSACTION_ABORTABLE; one error for all when the transaction cannot be checked."""
+        if not transactional_id:
+            return dict.fromkeys(partitions, "INVALID_REQUEST")
+        error, _st = self.lookup(broker, transactional_id)
+        error = error or self._verify_error(transactional_id, producer_id, epoch)
+        if error:
+            return dict.fromkeys(partitions, error)
+        held = self.cache[transactional_id].partitions
+        return {p: None if p in held else "TRANSACTION_ABORTABLE" for p in partitions}
+
+    def _verify_error(self, transactional_id: str, producer_id: int, epoch: int) -> str | None:
+        """Why a transaction cannot be verified (pending transitions are not looked at: the append checks last)."""
         md = self.cache.get(transactional_id)
         if md is None or md.producer_id != producer_id:
             return "INVALID_PRODUCER_ID_MAPPING"
         if md.producer_epoch != epoch:
-            return "INVALID_PRODUCER_EPOCH"  # PRODUCER_FENCED, as producers expect it on Produce
+            return "PRODUCER_FENCED"
         if md.state in (PREPARE_COMMIT, PREPARE_ABORT):
-            return "NOT_ENOUGH_REPLICAS"  # CONCURRENT_TRANSACTIONS, made retriable for older clients
-        if partition in md.partitions:
-            return None
-        return "TRANSACTION_ABORTABLE" if produce_version is not None and produce_version > 10 else "INVALID_TXN_STATE"
+            return "CONCURRENT_TRANSACTIONS"
+        return None
 
     def in_transaction(self, transactional_id: str, producer_id: int, epoch: int, partition: str) -> str | None:
         """The leader's last check before it appends a TV2 batch it had the coordinator add (the verification guard

@@ -406,6 +406,16 @@ class PartitionLog:
             del self._aborted_last[:j]
         return records
 
+    def delete_records(self, offset: int) -> int:
+        """DeleteRecords up to `offset` (at most the high watermark): the log start offset moves to exactly that
+        offset (UnifiedLog.maybeIncrementLogStartOffset, ClientRecordDeletion), inside a batch if it falls there;
+        the whole batches before it go. Returns how many data records went whole."""
+        if offset <= self.log_start_offset:
+            return 0
+        gone = self.delete_before(offset)
+        self.log_start_offset = max(self.log_start_offset, offset)
+        return gone
+
     # -- reads ------------------------------------------------------------------------------------------------
     def batch_index(self, offset: int) -> int:
         """Index of the batch holding `offset` (or the first batch after it)."""

@@ -122,7 +122,11 @@ def topic_config_int(bounds: Bounds, configs: Mapping[str, str], key: str) -> in
 
 
 def invalid_topic_config(configs: Mapping[str, str]) -> str | None:
-    """INVALID_CONFIG's message for a value Kafka's validators refuse (LogConfig's ConfigDef), else None."""
+    """INVALID_CONFIG's message for a name or value Kafka's validators refuse (LogConfig.validateNames and its
+    ConfigDef), else None."""
+    for key in configs:
+        if key not in TOPIC_CONFIG_NAMES:
+            return f"Unknown topic config name: {key}"
     for key, (kind, low) in _TOPIC_CONFIG_TYPES.items():
         if key not in configs:
             continue
@@ -135,6 +139,24 @@ def invalid_topic_config(configs: Mapping[str, str]) -> str | None:
             return f"Invalid value {value} for configuration {key}: Value must be at least {low}"
     return None
 
+
+# A topic's configs (TopicConfig and the replication throttles of QuotaConfigs, Kafka 3.9), and those of type LIST
+TOPIC_CONFIG_NAMES = frozenset(
+    {
+        "segment.bytes", "segment.ms", "segment.jitter.ms", "segment.index.bytes", "flush.messages", "flush.ms",
+        "retention.bytes", "retention.ms", "remote.storage.enable", "local.retention.ms", "local.retention.bytes",
+        "remote.log.copy.disable", "remote.log.delete.on.disable", "max.message.bytes", "index.interval.bytes",
+        "file.delete.delay.ms", "delete.retention.ms", "min.compaction.lag.ms", "max.compaction.lag.ms",
+        "min.cleanable.dirty.ratio", "cleanup.policy", "unclean.leader.election.enable", "min.insync.replicas",
+        "compression.type", "compression.gzip.level", "compression.zstd.level", "preallocate",
+        "message.format.version", "message.timestamp.type", "message.timestamp.difference.max.ms",
+        "message.timestamp.before.max.ms", "message.timestamp.after.max.ms", "message.downconversion.enable",
+        "leader.replication.throttled.replicas", "follower.replication.throttled.replicas",
+    }
+)  # fmt: skip
+LIST_TOPIC_CONFIGS = frozenset(
+    {"cleanup.policy", "leader.replication.throttled.replicas", "follower.replication.throttled.replicas"}
+)
 
 # key -> (ConfigDef type, the validator's least value)
 _TOPIC_CONFIG_TYPES = {

@@ -163,8 +163,9 @@ class ServerCore:
     hundred bytes cost tens of megabytes instead of hundreds (simcluster, where nothing but the wire reads them).
     `track_clients`: keep the clients as actors (clients.py; a session's listener), named apart from `reserved`; the
     timeline then names a connection's requests by its actor (a second instance of a client.id is "id#2").
-    `handlers`: api key -> (handler, lowest and highest version served), apis.HANDLERS: as Kafka hands KafkaApis to
-    its request handlers, the server is handed what answers each request (the handlers build on this module)."""
+    `handlers`: api key -> handler, apis.HANDLERS: as Kafka hands KafkaApis to its request handlers, the server is
+    handed what answers each request (the handlers build on this module); it advertises those APIs as the cluster's
+    release does (protocol/apiversions.py)."""
 
     def __init__(
         self,
@@ -177,7 +178,7 @@ class ServerCore:
         record_values: bool = True,
         track_clients: bool = False,
         reserved: Iterable[str] = (),
-        handlers: Mapping[int, tuple[Handler, int, int]],
+        handlers: Mapping[int, Handler],
     ) -> None:
         self.cluster = cluster
         self.kafka = cluster.kafka
@@ -188,15 +189,10 @@ class ServerCore:
         self._quotas: dict[tuple[str, int], QuotaSensor] = {}
         self.record_values = record_values
         self.clients = Clients(reserved) if track_clients else None
-        self.handlers: dict[int, Handler] = {}
-        served: dict[int, tuple[int, int]] = {}
-        for api_key, (handler, lo, hi) in handlers.items():
-            readable = messages.readable_versions(api_key)
-            if readable is None:
-                continue
-            self.handlers[api_key] = handler
-            served[api_key] = (max(lo, readable[0]), min(hi, readable[1]))
-        self.advertised = apiversions.advertised(self.kafka, served)
+        self.handlers: dict[int, Handler] = dict(handlers)
+        # what ApiVersions says, and what is read: the same but for the versions the release refuses
+        self.advertised = apiversions.advertised(self.kafka, self.handlers)
+        self.accepted = apiversions.accepted(self.kafka, self.handlers)
         self.cluster_id = _cluster_id(seed)
         self.conns: dict[int, Connection] = {}
         self.outbox: list[Output] = []
@@ -241,7 +237,7 @@ class ServerCore:
         if conn is None:
             return
         try:
-            request = messages.decode_request(payload, self.advertised)
+            request = messages.decode_request(payload, self.accepted)
         except UnsupportedVersion as e:
             if e.api_key == messages.API_VERSIONS_KEY:
                 conn.queue.append((e.correlation_id or 0, e.api_version))
@@ -263,7 +259,7 @@ class ServerCore:
         conn = self._conn(conn_id, broker)
         if conn is None:
             return
-        lo_hi = self.advertised.get(request.api_key)
+        lo_hi = self.accepted.get(request.api_key)
         if lo_hi is None or not lo_hi[0] <= request.api_version <= lo_hi[1]:
             self._close(conn)
             return
@@ -563,7 +559,11 @@ class ServerCore:
         topic = partition.rpartition("-")[0]
         log = self.cluster.log(partition)
         self.storage.enforce_retention(
-            partition, log, self.topic_setting(topic, "segment.bytes"), self.topic_setting(topic, "retention.bytes")
+            partition,
+            log,
+            self.topic_setting(topic, "segment.bytes"),
+            self.topic_setting(topic, "retention.bytes"),
+            self.now_ms,
         )
 
 

@@ -29,10 +29,12 @@ from playground.simserver.batches import stored_size
 
 @dataclass
 class Segments:
-    """One partition's segments: their base offsets and sizes (bytes), oldest first; the last is the active one."""
+    """One partition's segments: their base offsets, sizes (bytes) and when each was last appended to (its file's
+    modification time, virtual ms), oldest first; the last is the active one."""
 
     bases: list[int] = field(default_factory=lambda: [0])
     sizes: list[int] = field(default_factory=lambda: [0])
+    modified: list[int] = field(default_factory=lambda: [0])
     counted_to: int = 0  # the log end offset up to which batches are counted in
     size: int = 0  # the bytes of all its segments
 
@@ -46,11 +48,11 @@ class Storage:
         self.retained_bytes = 0
         self.deleted_bytes = 0  # what retention deleted so far, in all
 
-    def count(self, partition: str, log: PartitionLog, segment_bytes: int) -> Segments:
-        """Take in the batches appended since the last count (rolling segments on the way)."""
+    def count(self, partition: str, log: PartitionLog, segment_bytes: int, now_ms: int = 0) -> Segments:
+        """Take in the batches appended since the last count (rolling segments on the way), at `now_ms`."""
         seg = self.parts.get(partition)
         if seg is None:
-            seg = self.parts[partition] = Segments(bases=[log.log_start_offset], sizes=[0])
+            seg = self.parts[partition] = Segments(bases=[log.log_start_offset], sizes=[0], modified=[now_ms])
             seg.counted_to = log.log_start_offset
         if log.log_end_offset <= seg.counted_to:
             return seg
@@ -59,16 +61,20 @@ class Storage:
             if seg.sizes[-1] > 0 and seg.sizes[-1] + size > segment_bytes:
                 seg.bases.append(batch.base_offset)  # LogSegment.shouldRoll: the active segment is full
                 seg.sizes.append(0)
+                seg.modified.append(now_ms)
             seg.sizes[-1] += size
+            seg.modified[-1] = now_ms
             seg.size += size
             self.retained_bytes += size
         seg.counted_to = log.log_end_offset
         return seg
 
-    def enforce_retention(self, partition: str, log: PartitionLog, segment_bytes: int, retention_bytes: int) -> int:
+    def enforce_retention(
+        self, partition: str, log: PartitionLog, segment_bytes: int, retention_bytes: int, now_ms: int = 0
+    ) -> int:
         """Delete the oldest segments while the log stays at least `retention_bytes` without them; the records
         deleted (0: none)."""
-        seg = self.count(partition, log, segment_bytes)
+        seg = self.count(partition, log, segment_bytes, now_ms)
         if retention_bytes < 0:
             return 0
         diff = seg.size - retention_bytes
@@ -84,16 +90,36 @@ class Storage:
             n += 1
         if n == 0:
             return 0
-        if n == len(seg.bases):  # every segment goes: a new active one starts at the log end first
+        self._drop(seg, n, log)
+        return log.delete_before(seg.bases[0])
+
+    def delete_records(self, partition: str, log: PartitionLog, segment_bytes: int, offset: int, now_ms: int) -> None:
+        """DeleteRecords: the log start offset moves to `offset` (PartitionLog.delete_records), and the segments
+        wholly before it go (UnifiedLog.deleteLogStartOffsetBreachedSegments, which Kafka runs at its next retention
+        check; here at once, as retention runs here)."""
+        seg = self.count(partition, log, segment_bytes, now_ms)
+        n = 0
+        while n + 1 < len(seg.bases) and seg.bases[n + 1] <= offset:
+            n += 1
+        if offset >= log.log_end_offset and seg.sizes[-1] > 0:
+            n = len(seg.bases)  # the active segment too: a new one starts at the log end
+        if n:
+            self._drop(seg, n, log)
+        log.delete_records(offset)
+
+    def _drop(self, seg: Segments, n: int, log: PartitionLog) -> None:
+        """The `n` oldest segments go (all of them: a new active one starts at the log end first)."""
+        if n == len(seg.bases):
             seg.bases.append(log.log_end_offset)
             seg.sizes.append(0)
+            seg.modified.append(seg.modified[-1])
         gone = sum(seg.sizes[:n])
         del seg.bases[:n]
         del seg.sizes[:n]
+        del seg.modified[:n]
         seg.size -= gone
         self.retained_bytes -= gone
         self.deleted_bytes += gone
-        return log.delete_before(seg.bases[0])
 
     def forget(self, partitions: Iterable[str]) -> None:
         """Topics deleted: their segments go with them."""

@@ -98,10 +98,12 @@ def test_it_reads_a_valid_header_with_a_garbage_body_as_a_request_or_a_request_e
 
 
 def _served_versions():
-    for key, (_handler, lo, hi) in sorted(HANDLERS.items()):
-        readable = messages.readable_versions(key)
-        assert readable is not None, f"api key {key} has a handler but no schema"
-        for version in range(max(lo, readable[0]), min(hi, readable[1]) + 1):
+    """Every version of an API with a handler that some release advertises."""
+    for key in sorted(HANDLERS):
+        ranges = [
+            apiversions.API_KEYS[kafka][key] for kafka in apiversions.RELEASES if key in apiversions.API_KEYS[kafka]
+        ]
+        for version in range(min(lo for lo, _ in ranges), max(hi for _, hi in ranges) + 1):
             # kio reads OffsetCommit v2-4's retention_time as a timedelta, which overflows for most int64 values
             # (clients send -1); the round trip is checked for every other version
             if (key, version) not in {(8, 2), (8, 3), (8, 4)}:
@@ -156,10 +158,12 @@ def test_it_knows_errors_by_kafkas_names():
     assert error_name(0) is None
 
 
-def test_it_advertises_the_releases_table_cut_to_what_is_served():
-    table = apiversions.advertised("4", {0: (3, 13), 26: (0, 5), 18: (0, 4), 999: (0, 1)})
-    assert table == {0: (3, 13), 26: (0, 5), 18: (0, 4)}
-    assert apiversions.advertised("3.9", {26: (0, 5)}) == {26: (0, 4)}
+def test_it_advertises_exactly_the_releases_versions_of_the_apis_it_serves_and_reads_all_but_the_refused_ones():
+    assert apiversions.advertised("4", [0, 26, 18, 999]) == {0: (0, 13), 26: (0, 5), 18: (0, 5)}
+    assert apiversions.advertised("3.9", [26, 1]) == {26: (0, 4), 1: (0, 17)}
+    # Kafka 4 advertises Produce v0-2 for librdkafka's sake (KAFKA-18659) and refuses them
+    assert apiversions.accepted("4", [0, 26]) == {0: (3, 13), 26: (0, 5)}
+    assert apiversions.accepted("3.9", [0]) == {0: (0, 11)}
 
 
 # ------------------------------------------------------------------------------------------------ record batches
@@ -293,3 +297,21 @@ def test_the_observers_decoder_reads_the_coordinators_records(version, pid, epoc
         assert got.get("next_producer_id", -1) == nxt
         assert got.get("client_transaction_version", 0) == tv
     assert txnlog.key_bytes("tx-1") == b"\x00\x00\x00\x04tx-1"
+
+
+def test_it_writes_lz4_and_gzip_as_kafka_clients_writes_them():
+    # Kafka's Lz4BlockInputStream refuses linked blocks ("Dependent block stream is unsupported"): independent
+    # blocks of at most 64 KiB, the descriptor checksum xxHash32's second byte
+    frame = records.compress(records.LZ4, b"abc" * 50_000)
+    assert frame[4:6] == bytes([0x60, 0x40])
+    assert frame[6] == (records.xxh32(frame[4:6]) >> 8) & 0xFF
+    assert records.decompress(records.LZ4, frame) == b"abc" * 50_000
+    # xxHash32's reference values
+    assert [records.xxh32(b""), records.xxh32(b"a"), records.xxh32(b"abc")] == [0x02CC5D05, 0x550D7456, 0x32D153FF]
+    assert records.xxh32(b"Nobody inspects the spammish repetition") == 0xE2293B2F
+    # java.util.zip.GZIPOutputStream's header: no name, no time, OS unknown
+    assert records.compress(records.GZIP, b"x").startswith(bytes.fromhex("1f8b08000000000000ff"))
+    # magic 0's frames carry the descriptor checksum over the magic number too (KAFKA-3160), and are read either way
+    broken = records.lz4_frame(b"hello", broken_checksum=True)
+    assert broken[6] == (records.xxh32(broken[:6]) >> 8) & 0xFF
+    assert records.decompress(records.LZ4, records.lz4_fix_checksum(broken)) == b"hello"

@@ -6,11 +6,11 @@ unverified partition, ...) are the simulator's (playground/sim/cluster.py, coord
 already name the error each request version gets on the wire.
 
 A handler describes its response once, as plain data (`messages.build` keeps the fields the request's version has).
-`HANDLERS`: api key -> (handler, lowest version served, highest version served); the versions advertised are these cut
-to the release's own table (protocol/apiversions.py) and to what kio reads.
+`HANDLERS`: api key -> handler. A handler answers every version of its API that the cluster's release advertises
+(exactly what that release's brokers advertise, protocol/apiversions.py); the APIs without one are not advertised.
 """
 
-from playground.simserver.apis import groups, logs, metadata, transactions  # noqa: F401  (each registers its handlers)
+from playground.simserver.apis import configs, groups, logs, metadata, transactions  # noqa: F401  (each registers its handlers)
 from playground.simserver.apis.base import HANDLERS, Handler, api
 
 __all__ = ["HANDLERS", "Handler", "api"]

@@ -11,7 +11,7 @@ from playground.simserver.core import Call
 
 Handler = Callable[[Call], None]
 
-HANDLERS: dict[int, tuple[Handler, int, int]] = {}
+HANDLERS: dict[int, Handler] = {}
 
 # Kafka's answers to authorizedOperations when nobody asked (MetadataResponse.AUTHORIZED_OPERATIONS_OMITTED), and the
 # operations a topic and the cluster allow without an authorizer (AclOperation codes as a bit field).
@@ -24,9 +24,11 @@ SOFTWARE = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$")
 DEFAULT_MAX_WAIT_MS = 500
 
 
-def api(key: int, lo: int, hi: int) -> Callable[[Handler], Handler]:
+def api(key: int) -> Callable[[Handler], Handler]:
+    """Register the handler of an API: it answers every version the release advertises (protocol/apiversions.py)."""
+
     def register(fn: Handler) -> Handler:
-        HANDLERS[key] = (fn, lo, hi)
+        HANDLERS[key] = fn
         return fn
 
     return register
@@ -68,18 +70,40 @@ def _config_bool(config: dict[str, Any], key: str, default: bool) -> bool:
     return value if isinstance(value, bool) else str(value).strip().lower() == "true"
 
 
+def offsets_of(call: Call, topics: Any) -> tuple[dict[str, int], set[str]]:
+    """OffsetCommit's and TxnOffsetCommit's offsets by partition ("topic-p"), and the partitions of topics the
+    cluster does not know (by name, or by id from OffsetCommit v10 and TxnOffsetCommit v6 on, KIP-1319)."""
+    offsets: dict[str, int] = {}
+    unknown: set[str] = set()
+    for t in topics:
+        name, topic_id = _topic_name(call, t)
+        for p in t.partitions:
+            tp = _tp(name if name is not None else str(topic_id), int(p.partition_index))
+            offsets[tp] = int(p.committed_offset)
+            if name is None or tp not in call.core.cluster.partitions:
+                unknown.add(tp)
+    return offsets, unknown
+
+
 def reply_offsets(call: Call, topics: Any, error_of: Callable[[str, int], str | None]) -> None:
-    """OffsetCommit's and TxnOffsetCommit's answer: an error code (None: committed) for each partition asked about;
-    the timeline shows the first error."""
-    answer = [
-        {
-            "name": t.name,
-            "partitions": [
-                {"partition_index": int(p.partition_index), "error_code": error_of(t.name, int(p.partition_index))}
-                for p in t.partitions
-            ],
-        }
-        for t in topics
-    ]
+    """OffsetCommit's and TxnOffsetCommit's answer: an error code (None: committed) for each partition asked about,
+    its topic named as the request named it (by id: UNKNOWN_TOPIC_ID when no topic has it); the timeline shows the
+    first error."""
+    answer = []
+    for t in topics:
+        name, topic_id = _topic_name(call, t)
+        answer.append(
+            {
+                "name": name or "",
+                "topic_id": topic_id,
+                "partitions": [
+                    {
+                        "partition_index": int(p.partition_index),
+                        "error_code": "UNKNOWN_TOPIC_ID" if name is None else error_of(name, int(p.partition_index)),
+                    }
+                    for p in t.partitions
+                ],
+            }
+        )
     first = next((p["error_code"] for t in answer for p in t["partitions"] if p["error_code"]), None)
     call.reply({"throttle_time": 0, "topics": answer}, error=first)

@@ -1,51 +1,77 @@
-"""The group coordinator's APIs: OffsetCommit and OffsetFetch, and the classic group protocol (JoinGroup, SyncGroup,
+"""The group coordinator's APIs: OffsetCommit, OffsetFetch and OffsetDelete, and the classic group protocol (JoinGroup, SyncGroup,
 Heartbeat, LeaveGroup, ListGroups, DescribeGroups, DeleteGroups) as playground/sim/groups.py runs it."""
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Callable
 from typing import Any
 
 from playground.protocol.messages import ms
-from playground.sim.groups import ClassicMember
-from playground.simserver.apis.base import AUTHORIZED_OPERATIONS_OMITTED, _tp, api, reply_offsets
+from playground.sim.groups import DEAD, ClassicMember
+from playground.simserver.apis.base import (
+    AUTHORIZED_OPERATIONS_OMITTED,
+    _topic_name,
+    _tp,
+    api,
+    offsets_of,
+    reply_offsets,
+)
 from playground.simserver.core import Call
 
 Handler = Callable[[Call], None]
 
 
-@api(8, 2, 10)
+@api(8)
 def offset_commit(call: Call) -> None:
     body = call.body
     c = call.core.cluster
-    offsets = {_tp(t.name, int(p.partition_index)): int(p.committed_offset) for t in body.topics for p in t.partitions}
+    if call.version == 0:
+        # KafkaApis.commitOffsetsToZookeeper: v0 stored offsets in ZooKeeper, which a KRaft cluster does not have
+        reply_offsets(call, body.topics, lambda t, p: "UNSUPPORTED_VERSION")
+        return
+    offsets, unknown = offsets_of(call, body.topics)
     call.announce(
         f"group coordinator(b{call.broker})",
         f"group {body.group_id}, " + ", ".join(f"{tp}={off}" for tp, off in offsets.items()),
     )
 
-    unknown = {tp for tp in offsets if tp not in c.partitions}
-    if unknown:
-        reply_offsets(call, body.topics, lambda t, p: "UNKNOWN_TOPIC_OR_PARTITION" if _tp(t, p) in unknown else None)
-        return
-
+    # KafkaApis: the partitions of unknown topics are answered so, the others go to the coordinator
     def reply(error: str | None = None, **_: Any) -> None:
-        reply_offsets(call, body.topics, lambda t, p: error)
+        reply_offsets(call, body.topics, lambda t, p: "UNKNOWN_TOPIC_OR_PARTITION" if _tp(t, p) in unknown else error)
 
+    known = {tp: offset for tp, offset in offsets.items() if tp not in unknown}
+    if not known:
+        reply()
+        return
     c.handle_offset_commit(
         call.broker,
         body.group_id,
         int(getattr(body, "generation_id_or_member_epoch", -1)),
         getattr(body, "member_id", ""),
-        offsets,
+        known,
         reply,
         getattr(body, "group_instance_id", None),  # v7+
     )
 
 
-@api(9, 1, 10)
+@api(9)
 def offset_fetch(call: Call) -> None:
     body, version = call.body, call.version
+    if version == 0:
+        # KafkaApis.handleOffsetFetchRequestFromZookeeper: v0 read ZooKeeper, which a KRaft cluster does not have
+        topics = [
+            {
+                "name": t.name,
+                "partitions": [
+                    {"partition_index": p, "committed_offset": -1, "metadata": "", "error_code": "UNSUPPORTED_VERSION"}
+                    for p in t.partition_indexes
+                ],
+            }
+            for t in body.topics or ()
+        ]
+        call.reply({"topics": topics}, error="UNSUPPORTED_VERSION")
+        return
     require_stable = bool(getattr(body, "require_stable", False))
     if version >= 8:
         groups = [_fetch_group(call, g.group_id, g.topics, require_stable) for g in body.groups]
@@ -74,16 +100,27 @@ def _fetch_group(call: Call, group_id: str, topics: Any, require_stable: bool) -
         call.core.cluster.handle_offset_fetch(call.broker, group_id, tps, stable, reply)
         return out[0] if out else "UNKNOWN_SERVER_ERROR"
 
+    ids: dict[str, Any] = {}  # topic -> the id it was asked by (OffsetFetch v10, KIP-1319), or its own
     if topics is None:
         tps_all = tuple(sorted(groups.committed(group_id)))
         wanted = [(tp.rpartition("-")[0], int(tp.rpartition("-")[2])) for tp in tps_all]
+        ids = {t: call.core.topic_id(t) for t, _p in wanted if t in call.core.cluster.topics}
     else:
-        wanted = [(t.name, int(p)) for t in topics for p in t.partition_indexes]
+        wanted = []
+        for t in topics:
+            name, topic_id = _topic_name(call, t)
+            key = name if name is not None else str(topic_id)
+            ids[key] = topic_id
+            wanted += [(key, int(p)) for p in t.partition_indexes]
     parts: dict[str, list[dict[str, Any]]] = {}
     for topic, p in wanted:
         tp = _tp(topic, p)
-        answer = ask((tp,), require_stable)
         entry: dict[str, Any] = {"partition_index": p, "committed_leader_epoch": -1, "metadata": ""}
+        if ids.get(topic) is not None and call.core.topic_of(ids[topic]) is None:
+            entry.update(committed_offset=-1, error_code="UNKNOWN_TOPIC_ID")
+            parts.setdefault(topic, []).append(entry)
+            continue
+        answer = ask((tp,), require_stable)
         if isinstance(answer, str):
             if answer in ("NOT_COORDINATOR", "COORDINATOR_LOAD_IN_PROGRESS", "COORDINATOR_NOT_AVAILABLE"):
                 group_error[0] = answer
@@ -100,7 +137,7 @@ def _fetch_group(call: Call, group_id: str, topics: Any, require_stable: bool) -
         return {"group_id": group_id, "topics": [], "error_code": group_error[0]}
     return {
         "group_id": group_id,
-        "topics": [{"name": t, "partitions": ps} for t, ps in parts.items()],
+        "topics": [{"name": t, "topic_id": ids.get(t), "partitions": ps} for t, ps in parts.items()],
         "error_code": None,
     }
 
@@ -111,7 +148,7 @@ def _fetch_group(call: Call, group_id: str, topics: Any, require_stable: bool) -
 CLIENT_HOST = "/127.0.0.1"  # where a member connects from, as DescribeGroups shows it (the server listens on loopback)
 
 
-@api(11, 0, 9)
+@api(11)
 def join_group(call: Call) -> None:
     body, version = call.body, call.version
     member_id = body.member_id
@@ -164,7 +201,7 @@ def join_group(call: Call) -> None:
     )
 
 
-@api(14, 0, 5)
+@api(14)
 def sync_group(call: Call) -> None:
     body = call.body
     assignments = {a.member_id: bytes(a.assignment) for a in body.assignments}
@@ -199,7 +236,7 @@ def sync_group(call: Call) -> None:
     )
 
 
-@api(12, 0, 4)
+@api(12)
 def heartbeat(call: Call) -> None:
     body = call.body
 
@@ -216,7 +253,7 @@ def heartbeat(call: Call) -> None:
     )
 
 
-@api(13, 0, 5)
+@api(13)
 def leave_group(call: Call) -> None:
     body, version = call.body, call.version
     if version >= 3:
@@ -249,7 +286,7 @@ def leave_group(call: Call) -> None:
     call.core.cluster.handle_classic_leave_group(call.broker, body.group_id, tuple(leaving), reply)
 
 
-@api(16, 0, 5)
+@api(16)
 def list_groups(call: Call) -> None:
     body = call.body
     groups = call.core.cluster.groups
@@ -274,7 +311,7 @@ def list_groups(call: Call) -> None:
     call.reply({"throttle_time": 0, "error_code": None, "groups": out})
 
 
-@api(15, 0, 5)
+@api(15)
 def describe_groups(call: Call) -> None:
     groups = call.core.cluster.groups
     out = []
@@ -318,7 +355,7 @@ def describe_groups(call: Call) -> None:
     call.reply({"throttle_time": 0, "groups": out})
 
 
-@api(42, 0, 2)
+@api(42)
 def delete_groups(call: Call) -> None:
     groups = call.core.cluster.groups
     results = []
@@ -333,5 +370,70 @@ def delete_groups(call: Call) -> None:
         else:
             del groups.groups[gid]
             error = None
-        results.append({"group_id": gid, "error_code": error})
+        results.append({"group_id": gid, "error_code": error, "error_message": None})
     call.reply({"throttle_time": 0, "results": results})
+
+
+@api(47)
+def offset_delete(call: Call) -> None:
+    """OffsetDelete (GroupCoordinator.handleDeleteOffsets): an empty group's committed offsets go; a consumer group
+    with members keeps those of the topics it is subscribed to (GROUP_SUBSCRIBED_TO_TOPIC); a group of another kind
+    with members refuses (NON_EMPTY_GROUP). Partitions of unknown topics: UNKNOWN_TOPIC_OR_PARTITION."""
+    body = call.body
+    coordinator = call.core.cluster.groups
+    gid = body.group_id
+    wanted = [(t.name, int(p.partition_index)) for t in body.topics for p in t.partitions]
+    call.announce(f"group coordinator(b{call.broker})", f"group {gid}, " + ", ".join(_tp(t, p) for t, p in wanted))
+    g = coordinator.groups.get(gid)
+    group_error = None
+    if coordinator.coordinator_of(gid) != call.broker:
+        group_error = "NOT_COORDINATOR"
+    elif g is None or g.state == DEAD:
+        group_error = "GROUP_ID_NOT_FOUND"
+    elif g.members and g.classic and g.protocol_type != "consumer":
+        group_error = "NON_EMPTY_GROUP"
+    if group_error:
+        call.reply({"throttle_time": 0, "error_code": group_error, "topics": []}, error=group_error)
+        return
+    assert g is not None
+    subscribed = _subscribed(g) if g.members else set()
+    errors: dict[tuple[str, int], str | None] = {}
+    for topic, p in wanted:
+        if _tp(topic, p) not in call.core.cluster.partitions:
+            errors[(topic, p)] = "UNKNOWN_TOPIC_OR_PARTITION"
+        elif topic in subscribed:
+            errors[(topic, p)] = "GROUP_SUBSCRIBED_TO_TOPIC"
+        else:
+            g.committed.pop(_tp(topic, p), None)
+            errors[(topic, p)] = None
+    by_topic: dict[str, list[dict[str, Any]]] = {}
+    for (topic, p), error in errors.items():
+        by_topic.setdefault(topic, []).append({"partition_index": p, "error_code": error})
+    topics = [{"name": t, "partitions": parts} for t, parts in by_topic.items()]
+    first = next((e for e in errors.values() if e), None)
+    call.reply({"throttle_time": 0, "error_code": None, "topics": topics}, error=first)
+
+
+def _subscribed(g: Any) -> set[str]:
+    """The topics a consumer group's members are subscribed to (ConsumerProtocolSubscription in their metadata of
+    the group's protocol: int16 version, then the topics), or the simulator's own consumers' topics."""
+    out: set[str] = set()
+    for m in g.members.values():
+        if isinstance(m, ClassicMember):
+            out |= _subscription_topics(m.metadata(g.protocol_name))
+        else:
+            out |= set(m.topics)
+    return out
+
+
+def _subscription_topics(data: bytes) -> set[str]:
+    try:
+        (count,) = struct.unpack_from(">i", data, 2)
+        pos, topics = 6, set()
+        for _ in range(count):
+            (size,) = struct.unpack_from(">h", data, pos)
+            topics.add(data[pos + 2 : pos + 2 + size].decode("utf-8"))
+            pos += 2 + size
+        return topics
+    except (struct.error, UnicodeDecodeError):
+        return set()

@@ -1,5 +1,9 @@
-"""The partition logs: Produce, Fetch (read_committed with the aborted transactions), ListOffsets and
-OffsetForLeaderEpoch (KafkaApis.handleProduceRequest, handleFetchRequest, ReplicaManager).
+"""The partition logs: Produce, Fetch (read_committed with the aborted transactions), ListOffsets,
+OffsetForLeaderEpoch and DeleteRecords (KafkaApis.handleProduceRequest, handleFetchRequest, ReplicaManager).
+
+The versions before KIP-98 read and return the older formats as a 3.x broker does (protocol/legacy.py): a Produce
+v0-2's message set of magic 0 or 1 is appended as one magic-2 batch (LogValidator), a Fetch v0-3 gets its batches
+down-converted to magic 0 (v0-1) or 1 (v2-3), transaction markers left out.
 
 Bounded as a broker bounds them (simserver/bounds.py): a batch over `max.message.bytes` is MESSAGE_TOO_LARGE, over
 `segment.bytes` RECORD_LIST_TOO_LARGE, with the disk full POLICY_VIOLATION; a Produce's request size and a Fetch's
@@ -12,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from playground.protocol import records
+from playground.protocol import legacy, records
 from playground.protocol.messages import ms
 from playground.sim.leaders import TXN_TOPIC
 from playground.sim.log import READ_COMMITTED, READ_UNCOMMITTED
@@ -26,7 +30,7 @@ Handler = Callable[[Call], None]
 # ---------------------------------------------------------------------------------------------- Produce
 
 
-@api(0, 3, 13)
+@api(0)
 def produce(call: Call) -> None:
     body, version, core = call.body, call.version, call.core
     c = core.cluster
@@ -50,13 +54,19 @@ def produce(call: Call) -> None:
             error = "UNKNOWN_TOPIC_OR_PARTITION"
         else:
             try:
-                found = records.read_batches(raw or b"", partial_ok=False)
+                data = raw or b""
+                if version < 3 and legacy.is_legacy(data):
+                    data = legacy.up_convert(data)  # LogValidator: the log holds magic 2 only
+                found = records.read_batches(data, partial_ok=False)
             except records.CorruptRecordError as e:
                 error = e.error
             else:
-                # ProduceRequest.validateRecords: v3+ holds exactly one magic-2 batch per partition
+                # ProduceRequest.validateRecords: v3+ holds exactly one magic-2 batch per partition (the simulated
+                # log takes one batch per partition from the older versions too)
                 if len(found) != 1:
                     error = "INVALID_RECORD"
+                elif version < 7 and found[0].compression == records.ZSTD:
+                    error = "UNSUPPORTED_COMPRESSION_TYPE"
                 else:
                     batches[(key, index)] = found[0]
                     transactional = transactional or found[0].transactional
@@ -226,12 +236,13 @@ def _node_endpoints(call: Call, results: dict[tuple[Any, int], dict[str, Any]]) 
 # ---------------------------------------------------------------------------------------------- Fetch
 
 
-@api(1, 4, 18)
+@api(1)
 def fetch(call: Call) -> None:
     body, version, core = call.body, call.version, call.core
     c = core.cluster
-    isolation = READ_COMMITTED if int(body.isolation_level) == 1 else READ_UNCOMMITTED
-    if int(body.session_id) != 0 and int(body.session_epoch) > 0:
+    # the fields older versions lack read as their defaults: read_uncommitted, no session, no size limit
+    isolation = READ_COMMITTED if int(getattr(body, "isolation_level", 0)) == 1 else READ_UNCOMMITTED
+    if int(getattr(body, "session_id", 0)) != 0 and int(getattr(body, "session_epoch", -1)) > 0:
         # no fetch session is ever created here (the answer's session id is 0), so none can be continued
         call.reply({"error_code": "FETCH_SESSION_ID_NOT_FOUND", "session_id": 0, "responses": []})
         return
@@ -248,7 +259,7 @@ def fetch(call: Call) -> None:
         if answered[0]:
             return
         answered[0] = True
-        _fetch_answer(call, wanted, isolation, int(body.max_bytes))
+        _fetch_answer(call, wanted, isolation, int(getattr(body, "max_bytes", MAX_INT32)))
 
     # A Fetch waits (DelayedFetch) while no partition has anything to return and none has an error, up to max_wait.
     immediate = max_wait_ms <= 0 or not wanted
@@ -259,7 +270,7 @@ def fetch(call: Call) -> None:
         if meta is None or meta.leader != call.broker or not c.broker_up(call.broker) or name == TXN_TOPIC:
             immediate = True
             break
-        if _check_leader_epoch(int(part.current_leader_epoch), meta.leader_epoch):
+        if _check_leader_epoch(int(getattr(part, "current_leader_epoch", -1)), meta.leader_epoch):
             immediate = True
             break
         log = c.log(tp)  # type: ignore[arg-type]
@@ -336,8 +347,10 @@ def _fetch_answer(call: Call, wanted: list[tuple[Any, str | None, Any]], isolati
         elif meta.leader != call.broker or not c.broker_up(call.broker):
             entry["error_code"] = "NOT_LEADER_OR_FOLLOWER"
             entry["current_leader"] = _leader_info(call, meta.name)
-        elif error := _check_leader_epoch(int(part.current_leader_epoch), meta.leader_epoch):
+        elif error := _check_leader_epoch(int(getattr(part, "current_leader_epoch", -1)), meta.leader_epoch):
             entry["error_code"] = error
+        elif call.version < 10 and core.topic_configs.get(name, {}).get("compression.type") == "zstd":
+            entry["error_code"] = "UNSUPPORTED_COMPRESSION_TYPE"  # KafkaApis: no zstd before Fetch v10 (KIP-110)
         if entry["error_code"]:
             errors.append(entry["error_code"])
             continue
@@ -380,6 +393,15 @@ def _fetch_answer(call: Call, wanted: list[tuple[Any, str | None, Any]], isolati
             first_data = False
             i += 1
         entry["records"] = b"".join(chunks)
+        if call.version < 4:
+            # the formats before KIP-98: magic 0 for v0-1, magic 1 for v2-3 (KafkaApis.handleFetchRequest)
+            try:
+                entry["records"] = legacy.down_convert(
+                    records.read_batches(entry["records"]), 0 if call.version < 2 else 1, offset
+                )
+            except records.CorruptRecordError as e:
+                entry.update(error_code=e.error, records=b"")
+                errors.append(e.error)
         if isolation == READ_COMMITTED:
             entry["aborted_transactions"] = [
                 {"producer_id": a.producer_id, "first_offset": a.first_offset}
@@ -403,6 +425,8 @@ def _fetch_answer(call: Call, wanted: list[tuple[Any, str | None, Any]], isolati
     )
 
 
+MAX_INT32 = 2**31 - 1
+
 # What a Fetch answer costs besides its records, as the fetch quota counts it: Kafka counts the answer's serialized size
 # (FetchResponse.sizeOf); the records are nearly all of it, and the rest is about this much.
 FETCH_RESPONSE_BYTES = 16
@@ -414,9 +438,12 @@ PARTITION_RESPONSE_BYTES = 40
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -1, -2, -3, -4, -5
 
 
-@api(2, 1, 11)
+@api(2)
 def list_offsets(call: Call) -> None:
     body, core = call.body, call.core
+    if call.version == 0:
+        _list_offsets_v0(call)
+        return
     c = core.cluster
     isolation = READ_COMMITTED if int(getattr(body, "isolation_level", 0)) == 1 else READ_UNCOMMITTED
     topics = []
@@ -461,6 +488,63 @@ def list_offsets(call: Call) -> None:
     call.reply({"throttle_time": 0, "topics": topics})
 
 
+def _list_offsets_v0(call: Call) -> None:
+    """KafkaApis.handleListOffsetRequestV0: up to `max_num_offsets` offsets, newest first, of the log's segment
+    starts and its end (UnifiedLog.legacyFetchOffsetsBefore: the segments last written to at or before the timestamp,
+    or the latest (-1) or earliest (-2)); a consumer's answer stops at the high watermark
+    (Partition.legacyFetchOffsetsForTimestamp)."""
+    core = call.core
+    c = core.cluster
+    from_consumer = int(call.body.replica_id) == -1
+    topics = []
+    for topic in call.body.topics:
+        parts = []
+        for part in topic.partitions:
+            index = int(part.partition_index)
+            tp = _tp(topic.name, index)
+            meta = c.partitions.get(tp)
+            entry: dict[str, Any] = {"partition_index": index, "old_style_offsets": []}
+            parts.append(entry)
+            timestamp = ms(part.timestamp)
+            if timestamp < EARLIEST:
+                entry["error_code"] = "UNSUPPORTED_VERSION"  # v0 knows only the latest and the earliest
+            elif meta is None:
+                entry["error_code"] = "UNKNOWN_TOPIC_OR_PARTITION"
+            elif meta.leader != call.broker:
+                entry["error_code"] = "NOT_LEADER_OR_FOLLOWER"
+            elif topic.name == TXN_TOPIC:
+                view = core.txn_state.get(index)
+                end = view.log_end_offset if view is not None else 0
+                entry["old_style_offsets"] = _legacy_offsets([(0, 0), (end, core.now_ms)], timestamp, part)
+            else:
+                log = c.log(tp)
+                seg = core.storage.count(tp, log, core.topic_setting(topic.name, "segment.bytes"), core.now_ms)
+                times = [(max(b, log.log_start_offset), t) for b, t in zip(seg.bases, seg.modified)]
+                if seg.sizes[-1] > 0:
+                    times.append((log.log_end_offset, core.now_ms))
+                offsets = _legacy_offsets(times, timestamp, part)
+                hw = log.high_watermark
+                if from_consumer and any(o > hw for o in offsets):
+                    offsets = [hw] + [o for o in offsets if o <= hw]
+                entry["old_style_offsets"] = offsets
+        topics.append({"name": topic.name, "partitions": parts})
+    call.reply({"topics": topics})
+
+
+def _legacy_offsets(times: list[tuple[int, int]], timestamp: int, part: Any) -> list[int]:
+    """UnifiedLog.legacyFetchOffsetsBefore over (offset, last modified) of each segment (and the log's end)."""
+    if timestamp == LATEST:
+        start = len(times) - 1
+    elif timestamp == EARLIEST:
+        start = 0
+    else:
+        start = len(times) - 1
+        while start >= 0 and times[start][1] > timestamp:
+            start -= 1
+    count = min(int(part.max_num_offsets), start + 1)
+    return sorted((times[start - j][0] for j in range(max(count, 0))), reverse=True)
+
+
 def _offset_for_time(core: Any, tp: str, log: Any, timestamp: int, upper: int) -> tuple[int, int] | None:
     """UnifiedLog.fetchOffsetByTimestamp below `upper`: the first record at or after `timestamp`, or (MAX_TIMESTAMP)
     the record with the largest timestamp (the first of them)."""
@@ -480,7 +564,7 @@ def _offset_for_time(core: Any, tp: str, log: Any, timestamp: int, upper: int) -
 # ---------------------------------------------------------------------------------------------- OffsetForLeaderEpoch
 
 
-@api(23, 2, 4)
+@api(23)
 def offset_for_leader_epoch(call: Call) -> None:
     core = call.core
     c = core.cluster
@@ -497,7 +581,7 @@ def offset_for_leader_epoch(call: Call) -> None:
                 entry["error_code"] = "UNKNOWN_TOPIC_OR_PARTITION"
             elif meta.leader != call.broker:
                 entry["error_code"] = "NOT_LEADER_OR_FOLLOWER"
-            elif error := _check_leader_epoch(int(part.current_leader_epoch), meta.leader_epoch):
+            elif error := _check_leader_epoch(int(getattr(part, "current_leader_epoch", -1)), meta.leader_epoch):
                 entry["error_code"] = error
             else:
                 epoch, end = core.end_offset_for(
@@ -506,3 +590,49 @@ def offset_for_leader_epoch(call: Call) -> None:
                 entry.update(leader_epoch=epoch, end_offset=end)
         topics.append({"topic": topic.topic, "partitions": parts})
     call.reply({"throttle_time": 0, "topics": topics})
+
+
+# ---------------------------------------------------------------------------------------------- DeleteRecords
+
+
+@api(21)
+def delete_records(call: Call) -> None:
+    """DeleteRecords (ReplicaManager.deleteRecords, Partition.deleteRecordsOnLeader): the log start offset moves to
+    the offset asked for (-1: the high watermark), past none of the high watermark; the low watermark it answers is
+    the new log start offset (the simulated replicas move together, so DelayedDeleteRecords has nothing to wait
+    for). Not an internal topic, nor one whose cleanup.policy lacks delete."""
+    core = call.core
+    c = core.cluster
+    topics = []
+    for topic in call.body.topics:
+        parts = []
+        for part in topic.partitions:
+            index, offset = int(part.partition_index), int(part.offset)
+            tp = _tp(topic.name, index)
+            meta = c.partitions.get(tp)
+            entry: dict[str, Any] = {"partition_index": index, "low_watermark": -1, "error_code": None}
+            parts.append(entry)
+            if meta is None:
+                entry["error_code"] = "UNKNOWN_TOPIC_OR_PARTITION"
+            elif core.internal(topic.name):
+                entry["error_code"] = "INVALID_TOPIC_EXCEPTION"
+            elif meta.leader != call.broker:
+                entry["error_code"] = "NOT_LEADER_OR_FOLLOWER"
+            elif "delete" not in core.topic_configs.get(topic.name, {}).get("cleanup.policy", "delete").split(","):
+                entry["error_code"] = "POLICY_VIOLATION"
+            else:
+                log = c.log(tp)
+                target = log.high_watermark if offset == -1 else offset
+                if target < 0 or target > log.high_watermark:
+                    entry["error_code"] = "OFFSET_OUT_OF_RANGE"
+                    continue
+                segment_bytes = core.topic_setting(topic.name, "segment.bytes")
+                core.storage.delete_records(tp, log, segment_bytes, target, core.now_ms)
+                entry["low_watermark"] = log.log_start_offset
+        topics.append({"name": topic.name, "partitions": parts})
+    detail = ", ".join(
+        f"{t['name']}-{p['partition_index']} to {p['low_watermark']}" for t in topics for p in t["partitions"]
+    )
+    call.announce(f"b{call.broker}", detail)
+    first = next((p["error_code"] for t in topics for p in t["partitions"] if p["error_code"]), None)
+    call.reply({"throttle_time": 0, "topics": topics}, error=first)

@@ -1,5 +1,5 @@
-"""ApiVersions and Metadata, topics (CreateTopics, CreatePartitions, DeleteTopics), configs (DescribeConfigs) and
-DescribeCluster: what a client asks before it sends anything (KafkaApis.handleApiVersionsRequest,
+"""ApiVersions and Metadata, topics (CreateTopics, CreatePartitions, DeleteTopics) and DescribeCluster: what a
+client asks before it sends anything (KafkaApis.handleApiVersionsRequest,
 handleTopicMetadataRequest, ...; the controller's ReplicationControlManager for what topics may be made).
 
 Topics are made as a KRaft controller makes them: checked in Kafka's order (the name, duplicates, existence, the
@@ -35,7 +35,7 @@ Handler = Callable[[Call], None]
 # ---------------------------------------------------------------------------------------------- ApiVersions
 
 
-@api(18, 0, 5)
+@api(18)
 def api_versions(call: Call) -> None:
     body, version, core = call.body, call.version, call.core
     name = getattr(body, "client_software_name", None)
@@ -119,7 +119,7 @@ def _topic_metadata(call: Call, topic: str, include_ops: bool) -> dict[str, Any]
     }
 
 
-@api(3, 0, 13)
+@api(3)
 def metadata(call: Call) -> None:
     body, version, core = call.body, call.version, call.core
     c = core.cluster
@@ -191,7 +191,7 @@ def _policy(
     )
 
 
-@api(19, 2, 7)
+@api(19)
 def create_topics(call: Call) -> None:
     body = call.body
     core = call.core
@@ -230,11 +230,12 @@ def create_topics(call: Call) -> None:
         elif refused := _policy(call, name, partitions, partitions, configs):
             result.update(error_code="POLICY_VIOLATION", error_message=refused)
         else:
-            if not body.validate_only:
+            validate_only = bool(getattr(body, "validate_only", False))  # v1+
+            if not validate_only:
                 _create(call, name, partitions, configs, replication)
             result.update(
                 error_code=None,
-                topic_id=core.topic_id(name) if not body.validate_only else None,
+                topic_id=core.topic_id(name) if not validate_only else None,
                 num_partitions=partitions,
                 replication_factor=replication,
                 configs=[
@@ -248,7 +249,7 @@ def create_topics(call: Call) -> None:
     call.reply({"throttle_time": 0, "topics": results}, error=error)
 
 
-@api(20, 1, 6)
+@api(20)
 def delete_topics(call: Call) -> None:
     body, version = call.body, call.version
     core = call.core
@@ -285,7 +286,7 @@ def delete_topic(core: Any, name: str) -> None:
     core.storage.forget(_tp(name, p) for p in range(count))
 
 
-@api(37, 0, 3)
+@api(37)
 def create_partitions(call: Call) -> None:
     """CreatePartitions (ReplicationControlManager.createPartitions): a topic grows, never shrinks; the new
     partitions are placed as the topic's first ones were."""
@@ -321,101 +322,7 @@ def create_partitions(call: Call) -> None:
     call.reply({"throttle_time": 0, "results": results}, error=error)
 
 
-# ---------------------------------------------------------------------------------------------- configs
-
-TOPIC, BROKER = 2, 4
-SOURCE_TOPIC, SOURCE_STATIC_BROKER, SOURCE_DEFAULT = 1, 4, 5
-# A few of Kafka's defaults (TopicConfig / ServerLogConfigs), shown as a broker without overrides shows them; the
-# sizes the server bounds (max.message.bytes, retention.bytes, segment.bytes) come from its own settings (bounds.py).
-TOPIC_DEFAULTS = {
-    "cleanup.policy": "delete",
-    "compression.type": "producer",
-    "message.timestamp.type": "CreateTime",
-    "min.insync.replicas": "1",
-    "retention.ms": "604800000",
-    "unclean.leader.election.enable": "false",
-}
-# broker settings whose topic configs default to them
-BOUNDED_TOPIC_CONFIGS = {
-    "max.message.bytes": "message.max.bytes",
-    "retention.bytes": "log.retention.bytes",
-    "segment.bytes": "log.segment.bytes",
-}
-
-
-def _bounded_entries(core: Any) -> dict[str, tuple[str, int]]:
-    """The broker's size settings as DescribeConfigs shows them: a default, or this server's own setting."""
-    default = kafka_bounds.Bounds()
-    out = {}
-    for field, key in kafka_bounds.CONFIG_KEYS.items():
-        if key.startswith("sim.") or field in kafka_bounds.RATES:
-            continue  # simulator knobs, and quotas (client quotas are not broker configs)
-        value = getattr(core.bounds, field)
-        out[key] = (str(value), SOURCE_DEFAULT if value == getattr(default, field) else SOURCE_STATIC_BROKER)
-    return out
-
-
-@api(32, 1, 4)
-def describe_configs(call: Call) -> None:
-    core = call.core
-    c = core.cluster
-    results = []
-    for resource in call.body.resources:
-        kind = int(resource.resource_type)
-        name = resource.resource_name
-        result: dict[str, Any] = {"resource_type": kind, "resource_name": name, "error_message": None, "configs": []}
-        entries: dict[str, tuple[str, int]] = {}
-        if kind == TOPIC:
-            if name not in c.topics:
-                result["error_code"] = "UNKNOWN_TOPIC_OR_PARTITION"
-            else:
-                entries = {k: (v, SOURCE_DEFAULT) for k, v in TOPIC_DEFAULTS.items()}
-                broker = _bounded_entries(core)
-                entries.update({k: broker[setting] for k, setting in BOUNDED_TOPIC_CONFIGS.items()})
-                entries.update({k: (v, SOURCE_TOPIC) for k, v in core.topic_configs.get(name, {}).items()})
-        elif kind == BROKER:
-            if name and (not name.isdigit() or int(name) not in c.brokers):
-                result["error_code"] = "INVALID_REQUEST"
-            else:
-                tc = c.txn_coordinator
-                entries = {
-                    "transaction.max.timeout.ms": (str(tc.max_timeout_ms), SOURCE_DEFAULT),
-                    "transactional.id.expiration.ms": (str(tc.expiration_ms), SOURCE_DEFAULT),
-                    "transaction.abort.timed.out.transaction.cleanup.interval.ms": (
-                        str(tc.abort_interval_ms),
-                        SOURCE_DEFAULT,
-                    ),
-                    "transaction.state.log.num.partitions": (str(tc.num_partitions), SOURCE_DEFAULT),
-                    "offsets.topic.num.partitions": (str(c.groups.num_partitions), SOURCE_DEFAULT),
-                    "auto.create.topics.enable": (
-                        str(core.config.get("auto.create.topics.enable", "true")).lower(),
-                        SOURCE_DEFAULT,
-                    ),
-                    "num.partitions": (str(core.config.get("num.partitions", 1)), SOURCE_DEFAULT),
-                    **_bounded_entries(core),
-                }
-        else:
-            result["error_code"] = "INVALID_REQUEST"
-        keys = resource.configuration_keys
-        result["configs"] = [
-            {
-                "name": k,
-                "value": v,
-                "read_only": kind == BROKER,
-                "config_source": source,
-                "is_sensitive": False,
-                "synonyms": [],
-                "config_type": 0,
-                "documentation": None,
-            }
-            for k, (v, source) in sorted(entries.items())
-            if keys is None or k in keys
-        ]
-        results.append(result)
-    call.reply({"throttle_time": 0, "results": results})
-
-
-@api(60, 0, 2)
+@api(60)
 def describe_cluster(call: Call) -> None:
     body = call.body
     core = call.core

@@ -10,7 +10,7 @@ from typing import Any
 
 from playground.protocol.messages import ms
 from playground.sim.txnstate import STATE_IDS
-from playground.simserver.apis.base import _endpoint, _tp, api, reply_offsets
+from playground.simserver.apis.base import _endpoint, _tp, api, offsets_of, reply_offsets
 from playground.simserver.core import Call
 
 Handler = Callable[[Call], None]
@@ -21,7 +21,7 @@ Handler = Callable[[Call], None]
 COORDINATOR_KINDS = {0: "group", 1: "transaction"}
 
 
-@api(10, 0, 6)
+@api(10)
 def find_coordinator(call: Call) -> None:
     body, version = call.body, call.version
     kind = COORDINATOR_KINDS.get(int(getattr(body, "key_type", 0)))
@@ -50,7 +50,7 @@ def find_coordinator(call: Call) -> None:
         call.reply({"throttle_time": 0, **answers[0]}, error=error, detail=detail)
 
 
-@api(22, 0, 5)
+@api(22)
 def init_producer_id(call: Call) -> None:
     body, version = call.body, call.version
     txid = body.transactional_id
@@ -76,8 +76,11 @@ def init_producer_id(call: Call) -> None:
     )
 
 
-@api(24, 0, 3)
+@api(24)
 def add_partitions_to_txn(call: Call) -> None:
+    if call.version >= 4:
+        _add_partitions_batched(call)
+        return
     body, version = call.body, call.version
     c = call.core.cluster
     txid = body.v3_and_below_transactional_id
@@ -113,7 +116,53 @@ def add_partitions_to_txn(call: Call) -> None:
     c.handle_add_partitions(call.broker, txid, pid, epoch, frozenset(tps), reply, version=version)
 
 
-@api(25, 0, 4)
+def _add_partitions_batched(call: Call) -> None:
+    """AddPartitionsToTxn v4+, the brokers' batched request (KafkaApis.handleAddPartitionsToTxnRequest): each
+    transaction's partitions verified (verifyOnly, what a leader asks for a TV1 producer's Produce) or added; a
+    transaction with an unknown partition fails whole (UNKNOWN_TOPIC_OR_PARTITION there, OPERATION_NOT_ATTEMPTED for
+    the rest). Answered once every transaction has its result."""
+    c = call.core.cluster
+    transactions = list(call.body.transactions)
+    results: list[dict[str, Any] | None] = [None] * len(transactions)
+    call.announce(f"coordinator(b{call.broker})", ", ".join(t.transactional_id for t in transactions))
+
+    def done(n: int, txid: str, errors: dict[tuple[str, int], str | None]) -> None:
+        by_topic: dict[str, list[dict[str, Any]]] = {}
+        for (t, p), error in errors.items():
+            by_topic.setdefault(t, []).append({"partition_index": p, "partition_error_code": error})
+        results[n] = {
+            "transactional_id": txid,
+            "topic_results": [{"name": t, "results_by_partition": parts} for t, parts in by_topic.items()],
+        }
+        if all(r is not None for r in results):
+            first = next((e for r in errors.values() for e in [r] if e), None)
+            call.reply({"throttle_time": 0, "error_code": None, "results_by_transaction": results}, error=first)
+
+    for n, txn in enumerate(transactions):
+        txid, pid, epoch = txn.transactional_id, int(txn.producer_id), int(txn.producer_epoch)
+        wanted = [(t.name, int(p)) for t in txn.topics for p in t.partitions]
+        unknown = {(t, p) for t, p in wanted if t not in c.topics or not 0 <= p < c.partition_count(t)}
+        if unknown:
+            done(
+                n,
+                txid,
+                {tp: "UNKNOWN_TOPIC_OR_PARTITION" if tp in unknown else "OPERATION_NOT_ATTEMPTED" for tp in wanted},
+            )
+        elif txn.verify_only:
+            found = c.txn_coordinator.verify_partitions(call.broker, txid, pid, epoch, [_tp(t, p) for t, p in wanted])
+            done(n, txid, {(t, p): found[_tp(t, p)] for t, p in wanted})
+        else:
+
+            def reply(error: str | None = None, *, _n: int = n, _txid: str = txid, _w: Any = wanted, **_: Any) -> None:
+                done(_n, _txid, dict.fromkeys(_w, error))
+
+            tps = frozenset(_tp(t, p) for t, p in wanted)
+            c.handle_add_partitions(call.broker, txid, pid, epoch, tps, reply, version=call.version)
+    if not transactions:
+        call.reply({"throttle_time": 0, "error_code": None, "results_by_transaction": []})
+
+
+@api(25)
 def add_offsets_to_txn(call: Call) -> None:
     body, version = call.body, call.version
     pid, epoch = int(body.producer_id), int(body.producer_epoch)
@@ -130,7 +179,7 @@ def add_offsets_to_txn(call: Call) -> None:
     )
 
 
-@api(26, 0, 5)
+@api(26)
 def end_txn(call: Call) -> None:
     body, version = call.body, call.version
     pid, epoch = int(body.producer_id), int(body.producer_epoch)
@@ -157,12 +206,12 @@ def end_txn(call: Call) -> None:
     call.core.cluster.handle_end_txn(call.broker, body.transactional_id, pid, epoch, commit, reply, version=version)
 
 
-@api(28, 0, 5)
+@api(28)
 def txn_offset_commit(call: Call) -> None:
     body, version = call.body, call.version
     c = call.core.cluster
     pid, epoch = int(body.producer_id), int(body.producer_epoch)
-    offsets = {_tp(t.name, int(p.partition_index)): int(p.committed_offset) for t in body.topics for p in t.partitions}
+    offsets, unknown = offsets_of(call, body.topics)
     call.announce(
         f"group coordinator(b{call.broker})",
         f"{body.transactional_id}, group {body.group_id}, "
@@ -170,22 +219,23 @@ def txn_offset_commit(call: Call) -> None:
         + f", producer {pid} epoch {epoch}",
     )
 
-    unknown = {tp for tp in offsets if tp.rpartition("-")[0] not in c.topics or tp not in c.partitions}
-    if unknown:
-        reply_offsets(call, body.topics, lambda t, p: "UNKNOWN_TOPIC_OR_PARTITION" if _tp(t, p) in unknown else None)
-        return
-
+    # KafkaApis: the partitions of unknown topics are answered so, the others go to the coordinator
     def reply(error: str | None = None, **_: Any) -> None:
-        reply_offsets(call, body.topics, lambda t, p: error)
+        reply_offsets(call, body.topics, lambda t, p: "UNKNOWN_TOPIC_OR_PARTITION" if _tp(t, p) in unknown else error)
 
+    known = {tp: offset for tp, offset in offsets.items() if tp not in unknown}
+    if not known:
+        reply()
+        return
     c.handle_txn_offset_commit(
         call.broker,
         body.group_id,
         pid,
         epoch,
-        int(getattr(body, "generation_id", -1)),
+        # Kafka 4.4's definition renames it (KIP-1319); kio's, from 4.0, has the old name
+        int(getattr(body, "generation_id", getattr(body, "generation_id_or_member_epoch", -1))),
         getattr(body, "member_id", ""),
-        offsets,
+        known,
         reply,
         transactional_id=body.transactional_id,
         version=version,
@@ -196,7 +246,7 @@ def txn_offset_commit(call: Call) -> None:
 # ---------------------------------------------------------------------------------------------- KIP-664
 
 
-@api(65, 0, 0)
+@api(65)
 def describe_transactions(call: Call) -> None:
     tc = call.core.cluster.txn_coordinator
     states = []
@@ -236,7 +286,7 @@ def describe_transactions(call: Call) -> None:
     call.reply({"throttle_time": 0, "transaction_states": states})
 
 
-@api(66, 0, 2)
+@api(66)
 def list_transactions(call: Call) -> None:
     body = call.body
     c = call.core.cluster
@@ -279,7 +329,7 @@ def list_transactions(call: Call) -> None:
     )
 
 
-@api(61, 0, 0)
+@api(61)
 def describe_producers(call: Call) -> None:
     c = call.core.cluster
     topics = []
@@ -315,7 +365,7 @@ def describe_producers(call: Call) -> None:
     call.reply({"throttle_time": 0, "topics": topics})
 
 
-@api(27, 1, 2)
+@api(27)
 def write_txn_markers(call: Call) -> None:
     """WriteTxnMarkers at a partition leader, as `kafka-transactions.sh abort` sends it for a hanging transaction:
     each marker of the request written by the simulator's leader, answered once all are replicated."""
