@@ -166,7 +166,9 @@ def test_it_shows_no_english_on_the_chinese_gallery_editor_and_compare(zh):
         "compare at 0": (_get(zh, "/compare/?scenario=zombie-fencing&a=3.9-librdkafka&b=4-java&at=0"), every),
         "compare at 7": (_get(zh, "/compare/?scenario=zombie-fencing&a=3.9-librdkafka&b=4-java&at=7"), every),
         "compare, java": (_get(zh, "/compare/?scenario=shared-id-incident-java&a=4-java&b=3.5-java"), every),
+        "compare, a crash": (_get(zh, "/compare/?scenario=ex-crash-timeout&a=3.9-librdkafka&b=4-java&at=9"), every),
     }
+    assert "已崩溃" in pages["compare, a crash"][0]  # a client's state of the page's own, said in Chinese
     editor = _get(zh, "/editor/")
     editor_text = _textarea(editor)
     pages["editor"] = (editor, zhrule.authored(editor_text))
@@ -191,7 +193,9 @@ def test_it_shows_no_english_on_the_chinese_gallery_editor_and_compare(zh):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_it_shows_no_english_on_a_chinese_rooms_pages(zh):
+def test_it_shows_no_english_on_a_chinese_rooms_pages(zh, settings):
+    """The facilitator's pages and an attendee's, before and after the attendee played the exercise to its end
+    (a fenced producer on the board's card), answering its questions, with follow-me on, and after a move."""
     every = _library() | TYPED
     pages = {"join": (_get(zh, "/w/"), every), "new room": (_get(zh, "/w/new/"), every)}
     r = zh.post("/w/create/", {"title": "周二的练习", "scenario": ["ex-who-is-fenced", "zombie-fencing"]})
@@ -200,19 +204,30 @@ def test_it_shows_no_english_on_a_chinese_rooms_pages(zh):
     every |= zhrule.Authored(names=frozenset({code}))
     pages["board, empty"] = (_get(zh, r["Location"]), every)
     attendee = Client()
-    attendee.cookies = zh.cookies.__class__({zh.cookies["django_language"].key: "zh-hans"})
+    attendee.cookies[settings.LANGUAGE_COOKIE_NAME] = "zh-hans"
     r = attendee.post("/w/join/", {"code": code, "name": "Ada"})
     assert r.status_code == 302, r.content
     r = attendee.get(r["Location"])
     assert r.status_code == 302 and r["Location"].startswith("/s/")
-    pages["attendee's session"] = (_get(attendee, r["Location"]), every)
+    mine = r["Location"]
+    pages["attendee's session"] = (_get(attendee, mine), every)
     pages["board"] = (_get(zh, f"/w/{code}/board/"), every)
+    sid = mine.strip("/").split("/")[-1]
+    for i, step in enumerate(session.load(sid).steps):
+        if step.predict:
+            assert attendee.post(f"/s/{sid}/predict/", {"n": i, "choice": 0}).status_code == 204
+            pages[f"questions at {i}"] = (_get(zh, f"/w/{code}/questions/"), every)
+        assert attendee.post(f"/s/{sid}/step/").status_code == 204
+    pages["attendee's session, played"] = (_get(attendee, mine), every)
+    pages["board, played"] = (_get(zh, f"/w/{code}/board/"), every)
+    assert "被隔离" in pages["board, played"][0]  # the card's last error: a producer fenced, said in Chinese
     assert zh.post(f"/w/{code}/follow/", {"on": "1"}).status_code in (200, 204)
-    pages["attendee's session, following"] = (_get(attendee, r["Location"]), every)
+    pages["attendee's session, following"] = (_get(attendee, mine), every)
     pages["board, following"] = (_get(zh, f"/w/{code}/board/"), every)
-    pages["questions"] = (_get(zh, f"/w/{code}/questions/"), every)
+    assert zh.post(f"/w/{code}/move/", {"item": 1}).status_code in (200, 204, 302)
+    pages["board, moved"] = (_get(zh, f"/w/{code}/board/"), every)
     wrong = Client()
-    wrong.cookies = attendee.cookies
+    wrong.cookies[settings.LANGUAGE_COOKIE_NAME] = "zh-hans"
     r = wrong.post("/w/join/", {"code": "ZZZZZZ", "name": "Grace"})
     pages["a wrong code"] = (r.content.decode(), every)
     _no_english(pages)

@@ -443,10 +443,10 @@ KINDS = {"producer": N_("producer"), "consumer": N_("consumer"), "admin": N_("ad
 
 
 @register.filter
-def state_word(state: Any) -> str:
-    """A client's state on a badge: the page's own words translated, Kafka's as Kafka names them."""
-    text = "" if state is None else str(state)
-    return _(PAGE_STATES[text]) if text in PAGE_STATES else text
+def state_word(state: Any) -> Any:
+    """A client's state on a badge (or a value of compare's that may be one): the page's own words translated,
+    Kafka's as Kafka names them, any other value as it is."""
+    return _(PAGE_STATES[state]) if isinstance(state, str) and state in PAGE_STATES else state
 
 
 FATES = {"aborted": N_("aborted"), "open": N_("open"), "committed": N_("committed"), "plain": N_("plain")}
