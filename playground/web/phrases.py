@@ -8,6 +8,7 @@ up); a phrase not listed is shown as it is."""
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 
@@ -55,17 +56,24 @@ LANES: tuple[tuple[str, str], ...] = (
     (r"^network \(late write of (?P<actor>.+)\)$", N_("network (late write of %(actor)s)")),
     (r"^admin \((?P<tool>.+)\)$", N_("admin (%(tool)s)")),
 )
-Rules = list[tuple[re.Pattern[str], str]]
+Rules = tuple[tuple[re.Pattern[str], str], ...]
 
 
 def rules(phrases: tuple[tuple[str, str], ...]) -> Rules:
-    return [(re.compile(p), msgid) for p, msgid in phrases]
+    return tuple((re.compile(p), msgid) for p, msgid in phrases)
 
 
 def say(table: Rules, text: str) -> str:
     """`text` with each phrase of `table` said in the viewer's language."""
-    if not text or get_language() == settings.LANGUAGE_CODE:
+    lang = get_language()
+    if not text or lang == settings.LANGUAGE_CODE:
         return text
+    return _said(table, text, lang)
+
+
+@functools.lru_cache(maxsize=8192)
+def _said(table: Rules, text: str, lang: str) -> str:
+    # a timeline's rows are mostly the same from one render to the next: each is said once per language
     for pattern, msgid in table:
         text = pattern.sub(_saying(msgid), text)
     return text

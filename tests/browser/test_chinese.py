@@ -6,10 +6,14 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from playground.scenario import library
 from tests.web import zhrule
 
 from .conftest import shot
+
+pytestmark = pytest.mark.browser
 
 
 def _steps(page, n: int) -> None:
