@@ -242,8 +242,17 @@ def scrubber(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
             # an actor added ("+ actor") and "(fenced A)" are said in the viewer's language (scrubber.html)
             label = step.label + " → " + entry.get("outcome", "ok") if step else ""
             text = None
-        mark = {"x": round(k * scale - 2, 1), "k": k, "kind": kind, "label": label, "text": text}
-        marks.append({**mark, "outcome": entry.get("outcome", "ok"), "fenced": ", ".join(entry.get("fenced") or ())})
+        marks.append(
+            {
+                "x": round(k * scale - 2, 1),
+                "k": k,
+                "kind": kind,
+                "label": label,
+                "text": text,
+                "outcome": entry.get("outcome", "ok"),
+                "fenced": ", ".join(entry.get("fenced") or ()),
+            }
+        )
     return {"length": n, "w": SCRUB_WIDTH, "ticks": ticks, "marks": marks}
 
 
