@@ -11,7 +11,7 @@ PORT   ?= 8000
 PRODUCTION := $(strip $(filter-out 127.% localhost ::1 [::1],$(HOST)) $(PLAYGROUND_PUBLIC_URL) \
                       $(filter production,$(PLAYGROUND_MODE)))
 
-.PHONY: run test test-fast lint bench kafka kafka-stop venv venv-test clean
+.PHONY: run test test-fast lint messages bench kafka kafka-stop venv venv-test clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -61,6 +61,11 @@ lint: venv-test
 	$(VENV)/bin/ruff format --check playground tests tools
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
+
+## The catalogues compiled after a .po was edited (GNU gettext's msgfmt; the .mo files are committed, and
+## tests/web/test_i18n.py checks each holds what its .po says).
+messages:
+	for po in locale/*/LC_MESSAGES/*.po; do msgfmt --check-format -o "$${po%.po}.mo" "$$po" || exit 1; done
 
 ## Figures: the simulator, the web layer, and the simulator against the real broker side by side.
 bench: venv-test

@@ -1,6 +1,6 @@
 from django.urls import include, path
 
-from playground.web import commands, http, inspectviews, roomviews, views
+from playground.web import commands, http, inspectviews, jscatalog, roomviews, views
 
 SID = "s/<str:sid>/"
 # Django's 400 answer without re-reading the body (playground/web/http.py says why).
@@ -11,6 +11,7 @@ urlpatterns = [
     path("new/", views.new_session, name="new"),
     path("healthz", views.healthz, name="healthz"),
     path("i18n/", include("django.conf.urls.i18n")),
+    path("jsi18n/<str:lang>.js", jscatalog.catalogue, name="jsi18n"),
     path("editor/", views.editor, name="editor"),
     path("editor/check/", views.editor_check, name="editor-check"),
     path("editor/play/", views.editor_play, name="editor-play"),

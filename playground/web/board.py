@@ -29,12 +29,12 @@ def board_group(workshop_id: str) -> str:
 def card(live: Any, contexts: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     """A seat's session on the board: who, how far, the goal, the last error, a tiny drawing of its logs."""
     header, ex = contexts["header"], contexts["exercise"]
-    last_error = None
+    last_error, fenced = None, None
     for seq, _kind in reversed(live.marks):
         if _kind != "note":
             last_error = live.commands[seq].get("outcome")
             if last_error == "ok" and live.commands[seq].get("fenced"):
-                last_error = "fenced " + ", ".join(live.commands[seq]["fenced"])
+                last_error, fenced = None, ", ".join(live.commands[seq]["fenced"])  # said in the board's language
             break
     strips = [
         {"tp": s["tp"], "cells": [(c["fate"], c.get("letter", "")) for c in s["slots"] if not c.get("end")][-14:]}
@@ -51,6 +51,7 @@ def card(live: Any, contexts: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]
         if ex.get("on")
         else None,
         "last_error": last_error,
+        "fenced": fenced,
         "strips": strips,
         # the reconciliation's gaps, for a scenario with a database: how many rows the database and Kafka disagree on
         "gaps": (contexts["database"].get("reconcile") or {}).get("gaps") if contexts["database"].get("on") else None,
@@ -103,6 +104,7 @@ def blank_card(attendee: Attendee) -> dict[str, Any]:
         "end": None,
         "goal": None,
         "last_error": None,
+        "fenced": None,
         "strips": [],
         "gaps": None,
     }

@@ -27,6 +27,8 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 from django.utils import translation
+from django.utils.translation import gettext
+from django.utils.translation import gettext_noop as N_
 
 from playground import session
 from playground.deploy.clientaddr import client_address
@@ -97,6 +99,11 @@ class Consumer(AsyncWebsocketConsumer):
     before forwarding an update was cost alone: one trip to the process's database thread per viewer per update,
     queued behind every other socket's (a session's hundredth viewer waited for 99 of them). Disconnecting keeps
     Channels' own clean-up."""
+
+    def said(self, message: str, **params: object) -> str:
+        """An error frame saying `message` (a msgid) in this socket's viewer's language."""
+        with translation.override(getattr(self, "lang", None) or settings.LANGUAGE_CODE):
+            return error_frame(gettext(message) % params if params else gettext(message))
 
     async def dispatch(self, message: dict) -> None:
         handler = getattr(self, get_handler_name(message), None)
@@ -172,7 +179,7 @@ class SessionConsumer(Consumer):
             return
         except Exception:
             log.exception("session %s: snapshot failed", self.sid)
-            await self.send(text_data=error_frame("This session cannot be shown right now."))
+            await self.send(text_data=self.said(N_("This session cannot be shown right now.")))
             return
         await self.send_frames(html)
 
@@ -189,12 +196,12 @@ class SessionConsumer(Consumer):
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         if text_data is None or len(text_data) > MAX_FRAME:
-            await self.send(text_data=error_frame("Send JSON text frames of at most 4 KB."))
+            await self.send(text_data=self.said(N_("Send JSON text frames of at most 4 KB.")))
             return
         try:
             message = json.loads(text_data)
         except ValueError:
-            await self.send(text_data=error_frame("Not JSON."))
+            await self.send(text_data=self.said(N_("Not JSON.")))
             return
         kind = message.get("type") if isinstance(message, dict) else None
         if kind == "ping":
@@ -204,7 +211,7 @@ class SessionConsumer(Consumer):
         elif kind == "at":
             step = _step_of(message.get("step"))
             if step is None:
-                await self.send(text_data=error_frame("at: send the step as a whole number, 0 or more."))
+                await self.send(text_data=self.said(N_("at: send the step as a whole number, 0 or more.")))
                 return
             self.at = step
             await self.send_snapshot()
@@ -215,8 +222,9 @@ class SessionConsumer(Consumer):
             await self.command(message)
         else:
             await self.send(
-                text_data=error_frame(
-                    f"Unknown message type {str(kind)[:40]!r}: send ping, snapshot, at, live or command."
+                text_data=self.said(
+                    N_("Unknown message type %(type)s: send ping, snapshot, at, live or command."),
+                    type=repr(str(kind)[:40]),
                 )
             )
 
@@ -317,7 +325,7 @@ class RoomConsumer(Consumer):
         if text_data and len(text_data) <= MAX_FRAME and text_data.strip() == '{"type": "ping"}':
             await self.send(text_data='<span id="ws-pong" hx-swap-oob="true"></span>')
         else:
-            await self.send(text_data=error_frame("This socket only listens: send nothing but ping."))
+            await self.send(text_data=self.said(N_("This socket only listens: send nothing but ping.")))
 
     # ---- group messages: one handler per type
     def _state_frame(self, item: int | None = None, follow: bool | None = None, src: str = "") -> str:

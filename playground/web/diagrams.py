@@ -9,9 +9,12 @@ any state not placed is laid out on a spare row, so a new state in the table sti
 from __future__ import annotations
 
 import math
+import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from playground.web import phrases
 
 # Where Kafka's states sit (box centres, in the diagram's own units, drawn about 1:1 in the coordinator panel):
 # the happy path left to right on top (Empty -> Ongoing -> PrepareCommit), the fencing/abort path down the
@@ -280,7 +283,7 @@ FOOT = 30  # lane names again under the lifelines, when the diagram is too wide 
 # up: arrow labels at 10.5px (5.5, errors bold 6.9), lane headers at 11px bold (6.6).
 LABEL_CHAR, ERROR_CHAR, LANE_CHAR = 6.0, 7.0, 6.8
 LABEL_MAX = 600  # a longer label is shortened (hovering shows it whole): read at a glance, even on a long arrow
-LANE_MAX = 22  # characters per line of a lane header
+LANE_MAX = 22  # characters per line of a lane header (cells: a Chinese character takes two)
 
 
 def lane_order(events: list[Mapping[str, Any]], clients: list[str]) -> list[str]:
@@ -305,6 +308,11 @@ def lane_order(events: list[Mapping[str, Any]], clients: list[str]) -> list[str]
     return sorted(seen, key=rank)
 
 
+def cells(text: str) -> int:
+    """A text's width in Latin characters: a wide character (Chinese) is drawn about twice as wide."""
+    return len(text) + sum(unicodedata.east_asian_width(c) in "WF" for c in text)
+
+
 def lane_label(lane: str) -> list[str]:
     """ "leader orders-0(b1)" -> ["leader orders-0", "(b1)"]: two short lines instead of one long one."""
     head, paren, tail = lane.rpartition("(")
@@ -316,13 +324,18 @@ def lane_label(lane: str) -> list[str]:
 
 
 def shorten(text: str, n: int) -> str:
-    return text if len(text) <= n else text[: max(0, n - 1)] + "…"
+    """At most n cells, the cut marked with an ellipsis."""
+    if cells(text) <= n:
+        return text
+    while text and cells(text) > n - 1:
+        text = text[:-1]
+    return text + "…"
 
 
 def lane_xs(lanes: list[str], labels: Mapping[str, list[str]]) -> tuple[dict[str, float], float]:
     """Each lane's x and the drawing's width: lanes as wide as their headers (at least MIN_LANE), spread over
     FIT_WIDTH when they need less, so arrows between neighbours have room for their labels."""
-    widths = {lane: max(MIN_LANE, LANE_CHAR * max(len(line) for line in labels[lane]) + 14) for lane in lanes}
+    widths = {lane: max(MIN_LANE, LANE_CHAR * max(cells(line) for line in labels[lane]) + 14) for lane in lanes}
     total = sum(widths.values())
     room = FIT_WIDTH - LEFT - RIGHT
     if lanes and total < room:
@@ -348,27 +361,31 @@ def rpc_label(e: Mapping[str, Any], budget: float = math.inf) -> str:
         return join(detail)
     n = int(budget // (ERROR_CHAR if error else LABEL_CHAR))
 
-    room = n - len(join("")) - 3  # characters left for the detail in "rpc (detail) → ERROR"
+    room = n - cells(join("")) - 3  # characters left for the detail in "rpc (detail) → ERROR"
     for label in (join(detail), join(shorten(detail, room)) if room >= 6 else "", join("…") if detail else ""):
-        if label and len(label) <= n:
+        if label and cells(label) <= n:
             return label
-    if error and n >= len(tail) + 4:
-        return shorten(rpc, n - len(tail)) + tail
+    if error and n >= cells(tail) + 4:
+        return shorten(rpc, n - cells(tail)) + tail
     return shorten(join(detail), n)
 
 
 def place(label: str, error: bool, x1: float, x2: float, width: float) -> float:
     """The label's centre: over the middle of its arrow, moved in as far as it takes to stay inside the drawing
     (a label wider than its arrow, on the first or last lane, would otherwise run off the edge)."""
-    half = len(label) * (ERROR_CHAR if error else LABEL_CHAR) / 2
+    half = cells(label) * (ERROR_CHAR if error else LABEL_CHAR) / 2
     lo, hi = LEFT + half, width - RIGHT - half
     return min(max((x1 + x2) / 2, lo), max(lo, hi))
 
 
 def timeline(events: list[Mapping[str, Any]], clients: list[str], rows: int = 40) -> dict[str, Any]:
-    shown = list(events)[-rows:]
+    """The drawing's lanes and arrows, their words in the viewer's language (phrases)."""
+    shown: list[Mapping[str, Any]] = [
+        {**e, "detail": phrases.detail(str(e.get("detail") or ""))} for e in list(events)[-rows:]
+    ]
     lanes = lane_order(shown, clients)
-    labels = {lane: lane_label(lane) for lane in lanes}
+    said = {lane: phrases.lane(lane) for lane in lanes}
+    labels = {lane: lane_label(said[lane]) for lane in lanes}
     xs, width = lane_xs(lanes, labels)
     arrows = []
     for i, e in enumerate(shown):
@@ -390,14 +407,15 @@ def timeline(events: list[Mapping[str, Any]], clients: list[str], rows: int = 40
                 "error": error,
                 "response": e.get("direction") == "response",
                 "t": e.get("time_ms", 0),
-                "title": f"#{e.get('seq', '')} t={e.get('time_ms', 0)} ms {e.get('src')} → {e.get('dst')}: {full}",
+                "title": f"#{e.get('seq', '')} t={e.get('time_ms', 0)} ms {said.get(e.get('src') or '', e.get('src'))}"
+                f" → {said.get(e.get('dst') or '', e.get('dst'))}: {full}",
             }
         )
     # Wider than the usual panel holds even at MIN_SCALE: it scrolls sideways, and the scrollbar is at the bottom.
     foot = width > FIT_WIDTH / MIN_SCALE
     height = TOP + 24 + len(shown) * ROW_H + (FOOT if foot else 0)
     return {
-        "lanes": [{"name": lane, "lines": labels[lane], "x": xs[lane]} for lane in lanes],
+        "lanes": [{"name": said[lane], "lines": labels[lane], "x": xs[lane]} for lane in lanes],
         "arrows": arrows,
         "width": width,
         "height": height,

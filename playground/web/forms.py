@@ -27,12 +27,18 @@ TRUE = ("1", "true", "on", "yes")
 FALSE = ("0", "false", "off", "no")
 
 
-def _errors(form: forms.Form) -> str:
-    """One line naming every bad field: "partition: Enter a whole number."."""
+def field_said(field: str, message: str) -> str:
+    """A field's problem: "partition: Enter a whole number." (the field's name as the form or the address spells
+    it)."""
+    return _("%(field)s: %(message)s") % {"field": field, "message": message}
+
+
+def _errors(form: forms.Form, names: dict[str, str] | None = None) -> str:
+    """One line naming every bad field (`names`: a field's name as the request spells it, where that differs)."""
     parts = []
     for field, errors in form.errors.items():
-        label = field if field != "__all__" else ""
-        parts.append(f"{label}: {' '.join(errors)}" if label else " ".join(errors))
+        label = (names or {}).get(field, field) if field != "__all__" else ""
+        parts.append(field_said(label, " ".join(errors)) if label else " ".join(errors))
     return "; ".join(parts)
 
 
@@ -245,7 +251,7 @@ class WindowForm(Form):
         super().__init__(fields)
 
     def message(self) -> str:
-        return _errors(self).replace("start: ", "from: ")
+        return _errors(self, {"start": "from"})
 
 
 class ClaimForm(Form):

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
-from django.views.defaults import ERROR_PAGE_TEMPLATE
+from django.template.loader import render_to_string
 
 from playground import session
 from playground.deploy.clientaddr import client_address
@@ -39,7 +39,7 @@ class Refusal:
     @property
     def said(self) -> str:
         """As the forms say a bad field (forms._errors): "field: message"."""
-        return f"{self.field}: {self.message}" if self.field else self.message
+        return forms.field_said(self.field, self.message) if self.field else self.message
 
 
 RefusalAnswer = Callable[[HttpRequest, Refusal], HttpResponse]
@@ -58,11 +58,11 @@ def refuses_with(answer: RefusalAnswer) -> Callable[[Callable[..., Any]], Callab
 
 
 def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
-    """handler400 (urls.py): Django's own answer ("Bad Request (400)", nothing of the exception shown) without the
-    CSRF check Django's view runs first (requires_csrf_token, for a 400.html with a form; the site has none). That
-    check reads the body, and a body Django refused to read (a form in another charset than UTF-8: BadRequest) was
-    refused again inside the error view: a 500."""
-    return HttpResponseBadRequest(ERROR_PAGE_TEMPLATE % {"title": "Bad Request (400)", "details": ""})
+    """handler400 (urls.py): templates/400.html in the visitor's language, nothing of the exception shown, without
+    the CSRF check Django's view runs first (requires_csrf_token, for a 400.html with a form; this one has none).
+    That check reads the body, and a body Django refused to read (a form in another charset than UTF-8: BadRequest)
+    was refused again inside the error view: a 500."""
+    return HttpResponseBadRequest(render_to_string("400.html"))
 
 
 def answers_problems(view: Callable[..., Any]) -> Callable[..., HttpResponse]:

@@ -17,7 +17,7 @@ import hashlib
 import hmac
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from html import escape
@@ -28,6 +28,8 @@ from django.conf import settings
 from django.template.loader import render_to_string
 from django.utils import translation
 from django.utils.safestring import SafeString, mark_safe
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_noop as N_
 
 from playground.inspector.config import InspectorError, load_settings
 from playground.inspector.toscenario import txid_names
@@ -52,9 +54,9 @@ TIMELINE_ROWS = 24  # __transaction_state records shown per transactional id: th
 def off_reason() -> str | None:
     """Why the inspector is off on this server (None: it is on)."""
     if not (getattr(settings, "KAFKA_BOOTSTRAP_SERVERS", "") or "").strip():
-        return "No Kafka cluster is configured: the server's KAFKA_BOOTSTRAP_SERVERS is empty."
+        return _("No Kafka cluster is configured: the server's KAFKA_BOOTSTRAP_SERVERS is empty.")
     if not getattr(settings, "INSPECTOR_KEY", ""):
-        return "No INSPECTOR_KEY is set in the server's settings: without a key nobody may open the inspector."
+        return _("No INSPECTOR_KEY is set in the server's settings: without a key nobody may open the inspector.")
     return None
 
 
@@ -118,13 +120,16 @@ class Selection:
         def values(name: str) -> list[str]:
             got = [v.strip() for v in q.get(name, []) if v and v.strip()]
             if len(got) > LIST_MAX:
-                raise SelectionError(f"at most {LIST_MAX} values of {name}")
+                raise SelectionError(_("at most %(n)s values of %(name)s") % {"n": LIST_MAX, "name": name})
             return got
 
         def tp(text: str, n: int) -> list[str]:
             parts = text.rsplit(":", n)  # topic names have no ':' (Kafka allows [a-zA-Z0-9._-])
             if len(parts) != n + 1 or not all(p.isascii() and p.isdigit() and len(p) <= 12 for p in parts[1:]):
-                raise SelectionError(f"{text!r}: expected TOPIC:PARTITION{':OFFSET' if n == 2 else ''}")
+                raise SelectionError(
+                    _("%(text)s: expected %(form)s")
+                    % {"text": repr(text), "form": "TOPIC:PARTITION:OFFSET" if n == 2 else "TOPIC:PARTITION"}
+                )
             return parts
 
         topics = values("topic")
@@ -141,11 +146,12 @@ class Selection:
         bad = [t for t in topics + [f[0] for f in froms] if not TOPIC_NAME.match(t)]
         if bad:
             raise SelectionError(
-                f"{bad[0][:80]!r} is not a Kafka topic name (letters, digits, '.', '_', '-'; at most 249)"
+                _("%(name)s is not a Kafka topic name (letters, digits, '.', '_', '-'; at most 249)")
+                % {"name": repr(bad[0][:80])}
             )
         txids = values("txid")
         if any(len(t) > 1024 for t in txids):
-            raise SelectionError("a transactional id of more than 1024 characters")
+            raise SelectionError(_("a transactional id of more than 1024 characters"))
         ongoing = any(v in ("1", "on", "true") for v in q.get("ongoing", []))
         # an offset only for a partition that is read
         froms = [
@@ -189,12 +195,14 @@ class Selection:
     def summary(self) -> str:
         """The selection in a few words, for the page's title bar."""
         if self.ongoing:
-            return "the ongoing transactions"
+            return _("the ongoing transactions")
         parts = []
         for t in self.topics:
             ps = [str(p) for tt, p in self.partitions if tt == t]
-            parts.append(f"{t}" + (f" (partition {', '.join(ps)})" if ps else ""))
-        parts += [f"transactional id {t}" for t in self.txids]
+            parts.append(
+                _("%(topic)s (partition %(partitions)s)") % {"topic": t, "partitions": ", ".join(ps)} if ps else t
+            )
+        parts += [_("transactional id %(id)s") % {"id": t} for t in self.txids]
         return " · ".join(parts)
 
     def inspect_kwargs(self) -> dict[str, Any]:
@@ -316,12 +324,15 @@ def _slot(
     e: Mapping[str, Any], lso: int, hw: int, pc: dict[int, int], names: dict[int, str], from_offset: int | None
 ) -> dict[str, Any]:
     pid, epoch = e["producer_id"], e["producer_epoch"]
+    unnamed = _("transactional id not shown")
     if e["kind"] == "control":
-        owner = f"{names.get(pid, 'transactional id not shown')} · coordinator epoch {e.get('coordinator_epoch')}"
+        owner = f"{names.get(pid, unnamed)} · " + _("coordinator epoch %(epoch)s") % {
+            "epoch": e.get("coordinator_epoch")
+        }
     elif e["transactional"]:
-        owner = f"{names.get(pid, 'transactional id not shown')} · isTransactional: true"
+        owner = f"{names.get(pid, unnamed)} · isTransactional: true"
     else:
-        owner = "idempotent · isTransactional: false" if pid >= 0 else "isTransactional: false"
+        owner = _("idempotent") + " · isTransactional: false" if pid >= 0 else "isTransactional: false"
     return {
         "offset": e["offset"],
         "control": e.get("control"),
@@ -341,6 +352,19 @@ def _slot(
     }
 
 
+class Drawn:
+    """HTML drawn when a template shows it, in the language it is rendered in: a report's contexts are built once
+    (the hub's thread) and rendered in each watcher's language."""
+
+    def __init__(self, draw: Callable[[], SafeString]) -> None:
+        self.draw = draw
+
+    def __html__(self) -> str:
+        return self.draw()
+
+    __str__ = __html__
+
+
 def _drawn(slots: list[dict[str, Any]], marks: Iterable[int | None]) -> list[int]:
     """Which of a window's cells to draw: its start, its newest STRIP_TAIL, and a few around the LSO and a chosen
     offset. A window holds up to INSPECTOR_WINDOW_RECORDS records for the consumers and the findings; drawing them
@@ -356,7 +380,8 @@ def _drawn(slots: list[dict[str, Any]], marks: Iterable[int | None]) -> list[int
 
 
 def _more(n: int, first: int, last: int, why: str) -> str:
-    return f'<li class="more" title="{escape(f"offsets {first}..{last} {why}")}">…{n}</li>'
+    """`why`: a sentence with the offsets' placeholders (first, last)."""
+    return f'<li class="more" title="{escape(why % {"first": first, "last": last})}">…{n}</li>'
 
 
 def strip_html(
@@ -375,7 +400,7 @@ def strip_html(
                     w["start"] - previous_end,
                     previous_end,
                     w["start"] - 1,
-                    "not read (the inspector reads windows around the LSO and the end)",
+                    _("offsets %(first)s..%(last)s not read (the inspector reads windows around the LSO and the end)"),
                 )
             )
         slots = [_slot(e, lso, hw, pc, names, from_offset) for e in entries if w["start"] <= e["offset"] < w["end"]]
@@ -390,7 +415,7 @@ def strip_html(
                         i - last - 1,
                         slots[last + 1]["offset"],
                         slots[i - 1]["offset"],
-                        "read but not drawn (see the table below and the findings)",
+                        _("offsets %(first)s..%(last)s read but not drawn (see the table below and the findings)"),
                     )
                 )
             run.append(slots[i])
@@ -468,13 +493,13 @@ def partition_context(
         hw=part["high_watermark"],
         behind=part["high_watermark"] - part["last_stable_offset"],
         windows=", ".join(f"[{w['start']}, {w['end']})" for w in part["windows"]) or "—",
-        strip=strip_html(part, pc, names, sel.from_offset(part["topic"], part["partition"])),
+        strip=Drawn(lambda: strip_html(part, pc, names, sel.from_offset(part["topic"], part["partition"]))),
         open=[
             {**o, "age": age(o["age_ms"]), "write_age": age(o["last_write_age_ms"])} for o in part["open_transactions"]
         ],
         from_offset=c["from_offset"],
         chosen=sel.from_offset(part["topic"], part["partition"]),
-        table=consumer_table(part),
+        table=Drawn(lambda: consumer_table(part)),
         more_rows=more,
         counts={
             "ru": len(c["read_uncommitted"]),
@@ -491,16 +516,16 @@ def partition_context(
     return ctx
 
 
-EVENTS = {  # __transaction_state record -> what it means, in the coordinator's terms
+EVENTS = {  # __transaction_state record -> what it means, in the coordinator's terms (said as _txid.html renders it)
     "init": "InitProducerId",
-    "begin": "AddPartitionsToTxn (begin)",
+    "begin": N_("AddPartitionsToTxn (begin)"),
     "add_partitions": "AddPartitionsToTxn",
     "commit_requested": "EndTxn(commit)",
     "abort_requested": "EndTxn(abort)",
-    "fenced_by_init": "fenced by InitProducerId",
-    "timed_out": "aborted: transaction.timeout.ms",
-    "committed": "markers written",
-    "aborted": "markers written",
+    "fenced_by_init": N_("fenced by InitProducerId"),
+    "timed_out": N_("aborted: transaction.timeout.ms"),
+    "committed": N_("markers written"),
+    "aborted": N_("markers written"),
     "expired": "transactional.id.expiration.ms",
     "unchanged": "",
 }

@@ -22,6 +22,8 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.translation import get_language
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_noop as N_
 from django.views.decorators.http import require_GET, require_POST
 
 from playground.inspector import InspectorError, RefusedError, get_inspector
@@ -30,7 +32,7 @@ from playground.scenario.i18n import normalize
 from playground.session import limits
 from playground.web import forms
 from playground.web import inspectpage as web
-from playground.web.consumers import Consumer, _language, error_frame
+from playground.web.consumers import Consumer, _language
 from playground.web.http import client, problem
 from playground.web.inspecthub import HUB
 from playground.web.views import _editor
@@ -70,12 +72,16 @@ def capability_required(page: bool = False) -> Callable:
         def gated(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
             reason = web.off_reason()
             if reason:
-                return _off(request, reason) if page else problem(f"The inspector is off: {reason}", 503)
+                return (
+                    _off(request, reason)
+                    if page
+                    else problem(_("The inspector is off: %(why)s") % {"why": reason}, 503)
+                )
             if not web.authorized(request.COOKIES.get(web.COOKIE)):
                 return (
                     _ask_key(request)
                     if page
-                    else problem("The inspector needs its key: open /inspect/ and enter it.", 403)
+                    else problem(_("The inspector needs its key: open /inspect/ and enter it."), 403)
                 )
             try:
                 return view(request, *args, **kwargs)
@@ -161,7 +167,7 @@ def key(request: HttpRequest) -> HttpResponse:
             web.wrong_key(client(request), str(form.data.get("key", ""))[:256])
         except limits.LimitExceeded as exc:
             return _ask_key(request, str(exc), 429)
-        return _ask_key(request, "That is not this server's INSPECTOR_KEY.")
+        return _ask_key(request, _("That is not this server's INSPECTOR_KEY."))
     nxt = form.cleaned_data.get("next") or ""
     response = redirect(reverse("inspect") + (f"?{nxt}" if nxt and not nxt.startswith(("/", "\\")) else ""))
     response.set_cookie(
@@ -257,7 +263,7 @@ class InspectConsumer(Consumer):
         if text_data and len(text_data) <= 4096 and text_data.replace(" ", "") == '{"type":"ping"}':
             await self.send(text_data='<span id="ws-pong" hx-swap-oob="true"></span>')
         else:
-            await self.send(text_data=error_frame("This socket only listens: send nothing but ping."))
+            await self.send(text_data=self.said(N_("This socket only listens: send nothing but ping.")))
 
     # ---- group messages: one handler per type
     async def inspect_update(self, event: dict) -> None:

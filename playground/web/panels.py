@@ -239,10 +239,20 @@ def scrubber(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
             text = None
         else:
             step = step_from_entry(entry["step"]) if "step" in entry else None
-            label, text = (step.label if step else "+ actor") + " → " + entry.get("outcome", "ok"), None
-            if entry.get("fenced"):
-                label += " (fenced " + ", ".join(entry["fenced"]) + ")"
-        marks.append({"x": round(k * scale - 2, 1), "k": k, "kind": kind, "label": label, "text": text})
+            # an actor added ("+ actor") and "(fenced A)" are said in the viewer's language (scrubber.html)
+            label = step.label + " → " + entry.get("outcome", "ok") if step else ""
+            text = None
+        marks.append(
+            {
+                "x": round(k * scale - 2, 1),
+                "k": k,
+                "kind": kind,
+                "label": label,
+                "text": text,
+                "outcome": entry.get("outcome", "ok"),
+                "fenced": ", ".join(entry.get("fenced") or ()),
+            }
+        )
     return {"length": n, "w": SCRUB_WIDTH, "ticks": ticks, "marks": marks}
 
 
@@ -700,8 +710,10 @@ def timeline(live: Any, view: Mapping[str, Any], before: int | None = None) -> d
     )
     shown = events[max(0, end - TIMELINE_ROWS) : end]
     hidden = end - len(shown)
+    # drawn as it is rendered (templatetags.timeline_svg): its words, and so its geometry, are the viewer's language's
     return {
-        **diagrams.timeline([rpc_event(e) for e in shown], clients, rows=TIMELINE_ROWS),
+        "rows": [rpc_event(e) for e in shown],
+        "clients": clients,
         "hidden": hidden,
         "total": end,
         "earlier_href": link(live, "session-timeline", before=shown[0].get("seq")) if hidden else "",
@@ -774,6 +786,8 @@ def narrative(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
                     "i": i,
                     "k": live.step_of(i),
                     "label": f"+ {kind} {name}",
+                    "added": kind,
+                    "name": name,
                     "args": _add_summary(kind, body),
                     "outcome": "ok",
                 }

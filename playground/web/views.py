@@ -512,6 +512,17 @@ expect:
     rc: {orders-0: [order-1]}
 """
 
+_BOTH = re.compile(r'\{en: (?:"[^"]*"|[^,{}]*), zh: (?:"([^"]*)"|([^,{}]*))\}')
+
+
+def example() -> str:
+    """The starter text in the reader's language: English as EXAMPLE is; in Chinese every text is only the zh one
+    (the format takes a plain string as well) and the summary is translated."""
+    if get_language() == settings.LANGUAGE_CODE:
+        return EXAMPLE
+    text = _BOTH.sub(lambda m: m.group(1) or m.group(2), EXAMPLE)
+    return re.sub(r"(?m)^summary: (.*)$", lambda m: f"summary: {_(m.group(1))}", text)
+
 
 DRAFT_KEY = re.compile(r"[a-z]+:[\w.-]{1,64}|new")
 
@@ -571,7 +582,7 @@ def editor(request: HttpRequest) -> HttpResponse:
         if not session.exists(sid):
             raise Http404(_("No such session."))
         return _editor(request, as_scenario(sid), origin=sid, draft=f"session:{sid}")
-    return _editor(request, EXAMPLE)
+    return _editor(request, example())
 
 
 def _checked(text: str) -> dict[str, Any]:

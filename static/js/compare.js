@@ -36,7 +36,7 @@
   function samePair(form) {
     var a = form.elements.a, b = form.elements.b;
     if (!a || !b) return;
-    b.setCustomValidity(a.value === b.value ? form.dataset.tSame || "same profile" : "");
+    b.setCustomValidity(a.value === b.value ? gettext("Choose two different profiles: the same one twice is the same run.") : "");
   }
   document.addEventListener("change", function (e) {
     var form = e.target.form;

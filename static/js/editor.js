@@ -50,7 +50,7 @@
     problems.textContent = "";
     (data.errors || []).forEach(function (e) {
       var li = document.createElement("li"), b = document.createElement("button"), code = document.createElement("code");
-      b.type = "button"; b.className = "goto"; b.dataset.line = e.line; b.textContent = (form.dataset.tLine || "line") + " " + e.line;
+      b.type = "button"; b.className = "goto"; b.dataset.line = e.line; b.textContent = interpolate(gettext("line %(n)s"), { n: e.line }, true);
       code.textContent = e.field;
       li.dataset.line = e.line;
       li.append(b, " ", code, ": " + e.message);
@@ -61,15 +61,15 @@
     if (data.ok) {
       var s = data.scenario;
       statusEl.className = "editor-status ok";
-      // the page's language: its own words from the catalogue (data-t-*), the scenario's title in that language
+      // the page's language: its own words from the catalogue, the scenario's title in that language
       var zh = (document.documentElement.lang || "").indexOf("zh") === 0;
       var title = (zh && s.title.zh) || s.title.en || s.id;
-      statusEl.textContent = "✓ " + (form.dataset.tChecked || "{title} · {steps} steps · {actors} actors")
-        .replace("{title}", title).replace("{steps}", s.steps).replace("{actors}", s.actors.length);
+      statusEl.textContent = "✓ " + interpolate(gettext("%(title)s · %(steps)s steps · %(actors)s actors"),
+        { title: title, steps: s.steps, actors: s.actors.length }, true);
     } else {
       statusEl.className = "editor-status bad";
       var n = data.errors.length;
-      statusEl.textContent = ((n === 1 ? form.dataset.tProblem : form.dataset.tProblems) || "{n} problems").replace("{n}", n);
+      statusEl.textContent = interpolate(ngettext("%(n)s problem", "%(n)s problems", n), { n: n }, true);
     }
   }
 
@@ -131,7 +131,7 @@
     view = new CM.EditorView({
       doc: textarea.value,
       extensions: [CM.basicSetup, CM.yaml(), CM.lintGutter(), lint, messages, CM.keymap.of([CM.indentWithTab]),
-                   CM.EditorView.contentAttributes.of({ "aria-label": textarea.getAttribute("aria-label") || "scenario" }),
+                   CM.EditorView.contentAttributes.of({ "aria-label": textarea.getAttribute("aria-label") }),
                    // Its styles go in a <style> element: the Content-Security-Policy lets it in by this page's nonce.
                    CM.EditorView.cspNonce.of(nonce())],
       parent: document.getElementById("editor-host")
@@ -147,7 +147,7 @@
     if (+(form.dataset.problems || 0) > 0) {
       e.preventDefault();
       var refused = document.getElementById("editor-refused");  // stays until the text checks out
-      if (refused) { refused.textContent = form.dataset.tFix || "Fix the problems listed below first."; refused.hidden = false; }
+      if (refused) { refused.textContent = gettext("Fix the problems listed below first: nothing was started."); refused.hidden = false; }
       var first = problems.querySelector("li");
       if (first) goto(+first.dataset.line);
       return;

@@ -25,7 +25,7 @@
     });
     if (count) {
       count.textContent = words.length
-        ? (count.dataset.tCount || "{n} of {total}").replace("{n}", shown).replace("{total}", cards.length) : "";
+        ? interpolate(gettext("%(n)s of %(total)s scenarios"), { n: shown, total: cards.length }, true) : "";
     }
     if (none) none.hidden = shown > 0 || !words.length;
     var hash = words.length ? "#filter=" + encodeURIComponent(input.value) : " ";

@@ -1,7 +1,8 @@
 // The dashboard's own few lines: errors as toasts, the produce dialog, copy links, keyboard shortcuts, keeping the
 // partition strips scrolled to their newest end, a drive link's hand-over, and the time slider (this viewer only:
 // it asks the server over the websocket for step k and holds live updates until "back to live"). Everything else
-// is htmx (POST commands) and the htmx ws extension (out-of-band swaps of the panels the server pushes).
+// is htmx (POST commands) and the htmx ws extension (out-of-band swaps of the panels the server pushes). Its words
+// come from the page's catalogue (gettext: playground/web/jscatalog.py).
 (function () {
   "use strict";
   var toastTimer = null;
@@ -14,6 +15,7 @@
     clearTimeout(toastTimer);
     toastTimer = setTimeout(function () { el.className = ""; }, kind === "info" ? 2500 : 6000);
   }
+  function unreachable() { toast(gettext("The server cannot be reached."), "error"); }
 
   function scrollStrips() {
     document.querySelectorAll(".strip .cells").forEach(function (ol) {
@@ -39,7 +41,7 @@
     var xhr = e.detail.xhr;
     toast((xhr && xhr.responseText) || ("HTTP " + (xhr ? xhr.status : "?")), "error");
   });
-  document.addEventListener("htmx:sendError", function () { toast("The server cannot be reached.", "error"); });
+  document.addEventListener("htmx:sendError", unreachable);
   document.addEventListener("htmx:afterRequest", function (e) {
     var form = e.detail.elt && e.detail.elt.closest && e.detail.elt.closest("dialog");
     if (form && e.detail.successful) form.close();
@@ -118,7 +120,7 @@
       body: new URLSearchParams(vals).toString()
     }).then(function (r) {
       if (!r.ok) return r.text().then(function (t) { toast(t || ("HTTP " + r.status), "error"); });
-    }, function () { toast("The server cannot be reached.", "error"); });
+    }, unreachable);
   }
 
   document.addEventListener("click", function (e) {
@@ -191,12 +193,10 @@
   });
 
   function copy(url) {
-    var done = function () { toast("Copied: " + url, "info"); };
-    if (navigator.clipboard && window.isSecureContext) {
-      navigator.clipboard.writeText(url).then(done, function () { window.prompt("Copy this link", url); });
-    } else {
-      window.prompt("Copy this link", url);
-    }
+    var done = function () { toast(interpolate(gettext("Copied: %(url)s"), { url: url }, true), "info"); };
+    var ask = function () { window.prompt(gettext("Copy this link"), url); };
+    if (navigator.clipboard && window.isSecureContext) navigator.clipboard.writeText(url).then(done, ask);
+    else ask();
   }
 
   // ---- a drive link (/s/<id>/#drive=<secret>): hand the secret to the server once, get it back as this browser's
@@ -213,7 +213,7 @@
     }).then(function (r) {
       if (r.ok) location.reload();
       else r.text().then(function (t) { toast(t || ("HTTP " + r.status), "error"); });
-    }, function () { toast("The server cannot be reached.", "error"); });
+    }, unreachable);
   }
 
   // ---- the time slider. `at` is the step this viewer looks at (null: live); the server holds this viewer's live
@@ -228,10 +228,11 @@
     return base + (at === null ? "" : "?at=" + at);
   }
   function label() {
-    var bar = document.getElementById("timebar"), out = document.getElementById("scrub-label");
-    if (!bar || !out) return;
+    var out = document.getElementById("scrub-label");
+    if (!out) return;
     var n = length();
-    out.textContent = at === null ? bar.dataset.tLive.replace("{n}", n) : bar.dataset.tViewing.replace("{k}", at).replace("{n}", n);
+    out.textContent = at === null ? interpolate(gettext("live · step %(n)s"), { n: n }, true)
+      : interpolate(gettext("viewing step %(k)s · live: step %(n)s"), { k: at, n: n }, true);
     document.getElementById("scrub-live").hidden = at === null;
     document.body.classList.toggle("moment", at !== null);
     document.querySelectorAll("fieldset.ctl").forEach(function (f) {
@@ -266,7 +267,7 @@
       var to = r.headers.get("HX-Redirect");
       if (r.ok && to) location.href = to;
       else r.text().then(function (t) { toast(t || ("HTTP " + r.status), "error"); });
-    }, function () { toast("The server cannot be reached.", "error"); });
+    }, unreachable);
   }
   function followServer() {
     // After every frame: the slider's end is the log's length; a live viewer's thumb stays at the end.

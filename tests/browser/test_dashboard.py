@@ -191,7 +191,7 @@ def test_it_switches_language(page, server):
     assert "第一轮" in page.locator("#p-narrative .story").inner_text()
     for _ in range(6):
         _after(page, lambda: page.keyboard.press("n"))
-    assert page.locator('#p-producers [data-producer="A"] .badge').inner_text() == "FENCED"
+    assert page.locator('#p-producers [data-producer="A"] .badge').inner_text() == "已被隔离"  # the page's word
     assert "epoch 2" in page.locator("#p-narrative .story").inner_text()
     shot(page, "fencing-zh")
     page.get_by_role("button", name="English").click()

@@ -1,9 +1,10 @@
 """Fixtures of the web tests: the fake backend registered as "fake", a clean live-session cache per test, the
-in-memory channel layer, and helpers to create sessions."""
+in-memory channel layer, the site's language, and helpers to create sessions."""
 
 from __future__ import annotations
 
 import pytest
+from django.utils import translation
 
 from playground import session
 from playground.session import capability
@@ -27,6 +28,9 @@ def _web_env(settings):
     yield
     session.CACHE.clear()
     channel_layers.backends.clear()
+    # A page asked for in Chinese activates Chinese in this thread (LocaleMiddleware) and leaves it so: the next test
+    # starts in the site's language again.
+    translation.deactivate()
 
 
 def hold(client, row):

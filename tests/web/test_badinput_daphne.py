@@ -36,7 +36,7 @@ def test_it_answers_a_nul_in_any_id_with_a_400_saying_so(server):
 
 def test_it_answers_a_nul_in_a_parameter_in_the_visitors_language(server):
     c = Browserish(server.url, {"Accept-Language": "zh-CN"})
-    assert c.get(f"/editor/?sc={quote(chr(0))}") == (400, "sc: 地址参数中不允许出现 NUL 字符（%00）。")
+    assert c.get(f"/editor/?sc={quote(chr(0))}") == (400, "`sc`：地址参数中不允许出现 NUL 字符（%00）。")
 
 
 @pytest.mark.parametrize("charset", ["utf-16", "latin-1", "bogus"])

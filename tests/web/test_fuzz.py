@@ -209,7 +209,8 @@ def browser(db):
     entry = library.find("zombie-fencing")
     text = session.keep_text(entry.scenario.source, entry.scenario.id, client="", shared=True)
     ids = {"sid": row.id, "text_id": text.id, "code": room.code}
-    return c, {**ids, "tp": "orders-0", "offset": "0", "part": "value"}  # a partition of the session, a record
+    # a partition of the session, a record, a language of the scripts' catalogue
+    return c, {**ids, "tp": "orders-0", "offset": "0", "part": "value", "lang": "zh-hans"}
 
 
 def _url(route: str, ids: dict[str, str], nul_in: str = "") -> str:
@@ -324,7 +325,7 @@ def test_it_says_what_is_wrong_in_the_visitors_language(browser, settings):
         ).content.decode(),
     }
     assert all("NUL 字符" in text or "请以 UTF-8 发送表单" in text for text in said.values()), said
-    assert said["parameter"].startswith("at:") and said["field"].startswith("topic:")
+    assert said["parameter"].startswith("`at`：") and said["field"].startswith("`topic`：")
 
 
 def test_it_shows_the_editor_its_problem_on_the_line_of_the_nul(browser):

@@ -390,7 +390,7 @@ def test_it_says_the_new_workshop_page_and_the_gallery_links_in_chinese():
     c = Client()
     c.cookies["django_language"] = "zh-hans"
     page = c.get("/w/new/").content.decode()
-    for zh in ("议程", "还没有内容：勾选一个场景或练习。", "从议程中移除", "按场景自身的 profile"):
+    for zh in ("议程", "还没有内容：勾选一个场景或练习。", "从议程中移除", "按场景自身的运行环境"):
         assert zh in page
     assert "remove from the agenda" not in page and "Nothing yet" not in page
     gallery = c.get("/").content.decode()

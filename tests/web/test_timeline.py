@@ -28,8 +28,9 @@ LONG = (
 )
 
 
-def _svg(p: dict) -> ET.Element:
-    return ET.fromstring(str(timeline_svg(p)))
+def _svg(rows: list[dict], clients: list[str]) -> ET.Element:
+    """The panel's drawing of these RPCs, as a page renders it."""
+    return ET.fromstring(str(timeline_svg({"rows": rows, "clients": clients})))
 
 
 def _box(svg: ET.Element) -> tuple[float, float]:
@@ -87,8 +88,8 @@ def _played(name: str) -> dict:
 
 @pytest.mark.parametrize("name", ["02-zombie-fencing.yaml", "03-shared-id-incident.yaml"])
 def test_it_draws_every_lane_of_a_scenario_inside_the_panel(name):
-    p = _played(name)
-    svg = _svg(p)
+    played = _played(name)
+    p, svg = diagrams.timeline(played["rows"], played["clients"]), _svg(played["rows"], played["clients"])
     _assert_inside(svg)
     width, _ = _box(svg)
     # The zombie-fencing scenario's ten lanes once made a 1042 px wide SVG in a 984 px panel: now the drawing
@@ -125,7 +126,7 @@ def test_it_shortens_a_long_error_label_and_keeps_it_whole_in_the_tip():
             3, "monitor", "leader order-audit-0(b1)", "Produce", "order-audit-0 1 record(s), producer 0 epoch 1 seq 1"
         ),
     ]
-    svg = _svg(diagrams.timeline(rows, ["pay", "monitor"]))
+    svg = _svg(rows, ["pay", "monitor"])
     _assert_inside(svg)
     (g1, short1), (g2, short2), (_g3, _short3) = _labels(svg)
     assert short1.text == "AddPartitionsToTxn (v0, order-created-0, producer 0 epoch 0)"  # short labels as they were
@@ -158,7 +159,7 @@ def test_it_keeps_the_spacing_and_scrolls_with_many_lanes():
     ]
     rows.append(_row(99, "leader orders-5(b3)", "A", "AddOffsetsToTxn", LONG, "INVALID_PRODUCER_EPOCH", "response"))
     p = diagrams.timeline(rows, producers + consumers)
-    svg = _svg(p)
+    svg = _svg(rows, producers + consumers)
     _assert_inside(svg)
     xs = [lane["x"] for lane in p["lanes"]]
     assert len(xs) == 32
@@ -172,7 +173,7 @@ def test_it_keeps_the_spacing_and_scrolls_with_many_lanes():
 
 def test_it_shortens_a_long_lane_name_with_the_whole_name_on_hover():
     lane = "leader a-topic-with-a-very-long-name-for-audit-0(b1)"
-    svg = _svg(diagrams.timeline([_row(1, "A", lane, "Produce")], ["A"]))
+    svg = _svg([_row(1, "A", lane, "Produce")], ["A"])
     _assert_inside(svg)
     header = next(t for t in _lanes(svg) if t.get("data-tip") == lane)
     lines = [s.text for s in header.iter("tspan")]

@@ -4,8 +4,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from django import template
+from django.utils.translation import gettext_noop as N_
 
 from playground.scenario.i18n import pick as _pick
+from playground.web import phrases
 
 register = template.Library()
 
@@ -14,6 +16,14 @@ register = template.Library()
 def pick(text: Any, lang: str) -> str:
     """A {lang: text} dict in the viewer's language (English when missing)."""
     return _pick(text, lang)
+
+
+@register.simple_tag
+def jsi18n(lang: str) -> str:
+    """The address of the scripts' catalogue in the page's language (playground/web/jscatalog.py)."""
+    from playground.web import jscatalog
+
+    return jscatalog.url(lang)
 
 
 @register.filter
@@ -42,17 +52,25 @@ def get(mapping: Any, key: Any) -> Any:
         return None
 
 
-@register.filter
-def summary(text: Any) -> str:
-    """A step's summary (panels.step_summary) with its few words in the viewer's language."""
-    from django.utils.translation import gettext
+# The few words of a step's summary (panels.step_summary) and of an added actor's (panels._add_summary), around
+# the step's own values; a database step's summary is its SQL, said as written.
+SUMMARY_WORDS = phrases.rules(
+    (
+        (r"^coordinator of (?P<t>.+)$", N_("coordinator of %(t)s")),
+        (r"(?:(?<= )|^)fire-and-forget$", N_("fire-and-forget")),
+        (r"(?:(?<= )|^)from (?P<c>\S+)", N_("from %(c)s")),
+        (r"(?:(?<= )|^)max (?P<n>\d+)$", N_("max %(n)s")),
+        (r"^plain$", N_("plain")),
+        (r"(?:(?<=, )|^)group (?P<group>\S+)$", N_("group %(group)s")),
+    )
+)
 
+
+@register.filter
+def summary(text: Any, label: Any = "") -> str:
+    """A step's summary with its few words in the viewer's language (`label`: the step's, app.sql's is SQL)."""
     text = "" if text is None else str(text)
-    if text.startswith("coordinator of "):
-        return gettext("coordinator of %(t)s") % {"t": text[len("coordinator of ") :]}
-    if text == "fire-and-forget" or text.endswith(" fire-and-forget"):
-        return text[: -len("fire-and-forget")] + gettext("fire-and-forget")
-    return text
+    return text if str(label).endswith(".sql") else phrases.say(SUMMARY_WORDS, text)
 
 
 @register.filter
@@ -66,6 +84,7 @@ from html import escape as _e  # noqa: E402
 
 from django.utils.safestring import mark_safe  # noqa: E402
 from django.utils.translation import gettext as _  # noqa: E402
+from django.utils.translation import pgettext  # noqa: E402
 
 
 def _a(value: Any) -> str:
@@ -195,9 +214,13 @@ def strip_cells(s: Mapping[str, Any]) -> str:
 
 
 @register.simple_tag
-def timeline_svg(p: Mapping[str, Any]) -> str:
-    # Drawn at the panel's width (width 100% of the viewBox), within the scale the layout allows: narrower, the
-    # SVG keeps min-width and the panel scrolls; the hover tips (data-tip) give every name and label in full.
+def timeline_svg(timeline: Mapping[str, Any]) -> str:
+    # Laid out here, in the language it is rendered in (diagrams.timeline says its words through phrases). Drawn
+    # at the panel's width (width 100% of the viewBox), within the scale the layout allows: narrower, the SVG keeps
+    # min-width and the panel scrolls; the hover tips (data-tip) give every name and label in full.
+    from playground.web.diagrams import timeline as drawing
+
+    p = drawing(timeline["rows"], timeline["clients"], rows=len(timeline["rows"]))
     size = f'width="100%" style="min-width:{p["min_width"]}px;max-width:{p["max_width"]}px"'
     out = [
         f'<svg class="seq" {size} viewBox="0 0 {p["width"]} {p["height"]}" role="img" aria-label="{_a(_("sequence diagram of the RPCs"))}">',
@@ -274,8 +297,9 @@ def cmp_table(t: Mapping[str, Any], p: Mapping[str, Any], oob: bool = False) -> 
         words = _a(_("earlier: offsets %(a)s–%(b)s not shown") % {"a": t["earlier"][0], "b": t["earlier"][1]})
         hidden = f' · <a href="{_a(t["earlier_href"])}">{words}</a>' if t.get("earlier_href") else f" · {words}"
     key = t.get("key", t["tp"])
+    level = {"ru": _a(pgettext("isolation level", "uncommitted")), "rc": _a(pgettext("isolation level", "committed"))}
     heads = "".join(
-        f'<th class="{"ru" if c["isolation"] == "read_uncommitted" else "rc"}">{_a(c["name"])}<small>{"uncommitted" if c["isolation"] == "read_uncommitted" else "committed"}</small></th>'
+        f'<th class="{(k := "ru" if c["isolation"] == "read_uncommitted" else "rc")}">{_a(c["name"])}<small>{level[k]}</small></th>'
         for c in p["columns"]
     )
     return (
@@ -349,7 +373,7 @@ def narrative_steps(steps: list[Any], lang: str) -> str:
         else:
             body.append(f"<code>{_a(s['label'])}</code>")
             if s["args"]:
-                args = _a(summary(s["args"]))
+                args = _a(summary(s["args"], s["label"]))
                 body.append(f' <span class="args" title="{args}">{args}</span>')
             want = " / ".join(s["expect"] or ())
             if s["done"]:
@@ -377,10 +401,12 @@ def mine_rows(mine: list[Any]) -> str:
     for m in mine:
         if m.get("external"):
             row = [f'<li class="extrow" title="{listener}">⇆ <span class="who">{_a(m["label"])}</span>']
+        elif m.get("added"):  # an actor added: "+ producer P1", its kind in the viewer's language
+            row = [f"<li>+ {_a(kind_word(m['added']))} <code>{_a(m['name'])}</code>"]
         else:
             row = [f"<li><code>{_a(m['label'])}</code>"]
         if m["args"]:
-            row.append(f' <span class="args">{_a(summary(m["args"]))}</span>')
+            row.append(f' <span class="args">{_a(summary(m["args"], m["label"]))}</span>')
         err = "" if m["outcome"] == "ok" else " err"
         row.append(f' <span class="oc{err}">→ {_a(m["outcome"])}</span></li>')
         out.append("".join(row))
@@ -404,6 +430,41 @@ def item_id(kind: str, key: str) -> str:
     return f"{kind}-{key}"
 
 
+# What the page saw of a client, in its own words: no Kafka client has these states (tests/web/zhrule.py), so they are
+# said in the viewer's language; a client's state as its client names it (READY, IN_TRANSACTION...) is Kafka's.
+PAGE_STATES = {
+    "FENCED": N_("FENCED"),
+    "DISCONNECTED": N_("DISCONNECTED"),
+    "RUNNING": N_("RUNNING"),
+    "CRASHED": N_("CRASHED"),
+    "CLOSED": N_("CLOSED"),
+}
+KINDS = {"producer": N_("producer"), "consumer": N_("consumer"), "admin": N_("admin client")}
+
+
+@register.filter
+def state_word(state: Any) -> Any:
+    """A client's state on a badge (or a value of compare's that may be one): the page's own words translated,
+    Kafka's as Kafka names them, any other value as it is."""
+    return _(PAGE_STATES[state]) if isinstance(state, str) and state in PAGE_STATES else state
+
+
+FATES = {"aborted": N_("aborted"), "open": N_("open"), "committed": N_("committed"), "plain": N_("plain")}
+
+
+@register.filter
+def fate_word(fate: Any) -> str:
+    """What became of a record (its transaction's fate), in the viewer's language."""
+    text = "" if fate is None else str(fate)
+    return _(FATES[text]) if text in FATES else text
+
+
+@register.filter
+def kind_word(kind: Any) -> str:
+    text = "" if kind is None else str(kind)
+    return _(KINDS[text]) if text in KINDS else text
+
+
 @register.simple_tag
 def producer_cards(p: Mapping[str, Any], u: Mapping[str, Any]) -> str:
     return mark_safe("".join(producer_card(c, p, u) for c in p["cards"]))
@@ -420,7 +481,7 @@ def producer_card(c: Mapping[str, Any], p: Mapping[str, Any], u: Mapping[str, An
     txid = (
         f"transactional.id <code>{_a(c['txid'])}</code>" if c["txid"] else _a(_("plain: idempotent, no transactions"))
     )
-    badge = "FENCED" if c["fenced"] else _a(c["state"])
+    badge = _a(state_word("FENCED" if c["fenced"] else c["state"]))
     external = " external" if c.get("external") is not None else ""
     parts = [
         f'<article id="{_a(item_id("pc", name))}"{OOB if oob else ""} class="pcard tone-{c["tone"]}{" fenced" if c["fenced"] else ""}{external}" data-producer="{_a(name)}">',
@@ -431,7 +492,8 @@ def producer_card(c: Mapping[str, Any], p: Mapping[str, Any], u: Mapping[str, An
     err = c["last_error"]
     if err:
         old = "" if c["tone"] in ("bad", "warn") else " old"
-        detail = f" <span>({_a(err.get('detail'))})</span>" if err.get("detail") else ""
+        # the client's own message, as it wrote it (what the application's log says): quoted, in its language
+        detail = f' <span class="said" lang="en">({_a(err.get("detail"))})</span>' if err.get("detail") else ""
         parts.append(
             f'<div class="lasterr{old}" role="note"><span class="k">{_a(_("last error"))}</span> <code>{_a(err.get("op"))}</code> → <b>{_a(err.get("error"))}</b>{detail}</div>'
         )
@@ -529,7 +591,7 @@ def consumer_cards(cards: list[Any], u: Mapping[str, Any]) -> str:
     out = []
     for c in cards:
         name = c["name"]
-        group = f' <span class="grp">group <code>{_a(c["group"])}</code></span>' if c["group"] else ""
+        group = f' <span class="grp">{_a(_("group"))} <code>{_a(c["group"])}</code></span>' if c["group"] else ""
         tone = "tone-ok" if c["state"] == "RUNNING" else "tone-bad"
         pos = "".join(f"<span>{_a(tp)}@<b>{o}</b></span>" for tp, o in c["positions"])
         if c.get("positions_more"):
@@ -542,7 +604,7 @@ def consumer_cards(cards: list[Any], u: Mapping[str, Any]) -> str:
             tone = "tone-ok" if ext.get("connected") else "tone-off"
             out.append(
                 f'<article class="ccard external{"" if ext.get("connected") else " down"}" data-consumer="{_a(name)}">'
-                f'<header><b>{_a(name)}</b>{group} <span class="badge {tone}">{_a(c["state"])}</span></header>'
+                f'<header><b>{_a(name)}</b>{group} <span class="badge {tone}">{_a(state_word(c["state"]))}</span></header>'
                 f'<div class="pos">{pos} · {_a(got)}</div>{_external_line(ext)}</article>'
             )
             continue
@@ -554,7 +616,7 @@ def consumer_cards(cards: list[Any], u: Mapping[str, Any]) -> str:
         b.append(_button(u["action"], "restart", "restart", actor=name, action="restart"))
         out.append(
             f'<article class="ccard{"" if c["state"] == "RUNNING" else " down"}" data-consumer="{_a(name)}"><header><b>{_a(name)}</b>{group} '
-            f'<span class="badge {tone}">{_a(c["state"])}</span></header><div class="pos">{pos} · {_a(got)}</div>'
+            f'<span class="badge {tone}">{_a(state_word(c["state"]))}</span></header><div class="pos">{pos} · {_a(got)}</div>'
             f'<div class="actions">{"".join(b)}</div></article>'
         )
     return mark_safe("".join(out))
@@ -590,7 +652,8 @@ def goal_item(item: Mapping[str, Any]) -> str:
         marks = {"high_watermark": "HW", "last_stable_offset": "LSO"}
         text = f"{subject[0]}: " + ", ".join(f"{marks.get(k, k)} {v}" for k, v in wanted.items())
     elif kind == "transactions":
-        text = f"{subject[0]}: " + ", ".join(f"{k} {v}" for k, v in wanted.items())
+        keys = {"state": _("state"), "producer": _("producer")}  # the format's keys, said; epoch is Kafka's word
+        text = f"{subject[0]}: " + ", ".join(f"{keys.get(k, k)} {v}" for k, v in wanted.items())
     else:  # groups
         text = _("group %(g)s committed %(o)s on %(tp)s") % {"g": subject[0], "o": _listed(wanted), "tp": subject[1]}
     out = f'<span class="goal-text">{_a(text)}</span>'
@@ -634,8 +697,7 @@ def _more(items: list[str], more: int) -> str:
 def _where(where: list[list[str]], more: int) -> str:
     if not where:
         return _("it is in no partition's log")
-    fates = {"aborted": _("aborted"), "open": _("open"), "committed": _("committed"), "plain": _("plain")}
-    return _more([f"{r} ({fates.get(f, f)})" for r, f in where], more)
+    return _more([f"{r} ({fate_word(f)})" for r, f in where], more)
 
 
 def finding_sentence(kind: str, params: Mapping[str, Any]) -> str:
