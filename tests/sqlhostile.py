@@ -18,7 +18,7 @@ import time
 import tracemalloc
 
 from playground.scenario import sqlitec
-from playground.scenario.database import Database, DatabaseSpec, Table
+from playground.scenario.database import Database, DatabaseSpec, SqlLimits, Table
 
 SPEC = DatabaseSpec(
     (Table("orders", "id integer primary key, status text", ((1, "new"), (2, "new"))),),
@@ -269,10 +269,17 @@ def reset_peak() -> bool:
     return True
 
 
-def run_one(sql: str) -> dict[str, object]:
+# A statement the sandbox must let through is measured to its end: its 200 ms are the server's clock, which a
+# busy machine stretches (252 and 368 ms for two of them under CI's load of 50 on two cores); what it holds is the
+# figure here, and the test's own cap (3 s) still bounds its time.
+LET_THROUGH_LIMITS = SqlLimits(statement_ms=2_500)
+
+
+def run_one(sql: str, expected: str = "") -> dict[str, object]:
     """The statement once as it is (its outcome, time, SQLite's peak heap and the resident peak's growth), then
     again on a fresh database under tracemalloc (Python's peak)."""
-    db = Database(SPEC)
+    limits = LET_THROUGH_LIMITS if expected == "ok" else None
+    db = Database(SPEC, limits)
     resident_before = resident_kib() if reset_peak() else peak_kib()
     sqlite_before = sqlitec.memory_used()
     sqlitec.memory_highwater(reset=True)
@@ -283,7 +290,7 @@ def run_one(sql: str) -> dict[str, object]:
     resident_growth = peak_kib() - resident_before
     usable = db.apply("sql", {"sql": "UPDATE orders SET status = status WHERE id = 1"})
     rows = len(db.tables()["orders"]["rows"])
-    again = Database(SPEC)
+    again = Database(SPEC, limits)
     tracemalloc.start()
     try:
         again.apply("sql", {"sql": sql})
@@ -302,7 +309,9 @@ def run_one(sql: str) -> dict[str, object]:
 
 
 def measure(only: str = "") -> list[dict[str, object]]:
-    return [{"name": name, "expected": outcome, **run_one(sql)} for name, sql, outcome in HOSTILE if only in name]
+    return [
+        {"name": name, "expected": outcome, **run_one(sql, outcome)} for name, sql, outcome in HOSTILE if only in name
+    ]
 
 
 def main() -> None:
