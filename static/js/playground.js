@@ -68,9 +68,19 @@
       if (d && keptOpen[id] && !d.open) d.open = true;
     });
   }
+  // The header's line of facts is cut where the bar is narrow (a projector's zoom, a long last outcome): then its
+  // whole text is its tooltip.
+  function titleWhenCut() {
+    var meta = document.querySelector("#p-header .meta");
+    if (!meta) return;
+    if (meta.scrollWidth > meta.clientWidth + 1) meta.title = meta.textContent.replace(/\s+/g, " ").trim();
+    else meta.removeAttribute("title");
+  }
+  window.addEventListener("resize", titleWhenCut);
   document.addEventListener("htmx:wsAfterMessage", function () {
     reopen();
     scrollStrips();
+    titleWhenCut();
     var err = document.getElementById("ws-error");
     if (err && err.textContent) { toast(err.textContent, "error"); err.textContent = ""; }
     var note = document.getElementById("ws-notice");
@@ -299,6 +309,7 @@
 
   document.addEventListener("DOMContentLoaded", function () {
     scrollStrips();
+    titleWhenCut();
     claimDrive();
     scrub = document.getElementById("scrub");
     if (!scrub) return;
