@@ -152,6 +152,8 @@
       t.closest("dialog").close();
     } else if (t.classList.contains("copy")) {
       copy(t.id === "copy-step-link" ? stepLink(t.dataset.base) : (t.dataset.url || location.href));
+      var menu = t.closest("details.links");
+      if (menu) menu.open = false;  // done with it: the toast says what was copied
     } else if (t.id === "scrub-live") {
       goLive();
     } else if (t.id === "fork-here" || t.id === "fork-kafka") {
@@ -170,9 +172,24 @@
     for (var i = 0; i < n; i++) sel.add(new Option(String(i), String(i)));
   });
 
+  // The bar's menus (share, compare) close on Esc and on a click anywhere outside them, as menus do.
+  function openMenus(outside) {
+    return Array.prototype.filter.call(document.querySelectorAll("details.links[open]"), function (d) {
+      return !outside || !d.contains(outside);
+    });
+  }
+  document.addEventListener("click", function (e) {
+    openMenus(e.target).forEach(function (d) { d.open = false; });
+  });
+
   var KEYS = { ArrowRight: "n", ArrowLeft: "b", n: "n", b: "b", r: "r", x: "x", t: "t", "?": "?" };
   document.addEventListener("keydown", function (e) {
     if (e.ctrlKey || e.metaKey || e.altKey) return;
+    if (e.key === "Escape" && openMenus(null).length && !document.querySelector("dialog[open]")) {
+      e.preventDefault();
+      openMenus(null).forEach(function (d) { d.open = false; d.querySelector("summary").focus(); });
+      return;
+    }
     var tag = (e.target.tagName || "").toLowerCase();
     // The time slider keeps the focus after a drag: its own keys are the arrows; the others still work there.
     var slider = tag === "input" && e.target.type === "range";
