@@ -195,6 +195,14 @@ def test_it_puts_follow_me_beside_the_attendees_session_from_1440_px_with_its_st
     ada.wait_for_function("() => document.getElementById('follow-step').textContent.startsWith('step 2 / ')")
     shot(ada, "follow-me-beside-1440x900", full_page=False)
 
+    # Folded: its bar alone, at the bottom; Ada's own session takes the whole width again.
+    ada.locator("#follow-fold").click()
+    ada.wait_for_function("() => document.getElementById('follow-panel').getBoundingClientRect().height < 60")
+    assert _box(ada, "#follow-panel")["y"] + _box(ada, "#follow-panel")["height"] == 900
+    assert _box(ada, "header.topbar")["width"] == 1440
+    ada.locator("#follow-fold").click()
+    ada.wait_for_function("() => document.getElementById('follow-panel').getBoundingClientRect().height === 900")
+
     # Below 1440 px it docks below again, across the width.
     ada.set_viewport_size({"width": 1280, "height": 720})
     ada.wait_for_function("() => document.getElementById('follow-panel').getBoundingClientRect().width === 1280")
