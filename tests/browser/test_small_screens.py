@@ -80,6 +80,14 @@ def test_it_shows_a_projector_the_story_whole_and_not_the_way_to_connect(browser
     page.goto(page.url + "?present=1")
     page.wait_for_selector("#ws-status[data-state=open]")
     assert page.locator("body.present").count() == 1 and not page.locator("#connect").is_visible()
+    # the bar's line of facts whole, without a tooltip; cut on a narrower projector, its whole text is its tooltip
+    meta = page.locator("#p-header .meta")
+    assert meta.evaluate("m => m.scrollWidth <= m.clientWidth") and meta.get_attribute("title") is None
+    page.set_viewport_size({"width": 1200, "height": 720})
+    page.wait_for_function("() => document.querySelector('#p-header .meta').title !== ''")
+    assert meta.evaluate("m => m.scrollWidth > m.clientWidth")
+    assert meta.get_attribute("title") == " ".join(meta.text_content().split())
+    page.set_viewport_size({"width": 1280, "height": 720})
     # "HW 1 · LSO 0 · LEO 1": each mark on one line, beside its partition's whole name
     marks = page.locator(".strip-label .marks")
     assert marks.count() == 2
