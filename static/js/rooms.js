@@ -1,8 +1,8 @@
 // Workshops: when the facilitator moves the room, every page of the room follows; follow-me docks (or drops) the
-// facilitator's session in a panel below the attendee's own (beside it from 1440 px on, with its step on the panel's bar),
-// without reloading their page; the board's spotlight
-// shows one attendee's session full screen (watch-only) for the projector, saying whose it is. /w/new/ lists the
-// agenda being chosen in its order (the order of the ticks, then moved), each item with its profile.
+// facilitator's session in a panel below the attendee's own (beside it from 1440 px on, its step on the panel's bar),
+// without reloading their page; the board's spotlight shows one attendee's session full screen (watch-only) for the
+// projector, saying whose it is. /w/new/ lists the agenda being chosen in its order (the order of the ticks, then
+// moved), each item with its profile.
 (function () {
   "use strict";
   // The step the facilitator's session is at, on the panel's bar: read from the frame's own header (same origin),
