@@ -58,6 +58,8 @@ MIDDLEWARE = [
     "playground.deploy.inline.ContentSecurityPolicyMiddleware",
     "playground.deploy.inline.LocaleMiddleware",
     "playground.deploy.inline.CommonMiddleware",
+    # DEBUG (`make run`): a wrong link shows the site's own 404 page, not Django's debug one (playground/web/notfound.py).
+    "playground.web.notfound.OwnNotFoundMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     # A NUL anywhere, a form in another charset than UTF-8: 400 naming it, before the CSRF check reads the body and

@@ -121,12 +121,24 @@ def _urls(sid: str, _prefix: str) -> dict[str, str]:
 
 
 def render(
-    name: str, ctx: Mapping[str, Any], lang: str, sid: str, oob: bool = True, u: Mapping[str, str] | None = None
+    name: str,
+    ctx: Mapping[str, Any],
+    lang: str,
+    sid: str,
+    oob: bool = True,
+    u: Mapping[str, str] | None = None,
+    drives: bool = False,
 ) -> str:
     with translation.override(lang):
         return render_to_string(
-            f"playground/panels/{name}.html", {"p": ctx, "lang": lang, "sid": sid, "oob": oob, "u": u or urls(sid)}
+            f"playground/panels/{name}.html",
+            {"p": ctx, "lang": lang, "sid": sid, "oob": oob, "u": u or urls(sid), "drives": drives},
         )
+
+
+# The panels rendered apart for whoever drives the session: the connect panel shows its bootstrap address to them
+# alone (anything pointed at it writes into the session's log); the others are the same for every viewer.
+FOR_DRIVERS = ("connect",)
 
 
 def version_tag(live: Any, base: int | None = None) -> str:
@@ -137,13 +149,17 @@ def version_tag(live: Any, base: int | None = None) -> str:
     return f'<span id="state-version" data-version="{live.version}"{based} hx-swap-oob="true"></span>'
 
 
-def snapshot(live: Any, lang: str, head: Any = None) -> str:
-    """Every panel, for one viewer's language (a new or reconnecting viewer). For a moment (step k, scrubbing),
-    `head` is the session itself: the slider's track shows the whole log, and the version is the head's."""
+def snapshot(live: Any, lang: str, head: Any = None, drives: bool = False) -> str:
+    """Every panel, for one viewer's language (a new or reconnecting viewer), as whoever drives the session sees
+    them or as a watcher does. For a moment (step k, scrubbing), `head` is the session itself: the slider's track
+    shows the whole log, and the version is the head's."""
     contexts = contexts_of(live, head=head)
     u = urls(live.session_id)
     return SEP.join(
-        [render(name, contexts[name], lang, live.session_id, u=u) for name in panels.PANELS]
+        [
+            render(name, contexts[name], lang, live.session_id, u=u, drives=drives and name in FOR_DRIVERS)
+            for name in panels.PANELS
+        ]
         + [version_tag(head or live)]
     )
 
@@ -184,10 +200,11 @@ def _digests(contexts: Mapping[str, Mapping[str, Any]]) -> tuple[dict[str, str],
 
 def fragments(
     live: Any, langs: Iterable[str] = LANGS, contexts: Mapping[str, Mapping[str, Any]] | None = None
-) -> tuple[dict[str, str], dict[str, str]]:
+) -> tuple[dict[str, str], dict[str, str], dict[str, str]]:
     """What changed since this process last published this session, in each of `langs`: whole panels, or for
-    producers and logs only the cards and strips that changed when nothing else in the panel did; and, apart,
-    the slider's track when it changed (for viewers holding an earlier step)."""
+    producers and logs only the cards and strips that changed when nothing else in the panel did; apart, the
+    slider's track when it changed (for viewers holding an earlier step); and when a panel FOR_DRIVERS changed, the
+    same update as whoever drives the session sees it (empty otherwise: they get what everyone gets)."""
     contexts = contexts if contexts is not None else contexts_of(live)
     digests, items = _digests(contexts)
     previous = fanout.swap_frame(live.session_id, (live.version, digests, items))
@@ -207,8 +224,9 @@ def fragments(
                     parts[n] = changed
     else:
         whole = list(panels.PANELS)
-    out, scrub = {}, {}
+    out, scrub, drive = {}, {}, {}
     u = urls(live.session_id)
+    apart = [i for i, name in enumerate(whole) if name in FOR_DRIVERS]
     for lang in langs:
         html = [render(name, contexts[name], lang, live.session_id, u=u) for name in whole]
         for name, changed in parts.items():
@@ -216,7 +234,12 @@ def fragments(
         out[lang] = SEP.join([*html, version_tag(live, base)])
         # What a viewer looking at an earlier step gets: the slider's track, so the log's growth stays visible.
         scrub[lang] = html[whole.index("scrubber")] if "scrubber" in whole else ""
-    return out, scrub
+        if apart:
+            theirs = list(html)
+            for i in apart:
+                theirs[i] = render(whole[i], contexts[whole[i]], lang, live.session_id, u=u, drives=True)
+            drive[lang] = SEP.join([*theirs, version_tag(live, base)])
+    return out, scrub, drive
 
 
 def forget(session_id: str) -> None:
@@ -242,11 +265,12 @@ def publish(live: Any, langs: Iterable[str] | None = None) -> None:
             board.publish_seat(live, contexts_of(live))
         return
     contexts = contexts_of(live)
-    html, scrub = fragments(live, langs=langs, contexts=contexts)
+    html, scrub, drive = fragments(live, langs=langs, contexts=contexts)
+    message = {"type": MESSAGE_TYPE, "version": live.version, "html": html, "scrub": scrub}
+    if drive:
+        message["drive"] = drive
     try:
-        async_to_sync(layer.group_send)(
-            group_name(live.session_id), {"type": MESSAGE_TYPE, "version": live.version, "html": html, "scrub": scrub}
-        )
+        async_to_sync(layer.group_send)(group_name(live.session_id), message)
     except Exception:
         log.exception("session %s: publishing version %s failed", live.session_id, live.version)
         forget(live.session_id)  # nobody got it: the next update must not be a difference from it

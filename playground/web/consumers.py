@@ -113,6 +113,8 @@ class Consumer(AsyncWebsocketConsumer):
 
 
 class SessionConsumer(Consumer):
+    drives = False  # this viewer holds the session's drive capability (read as the socket opens)
+
     async def connect(self) -> None:
         self.sid = self.scope["url_route"]["kwargs"]["sid"]
         self.lang = _language(self.scope)
@@ -154,6 +156,7 @@ class SessionConsumer(Consumer):
             session.store.add_viewer_lang(self.sid, self.lang, stored=langs)
         fanout.viewer_opened(self.sid, self.lang, self.channel_name)  # updates are rendered in the open ones
         self.counted = True
+        self.drives = capability.matches(self.key, session.drive_key(self.sid))
         return version, length
 
     async def disconnect(self, code: int) -> None:
@@ -190,9 +193,9 @@ class SessionConsumer(Consumer):
     def _snapshot(self) -> str:
         head = session.load(self.sid)
         if self.at is None:
-            return broadcast.snapshot(head, self.lang) + moment_frame(None, head.step_count)
+            return broadcast.snapshot(head, self.lang, drives=self.drives) + moment_frame(None, head.step_count)
         at = session.moment(self.sid, self.at)
-        return broadcast.snapshot(at, self.lang, head=head) + moment_frame(self.at, head.step_count)
+        return broadcast.snapshot(at, self.lang, head=head, drives=self.drives) + moment_frame(self.at, head.step_count)
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         if text_data is None or len(text_data) > MAX_FRAME:
@@ -260,7 +263,9 @@ class SessionConsumer(Consumer):
     # ---- group messages: one handler per type
     async def session_update(self, event: dict) -> None:
         # A viewer holding an earlier step gets the slider's track only (the log grows under it).
-        parts = event.get("html") if self.at is None else event.get("scrub")
+        # Whoever drives the session gets its own rendering of the panels that differ for them, when the update has any.
+        live_parts = event.get("drive") if self.drives and event.get("drive") else event.get("html")
+        parts = live_parts if self.at is None else event.get("scrub")
         text = (parts or {}).get(self.lang)
         if text is None:
             # Rendered before this page's language was known to the session (it opened meanwhile): everything again.

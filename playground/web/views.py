@@ -20,7 +20,7 @@ from django.views.decorators.clickjacking import xframe_options_sameorigin
 from django.views.decorators.http import require_GET, require_POST
 
 from playground import session
-from playground.engine.spec import DEFAULT_PROFILE, Profile
+from playground.engine.spec import DEFAULT_PROFILE, KAFKA_RELEASES, Profile
 from playground.models import ScenarioText, Session
 from playground.scenario import ScenarioError, check_text, library, parsed, pick
 from playground.scenario.i18n import normalize
@@ -124,6 +124,8 @@ def _gallery(
             "default_profile": DEFAULT_PROFILE,
             "waiting": waiting,
             "listen": listener.enabled(),
+            # the releases the simulator models, for the footer: every one of them, as the profiles name them
+            "releases": " / ".join(KAFKA_RELEASES.values()),
         },
         status=status,
     )
@@ -426,8 +428,9 @@ def _execute(request: HttpRequest, sid: str, name: str) -> tuple[HttpResponse, A
 
 @answers_problems
 def listen(request: HttpRequest, sid: str) -> HttpResponse:
-    """Connect your own app: GET answers the session's listener ({"bootstrap_servers": "host:port,...", "state": ...});
-    POST starts it (behind the drive capability, counted against the client) and answers the same."""
+    """Connect your own app: GET answers the session's listener ({"bootstrap_servers": "host:port,...", "state": ...},
+    the address to its driver only); POST starts it (behind the drive capability, counted against the client) and
+    answers the same."""
     if request.method not in ("GET", "HEAD", "POST"):
         return HttpResponse(status=405, headers={"Allow": "GET, POST"})
     if not session.exists(sid):
@@ -436,7 +439,11 @@ def listen(request: HttpRequest, sid: str) -> HttpResponse:
         response, _done = _execute(request, sid, "listen")
         if response.status_code != 204:
             return response
-    return JsonResponse(listener.state(sid))
+    state = listener.state(sid)
+    if not capability.matches(_key(request, sid), session.drive_key(sid)):
+        # the address to whoever drives the session alone: anything pointed at it writes into the session's log
+        state["bootstrap_servers"] = ""
+    return JsonResponse(state)
 
 
 @require_POST

@@ -68,9 +68,19 @@
       if (d && keptOpen[id] && !d.open) d.open = true;
     });
   }
+  // The header's line of facts is cut where the bar is narrow (a projector's zoom, a long last outcome): then its
+  // whole text is its tooltip.
+  function titleWhenCut() {
+    var meta = document.querySelector("#p-header .meta");
+    if (!meta) return;
+    if (meta.scrollWidth > meta.clientWidth + 1) meta.title = meta.textContent.replace(/\s+/g, " ").trim();
+    else meta.removeAttribute("title");
+  }
+  window.addEventListener("resize", titleWhenCut);
   document.addEventListener("htmx:wsAfterMessage", function () {
     reopen();
     scrollStrips();
+    titleWhenCut();
     var err = document.getElementById("ws-error");
     if (err && err.textContent) { toast(err.textContent, "error"); err.textContent = ""; }
     var note = document.getElementById("ws-notice");
@@ -142,6 +152,8 @@
       t.closest("dialog").close();
     } else if (t.classList.contains("copy")) {
       copy(t.id === "copy-step-link" ? stepLink(t.dataset.base) : (t.dataset.url || location.href));
+      var menu = t.closest("details.links");
+      if (menu) menu.open = false;  // done with it: the toast says what was copied
     } else if (t.id === "scrub-live") {
       goLive();
     } else if (t.id === "fork-here" || t.id === "fork-kafka") {
@@ -160,9 +172,24 @@
     for (var i = 0; i < n; i++) sel.add(new Option(String(i), String(i)));
   });
 
+  // The bar's menus (share, compare) close on Esc and on a click anywhere outside them, as menus do.
+  function openMenus(outside) {
+    return Array.prototype.filter.call(document.querySelectorAll("details.links[open]"), function (d) {
+      return !outside || !d.contains(outside);
+    });
+  }
+  document.addEventListener("click", function (e) {
+    openMenus(e.target).forEach(function (d) { d.open = false; });
+  });
+
   var KEYS = { ArrowRight: "n", ArrowLeft: "b", n: "n", b: "b", r: "r", x: "x", t: "t", "?": "?" };
   document.addEventListener("keydown", function (e) {
     if (e.ctrlKey || e.metaKey || e.altKey) return;
+    if (e.key === "Escape" && openMenus(null).length && !document.querySelector("dialog[open]")) {
+      e.preventDefault();
+      openMenus(null).forEach(function (d) { d.open = false; d.querySelector("summary").focus(); });
+      return;
+    }
     var tag = (e.target.tagName || "").toLowerCase();
     // The time slider keeps the focus after a drag: its own keys are the arrows; the others still work there.
     var slider = tag === "input" && e.target.type === "range";
@@ -299,6 +326,7 @@
 
   document.addEventListener("DOMContentLoaded", function () {
     scrollStrips();
+    titleWhenCut();
     claimDrive();
     scrub = document.getElementById("scrub");
     if (!scrub) return;

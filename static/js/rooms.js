@@ -1,9 +1,28 @@
 // Workshops: when the facilitator moves the room, every page of the room follows; follow-me docks (or drops) the
-// facilitator's session in a panel below the attendee's own, without reloading their page; the board's spotlight
-// shows one attendee's session full screen (watch-only) for the projector, saying whose it is. /w/new/ lists the
-// agenda being chosen in its order (the order of the ticks, then moved), each item with its profile.
+// facilitator's session in a panel below the attendee's own (beside it from 1440 px on, its step on the panel's bar),
+// without reloading their page; the board's spotlight shows one attendee's session full screen (watch-only) for the
+// projector, saying whose it is. /w/new/ lists the agenda being chosen in its order (the order of the ticks, then
+// moved), each item with its profile.
 (function () {
   "use strict";
+  // The step the facilitator's session is at, on the panel's bar: read from the frame's own header (same origin),
+  // after its page loads and after every update it receives.
+  function followStep(frame) {
+    var out = document.getElementById("follow-step"), doc = frame.contentDocument;
+    if (!out || !doc || !doc.getElementById("p-header") || doc.followStepHooked) return;
+    doc.followStepHooked = true;
+    var show = function () {
+      var cursor = doc.querySelector("#p-header .cursor");
+      out.textContent = cursor ? cursor.parentNode.textContent.replace(/\s+/g, " ").trim() : "";
+    };
+    show();
+    doc.addEventListener("htmx:wsAfterMessage", show);
+  }
+  var followFrame = document.querySelector("#follow-panel iframe");
+  if (followFrame) {
+    followFrame.addEventListener("load", function () { followStep(followFrame); });
+    followStep(followFrame);  // it may have loaded before this script ran
+  }
   function dock(src) {
     var panel = document.getElementById("follow-panel");
     var frame = panel && panel.querySelector("iframe");
@@ -13,6 +32,7 @@
       document.body.classList.remove("following");
       if (frame.getAttribute("src")) frame.src = "about:blank";  // its socket closes: nothing to watch
       frame.removeAttribute("src");
+      document.getElementById("follow-step").textContent = "";
       return;
     }
     if (frame.getAttribute("src") !== src) frame.src = src;

@@ -122,7 +122,9 @@ def test_a_teams_own_clients_live_in_a_session_shown_live_to_a_watcher_and_forke
     watcher = watching.new_page()
     watcher.goto(f"{server.url}/s/{sid}/")
     _live(watcher)
-    assert watcher.locator("#p-connect button.unlisten").is_disabled()  # only the driver may stop it
+    # only the driver may stop it, and only the driver is shown where to connect (issue 33)
+    assert watcher.locator("#p-connect button.unlisten").count() == 0 and bootstrap not in watcher.content()
+    assert "applications its driver points at them" in watcher.locator("#p-connect").inner_text()
 
     _clients(bootstrap)
 

@@ -73,6 +73,10 @@ def test_it_shows_the_board_and_presenter_mode_readable_from_the_back_of_the_roo
         # The cards and the room's answers fill the screen: names and answers large, the first question above the fold.
         assert _px(fac, ".seat .who") >= 18 and _px(fac, "#room-questions .dist li") >= 16 and _fits(fac)
         assert fac.locator("#room-questions .answered").first.bounding_box()["y"] < height / 2
+        # the agenda and the facilitator's own session in view below the answers, which scroll in their panel
+        for control in ("#h-agenda", "#follow-toggle", "#open-mine"):
+            box = fac.locator(control).bounding_box()
+            assert box["y"] + box["height"] <= height, (control, width, height)
 
     # The spotlight: a presenter-mode page zoomed once, for the projector's width (not again by the board's zoom).
     fac.locator(".seat .spotlight").first.click()

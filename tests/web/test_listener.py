@@ -517,3 +517,53 @@ def test_it_renders_a_session_while_its_listener_feeds_it(client, sim_session):
     assert sent >= 300 and renders > 10, (sent, renders)
     assert set(contexts) == set(broadcast.panels.PANELS)
     quiet(sid)
+
+
+def test_it_shows_the_address_to_whoever_drives_the_session_and_a_sentence_to_its_watchers(client, sim_session):
+    """Issue 33: anything pointed at the address writes into the session, so its watchers (a watch link, a room's
+    projector) see who is connected, not where to connect: on the page, in the websocket's snapshot and updates, in
+    GET /listen/."""
+    from asgiref.sync import async_to_sync, sync_to_async
+
+    sid = sim_session.id
+    watcher = Client()
+    before = watcher.get(f"/s/{sid}/").content.decode()
+    assert "The session’s driver can connect an application of their own to it here" in before
+    assert 'class="primary listen"' not in before
+    assert 'class="primary listen"' in client.get(f"/s/{sid}/").content.decode()
+
+    headers = [(b"origin", b"http://127.0.0.1"), (b"host", b"127.0.0.1")]
+    driving = [*headers, (b"cookie", f"{capability.cookie_name(sid)}={sim_session.drive_secret}".encode())]
+
+    async def sockets_meet_the_listener() -> tuple[str, str, str]:
+        both = [WebsocketCommunicator(application, f"/ws/s/{sid}/", headers=h) for h in (driving, headers)]
+        for ws in both:
+            assert (await ws.connect(timeout=5))[0]
+            await ws.receive_from(timeout=10)  # the snapshot, before the listener
+        bootstrap = await sync_to_async(listen)(client, sid)
+
+        async def until_listening(ws) -> str:
+            text = ""
+            while 'data-state="listening"' not in text:
+                text += await ws.receive_from(timeout=CAP_S)
+            return text
+
+        try:
+            return bootstrap, await until_listening(both[0]), await until_listening(both[1])
+        finally:
+            for ws in both:
+                await ws.disconnect()
+
+    bootstrap, driver_update, watcher_update = async_to_sync(sockets_meet_the_listener)()
+    assert bootstrap and f'id="bootstrap-servers">{bootstrap}<' in driver_update
+    assert bootstrap not in watcher_update and "applications its driver points at them" in watcher_update
+
+    driver_page, watcher_page = client.get(f"/s/{sid}/").content.decode(), watcher.get(f"/s/{sid}/").content.decode()
+    assert f'id="bootstrap-servers">{bootstrap}<' in driver_page
+    assert bootstrap not in watcher_page and "applications its driver points at them" in watcher_page
+    live = session.load(sid)
+    assert bootstrap in broadcast.snapshot(live, "en", drives=True)
+    assert bootstrap not in broadcast.snapshot(live, "en") and bootstrap not in broadcast.snapshot(live, "zh-hans")
+    assert client.get(f"/s/{sid}/listen/").json()["bootstrap_servers"] == bootstrap
+    told = watcher.get(f"/s/{sid}/listen/").json()
+    assert told["state"] == "listening" and told["bootstrap_servers"] == ""

@@ -120,7 +120,7 @@ def strip(s: Mapping[str, Any], oob: bool = False) -> str:
         label = f'<a class="tp-link" href="{_a(s["href"])}" title="{_a(_("every offset of %(tp)s, page by page") % {"tp": key})}">{label}</a>'
     return (
         f'<div id="{_a(item_id("strip", key))}"{OOB if oob else ""} class="strip" data-tp="{_a(key)}" data-hw="{s["hw"]}" data-lso="{s["lso"]}" data-leo="{s["leo"]}">'
-        f'<div class="strip-label">{label}<small>{leader}</small><small class="marks">HW {s["hw"]} · <span class="lso">LSO {s["lso"]}</span> · LEO {s["leo"]}</small>{deleted}</div>'
+        f'<div class="strip-label">{label}<small>{leader}</small><small class="marks"><span class="nw">HW {s["hw"]}</span> · <span class="lso nw">LSO {s["lso"]}</span> · <span class="nw">LEO {s["leo"]}</span></small>{deleted}</div>'
         f'<ol class="cells">{strip_cells(s)}</ol></div>'
     )
 
