@@ -2,9 +2,11 @@
 steps (docs/scenario-format-extensions.md).
 
 An exercise does not give its answers away (`Reveal`): a step's `expect` shows once the step has run, a note that
-follows a question once that question's step has run (answered or skipped first), and the goal's values once every
+follows a question once that question's step has run (answered or skipped first), the goal's values once every
 question has been revealed (until then the checklist names what to reach, not what it will hold; an item already
-reached shows what it holds, which the panels show anyway). A scenario that asks nothing keeps showing everything.
+reached shows what it holds, which the panels show anyway), and the open question's client keeps what would tell
+its step's outcome (`asked`: a producer's error state, a consumer's reasons for what it has not got) until that
+step has run; answers.py names what a question's answer is. A scenario that asks nothing keeps showing everything.
 
 The goal is checked against what the session shows now (the backend's view), not against `observe()`, which
 lets time run until the cluster is quiescent: a check must never move the session it checks. Answers and hints
@@ -21,6 +23,7 @@ from typing import Any, Protocol
 
 from playground.engine.backend import Backend
 from playground.engine.spec import Step
+from playground.scenario import answers
 from playground.scenario.model import Scenario
 from playground.scenario.run import Check, build_observation, checks
 
@@ -123,6 +126,22 @@ class Reveal:
     def goal_values(self, ok: bool) -> bool:
         """A goal item's values show once reached, or when no question is left to give away."""
         return not self.exercise or ok or self.open_question is None
+
+
+@dataclass(frozen=True)
+class Asked:
+    """The client whose step the open question asks about, and the question's number as the pages say it."""
+
+    actor: str
+    number: int
+
+
+def asked(live: Progress) -> Asked | None:
+    """The open question's client (None: no question is open, or a scenario that asks nothing)."""
+    k = reveal(live).open_question
+    if k is None:
+        return None
+    return Asked(live.steps[k].actor, answers.number(live.steps, k))
 
 
 def reveal(live: Progress) -> Reveal:

@@ -62,7 +62,8 @@ def partition(
         if pos is not None:
             positions.setdefault(pos, []).append(name)
     got = {n: {r["offset"] for r in (cons[n].get("received") or {}).get(tp, [])} for n in columns}
-    rows = [_record_row(live, tp, e, lso, columns, cons, who, got) for e in entries]
+    asked = panels.asked_about(live)
+    rows = [_record_row(live, tp, e, lso, columns, cons, who, got, asked) for e in entries]
     first = entries[0]["offset"] if entries else start
     last = entries[-1]["offset"] if entries else start - 1
     cells = [panels.slot(e, colours, who, (("HW", hw), ("LSO", lso), ("LEO", leo)), positions) for e in entries]
@@ -104,7 +105,7 @@ def partition(
 
 
 def _record_row(
-    live: Any, tp: str, e: Mapping[str, Any], lso: int, columns: list[str], cons: Any, who: Any, got: Any
+    live: Any, tp: str, e: Mapping[str, Any], lso: int, columns: list[str], cons: Any, who: Any, got: Any, asked: Any
 ) -> dict[str, Any]:
     n = limits.limit("cell_chars")
     owner = who.get((e.get("producer_id"), e.get("epoch")))
@@ -116,9 +117,7 @@ def _record_row(
         "epoch": e.get("epoch"),
         "sequence": e.get("sequence"),
         "by": cut.name(owner) if owner else None,
-        "cells": []
-        if e.get("control")
-        else [{"status": panels.read_status(e, cons[c], tp, lso, got[c])} for c in columns],
+        "cells": [] if e.get("control") else panels.read_cells(e, tp, lso, columns, cons, got, asked),
     }
     for part in ("key", "value"):
         value = e.get(part)

@@ -278,8 +278,24 @@ def _error(err: Mapping[str, Any] | None) -> dict[str, Any] | None:
     return {k: cut.text(err.get(k), LINE_CHARS) if err.get(k) is not None else None for k in ("op", "error", "detail")}
 
 
+def asked_about(live: Any) -> Any:
+    """The client an exercise's open question asks about (exercise.asked): what it would tell is held back."""
+    from playground.scenario.exercise import asked
+
+    return asked(live)
+
+
+def held_back(card: dict[str, Any], number: int) -> dict[str, Any]:
+    """A producer's card while a question about its step is open: an error state would tell what the step does
+    (a fenced producer's commit), so the badge says to answer first and the last error waits."""
+    if card["tone"] not in ("bad", "warn") and not card["fenced"]:
+        return card
+    return card | {"state": "", "tone": "idle", "fenced": False, "last_error": None, "ask": number}
+
+
 def producers(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
     colours = producer_colours(view)
+    asked = asked_about(live)
     cards = []
     every = view.get("producers", {})
     for name in shown_first(every):
@@ -321,6 +337,8 @@ def producers(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
                 "next_value": live.next_value(name) if ext is None else "",
             }
         )
+        if asked is not None and asked.actor == name:
+            cards[-1] = held_back(cards[-1], asked.number)
     own_consumers = {n: c for n, c in view.get("consumers", {}).items() if c.get("external") is None}
     return {
         "cards": cards,
@@ -388,7 +406,21 @@ def table_columns(cons: Mapping[str, Mapping[str, Any]]) -> list[str]:
     return ru + [n for n in order if n not in ru]
 
 
-def table_row(e: Mapping[str, Any], tp: str, lso: int, columns: list[str], cons: Any, who: Any, got: Any) -> dict:
+def read_cells(e: Mapping[str, Any], tp: str, lso: int, columns: list[str], cons: Any, got: Any, asked: Any) -> list:
+    """A record's cell per consumer; the consumer an open question asks about says nothing of a record it has not
+    got yet (held behind the LSO, hidden as aborted, not polled yet: each tells what its poll will return); "not
+    its partition" tells nothing and stays."""
+    out: list[dict[str, Any]] = []
+    for n in columns:
+        status = read_status(e, cons[n], tp, lso, got[n])
+        held = asked is not None and asked.actor == n and status not in ("got", "na")
+        out.append({"status": "ask", "ask": asked.number} if held else {"status": status})
+    return out
+
+
+def table_row(
+    e: Mapping[str, Any], tp: str, lso: int, columns: list[str], cons: Any, who: Any, got: Any, asked: Any = None
+) -> dict:
     return {
         "offset": e["offset"],
         "value": cut.text(e.get("value"), TABLE_CHARS),
@@ -396,7 +428,7 @@ def table_row(e: Mapping[str, Any], tp: str, lso: int, columns: list[str], cons:
         "binary": cut.is_binary(e.get("value")),
         "fate": e.get("fate"),
         "by": cut.name(who.get((e.get("producer_id"), e.get("epoch"))) or _pid_label(e)),
-        "cells": [{"status": read_status(e, cons[n], tp, lso, got[n])} for n in columns],
+        "cells": read_cells(e, tp, lso, columns, cons, got, asked),
     }
 
 
@@ -404,6 +436,7 @@ def consumers(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
     cons = view.get("consumers", {})
     parts = view.get("partitions", {})
     who = owners(view)
+    asked = asked_about(live)
     cards = [consumer_card(name, cons[name]) for name in shown_first(cons)]
     ru = [c for c in cards if c["isolation"] == "read_uncommitted"]
     rc = [c for c in cards if c["isolation"] != "read_uncommitted"]
@@ -421,7 +454,7 @@ def consumers(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
         lso = part.get("last_stable_offset", 0)
         shown = data[-per_table:]
         got = {n: {r["offset"] for r in (cons[n].get("received") or {}).get(tp, [])} for n in columns}
-        rows = [table_row(e, tp, lso, columns, cons, who, got) for e in shown]
+        rows = [table_row(e, tp, lso, columns, cons, who, got, asked) for e in shown]
         for e, r in zip(shown, rows):
             if cut.is_cut(e.get("value"), TABLE_CHARS):
                 r["href"] = link(live, "session-record", tp, e["offset"], "value")

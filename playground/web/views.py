@@ -23,6 +23,7 @@ from playground import session
 from playground.engine.spec import DEFAULT_PROFILE, KAFKA_RELEASES, Profile
 from playground.models import ScenarioText, Session
 from playground.scenario import ScenarioError, check_text, library, parsed, pick
+from playground.scenario.exercise import is_exercise, reveal
 from playground.scenario.i18n import normalize
 from playground.session import capability, compare, export, limits, listener, logwindow, store
 from playground.session.backends import java_worker_waiting, not_configured
@@ -234,6 +235,8 @@ def session_page(request: HttpRequest, sid: str) -> HttpResponse:
             "run_speeds": run_speeds,
             # a session of a scenario links back to the text it was started from (the editor opens a draft of it)
             "edit_link": f"{reverse('editor')}?source={sid}" if head.scenario is not None else "",
+            # an exercise's comparison shows every outcome: offered once no question is open
+            "compares": reveal(head).open_question is None,
         },
         sid=sid,
         key=key if drives and key else "",
@@ -808,9 +811,21 @@ def compare_scenario(request: HttpRequest) -> HttpResponse:
     scenario = library.get(scenario_id)
     if scenario is None:
         raise compare.CompareError(_("No scenario %(id)s in the library.") % {"id": scenario_id}, status=404)
+    _not_an_exercise(scenario)
     a, b = _pair(request, scenario.profile)
     c = compare.of_scenario(scenario, a, b, scenario.source, client=client(request))
     return _compare_page(request, c, {"scenario": scenario.id}, (reverse("gallery"), _("All scenarios")))
+
+
+def _not_an_exercise(scenario: Any) -> None:
+    """A scenario's comparison runs every step in both profiles: an exercise's would answer all its questions."""
+    if is_exercise(scenario):
+        raise compare.CompareError(
+            _(
+                "An exercise is not compared from the start: play it, and compare its session once every question is answered."
+            ),
+            status=403,
+        )
 
 
 @require_GET
@@ -825,6 +840,7 @@ def shared_compare(request: HttpRequest, text_id: str) -> HttpResponse:
         scenario = parsed(row.text, f"{row.scenario_id}.yaml")
     except ScenarioError as exc:
         raise compare.CompareError(_("This scenario no longer loads: %(e)s") % {"e": exc.said(_)}, status=422) from None
+    _not_an_exercise(scenario)
     a, b = _pair(request, scenario.profile)
     c = compare.of_scenario(scenario, a, b, row.text, client=client(request))
     return _compare_page(request, c, {}, (reverse("shared", kwargs={"text_id": row.id}), _("the shared scenario")))
@@ -840,6 +856,16 @@ def session_compare(request: HttpRequest, sid: str) -> HttpResponse:
         row = store.read(sid)
     except session.CommandError:
         raise compare.CompareError(_("No such session."), status=404) from None
+    # an exercise's session is loaded to find its open question; any other comparison replays nothing
+    try:
+        exercise = bool(row.scenario_id) and is_exercise(parsed(row.scenario_source, f"{row.scenario_id}.yaml"))
+    except ScenarioError:
+        exercise = False  # the comparison says that its scenario no longer loads
+    if exercise and reveal(session.load(sid)).open_question is not None:
+        raise compare.CompareError(
+            _("An exercise is compared once every one of its questions has been answered and its step has run."),
+            status=403,
+        )
     a, b = _pair(request, row.profile)
     c = compare.of_session(row, a, b, client=client(request))
     return _compare_page(request, c, {}, (reverse("session", kwargs={"sid": sid}), _("back to the session")))

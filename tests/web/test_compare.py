@@ -15,6 +15,7 @@ from playground import session
 from playground.engine.spec import Profile
 from playground.models import Compared, ScenarioText, Session
 from playground.scenario import library, loader, parse_scenario
+from playground.scenario.exercise import is_exercise
 from playground.session import capability, compare, limits
 from playground.web.views import EXAMPLE
 
@@ -186,10 +187,11 @@ def test_it_compares_a_shared_scenario(client):
     assert "<td>0</td><td>1</td>" in _row(html, "producer.A.epoch")  # transaction protocol 2 bumps it at the commit
 
 
-def test_it_offers_compare_with_the_profile_pair_on_every_gallery_card(client):
+def test_it_offers_compare_with_the_profile_pair_on_every_gallery_card_but_an_exercise_s(client):
     html = client.get("/").content.decode()
     cards = html.count('<article class="card" data-scenario=')
-    assert cards > 10 and html.count('<details class="compare-entry">') == cards
+    exercises = sum(1 for e in library.entries() if is_exercise(e.scenario))
+    assert cards > 10 and exercises and html.count('<details class="compare-entry">') == cards - exercises
     form = re.search(r'<article class="card" data-scenario="zombie-fencing">.*?</article>', html, re.S).group(0)
     assert 'action="/compare/"' in form and 'name="scenario" value="zombie-fencing"' in form
     assert '<option value="3.9-librdkafka" selected>' in form and '<option value="4-java" selected>' in form

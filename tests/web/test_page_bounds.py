@@ -324,6 +324,7 @@ def test_it_draws_the_heaviest_view_clients_can_make_within_a_frame_and_a_page()
         cluster=SimpleNamespace(topics=(TopicSpec("orders", 3),)),
         transactional_ids=list,
         next_value=lambda name: "v",
+        scenario=None,  # free play: no exercise question holds a client's state back
     )
     frame = limits.limit("frame_bytes")
     for lang in ("en", "zh-hans"):

@@ -165,7 +165,10 @@ def test_it_shows_no_english_on_the_chinese_gallery_editor_and_compare(zh):
         "compare at 0": (_get(zh, "/compare/?scenario=zombie-fencing&a=3.9-librdkafka&b=4-java&at=0"), every),
         "compare at 7": (_get(zh, "/compare/?scenario=zombie-fencing&a=3.9-librdkafka&b=4-java&at=7"), every),
         "compare, java": (_get(zh, "/compare/?scenario=shared-id-incident-java&a=4-java&b=3.5-java"), every),
-        "compare, a crash": (_get(zh, "/compare/?scenario=ex-crash-timeout&a=3.9-librdkafka&b=4-java&at=9"), every),
+        "compare, a crash": (
+            _get(zh, "/compare/?scenario=crash-mid-transaction&a=3.9-librdkafka&b=4-java&at=9"),
+            every,
+        ),
     }
     assert "已崩溃" in pages["compare, a crash"][0]  # a client's state of the page's own, said in Chinese
     editor = _get(zh, "/editor/")

@@ -6,6 +6,7 @@ from typing import Any
 from django import template
 from django.utils.translation import gettext_noop as N_
 
+from playground.scenario.exercise import is_exercise as _is_exercise
 from playground.scenario.i18n import pick as _pick
 from playground.web import phrases
 
@@ -24,6 +25,12 @@ def jsi18n(lang: str) -> str:
     from playground.web import jscatalog
 
     return jscatalog.url(lang)
+
+
+@register.filter
+def is_exercise(scenario: Any) -> bool:
+    """Whether a scenario asks questions, has a goal or hints (the gallery offers no comparison of one)."""
+    return _is_exercise(scenario)
 
 
 @register.filter
@@ -330,12 +337,22 @@ def _status_words(lso: int) -> dict[str, str]:
 def status_cells(r: Mapping[str, Any], lso: int) -> str:
     """A record's row's cells: whether each consumer got it, or why not."""
     words = _status_words(lso)
-    return mark_safe("".join(f'<td class="s-{c["status"]}">{words.get(c["status"], "")}</td>' for c in r["cells"]))
+    return mark_safe("".join(f'<td class="s-{c["status"]}">{_status(c, words)}</td>' for c in r["cells"]))
+
+
+def _status(cell: Mapping[str, Any], words: Mapping[str, str]) -> str:
+    if cell["status"] == "ask":
+        return f'<span class="muted" data-ask="{cell["ask"]}">{_a(ask_first(cell["ask"]))}</span>'
+    return words.get(cell["status"], "")
+
+
+def ask_first(number: int) -> str:
+    """What a client shows instead of what would answer the open question (question `number`)."""
+    return _("answer question %(n)s to see") % {"n": number}
 
 
 @register.simple_tag
 def cmp_rows(t: Mapping[str, Any], lso: int) -> str:
-    words = _status_words(lso)
     out = []
     for r in t["rows"]:
         key = f"{_a(shown(r['key'], 10))}=" if r.get("key") else ""
@@ -343,7 +360,7 @@ def cmp_rows(t: Mapping[str, Any], lso: int) -> str:
         value = _a(shown(r["value"], 16))
         if r.get("href"):
             value = f'<a href="{_a(r["href"])}">{value}</a>'
-        cells = "".join(f'<td class="s-{c["status"]}">{words.get(c["status"], "")}</td>' for c in r["cells"])
+        cells = status_cells(r, lso)
         out.append(
             f'<tr class="f-{r["fate"]}"><td class="num">{r["offset"]}</td><td class="rec"><span class="v"{binary}>{key}{value}</span> <small>{_a(r["by"])}</small></td>{cells}</tr>'
         )
@@ -481,7 +498,7 @@ def producer_card(c: Mapping[str, Any], p: Mapping[str, Any], u: Mapping[str, An
     txid = (
         f"transactional.id <code>{_a(c['txid'])}</code>" if c["txid"] else _a(_("plain: idempotent, no transactions"))
     )
-    badge = _a(state_word("FENCED" if c["fenced"] else c["state"]))
+    badge = _a(ask_first(c["ask"]) if c.get("ask") else state_word("FENCED" if c["fenced"] else c["state"]))
     external = " external" if c.get("external") is not None else ""
     parts = [
         f'<article id="{_a(item_id("pc", name))}"{OOB if oob else ""} class="pcard tone-{c["tone"]}{" fenced" if c["fenced"] else ""}{external}" data-producer="{_a(name)}">',
