@@ -7,6 +7,7 @@ can see. Partitions are named `TOPIC-PARTITION` as Kafka does; brokers by their 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any, ClassVar
 
@@ -46,6 +47,18 @@ class Rpc(Event):
     error: str | None
     detail: str
     correlation: int
+
+
+# The RPCs that tell a session's story: a long session's chatter must not push them out of sight (issue 31). A
+# producer's InitProducerId and EndTxn, a group's rebalance (JoinGroup, SyncGroup, LeaveGroup), and any answer that
+# fenced (Kafka's errors for it: a producer's, and a static member's, KIP-345).
+PINNED_RPCS = frozenset({"InitProducerId", "EndTxn", "JoinGroup", "SyncGroup", "LeaveGroup"})
+FENCES = frozenset({"PRODUCER_FENCED", "INVALID_PRODUCER_EPOCH", "FENCED_INSTANCE_ID"})
+
+
+def pinned(rpc: Mapping[str, Any]) -> bool:
+    """Whether an RPC (its fields, or its row in a view's timeline) is one of those."""
+    return rpc.get("rpc") in PINNED_RPCS or rpc.get("error") in FENCES
 
 
 @dataclass(frozen=True, slots=True)

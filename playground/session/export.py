@@ -27,6 +27,7 @@ from playground.session import external, limits, store
 from playground.session.backends import live_only
 from playground.session.live import Live
 from playground.session.replay import load, restore
+from playground.simserver.clients import ADMIN
 
 
 def _final_observation(live: Live) -> dict[str, Any] | None:
@@ -149,6 +150,12 @@ def transcribe(live: Live) -> tuple[list[ActorSpec], list[dict[str, Any]], Clust
     ops: dict[int, list[dict[str, Any]]] = {}
     for op in core.clients.ops:
         ops.setdefault(int(op["n"]), []).append(op)
+    admins: dict[int, list[dict[str, Any]]] = {}
+    for a in core.clients.actors.values():
+        if a.kind == ADMIN:
+            admins.setdefault(a.first_n, []).append({"step": {"note": _admin_note(a.name, a.software)}})
+    groups = {a.name: a.group_id for a in core.clients.actors.values() if a.name in names and a.group_id}
+    readers: dict[tuple[str, str], str] = {}  # (group, partition) -> its consumer that polled it last
     commands: list[dict[str, Any]] = []
     last_ms: int | None = None
     written = 0  # bytes of the clients' steps
@@ -161,8 +168,14 @@ def transcribe(live: Live) -> tuple[list[ActorSpec], list[dict[str, Any]], Clust
                 last_ms = _pause(commands, last_ms, int(entry["vt"]))
             commands.append(entry)
             continue
+        commands.extend(admins.get(i, []))
         for op in ops.get(i, []):
-            step = _step_of(op, names, by_group)
+            if op["action"] == "poll" and op["actor"] in groups:
+                group = str(groups[op["actor"]])
+                readers.update(((group, str(tp)), names[op["actor"]]) for tp, _offset in op.get("read") or ())
+            if op["action"] == "send_offsets_to_transaction" and op["actor"] in names:
+                commands.append({"step": {"note": _offsets_note(names[op["actor"]], op["args"])}})
+            step = _step_of(op, names, _sender_of(op, readers, by_group))
             if step is None:
                 continue
             last_ms = _pause(commands, last_ms, int(op["t"]))
@@ -184,7 +197,41 @@ def _pause(commands: list[dict[str, Any]], last_ms: int | None, at_ms: int) -> i
     return at_ms if last_ms is None else max(last_ms, at_ms)
 
 
-def _step_of(op: dict[str, Any], names: dict[str, str], by_group: dict[str, str]) -> tuple[str, dict[str, Any]] | None:
+def _admin_note(name: str, software: tuple[str, str] | None) -> dict[str, str]:
+    """An admin client connected: a scenario has no admin actors, so it is a note, not a consumer."""
+    what = f" ({software[0]} {software[1]})" if software else ""
+    return {
+        "en": f"{name}{what}, an admin client, connected here: a scenario has no admin actors, so its requests are "
+        "not steps.",
+        "zh": f"{name}{what}（管理客户端）在此连接：场景没有管理客户端这类角色，它的请求不写成步骤。",
+    }
+
+
+def _offsets_note(producer: str, args: dict[str, Any]) -> dict[str, str]:
+    """The offsets a connected producer sent in its transaction (TxnOffsetCommit), as it sent them: the step after
+    sends its consumer's position, which a re-enactment reaches by the same polls."""
+    offsets = ", ".join(f"{tp} → {o}" for tp, o in sorted((args.get("offsets") or {}).items()))
+    group = args.get("group")
+    return {
+        "en": f"{producer}.send_offsets_to_transaction: group {group}, offsets {offsets or '(none)'} (TxnOffsetCommit).",
+        "zh": f"{producer}.send_offsets_to_transaction：消费组 {group}，offset {offsets or '（无）'}（TxnOffsetCommit）。",
+    }
+
+
+def _sender_of(op: dict[str, Any], readers: dict[tuple[str, str], str], by_group: dict[str, str]) -> str:
+    """The consumer whose position a producer's TxnOffsetCommit sent: the one of its group that last polled the
+    partitions it names (two instances of an application each send their own), else the group's first."""
+    if op["action"] != "send_offsets_to_transaction":
+        return ""
+    args = op.get("args") or {}
+    group = str(args.get("group"))
+    for tp in args.get("offsets") or {}:
+        if (group, tp) in readers:
+            return readers[(group, tp)]
+    return by_group.get(group, "")
+
+
+def _step_of(op: dict[str, Any], names: dict[str, str], consumer: str = "") -> tuple[str, dict[str, Any]] | None:
     actor = names.get(op["actor"])
     if actor is None:
         return None
@@ -198,14 +245,16 @@ def _step_of(op: dict[str, Any], names: dict[str, str], by_group: dict[str, str]
             out["key"] = _fit(args["key"], limits.limit("key_bytes"))
         return f"{actor}.produce", out
     if action == "send_offsets_to_transaction":
-        consumer = by_group.get(str(args.get("group")))
         return (f"{actor}.{action}", {"consumer": consumer}) if consumer else None
+    if action == "poll":
+        # as many records as the application was given: the re-enactment's position is the one it sent
+        read = len(op.get("read") or ())
+        return f"{actor}.poll", {"max": read} if read else {}
     if action in (
         "init_transactions",
         "begin_transaction",
         "commit_transaction",
         "abort_transaction",
-        "poll",
         "commit",
     ):
         return f"{actor}.{action}", {}

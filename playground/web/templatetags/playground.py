@@ -213,6 +213,12 @@ def strip_cells(s: Mapping[str, Any]) -> str:
     return mark_safe("".join(out))
 
 
+@register.filter
+def lane_word(name: Any) -> str:
+    """A party of an RPC (a client's name, coordinator(b1), ...) as the timeline names it in the viewer's language."""
+    return phrases.lane(str(name or ""))
+
+
 @register.simple_tag
 def timeline_svg(timeline: Mapping[str, Any]) -> str:
     # Laid out here, in the language it is rendered in (diagrams.timeline says its words through phrases). Drawn
