@@ -56,9 +56,16 @@ PINNED_RPCS = frozenset({"InitProducerId", "EndTxn", "JoinGroup", "SyncGroup", "
 FENCES = frozenset({"PRODUCER_FENCED", "INVALID_PRODUCER_EPOCH", "FENCED_INSTANCE_ID"})
 
 
-def pinned(rpc: Mapping[str, Any]) -> bool:
-    """Whether an RPC (its fields, or its row in a view's timeline) is one of those."""
-    return rpc.get("rpc") in PINNED_RPCS or rpc.get("error") in FENCES
+FENCE = "fence"
+
+
+def pinned(rpc: Mapping[str, Any]) -> str | None:
+    """Which of those an RPC is (its fields, or its row in a view's timeline): FENCE, or the API's name; None for
+    any other."""
+    if rpc.get("error") in FENCES:
+        return FENCE
+    name = rpc.get("rpc")
+    return str(name) if name in PINNED_RPCS else None
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,7 +23,7 @@ from playground.engine.spec import CONSUMER, PRODUCER, ActorSpec, ClusterSpec, T
 from playground.scenario.model import MAX_SOURCE_BYTES
 from playground.scenario.run import build_observation
 from playground.scenario.writer import title_from, write
-from playground.session import external, limits, store
+from playground.session import external, limits, polls, store
 from playground.session.backends import live_only
 from playground.session.live import Live
 from playground.session.replay import load, restore
@@ -147,15 +147,16 @@ def transcribe(live: Live) -> tuple[list[ActorSpec], list[dict[str, Any]], Clust
                 t.name for t in live.cluster.topics
             )
             actors.append(ActorSpec(name, CONSUMER, config, topics))
-    ops: dict[int, list[dict[str, Any]]] = {}
-    for op in core.clients.ops:
-        ops.setdefault(int(op["n"]), []).append(op)
+    ordered = list(core.clients.ops)
+    ops: dict[int, list[int]] = {}
+    for k, op in enumerate(ordered):
+        ops.setdefault(int(op["n"]), []).append(k)
     admins: dict[int, list[dict[str, Any]]] = {}
     for a in core.clients.actors.values():
         if a.kind == ADMIN:
             admins.setdefault(a.first_n, []).append({"step": {"note": _admin_note(a.name, a.software)}})
-    groups = {a.name: a.group_id for a in core.clients.actors.values() if a.name in names and a.group_id}
-    readers: dict[tuple[str, str], str] = {}  # (group, partition) -> its consumer that polled it last
+    groups = {a.name: a.group_id for a in core.clients.actors.values() if a.kind == CONSUMER and a.group_id}
+    senders, takes = polls.plan(ordered, names, groups, by_group)
     commands: list[dict[str, Any]] = []
     last_ms: int | None = None
     written = 0  # bytes of the clients' steps
@@ -169,13 +170,11 @@ def transcribe(live: Live) -> tuple[list[ActorSpec], list[dict[str, Any]], Clust
             commands.append(entry)
             continue
         commands.extend(admins.get(i, []))
-        for op in ops.get(i, []):
-            if op["action"] == "poll" and op["actor"] in groups:
-                group = str(groups[op["actor"]])
-                readers.update(((group, str(tp)), names[op["actor"]]) for tp, _offset in op.get("read") or ())
-            if op["action"] == "send_offsets_to_transaction" and op["actor"] in names:
+        for k in ops.get(i, []):
+            op = ordered[k]
+            if op["action"] == polls.SEND and op["actor"] in names:
                 commands.append({"step": {"note": _offsets_note(names[op["actor"]], op["args"])}})
-            step = _step_of(op, names, _sender_of(op, readers, by_group))
+            step = _step_of(op, names, senders.get(k, ""), takes.get(k, 0))
             if step is None:
                 continue
             last_ms = _pause(commands, last_ms, int(op["t"]))
@@ -218,20 +217,11 @@ def _offsets_note(producer: str, args: dict[str, Any]) -> dict[str, str]:
     }
 
 
-def _sender_of(op: dict[str, Any], readers: dict[tuple[str, str], str], by_group: dict[str, str]) -> str:
-    """The consumer whose position a producer's TxnOffsetCommit sent: the one of its group that last polled the
-    partitions it names (two instances of an application each send their own), else the group's first."""
-    if op["action"] != "send_offsets_to_transaction":
-        return ""
-    args = op.get("args") or {}
-    group = str(args.get("group"))
-    for tp in args.get("offsets") or {}:
-        if (group, tp) in readers:
-            return readers[(group, tp)]
-    return by_group.get(group, "")
-
-
-def _step_of(op: dict[str, Any], names: dict[str, str], consumer: str = "") -> tuple[str, dict[str, Any]] | None:
+def _step_of(
+    op: dict[str, Any], names: dict[str, str], consumer: str = "", take: int = 0
+) -> tuple[str, dict[str, Any]] | None:
+    """The scenario step of a client's operation (None: none); `consumer`: the one a send_offsets_to_transaction
+    names, `take`: the records a poll takes (polls.plan)."""
     actor = names.get(op["actor"])
     if actor is None:
         return None
@@ -247,9 +237,7 @@ def _step_of(op: dict[str, Any], names: dict[str, str], consumer: str = "") -> t
     if action == "send_offsets_to_transaction":
         return (f"{actor}.{action}", {"consumer": consumer}) if consumer else None
     if action == "poll":
-        # as many records as the application was given: the re-enactment's position is the one it sent
-        read = len(op.get("read") or ())
-        return f"{actor}.poll", {"max": read} if read else {}
+        return (f"{actor}.poll", {"max": take}) if take else None
     if action in (
         "init_transactions",
         "begin_transaction",

@@ -18,7 +18,9 @@ from playground.sim.clock import TIMER, Entry, Scheduler, SplitMix64
 from playground.sim.effects import Reply
 
 TIMELINE_KEPT = 200  # the last RPCs, for the view
-PINNED_KEPT = 200  # the pinned RPCs (events.pinned), kept apart from the last TIMELINE_KEPT
+# the pinned RPCs (events.pinned), kept apart from the last TIMELINE_KEPT, this many of each kind: a thousand EndTxn
+# do not push out the fence, nor the InitProducerId that caused it
+PINNED_KEPT = 64
 
 
 class BrokerState:
@@ -50,7 +52,7 @@ class Brokers:
         # the last RPCs, for the view: events, or (seq, time_ms, fields) when nobody observes events (then the Rpc is
         # only built if the timeline is read; see `timeline`); and the pinned ones, as long again
         self._timeline: deque[ev.Rpc | tuple[int, int, dict[str, Any]]] = deque(maxlen=TIMELINE_KEPT)
-        self._pinned: deque[ev.Rpc | tuple[int, int, dict[str, Any]]] = deque(maxlen=PINNED_KEPT)
+        self._pinned: dict[str, deque[ev.Rpc | tuple[int, int, dict[str, Any]]]] = {}
         self._listeners: list[Callable[[ev.Event], None]] = [on_event] if on_event else []
         self._watchers: list[tuple[frozenset[type[ev.Event]], Callable[[ev.Event], None]]] = []
         self._watched: frozenset[type[ev.Event]] = frozenset()
@@ -125,8 +127,9 @@ class Brokers:
 
     def _keep_rpc(self, item: ev.Rpc | tuple[int, int, dict[str, Any]], fields: Mapping[str, Any]) -> None:
         self._timeline.append(item)
-        if ev.pinned(fields):
-            self._pinned.append(item)
+        kind = ev.pinned(fields)
+        if kind is not None:
+            self._pinned.setdefault(kind, deque(maxlen=PINNED_KEPT)).append(item)
 
     @property
     def timeline(self) -> list[ev.Rpc]:
@@ -134,9 +137,10 @@ class Brokers:
         return [_rpc(e) for e in self._timeline]
 
     def pinned_before(self, seq: int | None) -> list[ev.Rpc]:
-        """The pinned RPC events (events.pinned, the last PINNED_KEPT) before the one numbered `seq` (all when None),
-        oldest first."""
-        return [_rpc(e) for e in self._pinned if seq is None or _seq(e) < seq]
+        """The pinned RPC events (events.pinned, the last PINNED_KEPT of each kind) before the one numbered `seq`
+        (all when None), oldest first."""
+        kept = sorted((e for ring in self._pinned.values() for e in ring), key=_seq)
+        return [_rpc(e) for e in kept if seq is None or _seq(e) < seq]
 
     @property
     def now_ms(self) -> int:

@@ -593,6 +593,9 @@ class Clients:
 _ANSWERS = {
     "InitProducerId": Clients._init,
     "AddPartitionsToTxn": Clients._add_partitions,
+    # AddOffsetsToTxn adds the group's __consumer_offsets partition: a transaction whose offsets go first (librdkafka
+    # sends them while its records' AddPartitionsToTxn waits) begins with it
+    "AddOffsetsToTxn": Clients._add_partitions,
     "Produce": Clients._produce,
     "EndTxn": Clients._end_txn,
     "TxnOffsetCommit": Clients._txn_offsets,

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from playground.engine.events import pinned
+from playground.engine.events import FENCE, pinned
 from playground.engine.spec import CONSUMER_ACTIONS, PRODUCER_ACTIONS
 from playground.session import external, limits, live_only
 from playground.session.live import is_command
@@ -30,7 +30,9 @@ PAGE_TABLE_ROWS, PAGE_TABLE_CELLS, MIN_TABLE_ROWS, PAGE_TABLES = 384, 1024, 4, 1
 TABLE_COLUMNS = 8  # consumers side by side in the consumers' tables (all the session's own, then applications')
 TXNS_SHOWN = 12  # transactional ids the coordinator panel draws (all the session's own, then applications')
 TIMELINE_ROWS = 28
-PINNED_ROWS = 12  # answers to pinned RPCs (fences, InitProducerId, EndTxn, rebalances) older than the rows drawn
+# answers to pinned RPCs (fences, InitProducerId, EndTxn, rebalances) older than the rows drawn, listed above them:
+# the last fences, and the last of every other kind
+PINNED_FENCES, PINNED_EACH = 6, 2
 TABLE_ROWS = 24  # records per partition in the consumers' side-by-side table
 MINE_ROWS = 30  # the user's own commands listed in the narrative
 LOG_PAGE = 100  # commands of a page of the log the narrative's "earlier" opens
@@ -730,13 +732,22 @@ def pinned_events(view: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     return [*view.get("timeline_pinned", []), *(e for e in view.get("timeline", []) if pinned(e))]
 
 
+def _pinned_listed(answers: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """Of the pinned answers, those listed above the drawing, oldest first: the last PINNED_FENCES fences and the last
+    PINNED_EACH of every other kind (however many EndTxn a session answers, its fence stays listed)."""
+    by_kind: dict[str, list[Mapping[str, Any]]] = {}
+    for e in answers:
+        by_kind.setdefault(pinned(e) or "", []).append(e)
+    listed = [e for kind, kept in by_kind.items() for e in kept[-(PINNED_FENCES if kind == FENCE else PINNED_EACH) :]]
+    return sorted(listed, key=lambda e: int(e.get("seq", 0)))
+
+
 def timeline(
     live: Any, view: Mapping[str, Any], before: int | None = None, only_pinned: bool = False
 ) -> dict[str, Any]:
     """The protocol timeline's last TIMELINE_ROWS RPCs (of those before the RPC numbered `before`, for the
     timeline's own page, which links to the ones before them; of the pinned ones alone with `only_pinned`), and the
-    answers to pinned RPCs that came before them (the last PINNED_ROWS), which however long the session stay in
-    sight."""
+    answers to pinned RPCs that came before them (_pinned_listed), which however long the session stay in sight."""
     clients = [cut.name(n) for n in list(view.get("producers", {})) + list(view.get("consumers", {}))]
     events, reads = (pinned_events(view), 0) if only_pinned else timeline_events(view)
     end = (
@@ -749,6 +760,7 @@ def timeline(
     first = shown[0].get("seq", 0) if shown else None
     earlier = [] if only_pinned else [e for e in pinned_events(view) if first is None or e.get("seq", 0) < first]
     answers = [e for e in earlier if e.get("direction") == "response"]
+    listed = _pinned_listed(answers)
     # drawn as it is rendered (templatetags.timeline_svg): its words, and so its geometry, are the viewer's language's
     return {
         "rows": [rpc_event(e) for e in shown],
@@ -759,8 +771,8 @@ def timeline(
         if hidden
         else "",
         "reads_left_out": reads,
-        "pinned": [rpc_event(e) for e in answers[-PINNED_ROWS:]],
-        "pinned_more": max(0, len(answers) - PINNED_ROWS),
+        "pinned": [rpc_event(e) for e in listed],
+        "pinned_more": len(answers) - len(listed),
         "pinned_href": link(live, "session-timeline", pinned=1) if earlier else "",
         "only_pinned": only_pinned,
     }

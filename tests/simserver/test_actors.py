@@ -159,7 +159,7 @@ def test_an_admin_client_asking_a_groups_offsets_is_an_admin_client_and_an_assig
     assert "adminclient-1" not in core.clients.consumers()
 
 
-def test_a_producers_offsets_sent_in_its_transaction_are_kept_with_their_partitions():
+def test_a_producers_offsets_sent_in_its_transaction_begin_it_and_are_kept_with_their_partitions():
     core = tracked()
     app = Client(core, "producer-pay-0")
     pid, epoch = init(app, "pay")
@@ -169,6 +169,12 @@ def test_a_producers_offsets_sent_in_its_transaction_are_kept_with_their_partiti
     offsets = [{"partition_index": p, "committed_offset": o, "committed_metadata": ""} for p, o in ((0, 7), (1, 3))]
     body = {**txn, "topics": [{"name": "orders", "partitions": offsets}]}
     app.call(group_coordinator, TXN_OFFSET_COMMIT, 3, {**body, "generation_id": -1, "member_id": ""})
+    # the offsets went first (librdkafka sends them while its records' AddPartitionsToTxn waits): they began it
+    assert [o["action"] for o in core.clients.ops] == [
+        "init_transactions",
+        "begin_transaction",
+        "send_offsets_to_transaction",
+    ]
     (sent,) = [o for o in core.clients.ops if o["action"] == "send_offsets_to_transaction"]
     assert sent["args"] == {"group": "payments", "offsets": {"orders-0": 7, "orders-1": 3}}
     assert sent["outcome"] == "ok"

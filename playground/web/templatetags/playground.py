@@ -588,7 +588,7 @@ def _external_line(ext: Mapping[str, Any]) -> str:
         f'<div class="extline" data-connected="{"yes" if ext.get("connected") else "no"}">'
         f'<span class="extbadge" title="{_a(_("an application of your own, connected to this session’s listener"))}">'
         f"{_a(_('your app'))}</span> client.id <code>{_a(ext.get('client_id') or '—')}</code> · "
-        f'<span class="software">{_a(software)}</span> · <span class="conn">{_a(state)}</span></div>'
+        f'<span class="software" translate="no">{_a(software)}</span> · <span class="conn">{_a(state)}</span></div>'
     )
 
 
