@@ -192,3 +192,31 @@ def test_the_fence_stays_on_the_page_after_the_timeline_moved_on_in_both_languag
     assert "置顶" in parts["#p-timeline"][0] and "INSTANCE_ID" in parts["#p-connect"][0]
     parts["pinned"] = (client.get(f"/s/{sid}/timeline/?pinned=1").content.decode(), names)
     _no_english(parts)
+
+
+@pytest.mark.kafka  # Kafka's own tools: tools/kafka/.jars (kafka.sh fetch)
+def test_kafkas_consumer_group_command_is_a_kafka_clients_admin_client_on_the_page(client, sim_session):
+    """kafka-consumer-groups.sh --describe: kafka-clients 3.9.1's KafkaAdminClient asks the group (DescribeGroups),
+    its committed offsets (OffsetFetch) and the partitions' ends (ListOffsets): an admin client, named as its
+    ApiVersions named it."""
+    import subprocess
+
+    from .test_listener import ROOT
+
+    sid = sim_session.id
+    bootstrap = listen(client, sid)
+    sent = _pipeline(bootstrap)
+    jars = ROOT / "tools" / "kafka" / ".jars"
+    main = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
+    command = ["java", "-cp", f"{jars}/*", main, "--bootstrap-server", bootstrap, "--describe", "--group", "billing"]
+    described = subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert described.returncode == 0, described.stderr[-3000:]
+    assert re.search(rf"billing\s+orders\s+0\s+{sent['orders-0']}\b", described.stdout), described.stdout
+    quiet(sid)
+    view = broadcast.view_of(session.load(sid))
+    java = ("apache-kafka-java", "3.9.1")
+    admins = [a for a in view["external"]["admins"] if tuple(a["software"] or ()) == java]
+    assert [a["client_id"] for a in admins] == ["adminclient-1"], view["external"]["admins"]
+    assert not [c for c in view["consumers"] if c.startswith("adminclient")], list(view["consumers"])
+    header = panels.connected_software(view)
+    assert {"library": "kafka-clients", "version": "3.9.1", "kinds": [("admin", 1)]} in header, header
