@@ -195,6 +195,7 @@ def header(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
         "replica": live.replica,
         "profile": profile_of(live),
         "connected": connected_software(view),
+        "connected_more": max(0, len((view.get("external") or {}).get("software", [])) - SOFTWARE_LISTED),
         "own_actors": bool(live.actors),
         "paced": getattr(live, "paced", False),
     }

@@ -126,6 +126,9 @@ def test_it_names_what_is_connected_keeps_the_admin_client_an_admin_and_the_sent
     rows = {r["name"]: r["kind"] for r in panels.client_rows(view)}
     assert rows["ops-admin"] == "admin" and rows["reader"] == "consumer", rows
     assert re.search(r'data-client="ops-admin" data-kind="admin"', page)
+    # the Spring snippet: a prefix per instance, and why
+    assert "transaction-id-prefix=payments-${INSTANCE_ID}-" in page and "transaction-id-prefix=payments-\n" not in page
+    assert "Each instance needs its own prefix" in page
 
     # saved as a scenario: no admin actor, a note says so; the offsets sent are written and replay as they were sent
     quiet(sid)
