@@ -54,9 +54,7 @@ class Rpc(Event):
 # fenced (Kafka's errors for it: a producer's, and a static member's, KIP-345).
 PINNED_RPCS = frozenset({"InitProducerId", "EndTxn", "JoinGroup", "SyncGroup", "LeaveGroup"})
 FENCES = frozenset({"PRODUCER_FENCED", "INVALID_PRODUCER_EPOCH", "FENCED_INSTANCE_ID"})
-
-
-FENCE = "fence"
+FENCE = "fence"  # the kind of a pinned RPC answered with one of FENCES, whatever its API
 
 
 def pinned(rpc: Mapping[str, Any]) -> str | None:

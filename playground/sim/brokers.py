@@ -50,7 +50,7 @@ class Brokers:
         self.events: list[ev.Event] = []
         self.keep_events = keep_events
         # the last RPCs, for the view: events, or (seq, time_ms, fields) when nobody observes events (then the Rpc is
-        # only built if the timeline is read; see `timeline`); and the pinned ones, as long again
+        # only built if the timeline is read; see `timeline`); and the pinned ones, by kind (`pinned_before`)
         self._timeline: deque[ev.Rpc | tuple[int, int, dict[str, Any]]] = deque(maxlen=TIMELINE_KEPT)
         self._pinned: dict[str, deque[ev.Rpc | tuple[int, int, dict[str, Any]]]] = {}
         self._listeners: list[Callable[[ev.Event], None]] = [on_event] if on_event else []

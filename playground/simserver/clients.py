@@ -490,12 +490,13 @@ class Clients:
         self._op(actor, "commit_transaction" if commit else "abort_transaction", error, core.now_ms)
 
     def _txn_offsets(self, core: Any, actor: Actor, request: Any, data: Mapping[str, Any], error: str | None) -> None:
-        """TxnOffsetCommit: the offsets themselves are kept (a saved scenario and the checker read which inputs the
-        transaction consumed), by partition, as the request named them."""
+        """TxnOffsetCommit: the offsets themselves are kept, by partition as the request named them (by id from v6 on,
+        KIP-1319): they say which inputs the transaction consumed, and a saved scenario writes them."""
         body = request.body
         offsets: dict[str, int] = {}
         for topic in getattr(body, "topics", None) or ():
-            name = getattr(topic, "name", None) or core.topic_of(getattr(topic, "topic_id", None))
+            topic_id = getattr(topic, "topic_id", None)
+            name = getattr(topic, "name", None) or core.topic_of(topic_id) or str(topic_id)
             for part in topic.partitions:
                 offsets[f"{name}-{int(part.partition_index)}"] = int(part.committed_offset)
         args = {"group": body.group_id, "offsets": offsets}
