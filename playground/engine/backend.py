@@ -47,6 +47,8 @@ plus
   "timeline": [ {"seq", "time_ms", "rpc": "EndTxn", "src": "A" | "coordinator(b2)" | "leader orders-0(b1)",
                  "dst": ..., "direction": "request" | "response", "error": "PRODUCER_FENCED" | None,
                  "detail": "commit, epoch 0"} ]   # the most recent 200
+  "timeline_pinned": [ ... ]  # optional: the RPCs events.pinned names (fences, InitProducerId, EndTxn, rebalances)
+                              # older than `timeline`'s, a bounded number of each kind, in `timeline`'s shape
   "unobservable": [ "what this backend cannot see, in a sentence each" ],  # e.g. the real coordinator's RPCs
   "transitions": {target state: [allowed previous states]}: the coordinator's table, for the state diagram,
   "stats": {"init_producer_id": N, "transaction_state_records": N, "transaction_state_bytes": N,

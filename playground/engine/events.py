@@ -7,6 +7,7 @@ can see. Partitions are named `TOPIC-PARTITION` as Kafka does; brokers by their 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any, ClassVar
 
@@ -46,6 +47,23 @@ class Rpc(Event):
     error: str | None
     detail: str
     correlation: int
+
+
+# The RPCs that tell a session's story: a long session's chatter must not push them out of sight (issue 31). A
+# producer's InitProducerId and EndTxn, a group's rebalance (JoinGroup, SyncGroup, LeaveGroup), and any answer that
+# fenced (Kafka's errors for it: a producer's, and a static member's, KIP-345).
+PINNED_RPCS = frozenset({"InitProducerId", "EndTxn", "JoinGroup", "SyncGroup", "LeaveGroup"})
+FENCES = frozenset({"PRODUCER_FENCED", "INVALID_PRODUCER_EPOCH", "FENCED_INSTANCE_ID"})
+FENCE = "fence"  # the kind of a pinned RPC answered with one of FENCES, whatever its API
+
+
+def pinned(rpc: Mapping[str, Any]) -> str | None:
+    """Which of those an RPC is (its fields, or its row in a view's timeline): FENCE, or the API's name; None for
+    any other."""
+    if rpc.get("error") in FENCES:
+        return FENCE
+    name = rpc.get("rpc")
+    return str(name) if name in PINNED_RPCS else None
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,10 +23,11 @@ from playground.engine.spec import CONSUMER, PRODUCER, ActorSpec, ClusterSpec, T
 from playground.scenario.model import MAX_SOURCE_BYTES
 from playground.scenario.run import build_observation
 from playground.scenario.writer import title_from, write
-from playground.session import external, limits, store
+from playground.session import external, limits, polls, store
 from playground.session.backends import live_only
 from playground.session.live import Live
 from playground.session.replay import load, restore
+from playground.simserver.clients import ADMIN
 
 
 def _final_observation(live: Live) -> dict[str, Any] | None:
@@ -146,9 +147,16 @@ def transcribe(live: Live) -> tuple[list[ActorSpec], list[dict[str, Any]], Clust
                 t.name for t in live.cluster.topics
             )
             actors.append(ActorSpec(name, CONSUMER, config, topics))
-    ops: dict[int, list[dict[str, Any]]] = {}
-    for op in core.clients.ops:
-        ops.setdefault(int(op["n"]), []).append(op)
+    ordered = list(core.clients.ops)
+    ops: dict[int, list[int]] = {}
+    for k, op in enumerate(ordered):
+        ops.setdefault(int(op["n"]), []).append(k)
+    admins: dict[int, list[dict[str, Any]]] = {}
+    for a in core.clients.actors.values():
+        if a.kind == ADMIN:
+            admins.setdefault(a.first_n, []).append({"step": {"note": _admin_note(a.name, a.software)}})
+    groups = {a.name: a.group_id for a in core.clients.actors.values() if a.kind == CONSUMER and a.group_id}
+    senders, takes = polls.plan(ordered, names, groups, by_group)
     commands: list[dict[str, Any]] = []
     last_ms: int | None = None
     written = 0  # bytes of the clients' steps
@@ -161,8 +169,12 @@ def transcribe(live: Live) -> tuple[list[ActorSpec], list[dict[str, Any]], Clust
                 last_ms = _pause(commands, last_ms, int(entry["vt"]))
             commands.append(entry)
             continue
-        for op in ops.get(i, []):
-            step = _step_of(op, names, by_group)
+        commands.extend(admins.get(i, []))
+        for k in ops.get(i, []):
+            op = ordered[k]
+            if op["action"] == polls.SEND and op["actor"] in names:
+                commands.append({"step": {"note": _offsets_note(names[op["actor"]], op["args"])}})
+            step = _step_of(op, names, senders.get(k, ""), takes.get(k, 0))
             if step is None:
                 continue
             last_ms = _pause(commands, last_ms, int(op["t"]))
@@ -184,7 +196,32 @@ def _pause(commands: list[dict[str, Any]], last_ms: int | None, at_ms: int) -> i
     return at_ms if last_ms is None else max(last_ms, at_ms)
 
 
-def _step_of(op: dict[str, Any], names: dict[str, str], by_group: dict[str, str]) -> tuple[str, dict[str, Any]] | None:
+def _admin_note(name: str, software: tuple[str, str] | None) -> dict[str, str]:
+    """An admin client connected: a scenario has no admin actors, so it is a note, not a consumer."""
+    what = f" ({software[0]} {software[1]})" if software else ""
+    return {
+        "en": f"{name}{what}, an admin client, connected here: a scenario has no admin actors, so its requests are "
+        "not steps.",
+        "zh": f"{name}{what}（管理客户端）在此连接：场景没有管理客户端这类角色，它的请求不写成步骤。",
+    }
+
+
+def _offsets_note(producer: str, args: dict[str, Any]) -> dict[str, str]:
+    """The offsets a connected producer sent in its transaction (TxnOffsetCommit), as it sent them: the step after
+    sends its consumer's position, which a re-enactment reaches by the same polls."""
+    offsets = ", ".join(f"{tp} → {o}" for tp, o in sorted((args.get("offsets") or {}).items()))
+    group = args.get("group")
+    return {
+        "en": f"{producer}.send_offsets_to_transaction: group {group}, offsets {offsets or '(none)'} (TxnOffsetCommit).",
+        "zh": f"{producer}.send_offsets_to_transaction：消费组 {group}，offset {offsets or '（无）'}（TxnOffsetCommit）。",
+    }
+
+
+def _step_of(
+    op: dict[str, Any], names: dict[str, str], consumer: str = "", take: int = 0
+) -> tuple[str, dict[str, Any]] | None:
+    """The scenario step of a client's operation (None: none); `consumer`: the one a send_offsets_to_transaction
+    names, `take`: the records a poll takes (polls.plan)."""
     actor = names.get(op["actor"])
     if actor is None:
         return None
@@ -198,14 +235,14 @@ def _step_of(op: dict[str, Any], names: dict[str, str], by_group: dict[str, str]
             out["key"] = _fit(args["key"], limits.limit("key_bytes"))
         return f"{actor}.produce", out
     if action == "send_offsets_to_transaction":
-        consumer = by_group.get(str(args.get("group")))
         return (f"{actor}.{action}", {"consumer": consumer}) if consumer else None
+    if action == "poll":
+        return (f"{actor}.poll", {"max": take}) if take else None
     if action in (
         "init_transactions",
         "begin_transaction",
         "commit_transaction",
         "abort_transaction",
-        "poll",
         "commit",
     ):
         return f"{actor}.{action}", {}

@@ -391,7 +391,11 @@ def view(live: Live, out: dict[str, Any], listening: bool) -> dict[str, Any]:
         if gid not in groups:
             groups[gid] = dict(sorted(core.cluster.groups.committed(gid).items()))
     out = {**out, "producers": producers, "consumers": consumers, "groups": groups}
-    out["external"] = {"admins": clients.admins(), "listening": listening}
+    out["external"] = {
+        "admins": clients.admins(),
+        "listening": listening,
+        "software": clients.software(core.conns.values() if listening else ()),
+    }
     return out
 
 

@@ -17,6 +17,11 @@ from playground.engine import events as ev
 from playground.sim.clock import TIMER, Entry, Scheduler, SplitMix64
 from playground.sim.effects import Reply
 
+TIMELINE_KEPT = 200  # the last RPCs, for the view
+# the pinned RPCs (events.pinned), kept apart from the last TIMELINE_KEPT, this many of each kind: a thousand EndTxn
+# do not push out the fence, nor the InitProducerId that caused it
+PINNED_KEPT = 64
+
 
 class BrokerState:
     __slots__ = ("broker_id", "incarnation", "up")
@@ -44,9 +49,10 @@ class Brokers:
         self.scheduler = Scheduler()
         self.events: list[ev.Event] = []
         self.keep_events = keep_events
-        # the last 200 RPCs, for the view: events, or (seq, time_ms, fields) when nobody observes events (then the
-        # Rpc is only built if the timeline is read; see `timeline`)
-        self._timeline: deque[ev.Rpc | tuple[int, int, dict[str, Any]]] = deque(maxlen=200)
+        # the last RPCs, for the view: events, or (seq, time_ms, fields) when nobody observes events (then the Rpc is
+        # only built if the timeline is read; see `timeline`); and the pinned ones, by kind (`pinned_before`)
+        self._timeline: deque[ev.Rpc | tuple[int, int, dict[str, Any]]] = deque(maxlen=TIMELINE_KEPT)
+        self._pinned: dict[str, deque[ev.Rpc | tuple[int, int, dict[str, Any]]]] = {}
         self._listeners: list[Callable[[ev.Event], None]] = [on_event] if on_event else []
         self._watchers: list[tuple[frozenset[type[ev.Event]], Callable[[ev.Event], None]]] = []
         self._watched: frozenset[type[ev.Event]] = frozenset()
@@ -101,7 +107,7 @@ class Brokers:
         self._seq += 1
         if not self.keep_events and not self._listeners:
             if cls is ev.Rpc:
-                self._timeline.append((self._seq, self.scheduler.now_ms, fields))
+                self._keep_rpc((self._seq, self.scheduler.now_ms, fields), fields)
             if cls not in self._watched:
                 return None
             event = cls(seq=self._seq, time_ms=self.scheduler.now_ms, **fields)
@@ -110,7 +116,7 @@ class Brokers:
             if self.keep_events:
                 self.events.append(event)
             if cls is ev.Rpc:
-                self._timeline.append(event)  # type: ignore[arg-type]
+                self._keep_rpc(event, fields)  # type: ignore[arg-type]
             for listener in self._listeners:
                 listener(event)
         if cls in self._watched:
@@ -119,10 +125,22 @@ class Brokers:
                     watcher(event)
         return event
 
+    def _keep_rpc(self, item: ev.Rpc | tuple[int, int, dict[str, Any]], fields: Mapping[str, Any]) -> None:
+        self._timeline.append(item)
+        kind = ev.pinned(fields)
+        if kind is not None:
+            self._pinned.setdefault(kind, deque(maxlen=PINNED_KEPT)).append(item)
+
     @property
     def timeline(self) -> list[ev.Rpc]:
-        """The last 200 RPC events, oldest first."""
-        return [e if isinstance(e, ev.Rpc) else ev.Rpc(seq=e[0], time_ms=e[1], **e[2]) for e in self._timeline]
+        """The last TIMELINE_KEPT RPC events, oldest first."""
+        return [_rpc(e) for e in self._timeline]
+
+    def pinned_before(self, seq: int | None) -> list[ev.Rpc]:
+        """The pinned RPC events (events.pinned, the last PINNED_KEPT of each kind) before the one numbered `seq`
+        (all when None), oldest first."""
+        kept = sorted((e for ring in self._pinned.values() for e in ring), key=_seq)
+        return [_rpc(e) for e in kept if seq is None or _seq(e) < seq]
 
     @property
     def now_ms(self) -> int:
@@ -323,3 +341,11 @@ def _describe(result: dict[str, Any]) -> str:
     if "records" in result:
         parts.append(f"{len(result['records'])} records")
     return ", ".join(parts)
+
+
+def _rpc(e: ev.Rpc | tuple[int, int, dict[str, Any]]) -> ev.Rpc:
+    return e if isinstance(e, ev.Rpc) else ev.Rpc(seq=e[0], time_ms=e[1], **e[2])
+
+
+def _seq(e: ev.Rpc | tuple[int, int, dict[str, Any]]) -> int:
+    return e.seq if isinstance(e, ev.Rpc) else e[0]

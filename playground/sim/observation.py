@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from playground.engine import events as ev
 from playground.engine.spec import ActorSpec
 from playground.sim.client import CLOSED, CRASHED, Consumer, Message, Producer
 from playground.sim.cluster import Cluster
@@ -137,19 +138,10 @@ def view(
                 "pending_state",
             )
         }
-    timeline = [
-        {
-            "seq": e.seq,
-            "time_ms": e.time_ms,
-            "rpc": e.rpc,
-            "src": e.src,
-            "dst": e.dst,
-            "direction": e.direction,
-            "error": e.error,
-            "detail": e.detail,
-        }
-        for e in c.timeline
-    ]
+    timeline = [_rpc_row(e) for e in c.timeline]
+    first_kept = timeline[0]["seq"] if timeline else None
+    # the pinned RPCs older than the last ones (those are in `timeline` already)
+    pinned = [_rpc_row(e) for e in c.pinned_before(first_kept)]
     return {
         "backend": backend,
         "time_ms": c.now_ms,
@@ -160,10 +152,24 @@ def view(
         "transactions": txns,
         "groups": groups(cluster, consumers),
         "timeline": timeline,
+        "timeline_pinned": pinned,
         "unobservable": [],
         # extensions
         "transitions": {k: sorted(v) for k, v in transitions_for(kafka).items()},
         "stats": c.stats(),
+    }
+
+
+def _rpc_row(e: ev.Rpc) -> dict[str, Any]:
+    return {
+        "seq": e.seq,
+        "time_ms": e.time_ms,
+        "rpc": e.rpc,
+        "src": e.src,
+        "dst": e.dst,
+        "direction": e.direction,
+        "error": e.error,
+        "detail": e.detail,
     }
 
 

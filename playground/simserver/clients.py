@@ -15,10 +15,15 @@ client; two instances of an application often share a client.id (librdkafka's "r
   continues the instance that holds them); Produce, AddPartitionsToTxn, AddOffsetsToTxn, EndTxn and TxnOffsetCommit
   belong to the instance holding their producer id and epoch (a fenced zombie keeps its old epoch, so its requests
   stay its own). A Produce of producer id -1 (no idempotence) belongs to the plain producer of its client.id.
-- the group requests belong to the consumer of that client.id and group; a Fetch or ListOffsets to the consumer of
-  that client.id (a consumer without a group is made by its first Fetch). A consumer is one per client.id and group:
-  two consumer instances under one client.id show as one.
+- the membership requests (JoinGroup, SyncGroup, Heartbeat, LeaveGroup) belong to the consumer of that client.id and
+  group; a Fetch or ListOffsets to the consumer of that client.id (a consumer without a group is made by its first
+  Fetch). A consumer is one per client.id and group: two consumer instances under one client.id show as one.
 - the admin APIs (CreateTopics, DescribeTransactions, ...) to the admin client of that client.id.
+- a group's offsets (OffsetFetch, OffsetCommit) are asked by consumers and by admin clients alike (KafkaAdminClient's
+  listConsumerGroupOffsets and alterConsumerGroupOffsets send them): they belong to the consumer of that client.id
+  when there is one; else to an admin client, until a request only a consumer sends (a membership request, a Fetch)
+  comes from that client.id, which makes it the consumer it was (an assign()ed consumer asks its committed offsets
+  before its first Fetch). What a connection does decides, never its name.
 Connections that only ask ApiVersions, Metadata or FindCoordinator belong to nobody. An actor is connected while one
 of its connections is open. Names are the client.id, with "#2", "#3", ... for a second instance of the same one.
 
@@ -77,9 +82,16 @@ ADMIN_APIS = frozenset(
         "DeleteGroups",
         "WriteTxnMarkers",
         "DescribeCluster",
+        "AlterConfigs",
+        "IncrementalAlterConfigs",
+        "CreatePartitions",
+        "DeleteRecords",
+        "OffsetDelete",
     }
 )
-GROUP_APIS = frozenset({"JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup", "OffsetCommit", "OffsetFetch"})
+MEMBERSHIP_APIS = frozenset({"JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup"})
+GROUP_OFFSET_APIS = frozenset({"OffsetCommit", "OffsetFetch"})
+GROUP_APIS = MEMBERSHIP_APIS | GROUP_OFFSET_APIS
 TXN_APIS = frozenset({"AddPartitionsToTxn", "AddOffsetsToTxn", "EndTxn", "TxnOffsetCommit"})
 OPS_MAX = 5000  # operations kept (the anomaly checker and a saved scenario read them)
 # A produce operation keeps a record's value as engine/values.py's `identity` gives it (whole up to 1,024 characters:
@@ -98,6 +110,7 @@ class Actor:
         "epochs",
         "fenced",
         "first_ms",
+        "first_n",
         "group_id",
         "in_transaction",
         "isolation",
@@ -117,6 +130,7 @@ class Actor:
         "requests",
         "sent",
         "software",
+        "tentative",
         "topics",
         "transactional_id",
     )
@@ -126,6 +140,8 @@ class Actor:
         self.kind = kind
         self.client_id = client_id
         self.software: tuple[str, str] | None = None
+        # an admin client made by a group's offsets alone: the consumer it may yet turn out to be (see the module)
+        self.tentative = False
         self.transactional_id: str | None = None
         self.producer_id: int | None = None
         self.producer_epoch: int | None = None
@@ -139,6 +155,7 @@ class Actor:
         self.topics: set[str] = set()
         self.conns: set[int] = set()
         self.first_ms = self.last_ms = now_ms
+        self.first_n = 0  # the session log position whose inputs made it
         self.requests = 0
         self.sent = 0  # records in its Produce requests
         self.landed = 0  # of those, appended to a partition's log
@@ -207,6 +224,10 @@ class Actor:
         }
 
 
+def _settle_as_consumer(actor: Actor) -> None:
+    actor.kind, actor.tentative = CONSUMER, False
+
+
 def _library(software: tuple[str, str] | None) -> str:
     name = (software[0] if software else "").lower()
     return "java" if "java" in name or name.startswith("apache-kafka") else "librdkafka"
@@ -231,6 +252,7 @@ class Clients:
             n += 1
             name = f"{base}#{n}"
         actor = self.actors[name] = Actor(name, kind, client_id, now_ms)
+        actor.first_n = self.position
         return actor
 
     def _bind(self, conn: Any, actor: Actor) -> Actor:
@@ -275,6 +297,11 @@ class Clients:
             actor = self._owner(conn, request, now_ms)
         if actor is None:
             return
+        if actor.tentative:
+            if request.name in ADMIN_APIS:
+                actor.tentative = False  # an admin client for certain
+            elif request.name in MEMBERSHIP_APIS or request.name == "Fetch":
+                _settle_as_consumer(actor)
         actor.requests += 1
         actor.last_ms = now_ms
         if conn.software is not None and actor.software is None:
@@ -321,18 +348,31 @@ class Clients:
             if group is None:
                 return None
             actor = self._first(CONSUMER, client_id, group_id=group) or self._first(CONSUMER, client_id, group_id=None)
+            if actor is None and name in GROUP_OFFSET_APIS:
+                actor = self._first(ADMIN, client_id)
+                if actor is None:
+                    actor = self._new(ADMIN, client_id, now_ms)
+                    actor.tentative = True
             if actor is None:
-                actor = self._new(CONSUMER, client_id, now_ms)
+                actor = self._tentative(client_id) or self._new(CONSUMER, client_id, now_ms)
             actor.group_id = group
         elif name in ("Fetch", "ListOffsets"):
             actor = self._first(CONSUMER, client_id)
             if actor is None and name == "Fetch":
-                actor = self._new(CONSUMER, client_id, now_ms)
+                actor = self._tentative(client_id) or self._new(CONSUMER, client_id, now_ms)
         elif name in ADMIN_APIS:
             actor = self._first(ADMIN, client_id) or self._new(ADMIN, client_id, now_ms)
         if actor is None:
             return None
         return self._bind(conn, actor)
+
+    def _tentative(self, client_id: str | None) -> Actor | None:
+        """The admin client of this client.id that only asked a group's offsets so far, now a consumer: a request only
+        a consumer sends came from its client.id."""
+        actor = self._first(ADMIN, client_id, tentative=True)
+        if actor is not None:
+            _settle_as_consumer(actor)
+        return actor
 
     def closed(self, conn_id: int) -> None:
         name = self.by_conn.pop(conn_id, None)
@@ -450,7 +490,17 @@ class Clients:
         self._op(actor, "commit_transaction" if commit else "abort_transaction", error, core.now_ms)
 
     def _txn_offsets(self, core: Any, actor: Actor, request: Any, data: Mapping[str, Any], error: str | None) -> None:
-        self._op(actor, "send_offsets_to_transaction", error, core.now_ms, args={"group": request.body.group_id})
+        """TxnOffsetCommit: the offsets themselves are kept, by partition as the request named them (by id from v6 on,
+        KIP-1319): they say which inputs the transaction consumed, and a saved scenario writes them."""
+        body = request.body
+        offsets: dict[str, int] = {}
+        for topic in getattr(body, "topics", None) or ():
+            topic_id = getattr(topic, "topic_id", None)
+            name = getattr(topic, "name", None) or core.topic_of(topic_id) or str(topic_id)
+            for part in topic.partitions:
+                offsets[f"{name}-{int(part.partition_index)}"] = int(part.committed_offset)
+        args = {"group": body.group_id, "offsets": offsets}
+        self._op(actor, "send_offsets_to_transaction", error, core.now_ms, args=args)
 
     def _join(self, core: Any, actor: Actor, request: Any, data: Mapping[str, Any], error: str | None) -> None:
         if error is None and data.get("member_id"):
@@ -517,6 +567,26 @@ class Clients:
             if a.kind == ADMIN
         ]
 
+    def software(self, conns: Iterable[Any]) -> list[dict[str, Any]]:
+        """What connected, as the clients named themselves in ApiVersions (v3+: ClientSoftwareName/Version, asked on
+        every connection): each library and version with how many clients of each kind use it, and how many open
+        connections named it that belong to no client yet; in the order they first came."""
+        found: dict[tuple[str, str], dict[str, Any]] = {}
+
+        def entry(software: tuple[str, str]) -> dict[str, Any]:
+            if software not in found:
+                found[software] = {"library": software[0], "version": software[1], "kinds": {}, "unclaimed": 0}
+            return found[software]
+
+        for actor in self.actors.values():
+            if actor.software is not None:
+                kinds = entry(actor.software)["kinds"]
+                kinds[actor.kind] = kinds.get(actor.kind, 0) + 1
+        for conn in conns:
+            if conn.software is not None and conn.conn_id not in self.by_conn:
+                entry(conn.software)["unclaimed"] += 1
+        return list(found.values())
+
     def groups(self) -> set[str]:
         return {a.group_id for a in self.actors.values() if a.group_id}
 
@@ -524,6 +594,9 @@ class Clients:
 _ANSWERS = {
     "InitProducerId": Clients._init,
     "AddPartitionsToTxn": Clients._add_partitions,
+    # AddOffsetsToTxn adds the group's __consumer_offsets partition: a transaction whose offsets go first (librdkafka
+    # sends them while its records' AddPartitionsToTxn waits) begins with it
+    "AddOffsetsToTxn": Clients._add_partitions,
     "Produce": Clients._produce,
     "EndTxn": Clients._end_txn,
     "TxnOffsetCommit": Clients._txn_offsets,

@@ -236,16 +236,18 @@ OFFSET_MAX = 2**63 - 1  # Kafka's offsets are int64
 
 class WindowForm(Form):
     """Where a list page starts: ?from= (an offset, or a row of a list), ?to= (the last offset of a partition's
-    page), ?before= (the RPC the timeline stops before); and log.json's ?limit= (commands on a page)."""
+    page), ?before= (the RPC the timeline stops before), ?pinned=1 (the timeline's pinned RPCs only); and log.json's
+    ?limit= (commands on a page)."""
 
     start = forms.IntegerField(required=False, min_value=0, max_value=OFFSET_MAX)
     to = forms.IntegerField(required=False, min_value=-1, max_value=OFFSET_MAX)
     before = forms.IntegerField(required=False, min_value=0, max_value=OFFSET_MAX)
     limit = forms.IntegerField(required=False, min_value=1, max_value=LOG_PAGE_MAX)
+    pinned = forms.BooleanField(required=False)
 
     def __init__(self, data: Any) -> None:
         # "from" is a Python keyword: the field is `start`, the query parameter `from`
-        fields = {k: data.get(k) for k in ("to", "before", "limit") if data.get(k) not in (None, "")}
+        fields = {k: data.get(k) for k in ("to", "before", "limit", "pinned") if data.get(k) not in (None, "")}
         if data.get("from") not in (None, ""):
             fields["start"] = data.get("from")
         super().__init__(fields)

@@ -194,18 +194,20 @@ def transactions(live: Any, view: Mapping[str, Any], start: int | None) -> dict[
     return {"rows": rows, "pages": pages(live, "session-transactions", len(order), first, LIST_PAGE)}
 
 
-def timeline(live: Any, view: Mapping[str, Any], before: int | None) -> dict[str, Any]:
-    """The protocol timeline's RPCs before the one numbered `before` (the last ones when None), and the links to
-    the RPCs before and after them."""
-    drawn = panels.timeline(live, view, before=before)
-    events, _reads = panels.timeline_events(view)
+def timeline(live: Any, view: Mapping[str, Any], before: int | None, pinned: bool = False) -> dict[str, Any]:
+    """The protocol timeline's RPCs before the one numbered `before` (the last ones when None; the pinned ones alone
+    with `pinned`), and the links to the RPCs before and after them."""
+    drawn = panels.timeline(live, view, before=before, only_pinned=pinned)
+    events = panels.pinned_events(view) if pinned else panels.timeline_events(view)[0]
     end = drawn["total"]
     after = end + panels.TIMELINE_ROWS
+    only = 1 if pinned else None
     return {
         **drawn,
-        "later_href": panels.link(live, "session-timeline", before=events[after].get("seq"))
+        "later_href": panels.link(live, "session-timeline", before=events[after].get("seq"), pinned=only)
         if after < len(events)
         else "",
-        "newest_href": panels.link(live, "session-timeline") if end < len(events) else "",
+        "newest_href": panels.link(live, "session-timeline", pinned=only) if end < len(events) else "",
         "kept": len(events),
+        "all_href": panels.link(live, "session-timeline") if pinned else "",
     }

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from playground.engine.events import FENCE, pinned
 from playground.engine.spec import CONSUMER_ACTIONS, PRODUCER_ACTIONS
 from playground.session import external, limits, live_only
 from playground.session.live import is_command
@@ -29,6 +30,9 @@ PAGE_TABLE_ROWS, PAGE_TABLE_CELLS, MIN_TABLE_ROWS, PAGE_TABLES = 384, 1024, 4, 1
 TABLE_COLUMNS = 8  # consumers side by side in the consumers' tables (all the session's own, then applications')
 TXNS_SHOWN = 12  # transactional ids the coordinator panel draws (all the session's own, then applications')
 TIMELINE_ROWS = 28
+# answers to pinned RPCs (fences, InitProducerId, EndTxn, rebalances) older than the rows drawn, listed above them:
+# the last fences, and the last of every other kind
+PINNED_FENCES, PINNED_EACH = 6, 2
 TABLE_ROWS = 24  # records per partition in the consumers' side-by-side table
 MINE_ROWS = 30  # the user's own commands listed in the narrative
 LOG_PAGE = 100  # commands of a page of the log the narrative's "earlier" opens
@@ -190,8 +194,33 @@ def header(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
         "origin": live.origin,
         "replica": live.replica,
         "profile": profile_of(live),
+        "connected": connected_software(view),
+        "connected_more": max(0, len((view.get("external") or {}).get("software", [])) - SOFTWARE_LISTED),
+        "own_actors": bool(live.actors),
         "paced": getattr(live, "paced", False),
     }
+
+
+# ApiVersions' ClientSoftwareName as the header names it: kafka-clients calls itself "apache-kafka-java"
+# (AppInfoParser), the name its users know it by is the artifact's
+LIBRARY_NAMES = {"apache-kafka-java": "kafka-clients"}
+SOFTWARE_LISTED = 6  # libraries named in the header (a session's clients rarely use more; the rest are counted)
+
+
+def connected_software(view: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """What the connected applications are, as their connections named themselves (ApiVersions v3+): each library and
+    version, with the kinds of client using it (several: producers, consumers, admin clients)."""
+    rows = []
+    for s in (view.get("external") or {}).get("software", [])[:SOFTWARE_LISTED]:
+        library = str(s["library"])
+        rows.append(
+            {
+                "library": cut.name(LIBRARY_NAMES.get(library, library)),
+                "version": cut.name(s["version"]),
+                "kinds": sorted(s["kinds"].items()),
+            }
+        )
+    return rows
 
 
 def profile_of(live: Any) -> dict[str, Any]:
@@ -731,11 +760,30 @@ def timeline_events(view: Mapping[str, Any]) -> tuple[list[Mapping[str, Any]], i
     return events, reads
 
 
-def timeline(live: Any, view: Mapping[str, Any], before: int | None = None) -> dict[str, Any]:
+def pinned_events(view: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The RPCs that tell the session's story (events.pinned: fences, InitProducerId, EndTxn, rebalances), every one
+    the view keeps, oldest first: those older than its timeline's last RPCs, then those among them."""
+    return [*view.get("timeline_pinned", []), *(e for e in view.get("timeline", []) if pinned(e))]
+
+
+def _pinned_listed(answers: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """Of the pinned answers, those listed above the drawing, oldest first: the last PINNED_FENCES fences and the last
+    PINNED_EACH of every other kind (however many EndTxn a session answers, its fence stays listed)."""
+    by_kind: dict[str, list[Mapping[str, Any]]] = {}
+    for e in answers:
+        by_kind.setdefault(pinned(e) or "", []).append(e)
+    listed = [e for kind, kept in by_kind.items() for e in kept[-(PINNED_FENCES if kind == FENCE else PINNED_EACH) :]]
+    return sorted(listed, key=lambda e: int(e.get("seq", 0)))
+
+
+def timeline(
+    live: Any, view: Mapping[str, Any], before: int | None = None, only_pinned: bool = False
+) -> dict[str, Any]:
     """The protocol timeline's last TIMELINE_ROWS RPCs (of those before the RPC numbered `before`, for the
-    timeline's own page, which links to the ones before them)."""
+    timeline's own page, which links to the ones before them; of the pinned ones alone with `only_pinned`), and the
+    answers to pinned RPCs that came before them (_pinned_listed), which however long the session stay in sight."""
     clients = [cut.name(n) for n in list(view.get("producers", {})) + list(view.get("consumers", {}))]
-    events, reads = timeline_events(view)
+    events, reads = (pinned_events(view), 0) if only_pinned else timeline_events(view)
     end = (
         len(events)
         if before is None
@@ -743,14 +791,24 @@ def timeline(live: Any, view: Mapping[str, Any], before: int | None = None) -> d
     )
     shown = events[max(0, end - TIMELINE_ROWS) : end]
     hidden = end - len(shown)
+    first = shown[0].get("seq", 0) if shown else None
+    earlier = [] if only_pinned else [e for e in pinned_events(view) if first is None or e.get("seq", 0) < first]
+    answers = [e for e in earlier if e.get("direction") == "response"]
+    listed = _pinned_listed(answers)
     # drawn as it is rendered (templatetags.timeline_svg): its words, and so its geometry, are the viewer's language's
     return {
         "rows": [rpc_event(e) for e in shown],
         "clients": clients,
         "hidden": hidden,
         "total": end,
-        "earlier_href": link(live, "session-timeline", before=shown[0].get("seq")) if hidden else "",
+        "earlier_href": link(live, "session-timeline", before=first, pinned=1 if only_pinned else None)
+        if hidden
+        else "",
         "reads_left_out": reads,
+        "pinned": [rpc_event(e) for e in listed],
+        "pinned_more": len(answers) - len(listed),
+        "pinned_href": link(live, "session-timeline", pinned=1) if earlier else "",
+        "only_pinned": only_pinned,
     }
 
 

@@ -405,7 +405,8 @@ def session_transactions(request: HttpRequest, sid: str) -> HttpResponse:
 @answers_problems
 def session_timeline(request: HttpRequest, sid: str) -> HttpResponse:
     live, view, window = _listed(request, sid)
-    return _list_page(request, live, "timeline", "timeline", lists.timeline(live, view, window.get("before")))
+    p = lists.timeline(live, view, window.get("before"), pinned=bool(window.get("pinned")))
+    return _list_page(request, live, "timeline", "timeline", p)
 
 
 @require_GET

@@ -106,3 +106,75 @@ def test_a_core_that_does_not_track_its_clients_labels_requests_by_client_id_as_
     frame = messages.encode_request(3, 12, 99, "rdkafka", messages.build(messages.request_class(3, 12), {}))
     core.receive(core.now_ms, 1, client.conn(1), frame)
     assert core.take_output()
+
+
+OFFSET_COMMIT, OFFSET_FETCH, DESCRIBE_GROUPS, ADD_OFFSETS, TXN_OFFSET_COMMIT, METADATA = 8, 9, 15, 25, 28, 3
+
+
+def offset_fetch(client: Client, group: str) -> None:
+    broker = client.core.cluster.groups.coordinator_of(group)
+    client.call(broker, OFFSET_FETCH, 8, {"groups": [{"group_id": group, "topics": None}], "require_stable": True})
+
+
+def test_it_names_every_library_and_version_connected_with_the_kinds_of_client_using_each():
+    core = tracked()
+    java_producer, java_admin = Client(core, "producer-pay-0", first_conn=1), Client(core, "adminclient-1", 20)
+    python_consumer, bootstrap_only = Client(core, "rdkafka", first_conn=40), Client(core, "probe", first_conn=60)
+    for broker in (1, 2, 3):  # a client asks ApiVersions on every connection it opens
+        for client in (java_producer, java_admin):
+            hello(client, broker, "apache-kafka-java", "3.9.1")
+        hello(python_consumer, broker)
+    hello(bootstrap_only, 1, "librdkafka", "2.6.0")  # a connection that asked nothing else: nobody's yet
+    init(java_producer, "pay")
+    java_admin.call(1, DESCRIBE_GROUPS, 5, {"groups": ["g"], "include_authorized_operations": False})
+    python_consumer.call(core.cluster.leader_of("orders-0"), 1, 11, fetch_body("orders", 0, 0))
+    software = core.clients.software(core.conns.values())
+    assert [(s["library"], s["version"], s["kinds"]) for s in software] == [
+        ("apache-kafka-java", "3.9.1", {"producer": 1, "admin": 1}),
+        ("confluent-kafka-python", "2.16.1", {"consumer": 1}),
+        ("librdkafka", "2.6.0", {}),
+    ]
+    assert software[2]["unclaimed"] == 1
+
+
+def test_an_admin_client_asking_a_groups_offsets_is_an_admin_client_and_an_assigned_consumer_stays_a_consumer():
+    core = tracked()
+    admin = Client(core, "adminclient-1", first_conn=1)
+    offset_fetch(admin, "payments")  # KafkaAdminClient.listConsumerGroupOffsets: an OffsetFetch, nothing else
+    admin.call(1, METADATA, 12, {"topics": None, "allow_auto_topic_creation": False})
+    assert core.clients.consumers() == {}
+    assert [a["name"] for a in core.clients.admins()] == ["adminclient-1"]
+    # a consumer that assign()s its partitions asks its committed offsets before its first Fetch: the same client.id's
+    # Fetch makes it the consumer it was
+    consumer = Client(core, "reader", first_conn=30)
+    offset_fetch(consumer, "payments")
+    assert [a["name"] for a in core.clients.admins()] == ["adminclient-1", "reader"]
+    leader = core.cluster.leader_of("orders-0")
+    consumer.call(leader, 1, 11, fetch_body("orders", 0, 0))
+    assert [a["name"] for a in core.clients.admins()] == ["adminclient-1"]
+    assert core.clients.consumers()["reader"]["group_id"] == "payments"
+    # an admin client's admin request settles it: its later offsets request does not make it a consumer
+    admin.call(1, DESCRIBE_GROUPS, 5, {"groups": ["payments"], "include_authorized_operations": False})
+    offset_fetch(admin, "payments")
+    assert "adminclient-1" not in core.clients.consumers()
+
+
+def test_a_producers_offsets_sent_in_its_transaction_begin_it_and_are_kept_with_their_partitions():
+    core = tracked()
+    app = Client(core, "producer-pay-0")
+    pid, epoch = init(app, "pay")
+    group_coordinator = core.cluster.groups.coordinator_of("payments")
+    txn = {"transactional_id": "pay", "producer_id": pid, "producer_epoch": epoch, "group_id": "payments"}
+    app.call(core.cluster.txn_coordinator.coordinator_of("pay"), ADD_OFFSETS, 3, txn)
+    offsets = [{"partition_index": p, "committed_offset": o, "committed_metadata": ""} for p, o in ((0, 7), (1, 3))]
+    body = {**txn, "topics": [{"name": "orders", "partitions": offsets}]}
+    app.call(group_coordinator, TXN_OFFSET_COMMIT, 3, {**body, "generation_id": -1, "member_id": ""})
+    # the offsets went first (librdkafka sends them while its records' AddPartitionsToTxn waits): they began it
+    assert [o["action"] for o in core.clients.ops] == [
+        "init_transactions",
+        "begin_transaction",
+        "send_offsets_to_transaction",
+    ]
+    (sent,) = [o for o in core.clients.ops if o["action"] == "send_offsets_to_transaction"]
+    assert sent["args"] == {"group": "payments", "offsets": {"orders-0": 7, "orders-1": 3}}
+    assert sent["outcome"] == "ok"

@@ -220,6 +220,12 @@ def strip_cells(s: Mapping[str, Any]) -> str:
     return mark_safe("".join(out))
 
 
+@register.filter
+def lane_word(name: Any) -> str:
+    """A party of an RPC (a client's name, coordinator(b1), ...) as the timeline names it in the viewer's language."""
+    return phrases.lane(str(name or ""))
+
+
 @register.simple_tag
 def timeline_svg(timeline: Mapping[str, Any]) -> str:
     # Laid out here, in the language it is rendered in (diagrams.timeline says its words through phrases). Drawn
@@ -599,7 +605,7 @@ def _external_line(ext: Mapping[str, Any]) -> str:
         f'<div class="extline" data-connected="{"yes" if ext.get("connected") else "no"}">'
         f'<span class="extbadge" title="{_a(_("an application of your own, connected to this session’s listener"))}">'
         f"{_a(_('your app'))}</span> client.id <code>{_a(ext.get('client_id') or '—')}</code> · "
-        f'<span class="software">{_a(software)}</span> · <span class="conn">{_a(state)}</span></div>'
+        f'<span class="software" translate="no">{_a(software)}</span> · <span class="conn">{_a(state)}</span></div>'
     )
 
 
