@@ -27,7 +27,7 @@ from django.utils import translation
 from django.utils.translation import gettext as _
 
 from playground.scenario.i18n import LANGS
-from playground.web import board, fanout, panels
+from playground.web import board, fanout, logpanels, panels
 
 log = logging.getLogger(__name__)
 
@@ -74,7 +74,7 @@ def view_of(live: Any) -> dict[str, Any]:
     try:
         with listener.reading(live):
             # the applications connected to the session's listener show beside its own actors
-            return external.view(live, sqltime.view(live, panels.LOG_WINDOW), listener.listening(live))
+            return external.view(live, sqltime.view(live, logpanels.LOG_WINDOW), listener.listening(live))
     except BackendError as exc:
         from playground.session import DetachedBackend
 

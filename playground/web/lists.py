@@ -14,9 +14,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from playground.session import limits, logwindow
-from playground.web import cut, panels
+from playground.web import cut, logpanels, panelparts, panels, protocolpanels
 
-PARTITION_PAGE = panels.PARTITION_PAGE
+PARTITION_PAGE = logpanels.PARTITION_PAGE
 LIST_PAGE = 100  # rows of a list page (partitions, clients, transactional ids)
 
 
@@ -53,8 +53,8 @@ def partition(
     start = max(log_start, min(start, max(log_start, leo - 1)))
     entries = logwindow.read(live, tp, start, PARTITION_PAGE)["entries"]
     cons = view.get("consumers", {})
-    columns = panels.table_columns(cons)
-    who = panels.owners(view)
+    columns = logpanels.table_columns(cons)
+    who = panelparts.owners(view)
     colours = panels.producer_colours(view)
     positions: dict[int, list[str]] = {}
     for name, c in cons.items():
@@ -66,7 +66,7 @@ def partition(
     rows = [_record_row(live, tp, e, lso, columns, cons, who, got, asked) for e in entries]
     first = entries[0]["offset"] if entries else start
     last = entries[-1]["offset"] if entries else start - 1
-    cells = [panels.slot(e, colours, who, (("HW", hw), ("LSO", lso), ("LEO", leo)), positions) for e in entries]
+    cells = [logpanels.slot(e, colours, who, (("HW", hw), ("LSO", lso), ("LEO", leo)), positions) for e in entries]
     if last + 1 >= leo:
         end_names = sorted({n for o, names in positions.items() if o >= leo for n in names})
         cells.append(
@@ -74,7 +74,7 @@ def partition(
                 "offset": leo,
                 "end": True,
                 "cursors": [m for m, v in (("HW", hw), ("LSO", lso), ("LEO", leo)) if v == leo],
-                "consumers": panels.names_at(end_names),
+                "consumers": logpanels.names_at(end_names),
             }
         )
     strip = {"hidden": 0, "slots": cells}
@@ -117,7 +117,7 @@ def _record_row(
         "epoch": e.get("epoch"),
         "sequence": e.get("sequence"),
         "by": cut.name(owner) if owner else None,
-        "cells": [] if e.get("control") else panels.read_cells(e, tp, lso, columns, cons, got, asked),
+        "cells": [] if e.get("control") else logpanels.read_cells(e, tp, lso, columns, cons, got, asked),
     }
     for part in ("key", "value"):
         value = e.get(part)
@@ -135,7 +135,7 @@ def _record_row(
 # ------------------------------------------------------------------------------------------------ the other lists
 def partitions(live: Any, view: Mapping[str, Any], start: int | None) -> dict[str, Any]:
     parts = view.get("partitions", {})
-    order = panels.own_topics_first(live, parts)
+    order = logpanels.own_topics_first(live, parts)
     first = _start(start, len(order))
     rows = []
     for tp in order[first : first + LIST_PAGE]:
@@ -156,7 +156,7 @@ def partitions(live: Any, view: Mapping[str, Any], start: int | None) -> dict[st
 
 
 def clients(live: Any, view: Mapping[str, Any], start: int | None) -> dict[str, Any]:
-    every = panels.client_rows(view, counts=True)
+    every = protocolpanels.client_rows(view, counts=True)
     first = _start(start, len(every))
     return {
         "rows": every[first : first + LIST_PAGE],
@@ -170,7 +170,7 @@ def transactions(live: Any, view: Mapping[str, Any], start: int | None) -> dict[
     for name, p in view.get("producers", {}).items():
         if p.get("transactional_id"):
             users.setdefault(p["transactional_id"], []).append(cut.name(name))
-    order = sorted(txns, key=lambda t: (txns[t].get("state") not in panels.TXN_ACTIVE, t))
+    order = sorted(txns, key=lambda t: (txns[t].get("state") not in protocolpanels.TXN_ACTIVE, t))
     first = _start(start, len(order))
     rows = []
     for txid in order[first : first + LIST_PAGE]:
@@ -183,12 +183,12 @@ def transactions(live: Any, view: Mapping[str, Any], start: int | None) -> dict[
                 "pending": t.get("pending_state"),
                 "pid": t.get("producer_id"),
                 "epoch": t.get("epoch"),
-                "partitions": [cut.name(tp) for tp in tps[: panels.LISTED]],
-                "partitions_more": max(0, len(tps) - panels.LISTED),
+                "partitions": [cut.name(tp) for tp in tps[: protocolpanels.LISTED]],
+                "partitions_more": max(0, len(tps) - protocolpanels.LISTED),
                 "timeout_ms": t.get("timeout_ms"),
                 "coordinator_broker": t.get("coordinator_broker"),
-                "users": users.get(txid, [])[: panels.LISTED],
-                "users_more": max(0, len(users.get(txid, [])) - panels.LISTED),
+                "users": users.get(txid, [])[: protocolpanels.LISTED],
+                "users_more": max(0, len(users.get(txid, [])) - protocolpanels.LISTED),
             }
         )
     return {"rows": rows, "pages": pages(live, "session-transactions", len(order), first, LIST_PAGE)}
@@ -198,9 +198,9 @@ def timeline(live: Any, view: Mapping[str, Any], before: int | None, pinned: boo
     """The protocol timeline's RPCs before the one numbered `before` (the last ones when None; the pinned ones alone
     with `pinned`), and the links to the RPCs before and after them."""
     drawn = panels.timeline(live, view, before=before, only_pinned=pinned)
-    events = panels.pinned_events(view) if pinned else panels.timeline_events(view)[0]
+    events = protocolpanels.pinned_events(view) if pinned else protocolpanels.timeline_events(view)[0]
     end = drawn["total"]
-    after = end + panels.TIMELINE_ROWS
+    after = end + protocolpanels.TIMELINE_ROWS
     only = 1 if pinned else None
     return {
         **drawn,

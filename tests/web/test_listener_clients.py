@@ -20,7 +20,7 @@ from playground import session
 from playground.protocol import messages
 from playground.scenario import check_text, run_scenario
 from playground.session import listener
-from playground.web import broadcast, panels
+from playground.web import broadcast, panels, protocolpanels
 
 from . import zhrule
 from .test_listener import (
@@ -123,7 +123,7 @@ def test_it_names_what_is_connected_keeps_the_admin_client_an_admin_and_the_sent
         java.close()
     # the admin client: an admin on the connect panel, never a consumer of the group it asked about
     assert "ops-admin" not in view["consumers"]
-    rows = {r["name"]: r["kind"] for r in panels.client_rows(view)}
+    rows = {r["name"]: r["kind"] for r in protocolpanels.client_rows(view)}
     assert rows["ops-admin"] == "admin" and rows["reader"] == "consumer", rows
     assert re.search(r'data-client="ops-admin" data-kind="admin"', page)
     # the Spring snippet: a prefix per instance, and why

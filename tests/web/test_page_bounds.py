@@ -17,7 +17,7 @@ from channels.testing import WebsocketCommunicator
 
 from playground import session
 from playground.asgi import application
-from playground.web import broadcast, cut, panels
+from playground.web import broadcast, cut, logpanels, panels, protocolpanels
 
 from . import flood
 from .conftest import hold
@@ -93,7 +93,7 @@ def test_it_keeps_every_page_frame_and_log_page_of_a_flooded_session_under_a_meg
     for url in (f"/s/{sid}/", f"/s/{sid}/?at={middle}"):
         page = _page(client, url)
         _nothing_raw(page)
-        assert page.count('class="strip"') == panels.PAGE_STRIPS  # 80 partitions: 64 strips, the rest listed
+        assert page.count('class="strip"') == logpanels.PAGE_STRIPS  # 80 partitions: 64 strips, the rest listed
         assert page.count('class="pcard') <= 12 + 24  # the session's own producers and `page_actors` others
     assert "offsets before" not in page  # nothing was deleted by retention
 
@@ -164,7 +164,7 @@ def test_it_leads_from_every_more_and_earlier_of_the_page_to_what_it_leaves_out(
         if nxt is None:
             break
         url = unescape(nxt.group(1))
-    assert names == len(panels.client_rows(broadcast.view_of(session.load(sid)))) > 100
+    assert names == len(protocolpanels.client_rows(broadcast.view_of(session.load(sid)))) > 100
 
     # every transactional id from the coordinator's "more", the timeline's earlier RPCs, the narrative's log
     txns = _page(client, _href(page, r"/s/[^\"]+/transactions/"))
@@ -215,7 +215,7 @@ def test_it_says_on_the_strip_which_offsets_retention_deleted(client):
     part["log_end_offset"] = 1260
     part["log"] = [{"offset": o, "value": f"v{o}", "producer_id": -1, "fate": "plain"} for o in range(1200, 1260)]
     (strip,) = [s for s in panels.logs(live, view)["strips"] if s["tp"] == "orders-0"]
-    assert strip["log_start"] == 1200 and strip["hidden"] == 60 - panels.LOG_WINDOW
+    assert strip["log_start"] == 1200 and strip["hidden"] == 60 - logpanels.LOG_WINDOW
     html = broadcast.render("logs", panels.logs(live, view), "en", row.id)
     assert "offsets before 1200 deleted by retention" in html
     assert "earlier: offsets 1200–1211 not shown" in html

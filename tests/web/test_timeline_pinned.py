@@ -10,7 +10,7 @@ from django.template.loader import render_to_string
 
 from playground.engine.spec import ActorSpec, ClusterSpec, Step, TopicSpec
 from playground.sim.driver import SimBackend
-from playground.web import panels
+from playground.web import panels, protocolpanels
 
 
 def _do(backend: SimBackend, label: str, **args) -> str:
@@ -72,7 +72,7 @@ def test_the_panel_lists_the_pinned_answers_above_the_drawing_and_links_to_them_
     rows = [r for page in pages for r in page["rows"]]
     assert any(r["error"] == fence[0]["error"] and r["dst"] == "zombie" for r in rows)
     assert {r["rpc"] for r in rows if not r["error"]} == {"InitProducerId", "EndTxn"}
-    assert all(len(page["rows"]) <= panels.TIMELINE_ROWS and page["pinned"] == [] for page in pages)
+    assert all(len(page["rows"]) <= protocolpanels.TIMELINE_ROWS and page["pinned"] == [] for page in pages)
 
 
 def test_a_short_session_pins_nothing_apart_from_what_it_draws():

@@ -1,0 +1,220 @@
+"""Committed and transactional offsets (KIP-98/KIP-447; TV2 on a 4.x cluster: a TxnOffsetCommit v5+ adds the
+offsets partition to the transaction itself, GroupCoordinatorService.commitTransactionalOffsets ->
+AddPartitionsToTxnManager, as there is no AddOffsetsToTxn).
+
+TxnOffsetCommit writes the offsets as a transactional batch of the producer to the group's `__consumer_offsets`
+partition, so they stay *pending*: the COMMIT marker written there makes them the group's committed offsets, the
+ABORT marker drops them (GroupMetadata prepareTxnOffsetCommit / completePendingTxnOffsetCommit). OffsetFetch with
+RequireStable answers UNSTABLE_OFFSET_COMMIT while a partition has pending transactional offsets; read_committed
+consumers ask that way.
+
+Follows core/src/main/scala/kafka/coordinator/group/GroupCoordinator.scala (handleCommitOffsets,
+handleTxnCommitOffsets, handleFetchOffsets, onCompleteTxn), GroupMetadata.scala (pending transactional offsets) and
+GroupMetadataManager.scala (storeOffsets); the TV2 path
+group-coordinator/src/main/java/org/apache/kafka/coordinator/group/GroupCoordinatorService.java.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from playground.engine import events as ev
+from playground.sim.effects import Answer, Effect, Effects, Emit, Reply
+from playground.sim.groupstate import COMPLETING_REBALANCE, EMPTY, STABLE, Group, GroupRegistry
+
+
+@dataclass(frozen=True, slots=True)
+class TxnOffsetWrite:
+    """A TxnOffsetCommit on its way to `__consumer_offsets`: what is written, and who waits for the answer."""
+
+    group_id: str
+    partition: str
+    producer_id: int
+    epoch: int
+    offsets: dict[str, int]
+    reply: Reply
+    transactional_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AddOffsetsPartition(Effect):
+    """A TV2 TxnOffsetCommit: the group coordinator on `broker` has the transaction coordinator add the offsets
+    partition to the transaction (AddPartitionsToTxn v5, verifyOnly=false, through the broker's
+    AddPartitionsToTxnManager); the answer comes back as GroupCoordinator.offsets_partition_added(write, error)."""
+
+    broker: int
+    write: TxnOffsetWrite
+
+
+@dataclass(frozen=True, slots=True)
+class AppendTxnOffsets(Effect):
+    """Append `values` to `write.partition` as a transactional batch of the producer (not a client's: no sequence
+    check). `verify`: the append's verification guard, the transaction (by transactional id) that must still hold
+    the partition (else INVALID_PRODUCER_EPOCH, nothing written). The outcome comes back as
+    GroupCoordinator.txn_offsets_appended(write, error)."""
+
+    write: TxnOffsetWrite
+    values: tuple[str, ...]
+    verify: str | None
+
+
+class GroupOffsets(GroupRegistry):
+    # -- offsets ----------------------------------------------------------------------------------------------
+    def commit_offsets(
+        self,
+        broker: int,
+        group_id: str,
+        generation: int,
+        member_id: str,
+        offsets: dict[str, int],
+        reply: Reply,
+        instance_id: str | None = None,
+    ) -> Effects:
+        """OffsetCommit; `instance_id`: group.instance.id (OffsetCommit v7+)."""
+        error = self._check(broker, group_id)
+        if error:
+            return [Answer(reply, error)]
+        g = self.group(group_id)
+        if g.classic:
+            error = self._classic_commit_error(g, generation, member_id, instance_id)
+            if error:
+                return [Answer(reply, error)]
+        elif instance_id is not None or (member_id and generation >= 0):
+            error = self._validate_member(g, member_id, instance_id)
+            if error:
+                return [Answer(reply, error)]
+            if g.state != STABLE:
+                return [Answer(reply, "REBALANCE_IN_PROGRESS")]
+            if generation != g.generation:
+                return [Answer(reply, "ILLEGAL_GENERATION")]
+        g.committed.update(offsets)
+        fields = {"group": group_id, "state": "committed", "offsets": tuple(sorted(offsets.items())), "producer_id": -1}
+        return [Emit(ev.GroupOffsets, fields), Answer(reply, None)]
+
+    @classmethod
+    def _classic_commit_error(
+        cls, g: Group, generation: int, member_id: str, instance_id: str | None, transactional: bool = False
+    ) -> str | None:
+        """validateOffsetCommit (3.x GroupCoordinator, 4.x ClassicGroup) for a group of the classic protocol: a
+        consumer without group management commits into an empty group; a member (or a request naming an instance)
+        commits as its instance's current member in its generation, and not while the group completes a rebalance
+        (a transactional commit is not held to the group's state)."""
+        if generation < 0 and g.state == EMPTY:
+            return None
+        if generation >= 0 or member_id or instance_id is not None:
+            error = cls._validate_member(g, member_id, instance_id)
+            if error:
+                return error
+            if generation != g.generation:
+                return "ILLEGAL_GENERATION"
+        elif not transactional and g.state != EMPTY:
+            return "UNKNOWN_MEMBER_ID"
+        if not transactional and g.state == COMPLETING_REBALANCE:
+            return "REBALANCE_IN_PROGRESS"
+        return None
+
+    def txn_commit_offsets(
+        self,
+        broker: int,
+        group_id: str,
+        producer_id: int,
+        epoch: int,
+        generation: int,
+        member_id: str,
+        offsets: dict[str, int],
+        reply: Reply,
+        *,
+        transactional_id: str | None = None,
+        version: int | None = None,
+        instance_id: str | None = None,
+    ) -> Effects:
+        """`version`: the TxnOffsetCommit version; v5+ on a 4.x cluster comes from a TV2 client whose
+        transaction does not hold the offsets partition yet: the group coordinator has it added first.
+        `instance_id`: the consumer's group.instance.id (TxnOffsetCommit v3+, KIP-447)."""
+        error = self._check(broker, group_id)
+        if error:
+            return [Answer(reply, error)]
+        g = self.group(group_id)
+        if g.classic:
+            error = self._classic_commit_error(g, generation, member_id, instance_id, transactional=True)
+            if error:
+                return [Answer(reply, error)]
+        elif instance_id is not None or (member_id and generation >= 0):  # KIP-447 zombie fencing by generation
+            error = self._validate_member(g, member_id, instance_id)
+            if error is None and generation != g.generation:
+                error = "ILLEGAL_GENERATION"
+            if error:
+                return [Answer(reply, error)]
+        partition = self.offsets_partition(group_id)
+        if self.kafka == "4" and version is not None and version >= 5 and transactional_id:
+            write = TxnOffsetWrite(group_id, partition, producer_id, epoch, offsets, reply, transactional_id)
+            return [AddOffsetsPartition(broker, write)]
+        return [self._append(TxnOffsetWrite(group_id, partition, producer_id, epoch, offsets, reply), None)]
+
+    def offsets_partition_added(self, write: TxnOffsetWrite, error: str | None) -> Effects:
+        """The transaction coordinator's answer (as the leader's AddPartitionsToTxnManager reads it) to a TV2
+        TxnOffsetCommit's AddPartitionsToTxn."""
+        if error in ("NOT_ENOUGH_REPLICAS", "_TRANSPORT"):
+            # GroupCoordinatorService.handleOperationException: NOT_ENOUGH_REPLICAS -> COORDINATOR_NOT_AVAILABLE
+            error = "COORDINATOR_NOT_AVAILABLE"
+        if error:
+            return [Answer(write.reply, error)]
+        return [self._append(write, write.transactional_id)]
+
+    def _append(self, write: TxnOffsetWrite, verify: str | None) -> AppendTxnOffsets:
+        values = tuple(f"{write.group_id}:{tp}={off}" for tp, off in sorted(write.offsets.items()))
+        return AppendTxnOffsets(write, values, verify)
+
+    def txn_offsets_appended(self, write: TxnOffsetWrite, error: str | None) -> Effects:
+        """The offsets are in `__consumer_offsets` (pending until the transaction's marker), or were refused."""
+        if error:
+            return [Answer(write.reply, error)]
+        self.group(write.group_id).pending.setdefault(write.producer_id, {}).update(write.offsets)
+        fields = {
+            "group": write.group_id,
+            "state": "pending",
+            "offsets": tuple(sorted(write.offsets.items())),
+            "producer_id": write.producer_id,
+        }
+        return [Emit(ev.GroupOffsets, fields), Answer(write.reply, None)]
+
+    def on_marker(self, offsets_partition: str, producer_id: int, control: str) -> Effects:
+        """A transaction marker landed on a __consumer_offsets partition: settle that producer's pending offsets
+        for the groups living there."""
+        effects: Effects = []
+        for g in self.groups.values():
+            if self.offsets_partition(g.group_id) != offsets_partition:
+                continue
+            pending = g.pending.pop(producer_id, None)
+            if pending is None:
+                continue
+            if control == "COMMIT":
+                g.committed.update(pending)
+                state = "committed"
+            else:
+                state = "dropped"
+            fields = {
+                "group": g.group_id,
+                "state": state,
+                "offsets": tuple(sorted(pending.items())),
+                "producer_id": producer_id,
+            }
+            effects.append(Emit(ev.GroupOffsets, fields))
+        return effects
+
+    def fetch_offsets(
+        self, broker: int, group_id: str, partitions: tuple[str, ...], require_stable: bool, reply: Reply
+    ) -> Effects:
+        error = self._check(broker, group_id)
+        if error:
+            return [Answer(reply, error)]
+        g = self.group(group_id)
+        if require_stable:
+            for pending in g.pending.values():
+                if any(tp in pending for tp in partitions):
+                    return [Answer(reply, "UNSTABLE_OFFSET_COMMIT")]
+        return [Answer(reply, None, {"offsets": {tp: g.committed.get(tp) for tp in partitions}})]
+
+    def committed(self, group_id: str) -> dict[str, int]:
+        g = self.groups.get(group_id)
+        return dict(g.committed) if g else {}

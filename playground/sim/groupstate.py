@@ -1,0 +1,217 @@
+"""The group coordinator's state: groups, members, the timers' ticks, and what every part of the coordinator needs
+(which broker coordinates a group, who is a member of it, the membership event). The coordinator itself is
+groups.py; its parts classicgroups.py and groupoffsets.py build on `GroupRegistry`.
+
+Follows core/src/main/scala/kafka/coordinator/group/GroupMetadata.scala and MemberMetadata.scala (the group's and a
+member's state), GroupCoordinator.scala (validateCurrentMember) and GroupMetadataManager.scala (partitionFor).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from playground.engine import events as ev
+from playground.sim.effects import Emit, Reply
+from playground.sim.placement import partition_for
+
+STABLE = "Stable"
+PREPARING_REBALANCE = "PreparingRebalance"
+COMPLETING_REBALANCE = "CompletingRebalance"
+EMPTY = "Empty"
+DEAD = "Dead"
+
+# GroupConfig defaults (group.initial.rebalance.delay.ms, group.min/max.session.timeout.ms) and
+# GroupCoordinator.NewMemberJoinTimeoutMs
+INITIAL_REBALANCE_DELAY_MS = 3000
+MIN_SESSION_TIMEOUT_MS = 6000
+MAX_SESSION_TIMEOUT_MS = 1_800_000
+NEW_MEMBER_JOIN_TIMEOUT_MS = 300_000
+
+
+@dataclass
+class Member:
+    member_id: str
+    client_id: str
+    topics: tuple[str, ...]
+    alive: bool = True
+    assignment: tuple[str, ...] = ()
+    instance_id: str | None = None  # group.instance.id: a static member
+
+
+@dataclass
+class ClassicMember(Member):
+    """A member that speaks the classic group protocol (MemberMetadata.scala)."""
+
+    client_host: str = ""
+    session_timeout_ms: int = 45_000
+    rebalance_timeout_ms: int = 300_000
+    protocol_type: str = ""
+    protocols: tuple[tuple[str, bytes], ...] = ()
+    member_assignment: bytes = b""
+    awaiting_join: Reply | None = None
+    awaiting_sync: Reply | None = None
+    is_new: bool = True
+    heartbeat_deadline_ms: int = 0
+
+    def metadata(self, protocol: str | None) -> bytes:
+        return next((data for name, data in self.protocols if name == protocol), b"")
+
+
+@dataclass
+class Group:
+    group_id: str
+    generation: int = 0
+    state: str = EMPTY
+    members: dict[str, Member] = field(default_factory=dict)
+    static_members: dict[str, str] = field(default_factory=dict)  # group.instance.id -> its member id
+    committed: dict[str, int] = field(default_factory=dict)
+    # producer id -> partition -> offset: written by TxnOffsetCommit, waiting for the transaction's marker
+    pending: dict[int, dict[str, int]] = field(default_factory=dict)
+    next_member: int = 0
+    # the classic protocol's (None for the simulator's own consumers)
+    protocol_type: str | None = None
+    protocol_name: str | None = None
+    leader_id: str | None = None
+    pending_members: set[str] = field(default_factory=set)  # given an id, not yet rejoined with it
+    pending_sync: set[str] = field(default_factory=set)
+    join_round: int = 0  # the delayed join in progress (a timer of an older one does nothing)
+    new_member_added: bool = False
+    initial_join: bool = False  # the first rebalance of an empty group: it ends with its timer only
+
+    @property
+    def classic(self) -> bool:
+        return self.protocol_type is not None
+
+
+@dataclass(frozen=True, slots=True)
+class SessionTimeout:
+    """A timer's tick: `member` sent no heartbeat for session.timeout.ms."""
+
+    group_id: str
+    member: Member
+
+
+@dataclass(frozen=True, slots=True)
+class HeartbeatExpiry:
+    """A classic member's session deadline, as set by its last heartbeat (a later heartbeat moves it)."""
+
+    group_id: str
+    member: ClassicMember
+    deadline_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class PendingMemberExpiry:
+    """A member given an id by MEMBER_ID_REQUIRED that did not rejoin within its session timeout."""
+
+    group_id: str
+    member_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class JoinDeadline:
+    """The delayed join of rebalance `round` ends (DelayedJoin, InitialDelayedJoin)."""
+
+    group_id: str
+    round: int
+    initial: bool
+    remaining_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class SyncDeadline:
+    """Members that got generation `generation` must SyncGroup by now (GroupCoordinator.schedulePendingSync)."""
+
+    group_id: str
+    generation: int
+
+
+class GroupRegistry:
+    """The groups this coordinator holds and what the cluster tells it."""
+
+    def __init__(
+        self, config: Mapping[str, Any], *, kafka: str, brokers: Iterable[int], topics: Mapping[str, int]
+    ) -> None:
+        self.kafka = kafka
+        self.num_partitions = int(config.get("offsets.topic.num.partitions", 50))
+        self.session_timeout_ms = 45_000
+        self.initial_rebalance_delay_ms = int(
+            config.get("group.initial.rebalance.delay.ms", INITIAL_REBALANCE_DELAY_MS)
+        )
+        self.min_session_timeout_ms = int(config.get("group.min.session.timeout.ms", MIN_SESSION_TIMEOUT_MS))
+        self.max_session_timeout_ms = int(config.get("group.max.session.timeout.ms", MAX_SESSION_TIMEOUT_MS))
+        self.groups: dict[str, Group] = {}
+        # what the cluster tells: the leader of each __consumer_offsets partition, the brokers that are up, and the
+        # topics' partition counts (the cluster's metadata, read-only here)
+        self.leaders: dict[int, int | None] = {}
+        self.live_brokers: set[int] = set(brokers)
+        self.topics = topics
+
+    def partition_for(self, group_id: str) -> int:
+        return partition_for(group_id, self.num_partitions)
+
+    def offsets_partition(self, group_id: str) -> str:
+        return f"__consumer_offsets-{self.partition_for(group_id)}"
+
+    def coordinator_of(self, group_id: str) -> int | None:
+        return self.leaders.get(self.partition_for(group_id))
+
+    def group(self, group_id: str) -> Group:
+        g = self.groups.get(group_id)
+        if g is None:
+            g = self.groups[group_id] = Group(group_id)
+        return g
+
+    def _check(self, broker: int, group_id: str) -> str | None:
+        if self.coordinator_of(group_id) != broker or broker not in self.live_brokers:
+            return "NOT_COORDINATOR"
+        return None
+
+    # -- what the cluster tells -------------------------------------------------------------------------------
+    def on_leader_change(self, partition: int, leader: int | None) -> None:
+        self.leaders[partition] = leader
+
+    def broker_stopped(self, broker: int) -> None:
+        self.live_brokers.discard(broker)
+
+    def broker_started(self, broker: int) -> None:
+        self.live_brokers.add(broker)
+
+    @staticmethod
+    def _add(g: Group, member: Member) -> None:
+        g.members[member.member_id] = member
+        if member.instance_id is not None:
+            g.static_members[member.instance_id] = member.member_id
+
+    @staticmethod
+    def _forget(g: Group, member_id: str) -> Member | None:
+        """GroupMetadata.remove: the member, and its instance id's entry."""
+        member = g.members.pop(member_id, None)
+        if (
+            member is not None
+            and member.instance_id is not None
+            and g.static_members.get(member.instance_id) == member_id
+        ):
+            del g.static_members[member.instance_id]
+        return member
+
+    @staticmethod
+    def _validate_member(g: Group, member_id: str, instance_id: str | None) -> str | None:
+        """validateCurrentMember (3.x) / ClassicGroup.validateMember (4.x): a request naming an instance id must
+        come from that instance's current member (another member id is an older instance: FENCED_INSTANCE_ID), and
+        the member must be in the group."""
+        if instance_id is not None:
+            current = g.static_members.get(instance_id)
+            if current is None:
+                return "UNKNOWN_MEMBER_ID"
+            if current != member_id:
+                return "FENCED_INSTANCE_ID"
+        if member_id not in g.members:
+            return "UNKNOWN_MEMBER_ID"
+        return None
+
+    def _membership(self, g: Group) -> Emit:
+        fields = {"group": g.group_id, "generation": g.generation, "members": tuple(sorted(g.members))}
+        return Emit(ev.GroupMembership, fields)
