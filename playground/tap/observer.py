@@ -164,22 +164,33 @@ class Observer:
         view.requests[name] = view.requests.get(name, 0) + 1
         if client_id is not None:
             view.client_id = client_id
-        handler = _HANDLERS.get(api_key)
-        if handler is not None:
-            handler(self, view, now_ms, api_version, request, response)
+        if request is None:
+            return  # not an API the tap reads, or one it could not read (the broker judged it)
+        if api_key == wire.API_VERSIONS:
+            self._api_versions(view, request)
+        elif api_key == wire.INIT_PRODUCER_ID:
+            self._init_producer_id(view, now_ms, api_version, request, response)
+        elif api_key == wire.PRODUCE:
+            self._produce(view, now_ms, api_version, request, response)
+        elif api_key in _TXN_APIS:
+            self._txn_request(view, now_ms, api_key, api_version, request, response)
+        elif api_key in _GROUP_APIS:
+            self._group(view, now_ms, api_key, api_version, request, response)
 
-    def _event(self, view: ConnectionView, now_ms: int, api_key: int, version: int, response: Any, **detail: Any):
+    def _event(
+        self, view: ConnectionView, now_ms: int, api_key: int, version: int, response: Any, **detail: Any
+    ) -> str | None:
         error = first_error(response)
         view.add(Event(now_ms, api_name(api_key), version, tuple(detail.items()), error))
         return error
 
-    def _api_versions(self, view: ConnectionView, now_ms: int, version: int, request: Any, response: Any) -> None:
+    def _api_versions(self, view: ConnectionView, request: Any) -> None:
         software = getattr(request, "client_software_name", None)
         if software:
             view.software = (software, getattr(request, "client_software_version", "") or "")
 
     # ------------------------------------------------------------------------------------------ producers
-    def _init_producer_id(self, view: ConnectionView, now_ms: int, version: int, request: Any, response: Any):
+    def _init_producer_id(self, view: ConnectionView, now_ms: int, version: int, request: Any, response: Any) -> None:
         txn = request.transactional_id
         error = self._event(
             view, now_ms, wire.INIT_PRODUCER_ID, version, response, transactional_id=txn,
@@ -222,7 +233,9 @@ class Observer:
         instance.conns.add(conn_id)
         self._by_epoch[(pid, epoch)] = instance.number
 
-    def _sent(self, view: ConnectionView, now_ms: int, txn: str | None, pid: int, epoch: int, api: str):
+    def _sent(
+        self, view: ConnectionView, now_ms: int, txn: str | None, pid: int, epoch: int, api: str
+    ) -> Instance | None:
         """A request under this producer id and epoch: whose instance it is, and whether it came after its fence."""
         view.used(now_ms, txn, pid, epoch, api)
         number = self._by_epoch.get((pid, epoch))
@@ -239,17 +252,23 @@ class Observer:
             instance.sent_after_fence = True
         return instance
 
-    def _answered(self, instance: Instance | None, view: ConnectionView, now_ms: int, api: str, error: str | None):
+    def _answered(
+        self, instance: Instance | None, view: ConnectionView, now_ms: int, api: str, error: str | None
+    ) -> None:
         if instance is None or error is None or instance.fenced_by is None or instance.error_after_fence is not None:
             return
         instance.error_after_fence = {"connection": view.conn_id, "api": api, "error": error, "at_ms": now_ms}
 
-    def _txn_request(self, view: ConnectionView, now_ms: int, api_key: int, version: int, request: Any, response: Any):
+    def _txn_request(
+        self, view: ConnectionView, now_ms: int, api_key: int, version: int, request: Any, response: Any
+    ) -> None:
         if api_key == wire.ADD_PARTITIONS_TO_TXN and version >= 4:
             entries = [(t.transactional_id, t.producer_id, t.producer_epoch) for t in request.transactions]
         else:
             prefix = "v3_and_below_" if api_key == wire.ADD_PARTITIONS_TO_TXN else ""
-            entries = [tuple(getattr(request, prefix + f) for f in ("transactional_id", "producer_id", "producer_epoch"))]
+            entries = [
+                tuple(getattr(request, prefix + f) for f in ("transactional_id", "producer_id", "producer_epoch"))
+            ]
         detail: dict[str, Any] = {"transactional_id": entries[0][0], "producer_id": int(entries[0][1]),
                                   "epoch": int(entries[0][2])}  # fmt: skip
         if api_key in (wire.ADD_OFFSETS_TO_TXN, wire.TXN_OFFSET_COMMIT):
@@ -271,7 +290,7 @@ class Observer:
             elif instance.open_since_ms is None and api_key != wire.TXN_OFFSET_COMMIT:
                 instance.open_since_ms = now_ms
 
-    def produce(self, view: ConnectionView, now_ms: int, version: int, head: Any, response: Any) -> None:
+    def _produce(self, view: ConnectionView, now_ms: int, version: int, head: Any, response: Any) -> None:
         if not isinstance(head, wire.ProduceHead) or head.producer_id is None:
             return
         topics = sorted({t.name for t in getattr(response, "responses", ()) if getattr(t, "name", None)})
@@ -285,7 +304,9 @@ class Observer:
             view, now_ms, wire.PRODUCE, version, response, transactional_id=head.transactional_id,
             producer_id=head.producer_id, epoch=head.producer_epoch, topics=topics,
         )  # fmt: skip
-        instance = self._sent(view, now_ms, head.transactional_id, head.producer_id, head.producer_epoch or 0, "Produce")
+        instance = self._sent(
+            view, now_ms, head.transactional_id, head.producer_id, head.producer_epoch or 0, "Produce"
+        )
         self._answered(instance, view, now_ms, "Produce", error)
         if instance is not None:
             for topic in topics:
@@ -297,7 +318,9 @@ class Observer:
         return self._topics.setdefault(topic, (set(), set()))
 
     # ------------------------------------------------------------------------------------------ groups
-    def _group(self, view: ConnectionView, now_ms: int, api_key: int, version: int, request: Any, response: Any):
+    def _group(
+        self, view: ConnectionView, now_ms: int, api_key: int, version: int, request: Any, response: Any
+    ) -> None:
         group_id = request.group_id
         member_id = getattr(request, "member_id", None)
         if member_id is None and getattr(request, "members", None):
@@ -411,24 +434,5 @@ def _error_codes(value: Any) -> Iterator[int]:
             yield from _error_codes(item)
 
 
-def _group_handler(api_key: int):
-    return lambda self, view, now_ms, version, request, response: self._group(
-        view, now_ms, api_key, version, request, response
-    )
-
-
-def _txn_handler(api_key: int):
-    return lambda self, view, now_ms, version, request, response: self._txn_request(
-        view, now_ms, api_key, version, request, response
-    )
-
-
-_HANDLERS: dict[int, Any] = {
-    wire.API_VERSIONS: Observer._api_versions,
-    wire.INIT_PRODUCER_ID: Observer._init_producer_id,
-    wire.PRODUCE: Observer.produce,
-    **{key: _txn_handler(key) for key in (wire.ADD_PARTITIONS_TO_TXN, wire.ADD_OFFSETS_TO_TXN, wire.TXN_OFFSET_COMMIT,
-                                          wire.END_TXN)},
-    **{key: _group_handler(key) for key in (wire.JOIN_GROUP, wire.SYNC_GROUP, wire.HEARTBEAT, wire.LEAVE_GROUP,
-                                            wire.OFFSET_COMMIT)},
-}  # fmt: skip
+_TXN_APIS = frozenset({wire.ADD_PARTITIONS_TO_TXN, wire.ADD_OFFSETS_TO_TXN, wire.TXN_OFFSET_COMMIT, wire.END_TXN})
+_GROUP_APIS = frozenset({wire.JOIN_GROUP, wire.SYNC_GROUP, wire.HEARTBEAT, wire.LEAVE_GROUP, wire.OFFSET_COMMIT})

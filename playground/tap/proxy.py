@@ -48,7 +48,7 @@ _CLIENT_ID = struct.Struct(">h")
 METADATA_VERSION = 9  # served by every release the playground knows (3.5 to 4.x)
 
 
-class _EveryVersion(dict):  # decode_request's `served`: the tap reads what the broker will judge
+class _EveryVersion(dict[int, tuple[int, int]]):  # decode_request's `served`: the tap reads what the broker will judge
     def get(self, key: Any, default: Any = None) -> tuple[int, int]:
         return (0, 32767)
 
@@ -214,6 +214,8 @@ class Tap:
             ]
             try:
                 await asyncio.wait(pumps, return_when=asyncio.FIRST_COMPLETED)
+            except asyncio.CancelledError:
+                pass  # the tap is closing: the connection ends here like any other (asyncio's streams log a cancel)
             finally:
                 for pump in pumps:
                     pump.cancel()
@@ -301,9 +303,7 @@ def _decoded(p: Pending, size: int) -> bool:
     if size > DECODE_MAX_BYTES:
         return False
     return (
-        p.api_key in wire.OBSERVED
-        or p.api_key == wire.PRODUCE
-        or wire.node_endpoints_version(p.api_key, p.api_version)
+        p.api_key in wire.OBSERVED or p.api_key == wire.PRODUCE or wire.node_endpoints_version(p.api_key, p.api_version)
     )
 
 

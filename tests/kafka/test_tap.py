@@ -58,7 +58,12 @@ def make_topic(bootstrap: str, name: str, partitions: int = 3) -> str:
     deadline = time.monotonic() + WAIT_S
     while True:
         md = admin.list_topics(name, timeout=10).topics.get(name)
-        if md and not md.error and len(md.partitions) == partitions and all(p.leader >= 0 for p in md.partitions.values()):
+        if (
+            md
+            and not md.error
+            and len(md.partitions) == partitions
+            and all(p.leader >= 0 for p in md.partitions.values())
+        ):
             break
         assert time.monotonic() < deadline, f"{name} has no leaders"
         time.sleep(0.2)
