@@ -300,8 +300,8 @@ class Tap:
 def _decoded(p: Pending, size: int) -> bool:
     if p.api_key in wire.ADDRESSING:
         return True  # they must be rewritten whatever their size
-    if size > DECODE_MAX_BYTES:
-        return False
+    if size > DECODE_MAX_BYTES or p.api_key == wire.API_VERSIONS:
+        return False  # of ApiVersions the observer reads the request only (the software), not the long answer
     return (
         p.api_key in wire.OBSERVED or p.api_key == wire.PRODUCE or wire.node_endpoints_version(p.api_key, p.api_version)
     )

@@ -220,3 +220,19 @@ def test_it_closes_a_connection_whose_request_is_over_socket_request_max_bytes_a
     admin = AdminClient({"bootstrap.servers": t.bootstrap})
     assert len(admin.list_topics(timeout=30).brokers) == 3
     t.stop()
+
+
+def test_it_runs_the_tap_bench_and_reports_every_kind_both_ways():
+    done = subprocess.run(
+        [sys.executable, "tools/bench/tap.py", "--requests", "5", "--json"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=WAIT_S * 3,
+        env={**os.environ, "KAFKA_BOOTSTRAP_SERVERS": require_bootstrap()},
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    r = json.loads(done.stdout)
+    assert r["requests_per_kind"] == 5 and r["tap_cpu_ms_per_1000_requests"] >= 0
+    for kind in ("ApiVersions", "Metadata", "Produce 1 KiB", "Produce 256 KiB"):
+        assert r[kind]["p50"]["direct_ms"] > 0 and r[kind]["p99"]["tap_ms"] > 0
