@@ -236,3 +236,37 @@ def test_it_runs_the_tap_bench_and_reports_every_kind_both_ways():
     assert r["requests_per_kind"] == 5 and r["tap_cpu_ms_per_1000_requests"] >= 0
     for kind in ("ApiVersions", "Metadata", "Produce 1 KiB", "Produce 256 KiB"):
         assert r[kind]["p50"]["direct_ms"] > 0 and r[kind]["p99"]["tap_ms"] > 0
+
+
+def kafka_tool(*argv: str, stdin: str | None = None) -> str:
+    done = subprocess.run(
+        ["bash", str(ROOT / "tools" / "kafka" / "kafka.sh"), *argv],
+        cwd=ROOT,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=WAIT_S * 2,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
+
+
+def test_it_serves_kafka_clients_console_tools_and_kafka_transactions_through_it(tap, prefix):
+    t = tap()
+    topic = make_topic(require_bootstrap(), prefix + "console", partitions=1)
+    txn = prefix + "tool-pay"
+    producer = Producer({"bootstrap.servers": t.bootstrap, "transactional.id": txn})
+    producer.init_transactions(WAIT_S)
+    producer.begin_transaction()
+    producer.produce(topic, value=b"first")
+    producer.commit_transaction(WAIT_S)
+    kafka_tool("run-class", "kafka.tools.ConsoleProducer", "--bootstrap-server", t.bootstrap, "--topic", topic,
+               stdin="a\nb\n")  # fmt: skip
+    read = kafka_tool("run-class", "org.apache.kafka.tools.consumer.ConsoleConsumer", "--bootstrap-server",
+                      t.bootstrap, "--topic", topic, "--from-beginning", "--max-messages", "3")  # fmt: skip
+    assert read.split() == ["first", "a", "b"]
+    described = kafka_tool("transactions", "--bootstrap-server", t.bootstrap, "describe", "--transactional-id", txn)
+    assert txn in described and "CompleteCommit" in described
+    report = t.stop()
+    java = {c["client_id"] for c in report["connections"] if (c["software"] or {}).get("name") == "apache-kafka-java"}
+    assert {"console-producer", "console-consumer"} <= java
