@@ -74,8 +74,10 @@ def make_topic(bootstrap: str, name: str, partitions: int = 3) -> str:
 @pytest.fixture
 def tap(tmp_path, prefix):
     taps: list[TapProcess] = []
+    kafkas: set[str] = set()
 
     def start(kafka: str = "3.9") -> TapProcess:
+        kafkas.add(kafka)
         t = TapProcess(require_bootstrap(kafka), tmp_path / f"report-{len(taps)}.json")
         taps.append(t)
         return t
@@ -85,8 +87,8 @@ def tap(tmp_path, prefix):
         if t.proc.poll() is None:
             t.proc.kill()
             t.proc.wait()
-        admin = AdminClient({"bootstrap.servers": require_bootstrap("3.9")})
-        drop_topics(admin, prefix)
+    for kafka in sorted(kafkas):
+        drop_topics(AdminClient({"bootstrap.servers": require_bootstrap(kafka)}), prefix)
 
 
 def client_ids_of(findings_part: dict | list) -> set[str]:

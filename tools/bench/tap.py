@@ -127,7 +127,8 @@ def main() -> int:
     finally:
         tap.terminate()
         tap.wait(timeout=60)
-        admin.delete_topics([topic])
+        for done in admin.delete_topics([topic]).values():
+            done.result(timeout=60)  # before the process exits with the request unsent
     result: dict = {"requests_per_kind": args.requests, "tap_cpu_ms_per_1000_requests": round(cpu_per_1000_s * 1000, 1)}
     for kind, t in times.items():
         row = {}
