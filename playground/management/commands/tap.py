@@ -1,0 +1,27 @@
+"""`python manage.py tap --upstream BOOTSTRAP [--listen HOST:PORT] [--report FILE]`: a Kafka-protocol proxy in front
+of a real cluster that sees who uses which transactional.id from where (playground/tap/cli.py). It prints its own
+bootstrap list as its last line and serves until SIGTERM; with --report it writes its JSON report then and on
+SIGUSR1.
+"""
+
+from __future__ import annotations
+
+from django.core.management.base import BaseCommand, CommandError
+
+from playground.tap import cli
+
+
+class Command(BaseCommand):
+    help = "Serve a real cluster through the tap (one listener per broker) until SIGTERM, and report what it saw."
+    requires_system_checks: list[str] = []
+
+    def add_arguments(self, parser):
+        cli.add_arguments(parser)
+
+    def handle(self, *args, **options):
+        try:
+            cli.run(options, out=self.stdout)
+        except cli.UsageError as e:
+            raise CommandError(str(e)) from None
+        except OSError as e:
+            raise CommandError(f"tap: {e}") from None

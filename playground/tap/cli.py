@@ -1,0 +1,102 @@
+"""`manage.py tap --upstream BOOTSTRAP [--listen HOST:PORT] [--report FILE]`: the tap in front of a real cluster.
+
+It learns the upstream brokers from a Metadata answer, listens for each (PORT, PORT+1, ... in the order of their
+ids; port 0: free ports), prints its own bootstrap list as its last line, like `simcluster`, and serves until SIGTERM
+(or SIGINT). With `--report FILE` it writes the report (JSON: connections, transactional ids and their instances,
+findings) then, and whenever it gets SIGUSR1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import os
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+from playground.protocol.framing import MAX_REQUEST_BYTES
+
+
+class UsageError(ValueError):
+    pass
+
+
+def add_arguments(p: Any) -> None:
+    p.add_argument("--upstream", required=True, help="the real cluster's bootstrap servers (HOST:PORT,...)")
+    p.add_argument("--listen", default="127.0.0.1:0", help="HOST:PORT of the first listener (port 0: free ports)")
+    p.add_argument("--report", default=None, help="where to write the JSON report on SIGTERM and SIGUSR1")
+    p.add_argument("--max-events", type=int, default=200, help="events kept per connection (the last ones)")
+    p.add_argument(
+        "--socket-request-max-bytes",
+        type=int,
+        default=MAX_REQUEST_BYTES,
+        help="socket.request.max.bytes: a larger request frame closes the connection, as the broker's would",
+    )
+
+
+def parse_listen(value: str) -> tuple[str, int]:
+    host, sep, port = value.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise UsageError(f"--listen {value!r}: expected HOST:PORT")
+    return host, int(port)
+
+
+def write_report(path: str, report: dict[str, Any]) -> None:
+    target = Path(path)
+    partial = target.with_name(target.name + ".partial")
+    partial.write_text(json.dumps(report, indent=1, default=str))
+    os.replace(partial, target)  # a reader never sees half a report
+
+
+def run(options: dict[str, Any], out: Any = None) -> None:
+    host, port = parse_listen(options["listen"])
+    if not options["upstream"].strip():
+        raise UsageError("--upstream: expected the cluster's bootstrap servers")
+    asyncio.run(_serve(options, host, port, out or sys.stdout))
+
+
+async def _serve(options: dict[str, Any], host: str, port: int, out: Any) -> None:
+    from playground.tap.observer import Observer
+    from playground.tap.proxy import Tap
+
+    tap = Tap(
+        options["upstream"],
+        host=host,
+        base_port=port,
+        observer=Observer(max_events=options["max_events"]),
+        max_request_bytes=options["socket_request_max_bytes"],
+    )
+    bootstrap = await tap.start()
+    out.write(f"{bootstrap}\n")
+    out.flush()
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    report_path = options.get("report")
+    if report_path:
+        loop.add_signal_handler(signal.SIGUSR1, lambda: write_report(report_path, tap.report()))
+    await stop.wait()
+    await tap.close()
+    if report_path:
+        write_report(report_path, tap.report())
+
+
+def main(argv: list[str] | None = None) -> int:
+    sys.modules.setdefault("hypothesis", None)  # type: ignore[arg-type]  # as simcluster: kio's strategies cost start-up
+    logging.basicConfig(level=logging.WARNING, format="tap: %(message)s")
+    p = argparse.ArgumentParser(prog="manage.py tap", description="A Kafka-protocol tap in front of a real cluster.")
+    add_arguments(p)
+    try:
+        run(vars(p.parse_args(argv)))
+    except UsageError as e:
+        print(f"tap: {e}", file=sys.stderr)
+        return 2
+    except OSError as e:
+        print(f"tap: {e}", file=sys.stderr)
+        return 1
+    return 0

@@ -1,0 +1,274 @@
+"""`manage.py tap` in front of the real clusters (3.9.1, and 4.4.0 for the fence): confluent-kafka clients talk to
+the tap's bootstrap list, the tap reports what it saw on SIGTERM. Topics, transactional ids and groups are named
+`tap-<hex>-...`."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from tests.kafka.conftest import ROOT, require_bootstrap
+from tests.kafkatopics import drop_topics, listed_everywhere
+
+pytestmark = pytest.mark.kafka
+
+WAIT_S = 120  # a cap for a busy machine, never a measure
+
+
+class TapProcess:
+    def __init__(self, upstream: str, report: Path) -> None:
+        self.report_path = report
+        self.proc = subprocess.Popen(
+            [sys.executable, "manage.py", "tap", "--upstream", upstream, "--report", str(report)],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline().strip()  # the bootstrap list is the last (and only) line
+        assert line, f"the tap printed nothing (exit {self.proc.poll()})"
+        self.bootstrap = line
+
+    def stop(self) -> dict:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            self.proc.wait(timeout=WAIT_S)
+        assert self.proc.returncode == 0, f"the tap exited {self.proc.returncode}"
+        return json.loads(self.report_path.read_text())
+
+
+@pytest.fixture
+def prefix():
+    return f"tap-{uuid.uuid4().hex[:8]}-"
+
+
+def make_topic(bootstrap: str, name: str, partitions: int = 3) -> str:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(name, partitions)])[name].result(timeout=30)
+    deadline = time.monotonic() + WAIT_S
+    while True:
+        md = admin.list_topics(name, timeout=10).topics.get(name)
+        if (
+            md
+            and not md.error
+            and len(md.partitions) == partitions
+            and all(p.leader >= 0 for p in md.partitions.values())
+        ):
+            break
+        assert time.monotonic() < deadline, f"{name} has no leaders"
+        time.sleep(0.2)
+    listed_everywhere(bootstrap, {name})
+    return name
+
+
+@pytest.fixture
+def tap(tmp_path, prefix):
+    taps: list[TapProcess] = []
+    kafkas: set[str] = set()
+
+    def start(kafka: str = "3.9") -> TapProcess:
+        kafkas.add(kafka)
+        t = TapProcess(require_bootstrap(kafka), tmp_path / f"report-{len(taps)}.json")
+        taps.append(t)
+        return t
+
+    yield start
+    for t in taps:
+        if t.proc.poll() is None:
+            t.proc.kill()
+            t.proc.wait()
+    for kafka in sorted(kafkas):
+        drop_topics(AdminClient({"bootstrap.servers": require_bootstrap(kafka)}), prefix)
+
+
+def client_ids_of(findings_part: dict | list) -> set[str]:
+    clients = findings_part if isinstance(findings_part, list) else [findings_part]
+    return {c["client_id"] for c in clients if c}
+
+
+@pytest.mark.parametrize("kafka", ["3.9", "4"])
+def test_it_names_both_connections_and_the_fence_when_two_producers_share_a_transactional_id(tap, prefix, kafka):
+    t = tap(kafka)
+    topic = make_topic(require_bootstrap(kafka), prefix + "orders")
+    txn = prefix + "order-pay"
+    first = Producer({"bootstrap.servers": t.bootstrap, "transactional.id": txn, "client.id": prefix + "payment"})
+    first.init_transactions(WAIT_S)
+    first.begin_transaction()
+    first.produce(topic, key=b"k", value=b"paid")
+    first.flush(WAIT_S)  # its partition is in the transaction: the transaction is open on the coordinator
+    second = Producer({"bootstrap.servers": t.bootstrap, "transactional.id": txn, "client.id": prefix + "monitor"})
+    second.init_transactions(WAIT_S)  # bumps the epoch: the first one's open transaction is aborted
+    with pytest.raises(KafkaException):
+        first.commit_transaction(WAIT_S)
+    second.begin_transaction()
+    second.produce(topic, key=b"k", value=b"checked")
+    second.commit_transaction(WAIT_S)
+    report = t.stop()
+
+    (fence,) = [f for f in report["findings"] if f["finding"] == "fence" and f["transactional_id"] == txn]
+    assert fence["fencing"]["client"]["client_id"] == prefix + "monitor"
+    assert client_ids_of(fence["fenced"]["clients"]) == {prefix + "payment"}
+    assert fence["next_error"]["error"] in ("PRODUCER_FENCED", "INVALID_PRODUCER_EPOCH")
+    assert fence["next_error"]["connection"] in fence["fenced"]["connections"]
+    (shared,) = [f for f in report["findings"] if f["finding"] == "shared_transactional_id"]
+    named = [client_ids_of(i["connections"]) for i in shared["instances"]]
+    assert named == [{prefix + "payment"}, {prefix + "monitor"}]
+    assert shared["hosts"] == ["127.0.0.1"]
+    instances = report["transactional_ids"][txn]
+    assert [i["epoch"] for i in instances] == sorted(i["epoch"] for i in instances)
+    conns = {c["connection"]: c for c in report["connections"]}
+    fencing = conns[fence["fencing"]["connection"]]
+    assert fencing["software"]["name"] == "confluent-kafka-python"
+    assert any(e["api"] == "InitProducerId" and e["error"] is None for e in fencing["events"])
+    assert any(p["transactional_id"] == txn for p in fencing["producer"])
+
+
+def test_it_sees_a_consumer_group_join_sync_heartbeat_commit_and_leave(tap, prefix):
+    t = tap()
+    topic = make_topic(require_bootstrap(), prefix + "events", partitions=2)
+    producer = Producer({"bootstrap.servers": t.bootstrap})
+    for i in range(20):
+        producer.produce(topic, value=f"e{i}".encode(), partition=i % 2)
+    producer.flush(WAIT_S)
+    group = prefix + "readers"
+    consumer = Consumer(
+        {"bootstrap.servers": t.bootstrap, "group.id": group, "auto.offset.reset": "earliest",
+         "enable.auto.commit": False, "client.id": prefix + "reader", "heartbeat.interval.ms": 500}
+    )  # fmt: skip
+    consumer.subscribe([topic])
+    seen = []
+    deadline = time.monotonic() + WAIT_S
+    while len(seen) < 20 and time.monotonic() < deadline:
+        msg = consumer.poll(0.5)
+        if msg is not None and not msg.error():
+            seen.append(msg.value())
+    assert len(seen) == 20
+    consumer.commit(asynchronous=False)
+    time.sleep(1.5)  # a heartbeat or two (heartbeat.interval.ms 500)
+    consumer.close()  # LeaveGroup
+    report = t.stop()
+
+    with_group = [c for c in report["connections"] if group in c["groups"]]
+    assert with_group, "no connection took part in the group"
+    events = [e for c in with_group for e in c["events"] if e.get("group_id") == group]
+    apis = {e["api"] for e in events}
+    assert {"JoinGroup", "SyncGroup", "Heartbeat", "OffsetCommit", "LeaveGroup"} <= apis
+    joined = [e for e in events if e["api"] == "JoinGroup" and e["error"] is None]
+    assert joined and all(c["client_id"] == prefix + "reader" for c in with_group)
+    assert any(e["api"] == "OffsetCommit" and e["error"] is None and e["partitions"] == 2 for e in events)
+
+
+def read_all(bootstrap: str, topic: str, partitions: int, count: int) -> list[tuple]:
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": f"{topic}-{uuid.uuid4().hex[:6]}", "enable.auto.commit": False,
+         "auto.offset.reset": "earliest", "isolation.level": "read_committed", "fetch.max.bytes": 4 * 1024 * 1024}
+    )  # fmt: skip
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    out = []
+    deadline = time.monotonic() + WAIT_S
+    while len(out) < count and time.monotonic() < deadline:
+        msg = consumer.poll(0.5)
+        if msg is not None and not msg.error():
+            out.append((msg.partition(), msg.offset(), msg.key(), msg.value(), msg.headers(), msg.timestamp()))
+    consumer.close()
+    return sorted(out)
+
+
+def test_it_carries_records_both_ways_as_a_direct_connection_sees_them(tap, prefix):
+    t = tap()
+    direct = require_bootstrap()
+    topic = make_topic(direct, prefix + "mirror", partitions=3)
+    through = Producer({"bootstrap.servers": t.bootstrap, "transactional.id": prefix + "mirror",
+                        "compression.type": "zstd", "linger.ms": 5})  # fmt: skip
+    through.init_transactions(WAIT_S)
+    through.begin_transaction()
+    big = os.urandom(700_000)  # several of the tap's chunks, never kept whole
+    for i in range(60):
+        value = big if i % 20 == 0 else f"value-{i}".encode() * (i + 1)
+        through.produce(topic, key=f"k{i}".encode(), value=value, headers=[("n", str(i).encode())])
+    through.commit_transaction(WAIT_S)
+    plain = Producer({"bootstrap.servers": direct, "compression.type": "lz4"})
+    for i in range(40):
+        plain.produce(topic, key=f"d{i}".encode(), value=os.urandom(i * 1000))
+    plain.flush(WAIT_S)
+
+    seen_through = read_all(t.bootstrap, topic, 3, 100)
+    seen_direct = read_all(direct, topic, 3, 100)
+    report = t.stop()
+    assert len(seen_direct) == 100
+    assert seen_through == seen_direct
+    produced = [e for c in report["connections"] for e in c["events"] if e["api"] == "Produce"]
+    assert produced and all(e["transactional_id"] == prefix + "mirror" and e["error"] is None for e in produced)
+
+
+def test_it_closes_a_connection_whose_request_is_over_socket_request_max_bytes_and_serves_on(tap):
+    import socket
+
+    t = tap()
+    host, port = t.bootstrap.split(",")[0].rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=WAIT_S) as s:
+        s.sendall((200 * 1024 * 1024).to_bytes(4, "big") + b"\x00\x03\x00\x09")
+        assert s.recv(1) == b""  # closed, as the broker closes it
+    admin = AdminClient({"bootstrap.servers": t.bootstrap})
+    assert len(admin.list_topics(timeout=30).brokers) == 3
+    t.stop()
+
+
+def test_it_runs_the_tap_bench_and_reports_every_kind_both_ways():
+    done = subprocess.run(
+        [sys.executable, "tools/bench/tap.py", "--requests", "5", "--json"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=WAIT_S * 3,
+        env={**os.environ, "KAFKA_BOOTSTRAP_SERVERS": require_bootstrap()},
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    r = json.loads(done.stdout)
+    assert r["requests_per_kind"] == 5 and r["tap_cpu_ms_per_1000_requests"] >= 0
+    for kind in ("ApiVersions", "Metadata", "Produce 1 KiB", "Produce 256 KiB"):
+        assert r[kind]["p50"]["direct_ms"] > 0 and r[kind]["p99"]["tap_ms"] > 0
+
+
+def kafka_tool(*argv: str, stdin: str | None = None) -> str:
+    done = subprocess.run(
+        ["bash", str(ROOT / "tools" / "kafka" / "kafka.sh"), *argv],
+        cwd=ROOT,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=WAIT_S * 2,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
+
+
+def test_it_serves_kafka_clients_console_tools_and_kafka_transactions_through_it(tap, prefix):
+    t = tap()
+    topic = make_topic(require_bootstrap(), prefix + "console", partitions=1)
+    txn = prefix + "tool-pay"
+    producer = Producer({"bootstrap.servers": t.bootstrap, "transactional.id": txn})
+    producer.init_transactions(WAIT_S)
+    producer.begin_transaction()
+    producer.produce(topic, value=b"first")
+    producer.commit_transaction(WAIT_S)
+    kafka_tool("run-class", "kafka.tools.ConsoleProducer", "--bootstrap-server", t.bootstrap, "--topic", topic,
+               stdin="a\nb\n")  # fmt: skip
+    read = kafka_tool("run-class", "org.apache.kafka.tools.consumer.ConsoleConsumer", "--bootstrap-server",
+                      t.bootstrap, "--topic", topic, "--from-beginning", "--max-messages", "3")  # fmt: skip
+    assert read.split() == ["first", "a", "b"]
+    described = kafka_tool("transactions", "--bootstrap-server", t.bootstrap, "describe", "--transactional-id", txn)
+    assert txn in described and "CompleteCommit" in described
+    report = t.stop()
+    java = {c["client_id"] for c in report["connections"] if (c["software"] or {}).get("name") == "apache-kafka-java"}
+    assert {"console-producer", "console-consumer"} <= java
