@@ -28,9 +28,9 @@ def listed_everywhere(bootstrap: str, names: set[str], timeout_s: float = LISTED
         wire.close()
 
 
-def create_topic(admin: AdminClient, name: str, partitions: int = 1) -> str:
-    """A topic on the test cluster (`admin`'s: KAFKA_BOOTSTRAP_SERVERS) whose partitions all have a leader and that
-    every broker lists."""
+def create_topic(admin: AdminClient, name: str, partitions: int = 1, bootstrap: str | None = None) -> str:
+    """A topic on the test cluster (`admin`'s: `bootstrap`, by default KAFKA_BOOTSTRAP_SERVERS) whose partitions all
+    have a leader and that every broker lists."""
     from tests.kafka.conftest import require_bootstrap
 
     admin.create_topics([NewTopic(name, partitions)])[name].result(timeout=20)
@@ -46,7 +46,7 @@ def create_topic(admin: AdminClient, name: str, partitions: int = 1) -> str:
             break
         assert time.monotonic() < deadline, f"{name} has no leaders"
         time.sleep(0.1)
-    listed_everywhere(require_bootstrap(), {name})
+    listed_everywhere(bootstrap or require_bootstrap(), {name})
     return name
 
 

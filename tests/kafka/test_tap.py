@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient
 
 from tests.kafka.conftest import ROOT, require_bootstrap
-from tests.kafkatopics import drop_topics, listed_everywhere
+from tests.kafkatopics import create_topic, drop_topics
 
 pytestmark = pytest.mark.kafka
 
@@ -53,22 +53,7 @@ def prefix():
 
 
 def make_topic(bootstrap: str, name: str, partitions: int = 3) -> str:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.create_topics([NewTopic(name, partitions)])[name].result(timeout=30)
-    deadline = time.monotonic() + WAIT_S
-    while True:
-        md = admin.list_topics(name, timeout=10).topics.get(name)
-        if (
-            md
-            and not md.error
-            and len(md.partitions) == partitions
-            and all(p.leader >= 0 for p in md.partitions.values())
-        ):
-            break
-        assert time.monotonic() < deadline, f"{name} has no leaders"
-        time.sleep(0.2)
-    listed_everywhere(bootstrap, {name})
-    return name
+    return create_topic(AdminClient({"bootstrap.servers": bootstrap}), name, partitions, bootstrap=bootstrap)
 
 
 @pytest.fixture
