@@ -158,3 +158,15 @@ def test_it_counts_a_moments_sends_per_topic_from_its_checkpoint_as_from_scratch
         counted = {a: dict(c) for a, c in panels.sent_by_topic(at).items()}
         at.derived.clear()
         assert counted == {a: dict(c) for a, c in panels.sent_by_topic(at).items()}, k
+
+
+def test_it_does_not_say_none_under_what_the_application_was_told():
+    """timeout-fences-producer ends with a notice (the application told its transaction aborted) and no alarm: the
+    anomaly panel says nothing more is wrong, not "None" right under the notice (issue 33)."""
+    entry = library.find("timeout-fences-producer")
+    row = session.create(entry.scenario, source=entry.scenario.source, backend="sim")
+    for _step in entry.scenario.steps:
+        live, _outcome = session.step(row.id)
+    page = broadcast.snapshot(live, "en")
+    assert "Nothing more than what the application was told above" in page
+    assert "None: every write" not in page
