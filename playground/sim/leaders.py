@@ -269,11 +269,9 @@ class PartitionLeaders(Brokers):
         log = self._leader_log(broker, partition, reply)
         if log is None:
             return
-        if acks == -1 and self.min_insync_replicas > 1 and not log.topic.startswith("__"):
-            in_sync = sum(1 for b in self.partitions[partition].replicas if self.broker_up(b))
-            if in_sync < self.min_insync_replicas:
-                reply("NOT_ENOUGH_REPLICAS")
-                return
+        if acks == -1 and self.below_min_isr(partition, log.topic):
+            reply("NOT_ENOUGH_REPLICAS")
+            return
         if transactional and transactional_id and self.kafka == "4" and version is not None and version >= 12:
             self._produce_tv2(
                 broker, log, transactional_id, producer_id, epoch, base_sequence, values, keys, acks, reply, client_id
@@ -491,6 +489,19 @@ class PartitionLeaders(Brokers):
             reply(None, offset=log.last_stable_offset if isolation_level == "read_committed" else log.high_watermark)
 
     # -- transaction markers ----------------------------------------------------------------------------------
+    def below_min_isr(self, partition: str, topic: str) -> bool:
+        """Partition.appendRecordsToLeader: an acks=all write, a transaction marker included, is refused
+        (NotEnoughReplicasException) while fewer replicas are in sync than the min ISR. From Kafka 3.7 the min ISR
+        is capped at the partition's replica count (apache/kafka#14594); Kafka 3.5 holds a one-replica topic to
+        min.insync.replicas=2, so it refuses every marker to it and the transaction stays in PrepareAbort or
+        PrepareCommit, retried for ever (seen on a real 3.5.2; 3.9.1 and 4.4.0 write it). Internal topics are left
+        out: nothing here gives them fewer replicas than their min ISR."""
+        if self.min_insync_replicas <= 1 or topic.startswith("__"):
+            return False
+        replicas = self.partitions[partition].replicas
+        needed = self.min_insync_replicas if self.kafka == "3.5" else min(self.min_insync_replicas, len(replicas))
+        return sum(1 for b in replicas if self.broker_up(b)) < needed
+
     def handle_write_txn_markers(
         self,
         broker: int,
@@ -514,6 +525,9 @@ class PartitionLeaders(Brokers):
                 errors[tp] = "NOT_LEADER_OR_FOLLOWER"
                 continue
             log = self.log(tp)
+            if self.below_min_isr(tp, log.topic):  # the coordinator writes markers with acks=all
+                errors[tp] = "NOT_ENOUGH_REPLICAS"
+                continue
             result = log.append_marker(producer_id, epoch, control, coordinator_epoch, self.now_ms)
             errors[tp] = result.error
             if result.error is None:

@@ -75,3 +75,15 @@ def test_it_leaves_franz_gos_broker_too_old_check_nothing_to_fail_as_the_real_re
     assert advertised[0] == apiversions.API_KEYS[kafka][0]
     assert not _produce_too_old(advertised, client_max=2)
     assert not _produce_too_old(dict(apiversions.API_KEYS[kafka]), client_max=2)
+
+
+@pytest.mark.parametrize(("kafka", "errors"), [("3.5", ["concurrent_transactions"]), ("3.9", []), ("4", [])])
+def test_it_keeps_an_abort_on_a_one_replica_topic_below_min_isr_waiting_on_kafka_3_5_only(kafka, errors):
+    """The exchange's transaction holds a partition of a one-replica topic on three brokers with min.insync.replicas
+    2, as the real clusters: Kafka 3.5 refuses its ABORT marker (NOT_ENOUGH_REPLICAS, retried), so the second
+    EndTxn is still told CONCURRENT_TRANSACTIONS a minute later; from 3.7 the min ISR is the replica count, 1."""
+    answers = {
+        (a.api_key, a.version): a.errors for a in versions.exchange(versions.CoreTarget(kafka, brokers=3), kafka)
+    }
+    assert answers[(26, 0)] == []
+    assert answers[(26, 1)] == errors

@@ -81,7 +81,9 @@ class CoreTarget:
     """The pure core of a simulated cluster of `kafka`'s release, driven in virtual time."""
 
     def __init__(self, kafka: str, brokers: int = 1) -> None:
-        cluster = Cluster(brokers=brokers, topics={}, config={}, keep_events=False, kafka=kafka)
+        # the broker settings tools/kafka gives a real cluster of as many nodes: min.insync.replicas 2 from 3 nodes
+        config = {"min.insync.replicas": 2} if brokers >= 3 else {}
+        cluster = Cluster(brokers=brokers, topics={}, config=config, keep_events=False, kafka=kafka)
         endpoints = {b: ("127.0.0.1", 9000 + b) for b in cluster.broker_ids}
         self.core = ServerCore(cluster, endpoints, start_ms=T0, handlers=HANDLERS)
         self.first = cluster.broker_ids[0]
