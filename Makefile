@@ -11,7 +11,7 @@ PORT   ?= 8000
 PRODUCTION := $(strip $(filter-out 127.% localhost ::1 [::1],$(HOST)) $(PLAYGROUND_PUBLIC_URL) \
                       $(filter production,$(PLAYGROUND_MODE)))
 
-.PHONY: run test test-fast lint messages bench kafka kafka-stop venv venv-test clean
+.PHONY: run test test-fast conformance lint messages bench kafka kafka-stop venv venv-test clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -53,6 +53,12 @@ test: venv-test
 ## Only what needs no broker, Redis or browser (quick feedback while developing).
 test-fast: venv-test
 	$(VENV)/bin/pytest -q -m "not browser and not kafka and not redis" tests
+
+## franz-go's kgo integration tests against simcluster --kafka 3.9 and --kafka 4, judged against the tests that pass
+## against real Kafka 3.9.1 and 4.4.0 (tools/conformance/expected-*.txt; README: make conformance). Needs Go 1.26+.
+## make test runs it too (tools/test.sh).
+conformance: venv-test
+	bash tools/conformance/run.sh
 
 ## The house alone, for quick feedback (make test runs the same checks in tests/test_house.py): lint and format
 ## (ruff), types (mypy, strict on the engines, the scenario format and the session core), the layers (import-linter).

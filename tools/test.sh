@@ -22,21 +22,15 @@ KAFKA4_BOOTSTRAP_SERVERS=$(tail -n 1 test-artifacts/kafka4.bootstrap)
 export PLAYGROUND_KAFKA_NODES=3
 
 # The simulated cluster standing in for the real ones (issue 15): `manage.py simcluster`, 3 nodes of Kafka 3.9 and 3 of
-# Kafka 4.x with the broker settings tools/kafka gives the real ones (the abort and expiry scans every second, no
-# topic auto-creation, 3 partitions by default, no initial rebalance delay), started now (their start-up overlaps the
-# main run), stopped on exit.
+# Kafka 4.x with the broker settings tools/kafka gives the real ones (tools/simcluster.sh), started now (their start-up
+# overlaps the main run), stopped on exit.
+source tools/simcluster.sh
 simclusters=()
-start_simcluster() { # kafka version, output file
-    .venv/bin/python manage.py simcluster --kafka "$1" --nodes 3 --port 0 \
-        --config transaction.abort.timed.out.transaction.cleanup.interval.ms=1000 \
-        --config transaction.remove.expired.transaction.cleanup.interval.ms=1000 \
-        --config auto.create.topics.enable=false --config num.partitions=3 \
-        --config group.initial.rebalance.delay.ms=0 >"$2" 2>"$2.err" &
-    simclusters+=($!)
-}
 trap 'bash tools/kafka/kafka.sh stop >/dev/null 2>&1 || true; bash tools/kafka/kafka.sh --version 4 stop >/dev/null 2>&1 || true; bash tools/kafka/kafka.sh --version 3.5 stop >/dev/null 2>&1 || true; for pid in "${simclusters[@]}"; do kill "$pid" 2>/dev/null || true; done' EXIT
 start_simcluster 3.9 test-artifacts/simcluster39.out
+simclusters+=("$simcluster_pid")
 start_simcluster 4 test-artifacts/simcluster4.out
+simclusters+=("$simcluster_pid")
 
 status=0
 # The runs that mostly wait (on brokers' timers, workers, markers, clock.advance sleeps) go in the background, beside
@@ -62,17 +56,12 @@ kafka35_pass() {
     KAFKA35_BOOTSTRAP_SERVERS="$bootstrap" "$PYTEST" -m "kafka35" tests/kafka tests/simserver
 }
 in_background kafka35 kafka35_pass
+# franz-go's kgo integration tests against simclusters of its own (3.9 and 4.x), judged against the lists of what
+# passes against real Kafka (issue 32, tools/conformance/run.sh: make conformance).
+in_background conformance bash tools/conformance/run.sh
 # The real-backend tests that compare with the simulator (every library scenario in every profile, the late writes,
 # a coordinator's broker stopped and started) a second time, with simcluster standing in for the real clusters: the
 # observations must equal the in-process simulator's, as they equal a real cluster's.
-simcluster_line() { # output file, line number: waits (bounded) until simcluster printed it
-    for _ in $(seq 1 240); do
-        [[ $(wc -l <"$1") -ge 2 ]] && { sed -n "$2p" "$1"; return 0; }
-        sleep 0.5
-    done
-    echo "simcluster did not start ($1.err)" >&2
-    return 1
-}
 if sc39=$(simcluster_line test-artifacts/simcluster39.out 2) && sc4=$(simcluster_line test-artifacts/simcluster4.out 2); then
     in_background simcluster-standin env KAFKA_STANDIN=simcluster KAFKA_BOOTSTRAP_SERVERS="$sc39" \
         KAFKA4_BOOTSTRAP_SERVERS="$sc4" \

@@ -287,9 +287,11 @@ class PartitionLog:
                 return "OUT_OF_ORDER_SEQUENCE_NUMBER"
             return None
         assert entry is not None
+        # An entry of this epoch with no batch (a TV2 marker bumped the epoch, or a marker made the entry) takes
+        # sequence 0 next: last is NO_SEQUENCE (-1). Any sequence goes only for a producer the partition has no
+        # epoch of (NO_PRODUCER_EPOCH, above). franz-go's TestTxnEtl on 4.x: a batch of sequence 410 retried past the
+        # refused batch 0 of a new epoch must be OUT_OF_ORDER_SEQUENCE_NUMBER, not appended before it.
         last = entry.last_seq
-        if last == NO_SEQUENCE:
-            return None
         if first_seq == last + 1 or (first_seq == 0 and last == 2**31 - 1):
             return None
         return "OUT_OF_ORDER_SEQUENCE_NUMBER"

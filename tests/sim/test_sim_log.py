@@ -57,6 +57,22 @@ def test_it_rejects_a_sequence_gap_and_returns_the_original_offsets_for_a_retry(
     assert log.log_end_offset == 2
 
 
+def test_it_takes_only_sequence_zero_first_in_an_epoch_a_tv2_marker_bumped():
+    # ProducerAppendInfo.checkSequence: the marker leaves an entry of epoch 1 with no batch, whose last sequence is
+    # NO_SEQUENCE, so the next batch must be 0; a later batch sent while batch 0 was refused (franz-go's TestTxnEtl
+    # on Kafka 4) is out of order, and batch 0 retried then lands first.
+    log = PartitionLog("orders", 0)
+    log.append(7, 0, 0, True, ("a", "b"))
+    log.append_marker(7, 1, COMMIT, 0)
+    assert log.append(7, 1, 410, True, ("late",)).error == "OUT_OF_ORDER_SEQUENCE_NUMBER"
+    assert log.append(7, 1, 0, True, ("first",)).base_offset == 3
+
+
+def test_it_takes_any_sequence_from_a_producer_it_has_no_epoch_of():
+    log = PartitionLog("orders", 0)
+    assert log.append(7, 4, 410, True, ("a",)).error is None
+
+
 def test_it_forgets_batches_older_than_the_last_five_for_deduplication():
     log = PartitionLog("orders", 0)
     for i in range(6):
