@@ -171,10 +171,13 @@ def test_it_refuses_an_acks_all_write_with_fewer_replicas_in_sync_than_min_insyn
   - pay.begin_transaction
   - pay.produce: {topic: orders, partition: 0, value: a-1}
   - pay.commit_transaction
+  - clock.advance: 1s
   - broker.stop: 2
   - pay.begin_transaction
   - pay.produce: {topic: orders, partition: 0, value: a-2, expect: [_MSG_TIMED_OUT, _TIMED_OUT]}
 """
+    # the second past the commit lets its COMMIT marker be written first: a marker is an acks=all write too, and one
+    # still on its way when the broker stops is refused below the min ISR, leaving the transaction in PrepareCommit
     s = scenario(steps, profile="", cluster=cluster)
     assert s.cluster.replication_factor == 2
     events: list = []
@@ -205,3 +208,25 @@ def test_it_aborts_a_partitions_open_transaction_as_an_operator_would():
     part = obs["partitions"]["orders-0"]
     assert [e.get("value") or e.get("control") for e in part["log"]] == ["a-1", "ABORT"]
     assert part["last_stable_offset"] == part["high_watermark"] == 2
+
+
+def test_it_refuses_a_marker_below_min_insync_replicas_and_keeps_the_transaction_waiting():
+    """The COMMIT marker still on its way when a broker stops is an acks=all write below the min ISR: refused
+    (NOT_ENOUGH_REPLICAS, retried), the transaction stays in PrepareCommit and the next one's AddPartitionsToTxn is
+    told CONCURRENT_TRANSACTIONS, as Partition.appendRecordsToLeader refuses a coordinator's append."""
+    cluster = "  brokers: 3\n  replication_factor: 2\n  config: {min.insync.replicas: 2}\n  topics:\n    orders: {partitions: 1}"
+    steps = """  - pay.init_transactions
+  - pay.begin_transaction
+  - pay.produce: {topic: orders, partition: 0, value: a-1}
+  - pay.commit_transaction
+  - broker.stop: 2
+  - pay.begin_transaction
+  - pay.produce: {topic: orders, partition: 0, value: a-2, expect: [_MSG_TIMED_OUT, _TIMED_OUT]}
+"""
+    events: list = []
+    obs = run_scenario(scenario(steps, profile="", cluster=cluster), "sim", on_event=events.append)
+    answers = {(e.rpc, e.error) for e in events if e.kind == "rpc" and e.direction == "response"}
+    assert ("AddPartitionsToTxn", "CONCURRENT_TRANSACTIONS") in answers
+    assert obs["expect"]["failed"] == 0, obs["expect"]["failures"]
+    assert [e.get("value") for e in obs["partitions"]["orders-0"]["log"] if "value" in e] == ["a-1"]
+    assert not any(e.get("control") for e in obs["partitions"]["orders-0"]["log"])  # no COMMIT marker written
