@@ -338,7 +338,11 @@ class RoomConsumer(Consumer):
         with follow-me, the panel's frame to dock (data-follow-src, "" when there is none)."""
         attrs = ""
         if item is not None:
-            attrs += f' data-goto="/w/{escape(self.code)}/{"board/" if self.board else ""}" data-item="{int(item)}"'
+            # Every page of the room's goes to its own session for the new item (/w/<code>/ seats the facilitator
+            # too); the board's page to the board: a facilitator has both open, and each tab stays what it is.
+            attrs += f' data-goto="/w/{escape(self.code)}/" data-item="{int(item)}"'
+            if self.board:
+                attrs += f' data-board="/w/{escape(self.code)}/board/"'
         if follow is not None:
             attrs += f' data-follow="{"on" if follow else "off"}" data-follow-src="{escape(src if follow else "")}"'
         return f'<div id="room-move" hx-swap-oob="true"{attrs}></div>'

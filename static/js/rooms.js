@@ -69,8 +69,12 @@
     move.removeAttribute("data-item");
     move.removeAttribute("data-follow");
     move.removeAttribute("data-follow-src");
-    // The room is on another item than this page: the attendee's own session for it (created on the way).
-    if (item !== undefined && item !== page.dataset.item) { location.href = to; return; }
+    // The room is on another item than this page: the board goes to the board, any other page of the room to its
+    // owner's own session for the item (created on the way), the facilitator's session tab included.
+    if (item !== undefined && item !== page.dataset.item) {
+      location.href = (document.getElementById("seats") && move.dataset.board) || to;
+      return;
+    }
     if (follow === undefined) return;
     if (!document.getElementById("follow-panel") || src === undefined) {
       // The board: its follow-me button says the new state (in place: reloading the board renders every card again

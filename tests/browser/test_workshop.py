@@ -157,11 +157,19 @@ def test_it_runs_a_workshop_with_three_attendees(browser, server):
     )
     shot(bo, "workshop-follow", full_page=False)
 
-    # The facilitator moves the room on: every attendee's page opens the next item.
+    # The facilitator moves the room on: every attendee's page opens the next item, and so does the facilitator's
+    # own session tab (presenter mode and follow-me live there), while the board stays the board.
     fac.goto(before)
+    with fac.context.expect_page() as opened:
+        fac.locator("#open-mine").click()
+    mine = opened.value
+    mine.wait_for_selector("#ws-status[data-state=open]", timeout=10000)
+    assert re.search(r"/s/[^/]+/$", mine.url), mine.url
     fac.locator(".agenda button").first.click()
     # a move, a redirect, a new seat's session and its page: generous, for a loaded 2-core CI machine
     bo.wait_for_function("() => document.title.includes('Two instances')", timeout=30000), bo.url
+    mine.wait_for_function("() => document.title.includes('Two instances')", timeout=30000)
+    assert re.search(r"/s/[^/]+/$", mine.url), mine.url  # a session, not the board
     # The board reloads on the new item with every attendee's card at its start: their sessions were made as the
     # room moved (nobody's card says "not started" while their page is still on its way).
     fac.wait_for_function(

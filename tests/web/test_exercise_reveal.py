@@ -168,8 +168,10 @@ def test_it_counts_as_seated_on_an_item_only_who_has_opened_it_since_the_room_mo
         people.append(c)
     rooms.move(room, 1)  # a seat made for each of them; none of them has come yet
     assert rooms.questions(Workshop.objects.get(pk=room.pk), 1)[0]["seated"] == 0
+    assert "its step has run for" not in fac.get(f"/w/{room.code}/board/").content.decode()  # not "0 of 0" yet
     sid = people[0].get(f"/w/{room.code}/")["Location"].strip("/").split("/")[-1]
     assert rooms.questions(Workshop.objects.get(pk=room.pk), 1)[0]["seated"] == 1
+    assert "its step has run for 0 of 1" in fac.get(f"/w/{room.code}/board/").content.decode()
     q = _walk_to_question(sid)
     session.predict(sid, q, 1)
     session.step(sid)  # 1 of the 1 who came: most of the room that is here

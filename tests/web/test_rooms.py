@@ -171,7 +171,10 @@ async def test_it_shows_the_board_each_attendees_progress_live():
     connected, code = await stranger.connect(timeout=5)
     assert not connected and code == 4403  # neither the facilitator nor an attendee
     await database_sync_to_async(rooms.move)(room, 1)
-    assert 'data-goto="/w/' in await board.receive_from(timeout=5)
+    # The facilitator's pages: the board goes to the board, the facilitator's own session tab to their session for
+    # the new item (/w/<code>/ seats them); rooms.js picks by the page it is on.
+    moved = await board.receive_from(timeout=5)
+    assert f'data-goto="/w/{room.code}/"' in moved and f'data-board="/w/{room.code}/board/"' in moved
     await board.disconnect()
 
 
@@ -203,6 +206,7 @@ async def test_it_follows_a_move_and_a_follow_switch_made_while_the_page_connect
     follows = re.findall(r'data-follow="(\w+)" data-follow-src="([^"]*)"', "".join(frames))
     mine = await database_sync_to_async(rooms.facilitator_session)(room, 1)  # seated as the room moved
     assert items[-1] == "1" and follows[-1] == ("on", f"/s/{mine}/?present=1&amp;embed=1")
+    assert "data-board" not in "".join(frames)  # an attendee's page is never sent to the board
     await page.disconnect()
 
 
