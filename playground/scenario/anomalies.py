@@ -19,7 +19,12 @@ Rules:
   (also one delivered late by the network, `net.late_write`), yet its record was committed.
 - `duplicate`: a consumer got the same record twice (redelivered after a crash or a seek), or the same value from
   two records (the producer wrote it twice and both were committed). Consumers that feed a producer (`from:`,
-  `send_offsets_to_transaction`) are a transform's input, re-read on recovery by design: their output is checked.
+  `send_offsets_to_transaction`, or reading a declared pipeline's input) are a transform's input, re-read on
+  recovery by design: their output is checked. With a declared pipeline (`pipeline: {from, to, by}`), also an input
+  whose output read_committed delivers more than once (processed twice), however often the input was fetched.
+- `lost-input` (with a declared pipeline): an input record whose offset a transform committed (in a transaction, or
+  by a plain offset commit) while no output for it is delivered: the transform moved past it without processing it
+  (the fenced instance that skipped the rest of its poll, and the next transaction committed past it).
 - `aborted-read` (G1a): a read_committed consumer got a record of an aborted transaction.
 - `undecided-read` (G1b): a read_committed consumer got a record at or past the last stable offset of the moment
   it read: data of a transaction not decided yet (it overtook the LSO).
@@ -31,7 +36,8 @@ cluster) too.
 
 `Checker` is incremental: a session feeds it the commands and the log entries it has not seen yet, and only the
 findings whose records or sends changed are worked out again, so an update costs the same at command 10 and at
-10,000. `check(history)` runs one over a whole history. Each finding carries a sentence id (`kind`) and its
+10,000 (but for a declared pipeline's findings: its inputs are gone through again whenever one of its records, its
+offset commits or its outputs changed). `check(history)` runs one over a whole history. Each finding carries a sentence id (`kind`) and its
 parameters: `text` is the English sentence (the command line's); the web layer says the same in the viewer's
 language. Pure: no Django; the history is plain data (`History`).
 """
@@ -49,11 +55,12 @@ from typing import Any, NotRequired, TypedDict
 from playground.engine.backend import Backend
 from playground.engine.spec import Step
 from playground.engine.values import identity
-from playground.scenario.model import Scenario
+from playground.scenario.model import Pipeline, Scenario
 
 OK = "ok"
 RULES = (
     "lost-write",
+    "lost-input",
     "aborted-told",
     "failed-write-visible",
     "duplicate",
@@ -123,6 +130,9 @@ SENTENCES = {
     "crash or a seek)",
     "written_twice": "{actor} got {value} from {count} records of {topic} ({records}): it was written and committed "
     "more than once",
+    "processed_twice": "{input} of {source} was processed {count} times: read_committed delivers its output {records}",
+    "input_lost": "{actor} committed {consumer}'s offsets past {inputs} of {source} at step {k} ({how}), yet no output "
+    "of theirs to {sink} is delivered: the transform skipped them",
     "divergence": "the reconciliation's row {row} fails {failed}: the database and Kafka disagree",
 }
 # How the application was told (the client's own names: librdkafka's produce() and commit_transaction(), the Java
@@ -144,6 +154,7 @@ OPS = {
     "fenced": "its client was answered {outcome}",
     "fenced_java": "its client was answered {outcome}",
 }
+HOW = {"txn": "in its transaction, with send_offsets_to_transaction", "commit": "an offset commit"}
 FATES = {"aborted": "aborted", "open": "open", "committed": "committed", "plain": "plain"}
 NOT_IN_LOG = "it is in no partition's log"
 
@@ -177,6 +188,9 @@ def english(f: Finding) -> str:
         p["topics"] = ", ".join(p["topics"])
     if f.kind == "divergence":
         p["failed"] = ", ".join(p["failed"])
+    if f.kind == "input_lost":
+        p["inputs"] = listed(p["inputs"], p.get("inputs_more", 0))
+        p["how"] = HOW[p["how"]]
     return SENTENCES[f.kind].format(**p)
 
 
@@ -210,6 +224,7 @@ class History:
     isolation: {consumer: "read_committed" | "read_uncommitted"}
     reconcile: the reconciliation query's {"columns", "rows"}, or None
     client: whose names the sentences use ("librdkafka" or "java")
+    pipelines: the application's declared consume-transform-produce pipelines
     """
 
     steps: Sequence[HistoryStep]
@@ -218,6 +233,7 @@ class History:
     reconcile: Mapping[str, Any] | None = None
     client: str = "librdkafka"
     fates: dict[tuple[str, int], str] = field(default_factory=dict)
+    pipelines: Sequence[Pipeline] = ()
 
     def __post_init__(self) -> None:
         self.fates = fates_of(self.logs)
@@ -308,6 +324,7 @@ class _Txn:
 
     sends: list[HistoryStep] = field(default_factory=list)
     told: tuple[int, str, str] | None = None  # (step, op, outcome): the first error a produce() in it returned
+    offsets: dict[str, dict[str, int]] = field(default_factory=dict)  # consumer -> {tp: offset} sent in it
 
 
 @dataclass
@@ -327,9 +344,12 @@ class Checker:
     """The checker, fed as the history grows: `add_log` (a partition's new entries, in offset order), `add_step`
     (each step after the log entries it may read), `set_reconcile`; `findings()` at any point."""
 
-    def __init__(self, isolation: Mapping[str, str] | None = None, client: str = "librdkafka") -> None:
+    def __init__(
+        self, isolation: Mapping[str, str] | None = None, client: str = "librdkafka", pipelines: Sequence[Pipeline] = ()
+    ) -> None:
         self.isolation = dict(isolation or {})
         self.client = client
+        self.pipes = _Pipes(tuple(pipelines))
         # the logs
         self.next_offset: dict[str, int] = {}
         self.values: dict[tuple[str, int], Any] = {}
@@ -389,6 +409,8 @@ class Checker:
                 continue
             value = identity(e.get("value"))  # the history keeps a long value as this too
             self.values[(tp, offset)] = value
+            if self.pipes.pipelines:
+                self.pipes.add_record(tp, offset, e, value)
             key = (_topic(tp), str(value))
             records = self._keys.get(key)
             if records is None:
@@ -413,6 +435,8 @@ class Checker:
         self.fates[(tp, offset)] = fate
         records, i = self._keys[key], self._index[(tp, offset)]
         records.open -= 1
+        if self.pipes.pipelines and _topic(tp) in self.pipes.topics:
+            self.pipes.dirty = True
         if fate == "committed":
             del records.hidden[bisect_left(records.hidden, i)]
             insort(records.visible, i)
@@ -438,6 +462,8 @@ class Checker:
         elif action == "produce":
             if args.get("from"):
                 self._feeder(str(args["from"]))
+                if outcome == OK:
+                    self.pipes.attach(str(args["from"]), {str(args.get("topic"))})
             if "value" in args:
                 key = (str(args.get("topic")), str(args["value"]))
                 if outcome == OK:
@@ -455,6 +481,10 @@ class Checker:
             ended = self._txns.pop(actor, None)
             if ended is not None:
                 if outcome == OK:
+                    sinks = {str(x["args"].get("topic")) for x in ended.sends}
+                    for consumer, offsets in ended.offsets.items():
+                        self.pipes.attach(consumer, sinks)
+                        self.pipes.cover(consumer, offsets, s["n"], actor, "txn")
                     for x in ended.sends:
                         self._committed.add(x["n"])
                         self._believe((str(x["args"]["topic"]), str(x["args"]["value"])), x)
@@ -478,9 +508,22 @@ class Checker:
                     self._dirty_keys.add(key)
         elif action in ("crash", "restart", "close"):
             self._txns.pop(actor, None)  # nobody is left to believe the open transaction's sends
+            self.pipes.positions.pop(actor, None)  # a consumer that comes back reads on from its committed offsets
+        elif action in ("seek_to_committed", "seek_to_beginning"):
+            self.pipes.positions.pop(actor, None)
         elif action == "send_offsets_to_transaction":
-            if args.get("consumer"):
-                self._feeder(str(args["consumer"]))
+            consumer = str(args.get("consumer") or "")
+            if consumer:
+                self._feeder(consumer)
+            # a scenario's step names its consumer (its positions are sent); a connected client's TxnOffsetCommit
+            # names the group and the offsets themselves (simserver/clients.py)
+            member = consumer or (f"group {args['group']}" if args.get("group") else "")
+            if member and outcome == OK and txn is not None:
+                txn.offsets[member] = dict(args.get("offsets") or self.pipes.positions.get(consumer, {}))
+        elif action == "commit" and outcome == OK:  # a consumer's own offset commit (plain, outside a transaction)
+            self.pipes.cover(
+                actor, dict(args.get("offsets") or self.pipes.positions.get(actor, {})), s["n"], actor, "commit"
+            )
         elif actor == "net" and action == "late_write":
             earlier = self._sent.get((str(args.get("actor")), str(args.get("of"))))
             if earlier is not None and earlier["n"] in self._app_aborted:
@@ -517,6 +560,10 @@ class Checker:
 
     def _read(self, s: HistoryStep, tp: str, offset: int) -> None:
         actor, record, n = s["actor"], (tp, offset), s["n"]
+        if self.pipes.pipelines:
+            self.pipes.positions.setdefault(actor, {})[tp] = offset + 1
+            if _topic(tp) in self.pipes.sources:
+                self._feeder(actor)  # a declared pipeline's input: what must not repeat is its output
         got = self._got[actor]
         if record not in got:
             self._first_read[actor][record] = len(got)
@@ -566,8 +613,9 @@ class Checker:
                 [*(f for fs in self._aborted_reads.values() for f in fs), *self._undecided],
                 key=lambda f: f.steps[:1],
             )
+            writes += self.pipes.lost
             dups = sorted((f for fs in self._dups.values() for f in fs), key=lambda f: f.steps[:1])
-            self._sorted = [*writes, *reads, *dups, *self._divergence]
+            self._sorted = [*writes, *reads, *dups, *self.pipes.twice, *self._divergence]
         return list(self._sorted)
 
     def _judge(self) -> None:
@@ -581,6 +629,9 @@ class Checker:
             self._judge_reads(record)
         for consumer in self._dirty_consumers:
             self._judge_duplicates(consumer)
+        if self.pipes.dirty:
+            self.pipes.judge(self.fates, self.values, self._believed)
+            self._sorted = None
         if self._dirty_keys or self._dirty_records or self._dirty_consumers:
             self._sorted = None
         self._dirty_keys, self._dirty_records, self._dirty_consumers = set(), set(), set()
@@ -788,8 +839,132 @@ class Checker:
             self._dups.pop(consumer, None)
 
 
+# ------------------------------------------------------------------------------------------------- pipelines
+class _Pipes:
+    """The declared pipelines' inputs and outputs, offset commits and findings (`lost-input`, `processed_twice`).
+
+    An input's output is the record of the pipeline's `to` topic with the same key (or value, `by: value`). A
+    consumer belongs to a pipeline once a transaction that sent to its `to` topic also sent the consumer's offsets
+    (send_offsets_to_transaction), or once a send to it names the consumer (`from:`). Its offsets are committed at
+    the positions it had read up to (the last record it got + 1; or the offsets a client sent, when the history has
+    them): in a committed transaction, or by its own offset commit."""
+
+    def __init__(self, pipelines: tuple[Pipeline, ...]) -> None:
+        self.pipelines = pipelines
+        self.sources = {p.source for p in pipelines}
+        self.topics = self.sources | {p.sink for p in pipelines}
+        self.by: dict[str, set[str]] = defaultdict(set)  # topic -> how its records map (key, value)
+        for p in pipelines:
+            self.by[p.source].add(p.by)
+            self.by[p.sink].add(p.by)
+        self.records: dict[str, list[tuple[Record, str | None]]] = defaultdict(list)  # topic -> (record, by key/value)
+        self.positions: dict[str, dict[str, int]] = {}  # consumer -> {tp: offset after the last record it got}
+        self.attached: dict[str, set[str]] = defaultdict(set)  # consumer -> the `to` topics it feeds
+        self.commits: dict[str, list[tuple[str, int, int, str, str]]] = defaultdict(
+            list
+        )  # consumer -> (tp, offset, n, actor, how)
+        self.dirty = False
+        self.lost: list[Finding] = []
+        self.twice: list[Finding] = []
+
+    def add_record(self, tp: str, offset: int, e: Mapping[str, Any], value: Any) -> None:
+        topic = _topic(tp)
+        for by in self.by.get(topic, ()):
+            mapped = e.get("key") if by == "key" else value
+            self.records[f"{by}:{topic}"].append(((tp, offset), None if mapped is None else str(identity(mapped))))
+            self.dirty = True
+
+    def attach(self, consumer: str, sinks: set[str]) -> None:
+        if self.pipelines and not sinks <= self.attached[consumer]:
+            self.attached[consumer] |= sinks
+            self.dirty = True
+
+    def cover(self, consumer: str, offsets: Mapping[str, Any], n: int, actor: str, how: str) -> None:
+        if self.pipelines and offsets:
+            self.commits[consumer] += [(str(tp), int(o), n, actor, how) for tp, o in sorted(offsets.items())]
+            self.dirty = True
+
+    def _committed_past(self, p: Pipeline, record: Record) -> tuple[str, int, str, str] | None:
+        """The first commit of a consumer of `p` past `record`: (consumer, step, actor, how)."""
+        tp, offset = record
+        first = None
+        for consumer, sinks in self.attached.items():
+            if p.sink not in sinks:
+                continue
+            for ctp, upto, n, actor, how in self.commits.get(consumer, ()):
+                if ctp == tp and upto > offset and (first is None or n < first[1]):
+                    first = (consumer, n, actor, how)
+        return first
+
+    def judge(
+        self, fates: Mapping[Record, str], values: Mapping[Record, Any], believed: Mapping[Key, list[HistoryStep]]
+    ) -> None:
+        self.dirty = False
+        self.lost, self.twice = [], []
+        for p in self.pipelines:
+            outputs: dict[str, list[Record]] = defaultdict(list)
+            undecided: set[str] = set()
+            for record, mapped in self.records.get(f"{p.by}:{p.sink}", ()):
+                fate = fates.get(record)
+                if fate in ("committed", "plain"):
+                    outputs[str(mapped)].append(record)
+                elif fate == "open":
+                    undecided.add(str(mapped))
+            inputs: dict[str, list[Record]] = defaultdict(list)
+            for record, mapped in self.records.get(f"{p.by}:{p.source}", ()):
+                if mapped is not None and fates.get(record) in ("committed", "plain"):
+                    inputs[mapped].append(record)
+            skipped: dict[tuple[str, int, str, str], list[Record]] = defaultdict(list)
+            for mapped, records in inputs.items():
+                made = outputs.get(mapped, [])
+                if len(made) > len(records):
+                    names = [_record(*r) for r in made]
+                    steps = sorted({x["n"] for r in made for x in believed.get((p.sink, str(values.get(r))), ())})
+                    self.twice.append(
+                        Finding(
+                            "duplicate",
+                            "processed_twice",
+                            {
+                                "input": _record(*records[0]),
+                                "source": p.source,
+                                "count": len(made),
+                                "records": names[:LISTED_MAX],
+                                "records_more": max(0, len(names) - LISTED_MAX),
+                            },
+                            tuple(steps),
+                            (_record(*records[0]), *names[:LISTED_MAX]),
+                        )
+                    )
+                if made or mapped in undecided:
+                    continue
+                for r in records:
+                    by = self._committed_past(p, r)
+                    if by is not None:
+                        skipped[by].append(r)
+            for (consumer, n, actor, how), records in sorted(skipped.items(), key=lambda kv: kv[0][1]):
+                names, more = _capped([_record(*r) for r in sorted(records)])
+                self.lost.append(
+                    Finding(
+                        "lost-input",
+                        "input_lost",
+                        {
+                            "actor": actor,
+                            "consumer": consumer,
+                            "inputs": names,
+                            "inputs_more": more,
+                            "source": p.source,
+                            "sink": p.sink,
+                            "k": n + 1,
+                            "how": how,
+                        },
+                        (n,),
+                        tuple(names),
+                    )
+                )
+
+
 def check(history: History) -> list[Finding]:
-    checker = Checker(history.isolation, history.client)
+    checker = Checker(history.isolation, history.client, history.pipelines)
     for tp, log in history.logs.items():
         checker.add_log(tp, log)
     for s in history.steps:
@@ -823,6 +998,7 @@ def history_of_run(scenario: Scenario, record: Sequence[HistoryStep], observatio
         isolation,
         (observation.get("database") or {}).get("reconcile"),
         client=scenario.profile.client,
+        pipelines=scenario.pipelines,
     )
 
 

@@ -43,12 +43,15 @@ from playground.scenario.model import (
     MAX_BROKERS,
     MAX_HINTS,
     MAX_PARTITIONS,
+    MAX_PIPELINES,
+    PIPELINE_BY,
     PRODUCER_CONFIG,
     PROFILE_KEYS,
     PROFILE_SELECTORS,
     REQUIRED_TOP_LEVEL,
     TOP_LEVEL_KEYS,
     TXN_STATES,
+    Pipeline,
     Scenario,
     ScenarioError,
     canonical_selector,
@@ -172,6 +175,7 @@ def parse_scenario(text: str, path: str = "<scenario>") -> Scenario:
                 reader.fail(node("goal"), "goal", _("name at least one check (the same keys as expect:)"))
             )
     hints = reader.attempt(_hints, reader, node("hints"), default=()) if "hints" in top else ()
+    pipelines = reader.attempt(_pipelines, reader, node("pipeline"), cluster, default=()) if "pipeline" in top else ()
     if actors and cluster is not None and not reader.errors:
         # settings the file's own profile refuses (a broker setting its Kafka lacks, a client's construction check)
         for problem in profile_problems(cluster, actors, profile):
@@ -203,6 +207,7 @@ def parse_scenario(text: str, path: str = "<scenario>") -> Scenario:
         goal=goal,
         goal_lines=goal_lines,
         hints=hints,
+        pipelines=pipelines,
         database=database,
         profile=profile,
         step_expects=reader.step_expects,
@@ -271,6 +276,36 @@ def _hints(r: Reader, node: yaml.Node) -> tuple[dict[str, str], ...]:
     if not items or len(items) > MAX_HINTS:
         raise r.fail(node, "hints", _("give 1 to %(n)s hints") % {"n": MAX_HINTS})
     return tuple(r.texts(item, join_field("hints", i)) for i, item in enumerate(items))
+
+
+def _pipelines(r: Reader, node: yaml.Node, cluster: ClusterSpec) -> tuple[Pipeline, ...]:
+    """`pipeline: {from: TOPIC, to: TOPIC, by: key | value}`, or a list of them (a chain of stages)."""
+    items = r.sequence(node, "pipeline") if isinstance(node, yaml.SequenceNode) else [node]
+    if not items or len(items) > MAX_PIPELINES:
+        raise r.fail(node, "pipeline", _("give 1 to %(n)s pipelines") % {"n": MAX_PIPELINES})
+    topics = [t.name for t in cluster.topics]
+    out = []
+    for i, item in enumerate(items):
+        at = "pipeline" if len(items) == 1 and not isinstance(node, yaml.SequenceNode) else join_field("pipeline", i)
+        pairs = r.mapping(item, at)
+        for key, (key_node, _v) in pairs.items():
+            if key not in ("from", "to", "by"):
+                raise r.fail(key_node, join_field(at, key), unknown_name(_("key"), key, ("from", "to", "by")))
+        ends = {}
+        for end in ("from", "to"):
+            if end not in pairs:
+                raise r.fail(item, join_field(at, end), _("missing (required)"))
+            topic = r.string(pairs[end][1], join_field(at, end))
+            if topic not in topics:
+                raise r.fail(pairs[end][1], join_field(at, end), unknown_name(_("topic"), topic, topics, _("topics")))
+            ends[end] = topic
+        if ends["from"] == ends["to"]:
+            raise r.fail(item, join_field(at, "to"), _("a pipeline writes to another topic than it reads"))
+        by = r.string(pairs["by"][1], join_field(at, "by")) if "by" in pairs else "key"
+        if by not in PIPELINE_BY:
+            raise r.fail(pairs["by"][1], join_field(at, "by"), unknown_name(_("pipeline mapping"), by, PIPELINE_BY))
+        out.append(Pipeline(ends["from"], ends["to"], by))
+    return tuple(out)
 
 
 def _tags(r: Reader, node: yaml.Node) -> tuple[str, ...]:

@@ -187,6 +187,7 @@ TOP_LEVEL_KEYS = (
     "expect",
     "goal",
     "hints",
+    "pipeline",
 )
 PROFILE_KEYS = ("kafka", "client")
 REQUIRED_TOP_LEVEL = ("format", "id", "title", "actors", "steps")
@@ -346,6 +347,7 @@ MAX_ACTORS = 12
 MAX_STEPS = 2000
 MAX_DEPTH = 24  # YAML nesting: the deepest library file has 6 levels
 MAX_HINTS = 10
+MAX_PIPELINES = 8  # stages of a chain
 MAX_CHOICES = 6
 
 
@@ -372,6 +374,24 @@ class ScenarioError(Exception):
         return f"{self.path}:{self.line}: {self.field}: {self.message}"
 
 
+PIPELINE_BY = ("key", "value")
+
+
+@dataclass(frozen=True)
+class Pipeline:
+    """`pipeline: {from: orders, to: payments, by: key}`: the application reads `from` and writes, for each input
+    record, an output to `to` with the same key (or value), committing the input's offset in the output's transaction.
+    The anomaly checker then judges the pipeline exactly-once: an input lost when its offset was committed in a
+    transaction that carried no output for it, a duplicate when its output was committed twice."""
+
+    source: str  # `from`, a topic
+    sink: str  # `to`, a topic
+    by: str = "key"  # PIPELINE_BY: what an output shares with its input
+
+    def to_dict(self) -> dict[str, str]:
+        return {"from": self.source, "to": self.sink, "by": self.by}
+
+
 @dataclass(frozen=True, eq=False)
 class Scenario:
     format: int
@@ -392,6 +412,8 @@ class Scenario:
     goal: Mapping[str, Any] | None = None
     goal_lines: Mapping[str, int] = field(default_factory=dict)
     hints: tuple[Mapping[str, str], ...] = ()
+    # The application's consume-transform-produce pipelines (`pipeline:`), for the anomaly checker.
+    pipelines: tuple[Pipeline, ...] = ()
     # The application's database beside Kafka, or None.
     database: DatabaseSpec | None = None
     # Which Kafka and which client the scenario is told in (`profile:`); a file without it: Kafka 3.9, librdkafka.

@@ -175,6 +175,7 @@ def write(
     comment: str = "",
     database: Any = None,
     profile: Profile = DEFAULT_PROFILE,
+    pipelines: Iterable[Any] = (),
 ) -> str:
     """The scenario file's text. `commands` are a session's log entries (with outcomes); entries that add an actor
     are left out (the actors are declared up front). A profile other than the default is written as `profile:`
@@ -192,6 +193,9 @@ def write(
     if profile != DEFAULT_PROFILE:
         out.append(f"profile: {flow(profile.to_dict())}")
     out += _cluster_lines(cluster)
+    pipelines = [flow(p.to_dict()) for p in pipelines]
+    if pipelines:
+        out.append(f"pipeline: {pipelines[0]}" if len(pipelines) == 1 else "pipeline: [" + ", ".join(pipelines) + "]")
     out.append("actors:")
     out += [_actor_line(spec) for spec in actors]
     out += _database_lines(database)

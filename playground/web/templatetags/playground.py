@@ -811,6 +811,25 @@ def finding_sentence(kind: str, params: Mapping[str, Any]) -> str:
             )
             % p
         )
+    if kind == "processed_twice":
+        return (
+            _("%(input)s of %(source)s was processed %(count)s times: read_committed delivers its output %(records)s")
+            % p
+        )
+    if kind == "input_lost":
+        p["inputs"] = _more(list(p["inputs"]), p.get("inputs_more", 0))
+        how = {
+            "txn": _("in its transaction, with send_offsets_to_transaction"),
+            "commit": _("an offset commit"),
+        }
+        p["how"] = how.get(p["how"], p["how"])
+        return (
+            _(
+                "%(actor)s committed %(consumer)s's offsets past %(inputs)s of %(source)s at step %(k)s (%(how)s), yet no "
+                "output of theirs to %(sink)s is delivered: the transform skipped them"
+            )
+            % p
+        )
     if kind == "divergence":
         p["failed"] = ", ".join(p["failed"])
         return _("the reconciliation's row %(row)s fails %(failed)s: the database and Kafka disagree") % p
