@@ -101,9 +101,13 @@ def test_it_calls_an_input_whose_output_was_committed_twice_a_duplicate():
         "orders-0": _log(order("k1")),
         "payments-0": _log(payment("k1"), commit_marker(), payment("k1", pid=2), commit_marker(pid=2)),
     }
+    # a reader of the payments gets the same payment twice: without a pipeline, a value written twice
+    steps.append({**step(10, "auditor", "poll"), "read": [["payments-0", 0], ["payments-0", 2]]})
+    assert [f.kind for f in check(History(steps, logs, {}))] == ["written_twice"]
+    # with one, the input processed twice says it (the same value from two inputs would be no duplicate)
     (twice,) = check(History(steps, logs, {}, pipelines=BY_KEY))
     assert (twice.rule, twice.kind) == ("duplicate", "processed_twice")
-    assert twice.records == ("orders-0@0", "payments-0@0", "payments-0@2") and twice.steps == (2, 7)
+    assert twice.records == ("orders-0@0", "payments-0@0", "payments-0@2") and twice.steps == (2, 7, 10)  # sent, got
     assert twice.text == (
         "orders-0@0 of orders was processed 2 times: read_committed delivers its output payments-0@0, payments-0@2"
     )

@@ -564,6 +564,8 @@ class Checker:
             self.pipes.positions.setdefault(actor, {})[tp] = offset + 1
             if _topic(tp) in self.pipes.sources:
                 self._feeder(actor)  # a declared pipeline's input: what must not repeat is its output
+            if _topic(tp) in self.pipes.sinks:
+                self.pipes.dirty = True  # an output got: where its finding points
         got = self._got[actor]
         if record not in got:
             self._first_read[actor][record] = len(got)
@@ -630,7 +632,7 @@ class Checker:
         for consumer in self._dirty_consumers:
             self._judge_duplicates(consumer)
         if self.pipes.dirty:
-            self.pipes.judge(self.fates, self.values, self._believed)
+            self.pipes.judge(self.fates, self.values, self._believed, self._got)
             self._sorted = None
         if self._dirty_keys or self._dirty_records or self._dirty_consumers:
             self._sorted = None
@@ -809,9 +811,9 @@ class Checker:
         twice = self._twice[consumer]
         for key in self._dirty_doubled.pop(consumer, set()):
             d = self._doubled[consumer][key]
-            if len(d.records) <= 1:
-                continue
             topic, value = key
+            if len(d.records) <= 1 or topic in self.pipes.sinks:  # a pipeline's output: judged by its input
+                continue
             names = [_record(*r) for r in d.least_records]
             twice[key] = (
                 d.order,
@@ -852,7 +854,8 @@ class _Pipes:
     def __init__(self, pipelines: tuple[Pipeline, ...]) -> None:
         self.pipelines = pipelines
         self.sources = {p.source for p in pipelines}
-        self.topics = self.sources | {p.sink for p in pipelines}
+        self.sinks = {p.sink for p in pipelines}
+        self.topics = self.sources | self.sinks
         self.by: dict[str, set[str]] = defaultdict(set)  # topic -> how its records map (key, value)
         for p in pipelines:
             self.by[p.source].add(p.by)
@@ -897,7 +900,11 @@ class _Pipes:
         return first
 
     def judge(
-        self, fates: Mapping[Record, str], values: Mapping[Record, Any], believed: Mapping[Key, list[HistoryStep]]
+        self,
+        fates: Mapping[Record, str],
+        values: Mapping[Record, Any],
+        believed: Mapping[Key, list[HistoryStep]],
+        got: Mapping[str, Mapping[Record, list[int]]],
     ) -> None:
         self.dirty = False
         self.lost, self.twice = [], []
@@ -919,7 +926,9 @@ class _Pipes:
                 made = outputs.get(mapped, [])
                 if len(made) > len(records):
                     names = [_record(*r) for r in made]
-                    steps = sorted({x["n"] for r in made for x in believed.get((p.sink, str(values.get(r))), ())})
+                    # the sends that wrote them (when they name their value), and where a consumer first got each
+                    steps = {x["n"] for r in made for x in believed.get((p.sink, str(values.get(r))), ())}
+                    steps |= {at[0] for kept in got.values() for r in made if (at := kept.get(r))}
                     self.twice.append(
                         Finding(
                             "duplicate",
@@ -931,7 +940,7 @@ class _Pipes:
                                 "records": names[:LISTED_MAX],
                                 "records_more": max(0, len(names) - LISTED_MAX),
                             },
-                            tuple(steps),
+                            tuple(sorted(steps)),
                             (_record(*records[0]), *names[:LISTED_MAX]),
                         )
                     )

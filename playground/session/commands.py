@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from time import perf_counter
 from typing import Any
@@ -30,10 +30,11 @@ from playground.engine.spec import (
     Step,
 )
 from playground.scenario.exercise import SKIP, pending_question
+from playground.scenario.model import MAX_PIPELINES
 from playground.session import checkpoints, external, limits, realcluster, signals, store
 from playground.session.backends import cluster_problem, detached_message, live_only
 from playground.session.cache import CACHE
-from playground.session.live import PACE_MAX_MS, PACE_OFF, PACE_WALL, CommandError, Live, run_entry
+from playground.session.live import PACE_MAX_MS, PACE_OFF, PACE_WALL, PIPELINE, CommandError, Live, run_entry
 from playground.session.replay import catch_up, fresh, owner_of, replay, restore
 
 log = logging.getLogger(__name__)
@@ -406,6 +407,44 @@ def hint(session_id: str) -> Live:
         if live.hints_shown >= len(hints):
             raise CommandError(_("No more hints."), status=409)
         return Change(append=[{"hint": live.hints_shown, "outcome": "ok"}])
+
+    live, _change = commit(session_id, mutate)
+    return live
+
+
+def _topics(live: Live) -> list[str]:
+    """The session's topics: its scenario's, and those its applications created (every partition has an LSO)."""
+    names = {t.name for t in live.cluster.topics} | {tp.rpartition("-")[0] for tp in live.backend.stable_offsets()}
+    return sorted(n for n in names if not n.startswith("__"))
+
+
+def set_pipelines(session_id: str, add: Mapping[str, str] | None) -> Live:
+    """Judge the session as a consume-transform-produce pipeline: one more stage `add` ({"from", "to", "by"}, topics
+    of the session's cluster), or none at all (None). From the page, for a connected application whose mapping of
+    inputs to outputs the checker cannot know; it replaces the scenario's `pipeline:` from then on."""
+
+    def mutate(live: Live) -> Change:
+        stages = [p.to_dict() for p in live.pipelines]
+        if add is not None:
+            topics = _topics(live)
+            for end in ("from", "to"):
+                if add[end] not in topics:
+                    raise CommandError(
+                        _("There is no topic %(topic)s in this session (topics: %(topics)s).")
+                        % {"topic": add[end], "topics": ", ".join(topics) or _("none")}
+                    )
+            if add["from"] == add["to"]:
+                raise CommandError(_("A pipeline writes to another topic than it reads."))
+            if dict(add) in stages:
+                raise CommandError(_("This pipeline is judged already."), status=409)
+            if len(stages) >= MAX_PIPELINES:
+                raise CommandError(_("At most %(n)s pipelines.") % {"n": MAX_PIPELINES})
+            stages.append(dict(add))
+        elif not stages:
+            raise CommandError(_("No pipeline is judged."), status=409)
+        else:
+            stages = []
+        return Change(append=[{PIPELINE: stages, "outcome": "ok"}])
 
     live, _change = commit(session_id, mutate)
     return live

@@ -75,7 +75,7 @@ def as_scenario(session_id: str) -> str:
         observation=observation,
         comment=comment,
         database=scenario.database if scenario is not None else None,
-        pipelines=scenario.pipelines if scenario is not None else (),
+        pipelines=live.pipelines,
         profile=live.profile,
     )
 

@@ -16,7 +16,6 @@ from typing import Any
 
 from playground.engine.spec import CONSUMER
 from playground.scenario.anomalies import Checker, Finding, HistoryStep
-from playground.scenario.model import Pipeline
 from playground.session import external, sqltime
 from playground.session.live import Live, is_command, step_from_entry
 
@@ -64,7 +63,7 @@ def _fed(live: Live) -> Fed:
     """The session's own checker, fed with its log so far (not with applications' operations)."""
     fed = live.anomalies
     if not isinstance(fed, Fed):
-        fed = live.anomalies = Fed(Checker(client=live.profile.client, pipelines=_pipelines(live)))
+        fed = live.anomalies = Fed(Checker(client=live.profile.client, pipelines=live.pipelines))
     checker = fed.checker
     checker.isolation = {n: a.isolation_level for n, a in live.actors.items() if a.kind == CONSUMER}
     # the logs first (also between commands: a real cluster's markers land when they land), so that a poll's
@@ -96,7 +95,7 @@ def _checker_with_clients(live: Live, view: Mapping[str, Any] | None) -> Checker
     """A session that applications connected to (session/external.py) is read whole each time: an external client's
     operation learns its outcome from an answer that comes later, so it cannot be fed once and forgotten as the
     session's own commands are. Their operations are numbered by the step of the log entry they came in."""
-    checker = Checker(client=live.profile.client, pipelines=_pipelines(live))
+    checker = Checker(client=live.profile.client, pipelines=live.pipelines)
     checker.isolation = {n: a.isolation_level for n, a in live.actors.items() if a.kind == CONSUMER}
     checker.isolation.update(external.isolation_levels(live.backend))
     for tp, entries in live.backend.log_entries({}).items():
@@ -112,10 +111,6 @@ def _checker_with_clients(live: Live, view: Mapping[str, Any] | None) -> Checker
         checker.add_step(step)
     _reconcile(live, checker, view)
     return checker
-
-
-def _pipelines(live: Live) -> tuple[Pipeline, ...]:
-    return live.scenario.pipelines if live.scenario is not None else ()
 
 
 def _reconcile(live: Live, checker: Checker, view: Mapping[str, Any] | None) -> None:

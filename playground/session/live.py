@@ -37,11 +37,12 @@ from playground.engine.spec import (
     TopicSpec,
 )
 from playground.scenario.anomalies import reads
-from playground.scenario.model import Scenario
+from playground.scenario.model import Pipeline, Scenario
 from playground.session import external
 
 GROUP_PREFIX = "session-"
 PACE_WALL, PACE_OFF = "wall", "off"  # a {"pace": ...} entry of the log
+PIPELINE = "pipeline"  # a {"pipeline": [{"from", "to", "by"}, ...]} entry: the pipelines declared from the page
 PACE_MAX_MS = 10 * 60_000  # a longer pause between two commands passes as this much (a break, not a pace)
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
@@ -153,6 +154,7 @@ class Checkpoint:
     derived: Mapping[str, Any] = field(default_factory=dict)  # Live.derived as it was: a moment goes on from there
     # The anomaly checker fed with exactly these commands, frozen (session/history.py: early steps only), or None.
     checker: bytes | None = None
+    pipelines: tuple[Pipeline, ...] | None = None  # as declared from the page by then (None: the scenario's)
 
     @property
     def size(self) -> int:
@@ -203,6 +205,9 @@ class Live:
     produced: dict[str, int] = field(default_factory=dict)  # produce commands per actor, for one-click values
     predictions: dict[int, int] = field(default_factory=dict)  # exercise: scenario step -> the answer given
     hints_shown: int = 0  # exercise: hints revealed so far
+    # The consume-transform-produce pipelines the anomaly checker judges, as declared from the page (a {"pipeline":
+    # [...]} entry: a connected application's mapping of inputs to outputs); None: the scenario's own `pipeline:`.
+    declared_pipelines: tuple[Pipeline, ...] | None = None
     # At its user's pace (a {"pace": "wall"} entry; the simulator only): each command records the wall time since
     # the previous one (elapsed_ms) and that time passes on the simulator's clock before it (run_entry).
     paced: bool = False
@@ -261,6 +266,10 @@ class Live:
         if "hint" in entry:
             self.hints_shown = max(self.hints_shown, int(entry["hint"]) + 1)
             return
+        if PIPELINE in entry:  # not a command: what the checker judges from now on, so it reads the log again
+            self.declared_pipelines = tuple(Pipeline(p["from"], p["to"], p["by"]) for p in entry[PIPELINE])
+            self.anomalies = None
+            return
         if is_command(entry):
             self.command_seqs.append(seq)
         if "n" in entry:
@@ -300,6 +309,7 @@ class Live:
             dict(self.scenario_steps),
             copy.deepcopy(self.derived),
             checker,
+            self.declared_pipelines,
         )
 
     def resume(self, head: Live, length: int, cp: Checkpoint) -> None:
@@ -314,6 +324,14 @@ class Live:
         self.derived = copy.deepcopy(dict(cp.derived))  # what the panels derived from a prefix of these commands
         self.sql_checkpointed_ms = float(getattr(getattr(self.backend, "db", None), "spent_ms", 0.0))
         self.listen, self.external_wall_ms, self.external_bytes = cp.listen, cp.external_wall_ms, cp.external_bytes
+        self.declared_pipelines = cp.pipelines
+
+    @property
+    def pipelines(self) -> tuple[Pipeline, ...]:
+        """The pipelines the anomaly checker judges: as declared from the page, else the scenario's."""
+        if self.declared_pipelines is not None:
+            return self.declared_pipelines
+        return self.scenario.pipelines if self.scenario is not None else ()
 
     @property
     def length(self) -> int:

@@ -20,6 +20,7 @@ from playground.web import cut
 RECONCILE_TABLE = ""  # the reconciliation's rows, for a cell's "show all" (no table of a scenario has this name)
 ANOMALIES_SHOWN = 30  # findings the panel lists (the rest are counted)
 ANOMALIES_MOMENT_MAX = MOMENT_CHECKED_MAX  # an earlier step past this is not checked anew (it reads the whole history)
+TOPICS_LISTED = 200  # topics the pipeline form offers (a client may create many: the page stays bounded)
 FINDING_CHARS = 120  # of a value or a name in a finding's sentence
 
 
@@ -188,12 +189,17 @@ def anomalies(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
     moment, built anew) is not checked again past ANOMALIES_MOMENT_MAX."""
     from playground.session.history import findings
 
+    pipelines = [p.to_dict() for p in live.pipelines]
     if live.moment is not None and live.moment > ANOMALIES_MOMENT_MAX and live.anomalies is None:
-        return {"deferred": ANOMALIES_MOMENT_MAX, "findings": []}
+        return {"deferred": ANOMALIES_MOMENT_MAX, "findings": [], "pipelines": pipelines}
     found = findings(live, view)
     ordered = [f for f in found if not f.notice] + [f for f in found if f.notice]
     return {
         "deferred": 0,
+        # what the checker judges as consume-transform-produce, and the topics a driver may declare one between
+        "pipelines": pipelines,
+        "topics": sorted({tp.rpartition("-")[0] for tp in view.get("partitions") or ()} - {""})[:TOPICS_LISTED],
+        "moment": live.moment is not None,
         "findings": [
             {
                 "rule": f.rule,

@@ -64,6 +64,8 @@ COMMANDS: dict[str, Command] = {
             forms.PredictForm,
         ),
         Command("hint", lambda sid, f: session.hint(sid)),
+        # the anomaly checker judges the session as a pipeline: inputs of one topic, outputs in another
+        Command("pipeline", lambda sid, f: session.set_pipelines(sid, f.stage()), forms.PipelineForm),
         # A real-cluster session that is not live here: its log re-run on fresh topics (only when the user asks).
         Command("rerun", lambda sid, f: session.rerun(sid)),
         # A real-cluster session ends: its backend closed, its topics deleted; the log stays.

@@ -18,6 +18,7 @@ from playground.engine.spec import (
     Step,
     parse_profile,
 )
+from playground.scenario.model import PIPELINE_BY
 from playground.session import NAME_RE, limits
 from playground.session.runner import RUN_STEP_MS_MAX, RUN_STEP_MS_MIN
 
@@ -271,6 +272,26 @@ class PredictForm(Form):
 
     n = forms.IntegerField(min_value=0, max_value=10_000)
     choice = forms.IntegerField(min_value=-1, max_value=20)
+
+
+class PipelineForm(Form):
+    """Judge the session as a consume-transform-produce pipeline: one more stage (its topics are checked against the
+    session's by the command), or none at all (`clear`)."""
+
+    source = forms.CharField(max_length=249, required=False)  # Kafka's longest topic name
+    sink = forms.CharField(max_length=249, required=False)
+    by = forms.ChoiceField(choices=[(b, b) for b in PIPELINE_BY], required=False)
+    clear = forms.BooleanField(required=False)
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        if not data.get("clear") and not (data.get("source") and data.get("sink")):
+            raise forms.ValidationError(_("Name the topic the pipeline reads and the topic it writes."))
+        return data
+
+    def stage(self) -> dict[str, str] | None:
+        d = self.cleaned_data
+        return None if d.get("clear") else {"from": d["source"], "to": d["sink"], "by": d.get("by") or "key"}
 
 
 class JoinForm(Form):
