@@ -63,8 +63,10 @@ def test_it_has_the_scenarios_and_exercises_of_the_issues_in_order():
         "incident-on-kafka-3-5",
         "hanging-transaction-kafka-3-5",
         "rolling-upgrade",
-        # consumer groups (issue 31): static membership (KIP-345)
+        # consumer groups (issue 31): static membership (KIP-345); the Spring listener's shared prefix, judged as a
+        # pipeline (its lost inputs)
         "static-membership",
+        "spring-shared-prefix",
     ]
 
 
