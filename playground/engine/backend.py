@@ -50,6 +50,11 @@ plus
   "timeline_pinned": [ ... ]  # optional: the RPCs events.pinned names (fences, InitProducerId, EndTxn, rebalances)
                               # older than `timeline`'s, a bounded number of each kind, in `timeline`'s shape
   "unobservable": [ "what this backend cannot see, in a sentence each" ],  # e.g. the real coordinator's RPCs
+  "group_details": {GROUP: {"state", "generation", "protocol", "leader", "members": [{"member_id", "client_id",
+                     "host", "instance_id", "alive", "assignment": [tp]}], "committed": {tp: offset},
+                     "pending": [{"producer_id", "offsets": {tp: offset}}] (TxnOffsetCommit before its marker),
+                     "rebalances": [{"time_ms", "generation", "causes": [{"cause", "member"}], "members"}]}}
+                   # optional: the group coordinator's state, where the backend can read it (the simulator's)
   "transitions": {target state: [allowed previous states]}: the coordinator's table, for the state diagram,
   "stats": {"init_producer_id": N, "transaction_state_records": N, "transaction_state_bytes": N,
             "markers": N, ...}: cost counters, where the backend can count them

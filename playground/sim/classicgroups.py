@@ -23,9 +23,15 @@ from playground.sim.effects import Answer, Effects, Reply, Timer
 from playground.sim.groupstate import (
     COMPLETING_REBALANCE,
     EMPTY,
+    JOIN,
+    LEAVE,
     NEW_MEMBER_JOIN_TIMEOUT_MS,
     PREPARING_REBALANCE,
+    REJOIN,
+    SESSION_TIMEOUT,
     STABLE,
+    STATIC_REJOIN,
+    SYNC_TIMEOUT,
     ClassicMember,
     Group,
     GroupRegistry,
@@ -202,7 +208,7 @@ class ClassicGroupProtocol(GroupRegistry):
                 effects.append(Answer(m.awaiting_sync, None, self._sync_result(g, m)))
                 m.awaiting_sync = None
         g.state = STABLE
-        effects.append(self._membership(g))
+        effects.append(self._membership(g, now_ms))
         return effects
 
     def heartbeat(
@@ -266,7 +272,7 @@ class ClassicGroupProtocol(GroupRegistry):
                 current = g.static_members.get(instance_id) if instance_id is not None else None
                 member = g.members.get(current) if current is not None else None
                 if isinstance(member, ClassicMember):
-                    effects += self._remove_member(g, member, now_ms)
+                    effects += self._remove_member(g, member, now_ms, LEAVE)
                     errors.append(None)
                 else:
                     errors.append("UNKNOWN_MEMBER_ID")
@@ -278,7 +284,7 @@ class ClassicGroupProtocol(GroupRegistry):
                 error = self._validate_member(g, member_id, instance_id)
                 member = g.members.get(member_id)
                 if error is None and isinstance(member, ClassicMember):
-                    effects += self._remove_member(g, member, now_ms)
+                    effects += self._remove_member(g, member, now_ms, LEAVE)
                 errors.append(error or (None if isinstance(member, ClassicMember) else "UNKNOWN_MEMBER_ID"))
         return [*effects, Answer(reply, None, {"errors": errors})]
 
@@ -343,6 +349,7 @@ class ClassicGroupProtocol(GroupRegistry):
             g.leader_id = member_id
         expiry = HeartbeatExpiry(g.group_id, member, member.heartbeat_deadline_ms)
         timer = Timer(member.heartbeat_deadline_ms, f"join timeout {member_id}", expiry, category=TIMER)
+        self._cause(g, JOIN, member)
         return [timer, *self._maybe_prepare_rebalance(g, now_ms)]
 
     def _update_static_member(
@@ -382,6 +389,7 @@ class ClassicGroupProtocol(GroupRegistry):
         member.session_timeout_ms = session_timeout_ms
         member.rebalance_timeout_ms = rebalance_timeout_ms
         member.awaiting_join = reply
+        self._cause(g, STATIC_REJOIN, member)
         if g.state == STABLE:
             if g.protocol_name != self._select_protocol(g):
                 return [*effects, *self._maybe_prepare_rebalance(g, now_ms)]
@@ -391,7 +399,7 @@ class ClassicGroupProtocol(GroupRegistry):
             result.update(
                 skip_assignment=skip, leader=(g.leader_id if supports_skipping_assignment else current_leader) or ""
             )
-            return [*effects, Answer(reply, None, result), self._membership(g)]
+            return [*effects, Answer(reply, None, result), self._membership(g, now_ms)]
         if g.state == COMPLETING_REBALANCE:
             # the leader may already have been given the old member id to assign to: a new rebalance
             return [*effects, *self._prepare_rebalance(g, now_ms)]
@@ -410,6 +418,7 @@ class ClassicGroupProtocol(GroupRegistry):
         member.protocols = protocols
         member.session_timeout_ms = session_timeout_ms
         member.rebalance_timeout_ms = rebalance_timeout_ms
+        self._cause(g, REJOIN, member)
         if member.awaiting_join is not None:  # a JoinGroup sent again while the first waits: the first is answered
             stale = member.awaiting_join
             member.awaiting_join = reply
@@ -480,7 +489,7 @@ class ClassicGroupProtocol(GroupRegistry):
             g.state = EMPTY
             g.protocol_name = None
             g.leader_id = None
-            return [*effects, self._membership(g)]
+            return [*effects, self._membership(g, now_ms)]
         g.protocol_name = self._select_protocol(g)
         g.state = COMPLETING_REBALANCE
         for m in self._classic_members(g):
@@ -544,9 +553,10 @@ class ClassicGroupProtocol(GroupRegistry):
         tick = HeartbeatExpiry(g.group_id, member, member.heartbeat_deadline_ms)
         return [Timer(member.heartbeat_deadline_ms, f"session timeout {member.member_id}", tick, category=TIMER)]
 
-    def _remove_member(self, g: Group, member: ClassicMember, now_ms: int) -> Effects:
+    def _remove_member(self, g: Group, member: ClassicMember, now_ms: int, cause: str) -> Effects:
         """removeMemberAndUpdateGroup: a JoinGroup it left waiting is answered UNKNOWN_MEMBER_ID."""
         effects: Effects = []
+        self._cause(g, cause, member)
         if member.awaiting_join is not None:
             effects.append(Answer(member.awaiting_join, "UNKNOWN_MEMBER_ID", {"member_id": ""}))
             member.awaiting_join = None
@@ -570,7 +580,7 @@ class ClassicGroupProtocol(GroupRegistry):
                 return []  # a later heartbeat moved the deadline
             if not member.is_new and (member.awaiting_join is not None or member.awaiting_sync is not None):
                 return []  # hasSatisfiedHeartbeat: a member waiting for the rebalance is alive
-            return self._remove_member(g, member, now_ms)
+            return self._remove_member(g, member, now_ms, SESSION_TIMEOUT)
         if isinstance(tick, PendingMemberExpiry):
             g = self.groups.get(tick.group_id)
             if g is None or tick.member_id not in g.pending_members:
@@ -602,6 +612,7 @@ class ClassicGroupProtocol(GroupRegistry):
                     if g.leader_id == member_id:
                         g.leader_id = next(iter(g.members), None)
             g.pending_sync.clear()
+            self._cause(g, SYNC_TIMEOUT, None)
             return self._prepare_rebalance(g, now_ms)
         raise ValueError(f"the group coordinator set no timer {tick!r}")
 

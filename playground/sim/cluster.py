@@ -302,11 +302,13 @@ class Cluster(PartitionLeaders):
     ) -> None:
         """JoinGroup (with SyncGroup: the member's assignment is GroupCoordinator.assignment once the group is
         Stable): answered with the new member's id."""
-        self._carry_out(self.groups, self.groups.join(broker, group_id, client_id, topics, reply, instance_id))
+        self._carry_out(
+            self.groups, self.groups.join(broker, group_id, client_id, topics, reply, instance_id, self.now_ms)
+        )
 
     def handle_leave_group(self, group_id: str, member_id: str) -> None:
         """LeaveGroup, as a consumer that closes sends it (the client models send no RPC: it takes effect at once)."""
-        self._carry_out(self.groups, self.groups.leave(group_id, member_id))
+        self._carry_out(self.groups, self.groups.leave(group_id, member_id, self.now_ms))
 
     def member_crashed(self, group_id: str, member_id: str) -> None:
         """Not a request: a consumer's process died, its heartbeats stop; the member is evicted when its session

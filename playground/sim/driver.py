@@ -340,8 +340,10 @@ class SimBackend(Backend):
 
     def _producer_step(self, entry: ProducerActor, action: str, args: dict[str, Any]) -> str:
         if action == "restart":
-            if entry.client is not None and entry.client.alive:
-                entry.client.crash()
+            if entry.client is not None:
+                if entry.client.alive:
+                    entry.client.crash()
+                entry.client.discard()  # nothing refers to the old instance any more: no cycle left behind
             entry.client = self._new_producer(entry.spec)
             entry.fenced = False
             entry.last_error = None  # a new instance has raised nothing yet (as the real backend's restart)

@@ -40,8 +40,12 @@ from playground.sim.groupoffsets import AddOffsetsPartition, AppendTxnOffsets, G
 from playground.sim.groupstate import (
     DEAD,
     EMPTY,
+    JOIN,
+    LEAVE,
     PREPARING_REBALANCE,
+    SESSION_TIMEOUT,
     STABLE,
+    STATIC_REJOIN,
     ClassicMember,
     Group,
     HeartbeatExpiry,
@@ -68,6 +72,7 @@ class GroupCoordinator(ClassicGroupProtocol, GroupOffsets):
         topics: tuple[str, ...],
         reply: Reply,
         instance_id: str | None = None,
+        now_ms: int = 0,
     ) -> Effects:
         error = self._check(broker, group_id)
         if error:
@@ -81,25 +86,30 @@ class GroupCoordinator(ClassicGroupProtocol, GroupOffsets):
         )
         old_id = g.static_members.get(instance_id) if instance_id is not None else None
         if old_id is not None:
-            return [*self._replace_static(g, old_id, member), Answer(reply, None, {"member_id": member.member_id})]
+            replaced = self._replace_static(g, old_id, member, now_ms)
+            return [*replaced, Answer(reply, None, {"member_id": member.member_id})]
         self._add(g, member)
-        return [*self._rebalance(g), Answer(reply, None, {"member_id": member.member_id})]
+        self._cause(g, JOIN, member)
+        return [*self._rebalance(g, now_ms), Answer(reply, None, {"member_id": member.member_id})]
 
-    def _replace_static(self, g: Group, old_id: str, member: Member) -> Effects:
+    def _replace_static(self, g: Group, old_id: str, member: Member, now_ms: int) -> Effects:
         """A known static member of the simulator's own consumers joins again (a restart, or a second instance with
         the same group.instance.id): the new member id takes the old one's place and assignment. A Stable group
         does not rebalance; a group waiting for members that went silent goes on waiting for the others."""
         old = g.members.pop(old_id)
         member.assignment = old.assignment
         self._add(g, member)
+        self._cause(g, STATIC_REJOIN, member)
         if g.state == STABLE:
-            return [self._membership(g)]
-        return self._rebalance(g)
+            return [self._membership(g, now_ms)]
+        return self._rebalance(g, now_ms)
 
-    def leave(self, group_id: str, member_id: str) -> Effects:
+    def leave(self, group_id: str, member_id: str, now_ms: int = 0) -> Effects:
         g = self.groups.get(group_id)
-        if g is not None and self._forget(g, member_id) is not None:
-            return self._rebalance(g)
+        member = self._forget(g, member_id) if g is not None else None
+        if g is not None and member is not None:
+            self._cause(g, LEAVE, member)
+            return self._rebalance(g, now_ms)
         return []
 
     def member_crashed(self, group_id: str, member_id: str, now_ms: int) -> Effects:
@@ -120,10 +130,11 @@ class GroupCoordinator(ClassicGroupProtocol, GroupOffsets):
         g, member = self.groups[tick.group_id], tick.member
         if g.members.get(member.member_id) is member:
             self._forget(g, member.member_id)
-            return self._rebalance(g)
+            self._cause(g, SESSION_TIMEOUT, member)
+            return self._rebalance(g, now_ms)
         return []
 
-    def _rebalance(self, g: Group) -> Effects:
+    def _rebalance(self, g: Group, now_ms: int) -> Effects:
         for m in g.members.values():
             m.assignment = ()
         if any(not m.alive for m in g.members.values()):
@@ -133,7 +144,7 @@ class GroupCoordinator(ClassicGroupProtocol, GroupOffsets):
         g.generation += 1
         g.state = STABLE if g.members else EMPTY
         self._assign_range(g)
-        return [self._membership(g)]
+        return [self._membership(g, now_ms)]
 
     def _assign_range(self, g: Group) -> None:
         """The range assignor: per topic, contiguous partition ranges to members in the assignors' order

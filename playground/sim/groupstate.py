@@ -22,6 +22,19 @@ COMPLETING_REBALANCE = "CompletingRebalance"
 EMPTY = "Empty"
 DEAD = "Dead"
 
+REBALANCES_KEPT = 16  # a group's last rebalances, for the dashboard
+CAUSES_KEPT = 8  # of one rebalance: what started it and what joined it before it completed
+
+# Why a rebalance began (GroupCoordinator.prepareRebalance's reasons, in a word each) with the member concerned
+JOIN, REJOIN, LEAVE, SESSION_TIMEOUT, STATIC_REJOIN, SYNC_TIMEOUT = (
+    "join",
+    "rejoin",
+    "leave",
+    "session timeout",
+    "static rejoin",
+    "sync timeout",
+)
+
 # GroupConfig defaults (group.initial.rebalance.delay.ms, group.min/max.session.timeout.ms) and
 # GroupCoordinator.NewMemberJoinTimeoutMs
 INITIAL_REBALANCE_DELAY_MS = 3000
@@ -79,6 +92,10 @@ class Group:
     join_round: int = 0  # the delayed join in progress (a timer of an older one does nothing)
     new_member_added: bool = False
     initial_join: bool = False  # the first rebalance of an empty group: it ends with its timer only
+    # For the dashboard: what started the rebalance in progress ((cause, the member's client.id), in order), and
+    # the last rebalances as they completed: (time_ms, generation, causes, members' client.ids)
+    causes: list[tuple[str, str]] = field(default_factory=list)
+    rebalances: list[tuple[int, int, tuple[tuple[str, str], ...], tuple[str, ...]]] = field(default_factory=list)
 
     @property
     def classic(self) -> bool:
@@ -212,6 +229,17 @@ class GroupRegistry:
             return "UNKNOWN_MEMBER_ID"
         return None
 
-    def _membership(self, g: Group) -> Emit:
+    @staticmethod
+    def _cause(g: Group, cause: str, member: Member | None) -> None:
+        """What a rebalance (or a static member's rejoin without one) is for, kept until it completes."""
+        if len(g.causes) < CAUSES_KEPT:
+            g.causes.append((cause, member.client_id if member is not None else ""))
+
+    def _membership(self, g: Group, now_ms: int) -> Emit:
+        """The group's members settled (a generation, or a static member's place taken without a rebalance): the
+        dashboard's record of it, with what caused it."""
+        clients = tuple(sorted(m.client_id for m in g.members.values()))
+        g.rebalances = [*g.rebalances[-(REBALANCES_KEPT - 1) :], (now_ms, g.generation, tuple(g.causes), clients)]
+        g.causes = []
         fields = {"group": g.group_id, "generation": g.generation, "members": tuple(sorted(g.members))}
         return Emit(ev.GroupMembership, fields)

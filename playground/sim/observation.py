@@ -13,6 +13,7 @@ from playground.engine.spec import ActorSpec
 from playground.sim.client import CLOSED, CRASHED, Consumer, Message, Producer
 from playground.sim.cluster import Cluster
 from playground.sim.coordinator import transitions_for
+from playground.sim.groupview import group_details
 from playground.sim.javaclient import JavaProducer
 
 
@@ -151,6 +152,7 @@ def view(
         "consumers": shown_consumers,
         "transactions": txns,
         "groups": groups(cluster, consumers),
+        "group_details": group_details(cluster.groups),
         "timeline": timeline,
         "timeline_pinned": pinned,
         "unobservable": [],

@@ -19,6 +19,7 @@ from playground.session import external, live_only
 from playground.session.live import is_command
 from playground.web import cut
 from playground.web.apppanels import anomalies, database, truth
+from playground.web.grouppanels import groups
 from playground.web.logpanels import consumers, logs
 from playground.web.panelparts import (
     LINE_CHARS,
@@ -43,6 +44,7 @@ PANELS = (
     "cluster",
     "producers",
     "consumers",
+    "groups",
     "logs",
     "coordinator",
     "timeline",
@@ -473,6 +475,7 @@ BUILDERS = {
     "cluster": cluster,
     "producers": producers,
     "consumers": consumers,
+    "groups": groups,
     "logs": logs,
     "coordinator": coordinator,
     "timeline": timeline,

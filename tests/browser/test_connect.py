@@ -164,3 +164,49 @@ def test_a_teams_own_clients_live_in_a_session_shown_live_to_a_watcher_and_forke
     assert page.locator('.pcard[data-producer="monitoring"] .extline[data-connected="no"]').count() == 1
     for context in (driver, watching):
         context.close()
+
+
+def test_the_consumer_groups_panel_follows_two_instances_of_an_application_live(browser, server):
+    """Issue 31: a team's two instances in one group appear in the groups panel as they join, with their partitions,
+    and the rebalance when one leaves, without a reload; the panel is not there before any group is."""
+    context = browser.new_context(viewport={"width": 1280, "height": 720}, locale="en-US")
+    page = context.new_page()
+    page.goto(server.url + "/")
+    page.locator("#connect-app").click()
+    page.wait_for_url(re.compile(r"/s/[^/]+/#connect$"))
+    _live(page)
+    assert not page.locator("section.a-groups").is_visible()  # no group yet
+    page.evaluate("() => { window.sameDocument = true; }")
+    bootstrap = page.locator("#bootstrap-servers").inner_text().strip()
+    config = {"bootstrap.servers": bootstrap, "group.id": "billing", "session.timeout.ms": 6000, **QUIET}
+    one = Consumer({**config, "client.id": "billing-1"})
+    two = Consumer({**config, "client.id": "billing-2"})
+    try:
+        for c in (one, two):
+            c.subscribe(["orders"])
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not (one.assignment() and two.assignment()):
+            one.poll(0.2)
+            two.poll(0.2)
+        assert one.assignment() and two.assignment()
+        panel = page.locator("#p-groups")
+        page.wait_for_function(
+            "() => ['billing-1', 'billing-2'].every(n => document.querySelector('#p-groups').textContent.includes(n))"
+            " && document.querySelector('#p-groups').textContent.includes('billing-2 joined')",
+            timeout=WAIT_MS,
+        )
+        assert page.locator("section.a-groups").is_visible() and "Stable" in panel.inner_text()
+        page.locator("section.a-groups").scroll_into_view_if_needed()
+        shot(page, "consumer-groups", full_page=False)
+        two.close()
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and len(one.assignment()) < 3:
+            one.poll(0.2)
+        page.wait_for_function(
+            "() => document.querySelector('#p-groups').textContent.includes('billing-2 left (LeaveGroup)')",
+            timeout=WAIT_MS,
+        )
+        assert page.evaluate("() => window.sameDocument") is True  # live, not reloaded
+    finally:
+        one.close()
+        context.close()

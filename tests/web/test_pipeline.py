@@ -15,7 +15,7 @@ from playground import session
 from playground.session.cache import CACHE
 from playground.session.history import findings
 
-from .test_listener import listen, quiet, wait_for
+from .test_listener import _listeners, listen, quiet, wait_for  # noqa: F401 - _listeners: autouse, stops them after each test
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 

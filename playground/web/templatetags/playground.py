@@ -837,6 +837,21 @@ def finding_sentence(kind: str, params: Mapping[str, Any]) -> str:
 
 
 @register.simple_tag
+def rebalance_cause(c: Mapping[str, Any]) -> str:
+    """Why a group's members changed (sim/groupstate.py's causes), with the member concerned."""
+    who = {"member": str(c.get("member") or "")}
+    said = {
+        "join": _("%(member)s joined"),
+        "rejoin": _("%(member)s joined again"),
+        "leave": _("%(member)s left (LeaveGroup)"),
+        "session timeout": _("%(member)s's session timed out"),
+        "static rejoin": _("static member %(member)s took its place again"),
+        "sync timeout": _("members that did not sync in time were removed"),
+    }.get(str(c.get("cause")))
+    return said % who if said else str(c.get("cause"))  # a simple_tag's text: the template escapes it
+
+
+@register.simple_tag
 def finding(f: Mapping[str, Any]) -> str:
     """One finding of the anomalies panel: its rule, Elle's name, the sentence, and buttons to its steps."""
     cls = f"finding r-{_a(f['rule'])}" + (" notice" if f.get("notice") else "")
