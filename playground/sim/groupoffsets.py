@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from playground.engine import events as ev
 from playground.sim.effects import Answer, Effect, Effects, Emit, Reply
-from playground.sim.groupstate import COMPLETING_REBALANCE, EMPTY, STABLE, Group, GroupRegistry
+from playground.sim.groupstate import COMPLETING_REBALANCE, EMPTY, STABLE, TXN_CHECKS_KEPT, Group, GroupRegistry
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,16 +135,17 @@ class GroupOffsets(GroupRegistry):
         if error:
             return [Answer(reply, error)]
         g = self.group(group_id)
+        checked = g.classic or instance_id is not None or bool(member_id and generation >= 0)
         if g.classic:
             error = self._classic_commit_error(g, generation, member_id, instance_id, transactional=True)
-            if error:
-                return [Answer(reply, error)]
-        elif instance_id is not None or (member_id and generation >= 0):  # KIP-447 zombie fencing by generation
+        elif checked:  # KIP-447 zombie fencing by generation
             error = self._validate_member(g, member_id, instance_id)
             if error is None and generation != g.generation:
                 error = "ILLEGAL_GENERATION"
-            if error:
-                return [Answer(reply, error)]
+        check = (producer_id, generation, member_id, instance_id, checked, error)
+        g.txn_checks = [*g.txn_checks[-(TXN_CHECKS_KEPT - 1) :], check]
+        if error:
+            return [Answer(reply, error)]
         partition = self.offsets_partition(group_id)
         if self.kafka == "4" and version is not None and version >= 5 and transactional_id:
             write = TxnOffsetWrite(group_id, partition, producer_id, epoch, offsets, reply, transactional_id)

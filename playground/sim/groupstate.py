@@ -23,6 +23,7 @@ EMPTY = "Empty"
 DEAD = "Dead"
 
 REBALANCES_KEPT = 16  # a group's last rebalances, for the dashboard
+TXN_CHECKS_KEPT = 8  # a group's last TxnOffsetCommits, for the dashboard
 CAUSES_KEPT = 8  # of one rebalance: what started it and what joined it before it completed
 
 # Why a rebalance began (GroupCoordinator.prepareRebalance's reasons, in a word each) with the member concerned
@@ -96,6 +97,9 @@ class Group:
     # the last rebalances as they completed: (time_ms, generation, causes, members' client.ids)
     causes: list[tuple[str, str]] = field(default_factory=list)
     rebalances: list[tuple[int, int, tuple[tuple[str, str], ...], tuple[str, ...]]] = field(default_factory=list)
+    # the last TxnOffsetCommits' KIP-447 checks: (producer id, generation, member id, group.instance.id, checked,
+    # error or None)
+    txn_checks: list[tuple[int, int, str, str | None, bool, str | None]] = field(default_factory=list)
 
     @property
     def classic(self) -> bool:

@@ -1,6 +1,7 @@
 """What the dashboard shows of the group coordinator: each group's state and generation, its members (client.id,
 host, group.instance.id, what they were assigned), its committed offsets and the transactional ones still pending
-(TxnOffsetCommit written, its transaction's marker not yet), and its last rebalances with what caused them.
+(TxnOffsetCommit written, its transaction's marker not yet), its last rebalances with what caused them, and the
+last TxnOffsetCommits' KIP-447 checks (the generation and member id they carried, and the error if refused).
 
 Follows what `kafka-consumer-groups.sh --describe --members --verbose` and `--offsets` read (DescribeGroups,
 OffsetFetch), from the coordinator's own state (groupstate.py); the members' assignment is decoded from the bytes
@@ -40,6 +41,18 @@ def _group(g: Group) -> dict[str, Any]:
         "pending": [
             {"producer_id": pid, "offsets": dict(sorted(offsets.items()))}
             for pid, offsets in sorted(g.pending.items())[:PENDING_SHOWN]
+        ],
+        # KIP-447: each TxnOffsetCommit's generation and member checked against the group's (the zombie's fence)
+        "txn_checks": [
+            {
+                "producer_id": pid,
+                "generation": generation,
+                "member": g.members[member_id].client_id if member_id in g.members else member_id,
+                "instance_id": instance_id,
+                "checked": checked,
+                "error": error,
+            }
+            for pid, generation, member_id, instance_id, checked, error in g.txn_checks
         ],
         "rebalances": [
             {

@@ -14,6 +14,7 @@ from typing import Any
 GROUPS_SHOWN = 8  # groups on the page (the others are counted)
 ROWS_SHOWN = 24  # partitions of one group
 REBALANCES_SHOWN = 6  # the last ones, newest first
+CHECKS_SHOWN = 4  # the last TxnOffsetCommits' KIP-447 checks, newest first
 
 
 def groups(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
@@ -83,6 +84,7 @@ def _card(gid: str, g: Mapping[str, Any], consumers: Mapping[str, Any], parts: M
         "rows": rows,
         "more_rows": max(0, len(tps) - ROWS_SHOWN),
         "rebalances": rebalances,
+        "txn_checks": list(reversed(g.get("txn_checks") or ()))[:CHECKS_SHOWN],
     }
 
 

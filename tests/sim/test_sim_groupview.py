@@ -106,3 +106,18 @@ def test_it_reads_a_client_s_assignment_as_the_consumer_protocol_encodes_it_and_
     assert _assigned(_assignment(("orders", [2, 0]), ("out", [0]))) == ["orders-0", "orders-2", "out-0"]
     assert _assigned(b"") == [] and _assigned(b"\x00\x03\x7f\xff\xff\xff") == []
     assert _assigned(_assignment(("orders", [0]))[:-9]) == []  # cut inside the partitions
+
+
+def test_it_lists_each_txn_offset_commit_s_kip_447_check_and_a_zombie_s_refusal():
+    b = _backend(("a", None), ("b", None))
+    _do(b, "shop.produce", topic="orders", partition=0, value="o-1")
+    _do(b, "copier.init_transactions")
+    _do(b, "a.poll")
+    _do(b, "copier.begin_transaction")
+    _do(b, "copier.produce", topic="out", partition=0, value="o-1")
+    assert _do(b, "copier.send_offsets_to_transaction", consumer="a") == "ok"
+    _do(b, "b.poll")  # b joins: generation 2, which a has not rejoined yet
+    outcome = _do(b, "copier.send_offsets_to_transaction", consumer="a")
+    first, second = _billing(b)["txn_checks"]
+    assert (first["generation"], first["member"], first["checked"], first["error"]) == (1, "a", True, None)
+    assert second["generation"] == 1 and second["error"] == "ILLEGAL_GENERATION" and outcome != "ok"

@@ -90,6 +90,7 @@ def test_it_shows_a_transaction_s_offsets_pending_before_its_commit_and_committe
     panel = _panel(client.get(f"/s/{row.id}/").content.decode())
     card = panel[panel.index("copier-eos") :]
     assert "3 (PID" in card  # input-0's offset 3, pending in the transaction
+    assert "TxnOffsetCommit: PID 2 · generation 1 · eos-in → ok" in card  # its KIP-447 check passed
     session.step(row.id)  # commit_transaction: it returns at PrepareCommit, the markers land as time goes on
     for _ in range(4):
         session.step(row.id)
