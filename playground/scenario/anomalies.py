@@ -56,6 +56,7 @@ from playground.engine.backend import Backend
 from playground.engine.spec import Step
 from playground.engine.values import identity
 from playground.scenario.model import Pipeline, Scenario
+from playground.scenario.pipelines import Pipes
 
 OK = "ok"
 RULES = (
@@ -349,7 +350,7 @@ class Checker:
     ) -> None:
         self.isolation = dict(isolation or {})
         self.client = client
-        self.pipes = _Pipes(tuple(pipelines))
+        self.pipes = Pipes(tuple(pipelines), LISTED_MAX)
         # the logs
         self.next_offset: dict[str, int] = {}
         self.values: dict[tuple[str, int], Any] = {}
@@ -435,8 +436,8 @@ class Checker:
         self.fates[(tp, offset)] = fate
         records, i = self._keys[key], self._index[(tp, offset)]
         records.open -= 1
-        if self.pipes.pipelines and _topic(tp) in self.pipes.topics:
-            self.pipes.dirty = True
+        if self.pipes.pipelines:
+            self.pipes.touched(tp, offset)
         if fate == "committed":
             del records.hidden[bisect_left(records.hidden, i)]
             insort(records.visible, i)
@@ -565,7 +566,7 @@ class Checker:
             if _topic(tp) in self.pipes.sources:
                 self._feeder(actor)  # a declared pipeline's input: what must not repeat is its output
             if _topic(tp) in self.pipes.sinks:
-                self.pipes.dirty = True  # an output got: where its finding points
+                self.pipes.touched(tp, offset)  # an output got: where its finding points
         got = self._got[actor]
         if record not in got:
             self._first_read[actor][record] = len(got)
@@ -615,9 +616,10 @@ class Checker:
                 [*(f for fs in self._aborted_reads.values() for f in fs), *self._undecided],
                 key=lambda f: f.steps[:1],
             )
-            writes += self.pipes.lost
+            writes += [Finding("lost-input", "input_lost", *raw) for raw in self.pipes.lost]
             dups = sorted((f for fs in self._dups.values() for f in fs), key=lambda f: f.steps[:1])
-            self._sorted = [*writes, *reads, *dups, *self.pipes.twice, *self._divergence]
+            twice = [Finding("duplicate", "processed_twice", *raw) for raw in self.pipes.twice]
+            self._sorted = [*writes, *reads, *dups, *twice, *self._divergence]
         return list(self._sorted)
 
     def _judge(self) -> None:
@@ -631,12 +633,15 @@ class Checker:
             self._judge_reads(record)
         for consumer in self._dirty_consumers:
             self._judge_duplicates(consumer)
-        if self.pipes.dirty:
-            self.pipes.judge(self.fates, self.values, self._believed, self._got)
+        if self.pipes.pipelines and self.pipes.judge(self.fates, self._sent_steps, self._got):
             self._sorted = None
         if self._dirty_keys or self._dirty_records or self._dirty_consumers:
             self._sorted = None
         self._dirty_keys, self._dirty_records, self._dirty_consumers = set(), set(), set()
+
+    def _sent_steps(self, topic: str, record: Record) -> list[int]:
+        """The steps of the sends believed to have written `record` (those that name its value)."""
+        return [x["n"] for x in self._believed.get((topic, str(self.values.get(record))), ())]
 
     def _where(self, records: _KeyRecords) -> tuple[list[list[str]], int]:
         """The key's records read_committed does not deliver (the first LISTED_MAX), and how many more."""
@@ -839,137 +844,6 @@ class Checker:
             self._dups[consumer] = out
         else:
             self._dups.pop(consumer, None)
-
-
-# ------------------------------------------------------------------------------------------------- pipelines
-class _Pipes:
-    """The declared pipelines' inputs and outputs, offset commits and findings (`lost-input`, `processed_twice`).
-
-    An input's output is the record of the pipeline's `to` topic with the same key (or value, `by: value`). A
-    consumer belongs to a pipeline once a transaction that sent to its `to` topic also sent the consumer's offsets
-    (send_offsets_to_transaction), or once a send to it names the consumer (`from:`). Its offsets are committed at
-    the positions it had read up to (the last record it got + 1; or the offsets a client sent, when the history has
-    them): in a committed transaction, or by its own offset commit."""
-
-    def __init__(self, pipelines: tuple[Pipeline, ...]) -> None:
-        self.pipelines = pipelines
-        self.sources = {p.source for p in pipelines}
-        self.sinks = {p.sink for p in pipelines}
-        self.topics = self.sources | self.sinks
-        self.by: dict[str, set[str]] = defaultdict(set)  # topic -> how its records map (key, value)
-        for p in pipelines:
-            self.by[p.source].add(p.by)
-            self.by[p.sink].add(p.by)
-        self.records: dict[str, list[tuple[Record, str | None]]] = defaultdict(list)  # topic -> (record, by key/value)
-        self.positions: dict[str, dict[str, int]] = {}  # consumer -> {tp: offset after the last record it got}
-        self.attached: dict[str, set[str]] = defaultdict(set)  # consumer -> the `to` topics it feeds
-        self.commits: dict[str, list[tuple[str, int, int, str, str]]] = defaultdict(
-            list
-        )  # consumer -> (tp, offset, n, actor, how)
-        self.dirty = False
-        self.lost: list[Finding] = []
-        self.twice: list[Finding] = []
-
-    def add_record(self, tp: str, offset: int, e: Mapping[str, Any], value: Any) -> None:
-        topic = _topic(tp)
-        for by in self.by.get(topic, ()):
-            mapped = e.get("key") if by == "key" else value
-            self.records[f"{by}:{topic}"].append(((tp, offset), None if mapped is None else str(identity(mapped))))
-            self.dirty = True
-
-    def attach(self, consumer: str, sinks: set[str]) -> None:
-        if self.pipelines and not sinks <= self.attached[consumer]:
-            self.attached[consumer] |= sinks
-            self.dirty = True
-
-    def cover(self, consumer: str, offsets: Mapping[str, Any], n: int, actor: str, how: str) -> None:
-        if self.pipelines and offsets:
-            self.commits[consumer] += [(str(tp), int(o), n, actor, how) for tp, o in sorted(offsets.items())]
-            self.dirty = True
-
-    def _committed_past(self, p: Pipeline, record: Record) -> tuple[str, int, str, str] | None:
-        """The first commit of a consumer of `p` past `record`: (consumer, step, actor, how)."""
-        tp, offset = record
-        first = None
-        for consumer, sinks in self.attached.items():
-            if p.sink not in sinks:
-                continue
-            for ctp, upto, n, actor, how in self.commits.get(consumer, ()):
-                if ctp == tp and upto > offset and (first is None or n < first[1]):
-                    first = (consumer, n, actor, how)
-        return first
-
-    def judge(
-        self,
-        fates: Mapping[Record, str],
-        values: Mapping[Record, Any],
-        believed: Mapping[Key, list[HistoryStep]],
-        got: Mapping[str, Mapping[Record, list[int]]],
-    ) -> None:
-        self.dirty = False
-        self.lost, self.twice = [], []
-        for p in self.pipelines:
-            outputs: dict[str, list[Record]] = defaultdict(list)
-            undecided: set[str] = set()
-            for record, mapped in self.records.get(f"{p.by}:{p.sink}", ()):
-                fate = fates.get(record)
-                if fate in ("committed", "plain"):
-                    outputs[str(mapped)].append(record)
-                elif fate == "open":
-                    undecided.add(str(mapped))
-            inputs: dict[str, list[Record]] = defaultdict(list)
-            for record, mapped in self.records.get(f"{p.by}:{p.source}", ()):
-                if mapped is not None and fates.get(record) in ("committed", "plain"):
-                    inputs[mapped].append(record)
-            skipped: dict[tuple[str, int, str, str], list[Record]] = defaultdict(list)
-            for mapped, records in inputs.items():
-                made = outputs.get(mapped, [])
-                if len(made) > len(records):
-                    names = [_record(*r) for r in made]
-                    # the sends that wrote them (when they name their value), and where a consumer first got each
-                    steps = {x["n"] for r in made for x in believed.get((p.sink, str(values.get(r))), ())}
-                    steps |= {at[0] for kept in got.values() for r in made if (at := kept.get(r))}
-                    self.twice.append(
-                        Finding(
-                            "duplicate",
-                            "processed_twice",
-                            {
-                                "input": _record(*records[0]),
-                                "source": p.source,
-                                "count": len(made),
-                                "records": names[:LISTED_MAX],
-                                "records_more": max(0, len(names) - LISTED_MAX),
-                            },
-                            tuple(sorted(steps)),
-                            (_record(*records[0]), *names[:LISTED_MAX]),
-                        )
-                    )
-                if made or mapped in undecided:
-                    continue
-                for r in records:
-                    by = self._committed_past(p, r)
-                    if by is not None:
-                        skipped[by].append(r)
-            for (consumer, n, actor, how), records in sorted(skipped.items(), key=lambda kv: kv[0][1]):
-                names, more = _capped([_record(*r) for r in sorted(records)])
-                self.lost.append(
-                    Finding(
-                        "lost-input",
-                        "input_lost",
-                        {
-                            "actor": actor,
-                            "consumer": consumer,
-                            "inputs": names,
-                            "inputs_more": more,
-                            "source": p.source,
-                            "sink": p.sink,
-                            "k": n + 1,
-                            "how": how,
-                        },
-                        (n,),
-                        tuple(names),
-                    )
-                )
 
 
 def check(history: History) -> list[Finding]:
