@@ -36,10 +36,10 @@ cluster) too.
 
 `Checker` is incremental: a session feeds it the commands and the log entries it has not seen yet, and only the
 findings whose records or sends changed are worked out again, so an update costs the same at command 10 and at
-10,000 (but for a declared pipeline's findings: its inputs are gone through again whenever one of its records, its
-offset commits or its outputs changed). `check(history)` runs one over a whole history. Each finding carries a sentence id (`kind`) and its
-parameters: `text` is the English sentence (the command line's); the web layer says the same in the viewer's
-language. Pure: no Django; the history is plain data (`History`).
+10,000 (a declared pipeline's too: scenario/pipelines.py judges again only the keys a change concerns).
+`check(history)` runs one over a whole history. Each finding carries a sentence id (`kind`) and its parameters:
+`text` is the English sentence (the command line's); the web layer says the same in the viewer's language.
+Pure: no Django; the history is plain data (`History`).
 """
 
 from __future__ import annotations
@@ -510,7 +510,7 @@ class Checker:
         elif action in ("crash", "restart", "close"):
             self._txns.pop(actor, None)  # nobody is left to believe the open transaction's sends
             self.pipes.positions.pop(actor, None)  # a consumer that comes back reads on from its committed offsets
-        elif action in ("seek_to_committed", "seek_to_beginning"):
+        elif action == "seek_to_committed":
             self.pipes.positions.pop(actor, None)
         elif action == "send_offsets_to_transaction":
             consumer = str(args.get("consumer") or "")
