@@ -509,7 +509,8 @@ def test_it_renders_a_session_while_its_listener_feeds_it(client, sim_session):
         while time.monotonic() < deadline and sent < 300:
             contexts = broadcast.contexts_of(live)
             renders += 1
-        assert external.history_ops(live.backend)
+        with listener.reading(live):  # the test reads the clients' history as a render does: under the lock
+            assert external.history_ops(live.backend)
     finally:
         sys.setswitchinterval(interval)
         sending = False
