@@ -122,8 +122,9 @@ class RecordBatch:
         return crc32c(memoryview(self.raw)[ATTRIBUTES_OFFSET:]) == self.crc
 
     def records(self) -> list[Record]:
-        body = memoryview(self.raw)[HEADER_BYTES:]
-        data = decompress(self.compression, bytes(body)) if self.compression else body
+        # bytes, not a memoryview: indexing bytes is faster, and the copy is one memcpy per batch.
+        body = self.raw[HEADER_BYTES:]
+        data = decompress(self.compression, body) if self.compression else body
         records: list[Record] = []
         pos = 0
         for _ in range(self.record_count):
@@ -318,6 +319,12 @@ def _snappy_decompress(data: bytes) -> bytes:
 
 def _read_varint(data: bytes | memoryview, pos: int) -> tuple[int, int]:
     """A zigzag-encoded varint (or varlong): (value, next position)."""
+    # Most varints of a record (its attributes, deltas, the sizes of short keys and headers) fit one byte: a Produce
+    # decodes every record it appends, so this path is the simulated cluster's hottest loop (py-spy, franz-go's ETL).
+    if pos < len(data):
+        b = data[pos]
+        if b < 0x80:
+            return (b >> 1) ^ -(b & 1), pos + 1
     shift = 0
     raw = 0
     while True:
