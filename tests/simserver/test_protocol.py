@@ -261,6 +261,34 @@ def test_it_reads_any_bytes_as_batches_or_a_corrupt_record_error(data):
         pass
 
 
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(record_st, min_size=1, max_size=5),
+    st.lists(st.tuples(st.integers(0, 10_000), st.integers(0, 255)), max_size=4),
+    st.integers(-8, 8),
+)
+def test_it_scans_a_batch_as_it_reads_it_whole_the_same_count_keys_and_errors(raw, flips, resize):
+    """scan() is what a Produce runs on an external producer's batch: it must refuse exactly what records() refuses,
+    with the same error, however the records' bytes are damaged (flipped bytes, a body cut or grown)."""
+    data = bytearray(records.encode_batch(_records(raw, 0), base_offset=0))
+    for at, byte in flips:
+        data[records.HEADER_BYTES + at % (len(data) - records.HEADER_BYTES)] = byte
+    if resize < 0:
+        del data[max(records.HEADER_BYTES, len(data) + resize) :]
+    else:
+        data += bytes(resize)
+    struct.pack_into(">i", data, 8, len(data) - records.LOG_OVERHEAD)
+    (batch,) = records.read_batches(bytes(data), partial_ok=False)
+    try:
+        whole = batch.records()
+    except records.CorruptRecordError as e:
+        with pytest.raises(records.CorruptRecordError) as scanned:
+            batch.scan()
+        assert (str(scanned.value), scanned.value.error) == (str(e), e.error)
+    else:
+        assert batch.scan() == (len(whole), any(r.key is not None for r in whole))
+
+
 # ------------------------------------------------------------------------------------------------ __transaction_state
 
 

@@ -126,13 +126,13 @@ def produce(call: Call) -> None:
             pending[0] -= 1
             continue
         try:
-            recs = batch.records()  # read whole (decompressed) even when only the count is kept: LogValidator does
+            count, keyed = batch.scan()  # read whole (decompressed) though only the count is kept: LogValidator does
         except records.CorruptRecordError as e:
             results[(key, index)] = _produce_error(e.error)
             pending[0] -= 1
             continue
-        values = WireValues(batch.raw, len(recs), shown=core.record_values)
-        keys = WireKeys(values) if core.record_values and any(r.key is not None for r in recs) else None
+        values = WireValues(batch.raw, count, shown=core.record_values)
+        keys = WireKeys(values) if core.record_values and keyed else None
 
         def reply(
             error: str | None = None, *, _slot: tuple[Any, int] = (key, index), _tp: str = tp, **result: Any
