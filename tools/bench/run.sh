@@ -26,5 +26,6 @@ wait "$kafka4"
 KAFKA4_BOOTSTRAP_SERVERS=$(tail -n 1 "$bench4"); rm -f "$bench4"
 "$PY" tools/bench/kafka.py
 echo "== the simulated cluster over the Kafka protocol (simcluster) vs the 1-node Kafka 3.9 =="; "$PY" tools/bench/simserver.py
+echo "== where clients wait: franz-go's ETL tests and a bulk transactional pipeline, simcluster vs the 1-node Kafka 3.9 =="; "$PY" tools/bench/etl.py
 echo "== the tap in front of the 1-node Kafka 3.9: the latency it adds per request, its CPU =="; "$PY" tools/bench/tap.py
 echo "== the inspector watching 30 partitions of real Kafka =="; "$PY" tools/bench/inspector.py
