@@ -7,7 +7,6 @@ from types import SimpleNamespace
 from playground.engine.spec import Profile
 from playground.kafka.backend import KafkaBackend
 from playground.scenario import load_scenario
-
 from tests.test_scenario_library import LIBRARY
 
 

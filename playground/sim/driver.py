@@ -380,7 +380,7 @@ class SimBackend(Backend):
                 consumer = self.consumers[name].client
                 assert consumer is not None
                 positions = consumer.position(consumer.assignment())
-                if java:
+                if isinstance(p, JavaProducer):
                     # `first:` the request kafka-clients queues first when AddOffsetsToTxn races the Sender's
                     # AddPartitionsToTxn (javaclient.py); librdkafka has no such race to choose
                     first = str(args.get("first", "AddOffsetsToTxn"))

@@ -29,7 +29,9 @@ def requests(cluster, actor):
 
 
 def answers(cluster, actor):
-    return [(e.rpc, e.error) for e in cluster.events if e.kind == "rpc" and e.direction == "response" and e.dst == actor]
+    return [
+        (e.rpc, e.error) for e in cluster.events if e.kind == "rpc" and e.direction == "response" and e.dst == actor
+    ]
 
 
 def send_offsets(a, first=None):

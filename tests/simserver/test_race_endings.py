@@ -14,7 +14,10 @@ from tests.simserver.wire import Client
 def fenced_instance(software: str = "apache-kafka-java") -> tuple[object, Client, int, int]:
     """payments-0's first instance, initialized, then fenced by a second instance's InitProducerId."""
     core = tracked()
-    first, second = Client(core, "producer-payments-0", first_conn=1), Client(core, "producer-payments-0", first_conn=50)
+    first, second = (
+        Client(core, "producer-payments-0", first_conn=1),
+        Client(core, "producer-payments-0", first_conn=50),
+    )
     for client in (first, second):
         for broker in (1, 2, 3):
             hello(client, broker, software, "3.9.1")

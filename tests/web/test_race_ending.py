@@ -59,9 +59,7 @@ def test_the_page_names_the_ending_each_fenced_kafka_clients_application_took_in
     offsets_first = fenced(bootstrap, "listener-a", "payments-0")
     group = Consumer({"bootstrap.servers": bootstrap, "group.id": "payments", **QUIET})
     with pytest.raises(KafkaException):
-        offsets_first.send_offsets_to_transaction(
-            [TopicPartition("orders", 0, 1)], group.consumer_group_metadata(), 10
-        )
+        offsets_first.send_offsets_to_transaction([TopicPartition("orders", 0, 1)], group.consumer_group_metadata(), 10)
     group.close()
     # fenced on AddPartitionsToTxn: a record went first
     partitions_first = fenced(bootstrap, "listener-b", "payments-1")
