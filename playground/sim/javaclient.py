@@ -9,7 +9,10 @@ maybeTransitionToErrorState), internals/Sender.java (runOnce: a fatal error abor
 an abort fails the undrained ones; no produce data while a transactional request is in flight; completeBatch /
 failBatch / canRetry), internals/RecordAccumulator.java (drain only what isSendToPartitionAllowed, batch expiry at
 delivery.timeout.ms) and internals/TransactionalRequestResult.java (await(max.block.ms) -> TimeoutException, a
-timed-out call resumed by calling it again: handleCachedTransactionRequestResult).
+timed-out call resumed by calling it again: handleCachedTransactionRequestResult). The race between the application's
+AddOffsetsToTxn and the Sender's AddPartitionsToTxn (TransactionManager.Priority gives both ADD_PARTITIONS_OR_OFFSETS;
+a fatal error stops Sender.runOnce before nextRequest, and transitionToFatalError fails only a pending init, commit
+or abort) is send_offsets_to_transaction's `first`.
 
 What the application sees are exceptions; a step's outcome is the exception's simple class name
 (ProducerFencedException, InvalidProducerEpochException, TransactionAbortableException, IllegalStateException,

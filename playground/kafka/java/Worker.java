@@ -368,43 +368,6 @@ public final class Worker {
 
     // ---------------------------------------------------------------------------------------------- producer
 
-    /** TransactionManager.pendingRequests (a PriorityQueue by TxnRequestHandler priority) that keeps the Sender's
-     * AddPartitionsToTxnHandler out while `holding`, and puts it in when the application's AddOffsetsToTxnHandler
-     * comes: after it (`first` AddOffsetsToTxn) or before it (AddPartitionsToTxn). See
-     * ProducerActor.holdAddPartitions. */
-    @SuppressWarnings({"rawtypes", "unchecked"})
-    static final class RaceQueue extends PriorityQueue {
-        final List<Object> held = new ArrayList<>();
-        boolean holding;
-        String first = "AddOffsetsToTxn";
-
-        RaceQueue(PriorityQueue original) {
-            super(Math.max(1, original.size()), original.comparator());
-            for (Object h : original) super.offer(h);
-        }
-
-        @Override
-        public boolean offer(Object h) {
-            String name = h.getClass().getSimpleName();
-            if (holding && name.equals("AddPartitionsToTxnHandler")) {
-                held.add(h);
-                return true;
-            }
-            if (name.equals("AddOffsetsToTxnHandler") && !held.isEmpty()) {
-                holding = false;
-                if (first.equals("AddPartitionsToTxn")) releaseHeld();
-                boolean added = super.offer(h);
-                releaseHeld();
-                return added;
-            }
-            return super.offer(h);
-        }
-
-        void releaseHeld() {
-            for (Object h : held) super.offer(h);
-            held.clear();
-        }
-    }
 
     static final class ProducerActor extends Actor {
         final KafkaProducer<String, String> p;
@@ -418,7 +381,7 @@ public final class Worker {
         final List<Exception> unseen = Collections.synchronizedList(new ArrayList<>());
         boolean closed;
         // the TransactionManager's pendingRequests once a send asked to hold the Sender's AddPartitionsToTxn
-        RaceQueue race;
+        RaceQueue race; // RaceQueue.java
 
         ProducerActor(Map<String, Object> config, ClientLog log) throws Exception {
             super(log);
