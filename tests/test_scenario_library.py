@@ -64,9 +64,10 @@ def test_it_has_the_scenarios_and_exercises_of_the_issues_in_order():
         "hanging-transaction-kafka-3-5",
         "rolling-upgrade",
         # consumer groups (issue 31): static membership (KIP-345); the Spring listener's shared prefix, judged as a
-        # pipeline (its lost inputs)
+        # pipeline (its lost inputs), and the other ending of its race (issue 31 item 6: blocked, rolled back)
         "static-membership",
         "spring-shared-prefix",
+        "spring-shared-prefix-blocked",
     ]
 
 

@@ -25,6 +25,7 @@ from playground.kafka.worker import WorkerError
 # kafka-clients' defaults (ProducerConfig): how long a record may take, and one request
 DELIVERY_TIMEOUT_MS = 120_000
 REQUEST_TIMEOUT_MS = 30_000
+MAX_BLOCK_MS = 60_000  # kafka-clients' max.block.ms default
 
 # Per-operation budgets (seconds). Each is passed to the client; the worker's parent waits a margin more.
 OP_TIMEOUT_S = {
@@ -138,6 +139,10 @@ def budget_s(actor: Actor, op: str, args: dict[str, Any]) -> float:
         delivery_ms = int(conf.get("delivery.timeout.ms", DELIVERY_TIMEOUT_MS))
         request_ms = int(conf.get("request.timeout.ms", REQUEST_TIMEOUT_MS))
         return max(base, (delivery_ms + request_ms) / 1000)
+    if op == "send_offsets_to_transaction" and isinstance(actor.proc, JavaActorProcess):
+        # an AddOffsetsToTxn queued behind a fatal AddPartitionsToTxn is never answered: the call waits max.block.ms
+        # and throws TimeoutException (issue 31 item 6)
+        return max(base, int(actor.real_config.get("max.block.ms", MAX_BLOCK_MS)) / 1000 + base)
     return base
 
 

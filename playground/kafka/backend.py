@@ -23,7 +23,7 @@ import logging
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from playground.engine import events as ev
@@ -102,6 +102,8 @@ class KafkaBackend(Backend):
         self.actors: dict[str, Actor] = {}
         self.stopped_brokers: set[int] = set()
         self.closed = False
+        # produce steps whose Java Sender's AddPartitionsToTxn the worker holds for a race (hold_before_races)
+        self._holds: set[int] = set()
         self._message: str | None = None  # the last step's error message (outcome_message)
         self._seen = ClusterEvents(self.names, self.events)
         self._clock_capped: list[str] = []
@@ -204,6 +206,24 @@ class KafkaBackend(Backend):
         return act.call(actor, op, self.events, self.names, **args)
 
     # ----------------------------------------------------------------------------------------- steps
+
+    def hold_before_races(self, steps: Sequence[Step]) -> None:
+        """Where a scenario states how kafka-clients' race between AddOffsetsToTxn and AddPartitionsToTxn goes
+        (send_offsets_to_transaction's `first`, issue 31 item 6), the fire-and-forget produce steps of that producer
+        right before it hold the Sender's AddPartitionsToTxn in the worker until the AddOffsetsToTxn is queued
+        (Worker.java's RaceQueue): an application makes the two calls microseconds apart, a step here is a round
+        trip to the worker. librdkafka's workers have no such race to hold."""
+        if self.profile.client != "java":
+            return
+        for i, step in enumerate(steps):
+            if step.action != "send_offsets_to_transaction" or "first" not in step.args:
+                continue
+            for earlier in reversed(steps[:i]):
+                if earlier.is_note or earlier.actor != step.actor:
+                    continue
+                if earlier.action != "produce" or earlier.args.get("await", True) is not False:
+                    break
+                self._holds.add(earlier.index)
 
     def apply(self, step: Step) -> str:
         with self._lock:
@@ -385,7 +405,8 @@ class KafkaBackend(Backend):
                     if part >= self.topics[topic].partitions:
                         raise BackendError(f"{step.label}: {topic} has no partition {part}")
                     records.append({"topic": real, "partition": part, "key": r.get("key"), "value": r.get("value")})
-                res = self._call(actor, "produce_many", records=records, wait=wait)
+                hold = {"hold_add_partitions": True} if step.index in self._holds else {}
+                res = self._call(actor, "produce_many", records=records, wait=wait, **hold)
                 for d in res.get("deliveries", []):
                     self._delivery_event(actor, d)
                 return res
@@ -393,7 +414,10 @@ class KafkaBackend(Backend):
             part = args.get("partition")
             if part is None:
                 part = act.partition_for(actor, self.topics[topic].partitions, key)
-            res = self._call(actor, "produce", topic=real, partition=part, key=key, value=args.get("value"), wait=wait)
+            hold = {"hold_add_partitions": True} if step.index in self._holds else {}
+            res = self._call(
+                actor, "produce", topic=real, partition=part, key=key, value=args.get("value"), wait=wait, **hold
+            )
             if res.get("delivery"):
                 self._delivery_event(actor, res["delivery"])
             return res
@@ -405,8 +429,9 @@ class KafkaBackend(Backend):
                 return {"outcome": "_STATE", "detail": f"consumer {consumer.spec.name} is not running"}
             meta = self._call(consumer, "group_metadata")
             offsets = [[t, p, o] for t, p, o in meta["positions"] if o >= 0]
+            first = {"first": args["first"]} if "first" in args else {}
             return self._call(
-                actor, "send_offsets_to_transaction", offsets=offsets, group_metadata=meta["group_metadata"]
+                actor, "send_offsets_to_transaction", offsets=offsets, group_metadata=meta["group_metadata"], **first
             )
         if a == "close":
             res = self._call(actor, "close")

@@ -335,7 +335,12 @@ def _outcome_message(name: str) -> str:
     ) % {"name": repr(name), "hint": did_you_mean(name, OUTCOMES)}
 
 
-# Arguments per action: name -> kind. Kinds: "topic", "partition", "text", "bool", "consumer", "count".
+# send_offsets_to_transaction's `first:` (the Java client model): the application's AddOffsetsToTxn queued before the
+# Sender's AddPartitionsToTxn (the default), or after it
+FIRST_REQUESTS = ("AddOffsetsToTxn", "AddPartitionsToTxn")
+
+# Arguments per action: name -> kind. Kinds: "topic", "partition", "text", "bool", "consumer", "count",
+# "future", "request".
 _ACTOR_ARGS: dict[tuple[str, str], dict[str, str]] = {
     (PRODUCER, "produce"): {
         "topic": "topic",
@@ -347,7 +352,9 @@ _ACTOR_ARGS: dict[tuple[str, str], dict[str, str]] = {
         "future": "future",
         "callback": "bool",
     },
-    (PRODUCER, "send_offsets_to_transaction"): {"consumer": "consumer"},
+    # first: which request kafka-clients queues first when the application's AddOffsetsToTxn and the Sender's
+    # AddPartitionsToTxn race (issue 31 item 6)
+    (PRODUCER, "send_offsets_to_transaction"): {"consumer": "consumer", "first": "request"},
     (CONSUMER, "poll"): {"max": "count"},
 }
 
@@ -406,6 +413,11 @@ def _actor_args(
             args[name] = other
         elif kind == "partition":
             args[name] = r.integer(value_node, at, 0)
+        elif kind == "request":
+            request = r.string(value_node, at)
+            if request not in FIRST_REQUESTS:
+                raise r.fail(value_node, at, unknown_name(_("request"), request, FIRST_REQUESTS))
+            args[name] = request
         elif kind == "future":
             future = r.string(value_node, at)
             if not _FUTURE_NAME.match(future):

@@ -59,6 +59,9 @@ def run_scenario(
         for s in scenario.steps
         if s.expect is None and s.index in scenario.step_expects
     ]
+    hold = getattr(backend, "hold_before_races", None)
+    if callable(hold):
+        hold(scenario.steps)  # the real backend's Java workers: a race the scenario decides (kafka/backend.py)
     try:
         for step in scenario.steps:
             outcome = backend.apply(step)

@@ -408,6 +408,15 @@ def history_ops(backend: Any, position: int | None = None) -> list[dict[str, Any
     return [dict(op) for op in core.clients.ops if position is None or op["n"] == position]
 
 
+def race_endings(backend: Any) -> list[dict[str, Any]]:
+    """Which ending of the AddOffsetsToTxn / AddPartitionsToTxn race each fenced kafka-clients application took
+    (simserver/clients.py's race_endings)."""
+    core = core_of(backend)
+    if core is None or core.clients is None:
+        return []
+    return core.clients.race_endings()
+
+
 def isolation_levels(backend: Any) -> dict[str, str]:
     core = core_of(backend)
     if core is None or core.clients is None:

@@ -380,7 +380,13 @@ class SimBackend(Backend):
                 consumer = self.consumers[name].client
                 assert consumer is not None
                 positions = consumer.position(consumer.assignment())
-                p.send_offsets_to_transaction(positions, consumer.consumer_group_metadata())
+                if isinstance(p, JavaProducer):
+                    # `first:` the request kafka-clients queues first when AddOffsetsToTxn races the Sender's
+                    # AddPartitionsToTxn (javaclient.py); librdkafka has no such race to choose
+                    first = str(args.get("first", "AddOffsetsToTxn"))
+                    p.send_offsets_to_transaction(positions, consumer.consumer_group_metadata(), first=first)
+                else:
+                    p.send_offsets_to_transaction(positions, consumer.consumer_group_metadata())
             elif action == "commit_transaction":
                 p.commit_transaction()
             elif action == "abort_transaction":

@@ -9,7 +9,10 @@ maybeTransitionToErrorState), internals/Sender.java (runOnce: a fatal error abor
 an abort fails the undrained ones; no produce data while a transactional request is in flight; completeBatch /
 failBatch / canRetry), internals/RecordAccumulator.java (drain only what isSendToPartitionAllowed, batch expiry at
 delivery.timeout.ms) and internals/TransactionalRequestResult.java (await(max.block.ms) -> TimeoutException, a
-timed-out call resumed by calling it again: handleCachedTransactionRequestResult).
+timed-out call resumed by calling it again: handleCachedTransactionRequestResult). The race between the application's
+AddOffsetsToTxn and the Sender's AddPartitionsToTxn (TransactionManager.Priority gives both ADD_PARTITIONS_OR_OFFSETS;
+a fatal error stops Sender.runOnce before nextRequest, and transitionToFatalError fails only a pending init, commit
+or abort) is send_offsets_to_transaction's `first`.
 
 What the application sees are exceptions; a step's outcome is the exception's simple class name
 (ProducerFencedException, InvalidProducerEpochException, TransactionAbortableException, IllegalStateException,
@@ -178,10 +181,25 @@ class JavaProducer(JavaSender):
         self,
         offsets: Iterable[TopicPartition],
         group_metadata: GroupMetadata | None,
+        first: str = "AddOffsetsToTxn",
     ) -> None:
         """KafkaProducer.sendOffsetsToTransaction: the group metadata, the transaction manager, the producer
         open, then nothing to do for an empty map (before the state check), then the state
-        (TransactionManager.sendOffsetsToTransaction: pending call, earlier error, IN_TRANSACTION)."""
+        (TransactionManager.sendOffsetsToTransaction: pending call, earlier error, IN_TRANSACTION).
+
+        `first` is the race of issue 31 item 6, decided inside kafka-clients within microseconds when the
+        application sends to a partition new in the transaction and calls this at once: the application thread
+        queues AddOffsetsToTxn (enqueueRequest), the Sender thread queues AddPartitionsToTxn for the new partitions
+        at its next round (nextRequest); both have Priority ADD_PARTITIONS_OR_OFFSETS, so the pendingRequests
+        queue sends whichever was queued first. "AddOffsetsToTxn" (the default: no time passes between two calls
+        of the application here, so the Sender's round comes after this call): a fence comes back in this call's
+        own AddOffsetsToTxnResponse and is thrown here, ProducerFencedException. "AddPartitionsToTxn": the Sender's
+        round came first; its AddPartitionsToTxn is fenced, the manager goes to FATAL_ERROR, and the Sender's
+        runOnce stops at "do not continue sending if the transaction manager is in a failed state": the queued
+        AddOffsetsToTxn is never sent and never failed (only a pending initTransactions / commitTransaction /
+        abortTransaction result is, transitionToFatalError), so this call waits max.block.ms and throws
+        TimeoutException ("Timeout expired after 60000ms while awaiting AddOffsetsToTxn"). With TV2 there is no
+        AddPartitionsToTxn nor AddOffsetsToTxn, hence no race: `first` changes nothing."""
         if group_metadata is None:
             raise JavaException("IllegalArgumentException", "Consumer group metadata could not be null")
         self._throw_if_no_transaction_manager()
@@ -204,6 +222,10 @@ class JavaProducer(JavaSender):
             self.transaction_started = True
             self._enqueue(self._txn_offset_commit_handler(result, commit, group_metadata))
         else:
+            if first == "AddPartitionsToTxn" and self.new_partitions:
+                # the Sender's round ran first: TransactionManager.nextRequest queued AddPartitionsToTxn
+                self._unnoticed.clear()
+                self._enqueue(self._add_partitions_handler())
             self._enqueue(self._add_offsets_handler(result, commit, group_metadata))
         self._wakeup()
         self._await(result, self.max_block_ms)

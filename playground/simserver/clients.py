@@ -49,6 +49,8 @@ PRODUCER, CONSUMER, ADMIN = "producer", "consumer", "admin"
 # Answers that mean the producer was fenced: another instance took its transactional id (KafkaProducer raises
 # ProducerFencedException for both, librdkafka _FENCED).
 FENCING_ERRORS = frozenset({"PRODUCER_FENCED", "INVALID_PRODUCER_EPOCH"})
+# The two requests of kafka-clients that race when an application sends and sends its offsets at once (race_endings)
+RACING_REQUESTS = frozenset({"AddPartitionsToTxn", "AddOffsetsToTxn"})
 # Answers a client retries on its own as part of the protocol's normal course: not worth a mark in the session's log.
 ROUTINE_ERRORS = frozenset(
     {
@@ -108,6 +110,7 @@ class Actor:
         "committed",
         "conns",
         "epochs",
+        "fence",
         "fenced",
         "first_ms",
         "first_n",
@@ -148,6 +151,9 @@ class Actor:
         self.epochs: set[tuple[int, int]] = set()  # every (producer id, epoch) this instance was given
         self.in_transaction = False
         self.fenced = False
+        # the first fence this instance was answered on AddPartitionsToTxn or AddOffsetsToTxn: which of the two
+        # (the race of issue 31 item 6, see race_endings) and the log position and time it came at
+        self.fence: dict[str, Any] | None = None
         self.last_error: dict[str, str] | None = None
         self.group_id: str | None = None
         self.member_id: str | None = None
@@ -397,6 +403,8 @@ class Clients:
         if error in FENCING_ERRORS and actor.kind == PRODUCER:
             actor.fenced = True
             actor.in_transaction = False
+            if name in RACING_REQUESTS and actor.fence is None:
+                actor.fence = {"request": name, "n": self.position, "t": now_ms}
         handler = _ANSWERS.get(name)
         if handler is not None:
             handler(self, core, actor, request, data or {}, error)
@@ -589,6 +597,24 @@ class Clients:
 
     def groups(self) -> set[str]:
         return {a.group_id for a in self.actors.values() if a.group_id}
+
+    def race_endings(self) -> list[dict[str, Any]]:
+        """Which ending of the race between AddOffsetsToTxn and AddPartitionsToTxn each fenced kafka-clients producer
+        took (issue 31 item 6). When an application sends to a partition new in its transaction and calls
+        sendOffsetsToTransaction at once, its listener thread queues AddOffsetsToTxn and its Sender thread
+        AddPartitionsToTxn, and the one queued first goes first (TransactionManager's pendingRequests, one
+        priority for both). Fenced on AddOffsetsToTxn: sendOffsetsToTransaction threw ProducerFencedException at
+        once ("offsets_first"). Fenced on AddPartitionsToTxn: the producer went fatal, and its Sender sends nothing
+        more (Sender.runOnce), so an AddOffsetsToTxn queued behind it was neither sent nor failed and
+        sendOffsetsToTransaction, if called, waited max.block.ms and threw TimeoutException ("partitions_first").
+        librdkafka has other ways (its own queue, _FENCED from either): only kafka-clients is judged."""
+        out = []
+        for a in self.actors.values():
+            if a.kind != PRODUCER or a.fence is None or _library(a.software) != "java":
+                continue
+            first = "offsets_first" if a.fence["request"] == "AddOffsetsToTxn" else "partitions_first"
+            out.append({"actor": a.name, "transactional_id": a.transactional_id, "ending": first, **a.fence})
+        return sorted(out, key=lambda e: (e["n"], e["actor"]))
 
 
 _ANSWERS = {

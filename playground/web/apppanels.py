@@ -182,6 +182,25 @@ def cell(view: Mapping[str, Any], table: str, row: int, col: int) -> Any:
     return rows[row][col]
 
 
+def race_endings(live: Any) -> list[dict[str, Any]]:
+    """Notices beside the checker's: which ending of the AddOffsetsToTxn / AddPartitionsToTxn race each fenced
+    kafka-clients application took (issue 31 item 6; simserver/clients.py's race_endings), at the step its fence
+    was answered in."""
+    from playground.session import external
+
+    return [
+        {
+            "rule": "race-ending",
+            "anomaly": None,
+            "notice": True,
+            "kind": f"race_{e['ending']}",
+            "params": cut.strings({"actor": e["actor"], "txid": e["transactional_id"] or ""}, FINDING_CHARS, 1),
+            "steps": [max(0, live.step_of(int(e["n"])) - 1)],
+        }
+        for e in external.race_endings(live.backend)
+    ]
+
+
 def anomalies(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
     """What the anomaly checker finds in the session's history (playground/scenario/anomalies.py), each finding with the
     steps it names (the time slider goes there): the alarms first, then what the application was told (notices), at
@@ -194,24 +213,25 @@ def anomalies(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
         return {"deferred": ANOMALIES_MOMENT_MAX, "findings": [], "pipelines": pipelines}
     found = findings(live, view)
     ordered = [f for f in found if not f.notice] + [f for f in found if f.notice]
+    shown = [
+        {
+            "rule": f.rule,
+            "anomaly": f.anomaly,
+            "notice": f.notice,
+            "kind": f.kind,
+            # values, actors and records as the checker names them: a client's may be any length
+            "params": cut.strings(f.params, FINDING_CHARS, LISTED_MAX),
+            "steps": f.steps,
+        }
+        for f in ordered
+    ] + race_endings(live)
     return {
         "deferred": 0,
         # what the checker judges as consume-transform-produce, and the topics a driver may declare one between
         "pipelines": pipelines,
         "topics": sorted({tp.rpartition("-")[0] for tp in view.get("partitions") or ()} - {""})[:TOPICS_LISTED],
         "moment": live.moment is not None,
-        "findings": [
-            {
-                "rule": f.rule,
-                "anomaly": f.anomaly,
-                "notice": f.notice,
-                "kind": f.kind,
-                # values, actors and records as the checker names them: a client's may be any length
-                "params": cut.strings(f.params, FINDING_CHARS, LISTED_MAX),
-                "steps": f.steps,
-            }
-            for f in ordered[:ANOMALIES_SHOWN]
-        ],
-        "more": max(0, len(ordered) - ANOMALIES_SHOWN),
+        "findings": shown[:ANOMALIES_SHOWN],
+        "more": max(0, len(shown) - ANOMALIES_SHOWN),
         "alarms": sum(1 for f in found if not f.notice),
     }

@@ -40,6 +40,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.PriorityQueue;
 import java.util.Properties;
 import java.util.Set;
 import java.util.TreeMap;
@@ -367,6 +368,7 @@ public final class Worker {
 
     // ---------------------------------------------------------------------------------------------- producer
 
+
     static final class ProducerActor extends Actor {
         final KafkaProducer<String, String> p;
         final Object tm; // TransactionManager (null for a producer that is neither transactional nor idempotent)
@@ -378,6 +380,8 @@ public final class Worker {
         // failures of sends nobody waits for (fire and forget): only the send's callback sees them
         final List<Exception> unseen = Collections.synchronizedList(new ArrayList<>());
         boolean closed;
+        // the TransactionManager's pendingRequests once a send asked to hold the Sender's AddPartitionsToTxn
+        RaceQueue race; // RaceQueue.java
 
         ProducerActor(Map<String, Object> config, ClientLog log) throws Exception {
             super(log);
@@ -404,6 +408,39 @@ public final class Worker {
 
         boolean isTransactional() {
             return transactional;
+        }
+
+        /** The race of issue 31 item 6, made to happen the way the scenario says (send_offsets_to_transaction's
+         * `first`). A Spring listener sends its records and calls sendOffsetsToTransaction within microseconds: its
+         * Sender thread queues AddPartitionsToTxn (TransactionManager.nextRequest) and its own thread
+         * AddOffsetsToTxn (sendOffsetsToTransaction), and whichever is queued first goes first. Here each step is a
+         * round trip from the Python side, so the Sender's AddPartitionsToTxn would always be sent and answered
+         * before sendOffsetsToTransaction is called. A send that asks to hold (`hold_add_partitions`, a
+         * fire-and-forget produce right before such a step) replaces the TransactionManager's pendingRequests by a
+         * RaceQueue that keeps the Sender's AddPartitionsToTxn out of the queue until the AddOffsetsToTxn arrives,
+         * then puts both in, in the order asked. Everything else is kafka-clients' own code: which request is
+         * sent, how its answer is handled, what the application's call then throws. The queue is only touched
+         * under the TransactionManager's lock, as its own code does. */
+        @SuppressWarnings({"unchecked", "rawtypes"})
+        void holdAddPartitions() throws Exception {
+            if (tm == null) return;
+            synchronized (tm) {
+                if (race == null) {
+                    Field f = tm.getClass().getDeclaredField("pendingRequests");
+                    f.setAccessible(true);
+                    race = new RaceQueue((PriorityQueue) f.get(tm));
+                    f.set(tm, race);
+                }
+                race.holding = true;
+            }
+        }
+
+        void releaseAddPartitions() {
+            synchronized (tm) {
+                race.holding = false;
+                race.first = "AddOffsetsToTxn";
+                race.releaseHeld();
+            }
         }
 
         @Override
@@ -466,6 +503,12 @@ public final class Worker {
             // a send may block for metadata (up to max.block.ms) before its future exists: the step's time counts
             // from here
             long deadline = System.nanoTime() + (long) (timeoutS * 1e9);
+            boolean holds = Boolean.TRUE.equals(a.get("hold_add_partitions"));
+            if (holds) {
+                holdAddPartitions();
+            } else if (race != null && !op.equals("send_offsets_to_transaction") && !op.equals("status")) {
+                releaseAddPartitions();  // the application's next call: the Sender's round has come
+            }
             switch (op) {
                 case "init_transactions":
                     p.initTransactions();
@@ -511,7 +554,16 @@ public final class Worker {
                     ConsumerGroupMetadata meta = new ConsumerGroupMetadata((String) g.get("group_id"),
                         ((Number) g.get("generation_id")).intValue(), (String) g.get("member_id"),
                         Optional.ofNullable((String) g.get("group_instance_id")));
-                    p.sendOffsetsToTransaction(offsets, meta);
+                    if (race != null) {
+                        synchronized (tm) {
+                            race.first = String.valueOf(a.getOrDefault("first", "AddOffsetsToTxn"));
+                        }
+                    }
+                    try {
+                        p.sendOffsetsToTransaction(offsets, meta);
+                    } finally {
+                        if (race != null) releaseAddPartitions();
+                    }
                     return ok();
                 }
                 case "commit_transaction":

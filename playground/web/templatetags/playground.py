@@ -753,6 +753,27 @@ def finding_sentence(kind: str, params: Mapping[str, Any]) -> str:
     }
     if "op" in p:
         p["op"] = ops.get(p["op"], p["op"]) % {"outcome": p.get("outcome")}
+    if kind == "race_offsets_first":
+        return (
+            _(
+                "%(actor)s (kafka-clients, transactional.id %(txid)s) was fenced on AddOffsetsToTxn: its "
+                "sendOffsetsToTransaction threw ProducerFencedException at once. This is the ending of the race in which "
+                "a Spring listener (stopContainerWhenFenced false) does not roll back: the rest of that poll is skipped, "
+                "and the next transaction commits its offsets past it."
+            )
+            % p
+        )
+    if kind == "race_partitions_first":
+        return (
+            _(
+                "%(actor)s (kafka-clients, transactional.id %(txid)s) was fenced on AddPartitionsToTxn, and sent no "
+                "AddOffsetsToTxn after it: kafka-clients neither sends nor fails an AddOffsetsToTxn queued behind that "
+                "fatal error, so a sendOffsetsToTransaction of that transaction blocked max.block.ms and threw "
+                "TimeoutException. This is the ending of the race in which a Spring listener rolls back and reads the "
+                "records again: nothing is lost."
+            )
+            % p
+        )
     if kind == "lost":
         return (
             _(
@@ -861,7 +882,7 @@ def finding(f: Mapping[str, Any]) -> str:
         else ""
     )
     out = [
-        f'<div class="{cls}"><p><span class="rule">{_a(f["rule"])}</span>{elle} {_a(finding_sentence(f["kind"], f["params"]))}</p>'
+        f'<div class="{cls}"><p><span class="rule" translate="no">{_a(f["rule"])}</span>{elle} {_a(finding_sentence(f["kind"], f["params"]))}</p>'
     ]
     steps = list(f.get("steps") or ())
     if steps:
