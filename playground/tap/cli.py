@@ -4,6 +4,10 @@ It learns the upstream brokers from a Metadata answer, listens for each (PORT, P
 ids; port 0: free ports), prints its own bootstrap list as its last line, like `simcluster`, and serves until SIGTERM
 (or SIGINT). With `--report FILE` it writes the report (JSON: connections, transactional ids and their instances,
 findings) then, and whenever it gets SIGUSR1.
+
+With `--record-session [TITLE]` (manage.py only: it needs the database) the requests the clients send are also
+recorded as a new simulator session's external clients' rows (playground/session/taprecord.py); the tap prints
+`recording: <session path>#drive=<capability>` before its bootstrap list, and the report says where it is.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import logging
 import os
 import signal
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +41,20 @@ def add_arguments(p: Any) -> None:
         default=MAX_REQUEST_BYTES,
         help="socket.request.max.bytes: a larger request frame closes the connection, as the broker's would",
     )
+    p.add_argument(
+        "--record-session",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="TITLE",
+        help="record the clients' requests as a new simulator session (its path is printed before the bootstrap list)",
+    )
+    p.add_argument(
+        "--record-kafka",
+        default="3.9",
+        choices=("3.5", "3.9", "4"),
+        help="the Kafka release the recorded session runs on (it can be compared with the others)",
+    )
 
 
 def parse_listen(value: str) -> tuple[str, int]:
@@ -52,14 +71,20 @@ def write_report(path: str, report: dict[str, Any]) -> None:
     os.replace(partial, target)  # a reader never sees half a report
 
 
-def run(options: dict[str, Any], out: Any = None) -> None:
+def run(options: dict[str, Any], out: Any = None, recording: Callable[..., Any] | None = None) -> None:
+    """Serve until SIGTERM. `recording`: what records a session (session/taprecord.py's TapRecording, which the
+    management command hands in: this layer does not reach the database)."""
     host, port = parse_listen(options["listen"])
     if not options["upstream"].strip():
         raise UsageError("--upstream: expected the cluster's bootstrap servers")
-    asyncio.run(_serve(options, host, port, out or sys.stdout))
+    if options.get("record_session") is not None and recording is None:
+        raise UsageError("--record-session: run the tap as `manage.py tap` (the session is stored in its database)")
+    asyncio.run(_serve(options, host, port, out or sys.stdout, recording))
 
 
-async def _serve(options: dict[str, Any], host: str, port: int, out: Any) -> None:
+async def _serve(
+    options: dict[str, Any], host: str, port: int, out: Any, recording: Callable[..., Any] | None = None
+) -> None:
     from playground.tap.observer import Observer
     from playground.tap.proxy import Tap
 
@@ -71,6 +96,23 @@ async def _serve(options: dict[str, Any], host: str, port: int, out: Any) -> Non
         max_request_bytes=options["socket_request_max_bytes"],
     )
     bootstrap = await tap.start()
+    recorder = None
+    if options.get("record_session") is not None and recording is not None:
+        first = min(tap.ports)
+        recorder = recording(
+            upstream=options["upstream"],
+            listener=(host, tap.ports[first]),
+            topics=await tap.topics(),
+            title=options["record_session"],
+            kafka=options.get("record_kafka") or "3.9",
+        )
+        await asyncio.to_thread(recorder.start)
+        tap.recorder = recorder
+        out.write(f"recording: {recorder.report()['path']}#drive={recorder.drive_secret}\n")
+
+    def report() -> dict[str, Any]:
+        return {**tap.report(), **({"recording": recorder.report()} if recorder is not None else {})}
+
     out.write(f"{bootstrap}\n")
     out.flush()
     stop = asyncio.Event()
@@ -79,11 +121,13 @@ async def _serve(options: dict[str, Any], host: str, port: int, out: Any) -> Non
         loop.add_signal_handler(sig, stop.set)
     report_path = options.get("report")
     if report_path:
-        loop.add_signal_handler(signal.SIGUSR1, lambda: write_report(report_path, tap.report()))
+        loop.add_signal_handler(signal.SIGUSR1, lambda: write_report(report_path, report()))
     await stop.wait()
     await tap.close()
+    if recorder is not None:
+        await asyncio.to_thread(recorder.stop)
     if report_path:
-        write_report(report_path, tap.report())
+        write_report(report_path, report())
 
 
 def main(argv: list[str] | None = None) -> int:
