@@ -79,7 +79,7 @@ def scenario_text(title: str, upstream: str, topics: Mapping[str, int], kafka: s
     lines = [
         "format: 1",
         "id: tap-recording",
-        f"title: {{en: {json.dumps('Tap: ' + title)}, zh: {json.dumps('Tap 录制：' + title)}}}",
+        f"title: {{en: {json.dumps('Tap: ' + title)}, zh: {json.dumps('旁路录制：' + title, ensure_ascii=False)}}}",
         f"profile: {{kafka: {json.dumps(kafka)}}}",
         "cluster:",
         "  brokers: 1",

@@ -3,7 +3,8 @@
 It learns the upstream brokers from a Metadata answer, listens for each (PORT, PORT+1, ... in the order of their
 ids; port 0: free ports), prints its own bootstrap list as its last line, like `simcluster`, and serves until SIGTERM
 (or SIGINT). With `--report FILE` it writes the report (JSON: connections, transactional ids and their instances,
-findings) then, and whenever it gets SIGUSR1.
+findings) then, whenever it gets SIGUSR1, and every `--report-interval-s` (2 s; the live page at /inspect/tap/ reads
+the file the server's PLAYGROUND_TAP_REPORT names).
 
 With `--record-session [TITLE]` (manage.py only: it needs the database) the requests the clients send are also
 recorded as a new simulator session's external clients' rows (playground/session/taprecord.py); the tap prints
@@ -34,6 +35,12 @@ def add_arguments(p: Any) -> None:
     p.add_argument("--upstream", required=True, help="the real cluster's bootstrap servers (HOST:PORT,...)")
     p.add_argument("--listen", default="127.0.0.1:0", help="HOST:PORT of the first listener (port 0: free ports)")
     p.add_argument("--report", default=None, help="where to write the JSON report on SIGTERM and SIGUSR1")
+    p.add_argument(
+        "--report-interval-s",
+        type=float,
+        default=2.0,
+        help="with --report, write it this often too (the live page beside /inspect/ reads it); 0: on signals only",
+    )
     p.add_argument("--max-events", type=int, default=200, help="events kept per connection (the last ones)")
     p.add_argument(
         "--socket-request-max-bytes",
@@ -122,12 +129,31 @@ async def _serve(
     report_path = options.get("report")
     if report_path:
         loop.add_signal_handler(signal.SIGUSR1, lambda: write_report(report_path, report()))
+    interval_s = float(options.get("report_interval_s") or 0)
+    ticker = asyncio.create_task(_every(interval_s, lambda: write_report(report_path, report()), stop)) if (
+        report_path and interval_s > 0) else None  # fmt: skip
     await stop.wait()
+    if ticker is not None:
+        await ticker
     await tap.close()
     if recorder is not None:
         await asyncio.to_thread(recorder.stop)
     if report_path:
         write_report(report_path, report())
+
+
+async def _every(interval_s: float, write: Callable[[], None], stop: asyncio.Event) -> None:
+    """Write the report every `interval_s` until stopped (the live page reads the file: a tap that stopped writing
+    shows there as a report growing old)."""
+    while not stop.is_set():
+        try:
+            write()
+        except OSError as e:
+            logging.getLogger("playground.tap").warning("the report could not be written: %s", e)
+        try:
+            await asyncio.wait_for(stop.wait(), interval_s)
+        except TimeoutError:
+            pass
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -268,11 +268,6 @@ def test_it_records_a_fence_on_kafka_as_a_session_whose_replay_shows_what_the_cl
     import asyncio
     import threading
 
-    from playground import session
-    from playground.session import external
-    from playground.session.cache import CACHE
-    from playground.session.taprecord import TapRecording
-    from playground.sim import observation
     from playground.tap.proxy import Tap
 
     direct = require_bootstrap()
@@ -287,6 +282,21 @@ def test_it_records_a_fence_on_kafka_as_a_session_whose_replay_shows_what_the_cl
 
     tap = Tap(direct)
     run(tap.start())
+    try:
+        _record_a_fence(direct, topic, txn, prefix, tap, run)
+    finally:
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(WAIT_S)
+        drop_topics(AdminClient({"bootstrap.servers": direct}), prefix)
+
+
+def _record_a_fence(direct: str, topic: str, txn: str, prefix: str, tap, run) -> None:
+    from playground import session
+    from playground.session import external
+    from playground.session.cache import CACHE
+    from playground.session.taprecord import TapRecording
+    from playground.sim import observation
+
     # the shared cluster's other topics are not the session's: its topics are created as the clients name them
     recording = TapRecording(upstream=direct, listener=("127.0.0.1", min(tap.ports.values())), topics={}, title=txn)
     recording.start()
@@ -314,8 +324,6 @@ def test_it_records_a_fence_on_kafka_as_a_session_whose_replay_shows_what_the_cl
         del pay, monitor
     finally:
         run(tap.close())
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(WAIT_S)
     assert recording.stop()["state"] == "stopped"
     report = tap.report()
     sid = recording.sid

@@ -215,6 +215,7 @@ def test_it_prints_the_sessions_drive_link_before_its_bootstrap_list_and_reports
     import json
     import os
     import signal
+    import time
 
     from playground.models import Session
     from playground.session import capability
@@ -242,6 +243,10 @@ def test_it_prints_the_sessions_drive_link_before_its_bootstrap_list_and_reports
     def clients() -> None:
         try:
             assert out.ready.wait(CAP_S)
+            deadline = time.monotonic() + CAP_S
+            while not report_path.exists() and time.monotonic() < deadline:  # written every report_interval_s
+                time.sleep(0.05)
+            assert json.loads(report_path.read_text())["recording"]["state"] == "recording"
             p = producer(out.lines[-1], "payment-service")
             p.init_transactions(30)
             p.begin_transaction()
@@ -252,13 +257,13 @@ def test_it_prints_the_sessions_drive_link_before_its_bootstrap_list_and_reports
         finally:
             os.kill(os.getpid(), signal.SIGTERM)
 
+    report_path = tmp_path / "report.json"
     helper = threading.Thread(target=clients)
     helper.start()
-    report_path = tmp_path / "report.json"
     try:
         cli.run({"upstream": upstream, "listen": "127.0.0.1:0", "report": str(report_path), "max_events": 50,
                  "socket_request_max_bytes": 100 * 1024 * 1024, "record_session": "order-pay",
-                 "record_kafka": "4"}, out=out, recording=TapRecording)  # fmt: skip
+                 "record_kafka": "4", "report_interval_s": 0.2}, out=out, recording=TapRecording)  # fmt: skip
     finally:
         helper.join(CAP_S)
         loop.run(server.close())
