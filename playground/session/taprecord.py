@@ -373,15 +373,15 @@ class TapRecording:
             sim_error = first_error(sim)
         if up_error in RETRIABLE and sim_error is None and api_key in COORDINATED:
             self._absorb[(key[0], api_key)] = sim
-        elif up_error is None and sim_error is None and api_key in PAIRED:
-            self.translation.learn(api_key, upstream, sim)
+        elif api_key in PAIRED:
+            self.translation.learn(api_key, upstream, sim)  # it judges each answer's error itself
 
     def _feed(self, live: Live, conn: int, payload: bytes) -> None:
         try:
             api_key, api_version, correlation = peek(payload)
         except ValueError:
             api_key = api_version = correlation = -1
-        if conn != TAP_CONN and not (api_key == wire.PRODUCE and _acks(payload) == 0):  # acks=0: never answered
+        if not (api_key == wire.PRODUCE and _acks(payload) == 0):  # acks=0: never answered
             self._asked[(conn, correlation)] = (api_key, api_version, payload if api_key in COORDINATED else b"")
         self.requests += 1
         external.receive(live, conn, BROKER, payload)
@@ -428,6 +428,7 @@ class TapRecording:
         )
         payload = encode_request(CREATE_TOPICS, CREATE_TOPICS_VERSION, self._correlation, "playground-tap", body)
         self._feed(live, TAP_CONN, payload)
+        self._run_ahead(live, (TAP_CONN, self._correlation))  # created before the client, who has them, sends to them
 
     def _sim_topic_id(self, name: str) -> Any:
         core = self.core

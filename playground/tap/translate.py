@@ -113,7 +113,7 @@ class Translation:
         except ValueError:
             return payload
         if api_key not in REWRITTEN or not (
-            self.producers or self.members or self.topic_names or api_key == wire.FETCH
+            self.producers or self.members or self.topic_names or api_key in (wire.FETCH, wire.METADATA)
         ):
             return payload
         try:

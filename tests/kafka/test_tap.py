@@ -259,20 +259,18 @@ def test_it_serves_kafka_clients_console_tools_and_kafka_transactions_through_it
     assert {"console-producer", "console-consumer"} <= java
 
 
-@pytest.mark.django_db(transaction=True)
-def test_it_records_a_fence_on_kafka_as_a_session_whose_replay_shows_what_the_cluster_showed(prefix):
-    """Two confluent-kafka producers share a transactional.id through the tap in front of Kafka 3.9.1, which records
-    them as a session (in this process: the session lives in the test database); the session replayed from its
-    stored log has each partition's records at the cluster's offsets, its markers where the cluster has its gaps, what
-    read_committed reads there, and the fenced producer's error."""
+@pytest.fixture
+def recording_tap(prefix):
+    """A tap in this process (on a loop of its own) in front of Kafka 3.9.1, recording a session into the test
+    database; `run` runs a coroutine on its loop. The session's topics are created as the clients name them (the
+    shared cluster's other topics are not the session's)."""
     import asyncio
     import threading
 
+    from playground.session.taprecord import TapRecording
     from playground.tap.proxy import Tap
 
     direct = require_bootstrap()
-    topic = make_topic(direct, prefix + "orders", partitions=2)
-    txn = prefix + "order-pay"
     loop = asyncio.new_event_loop()
     thread = threading.Thread(target=loop.run_forever, daemon=True)
     thread.start()
@@ -282,25 +280,71 @@ def test_it_records_a_fence_on_kafka_as_a_session_whose_replay_shows_what_the_cl
 
     tap = Tap(direct)
     run(tap.start())
-    try:
-        _record_a_fence(direct, topic, txn, prefix, tap, run)
-    finally:
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(WAIT_S)
-        drop_topics(AdminClient({"bootstrap.servers": direct}), prefix)
+    recording = TapRecording(upstream=direct, listener=("127.0.0.1", min(tap.ports.values())), topics={})
+    recording.start()
+    tap.recorder = recording
+    yield direct, tap, recording, run
+    run(tap.close())
+    recording.stop()
+    loop.call_soon_threadsafe(loop.stop)
+    thread.join(WAIT_S)
+    drop_topics(AdminClient({"bootstrap.servers": direct}), prefix)
 
 
-def _record_a_fence(direct: str, topic: str, txn: str, prefix: str, tap, run) -> None:
+@pytest.mark.django_db(transaction=True)
+def test_it_records_a_fence_on_kafka_as_a_session_whose_replay_shows_what_the_cluster_showed(prefix, recording_tap):
+    """Two confluent-kafka producers share a transactional.id through the tap in front of Kafka 3.9.1, which records
+    them as a session (in this process: the session lives in the test database); the session replayed from its
+    stored log has each partition's records at the cluster's offsets, its markers where the cluster has its gaps, what
+    read_committed reads there, and the fenced producer's error."""
+    direct, tap, recording, run = recording_tap
+    topic = make_topic(direct, prefix + "orders", partitions=2)
+    _record_a_fence(direct, topic, prefix + "order-pay", prefix, tap, run, recording)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_it_records_a_consumer_group_on_kafka_whose_commits_replay_under_the_simulators_member_ids(
+    prefix, recording_tap
+):
     from playground import session
     from playground.session import external
     from playground.session.cache import CACHE
-    from playground.session.taprecord import TapRecording
+
+    direct, tap, recording, run = recording_tap
+    topic = make_topic(direct, prefix + "events", partitions=2)
+    plain = Producer({"bootstrap.servers": tap.bootstrap})
+    for i in range(6):
+        plain.produce(topic, value=f"e{i}".encode(), partition=i % 2)
+    assert plain.flush(WAIT_S) == 0
+    group = prefix + "readers"
+    consumer = Consumer({"bootstrap.servers": tap.bootstrap, "group.id": group, "auto.offset.reset": "earliest",
+                         "enable.auto.commit": False, "client.id": prefix + "reader"})  # fmt: skip
+    consumer.subscribe([topic])
+    seen = []
+    deadline = time.monotonic() + WAIT_S
+    while len(seen) < 6 and time.monotonic() < deadline:
+        msg = consumer.poll(0.5)
+        if msg is not None and not msg.error():
+            seen.append(msg.value())
+    consumer.commit(asynchronous=False)
+    upstream = {f"{tp.topic}-{tp.partition}": tp.offset for tp in consumer.committed(
+        [TopicPartition(topic, p) for p in range(2)], timeout=WAIT_S)}  # fmt: skip
+    consumer.close()
+    run(tap.close())
+    recording.stop()
+    assert len(seen) == 6 and upstream == {f"{topic}-0": 3, f"{topic}-1": 3}
+    assert any(a != b for a, b in recording.translation.members.items())  # Kafka's member ids are not the simulator's
+    CACHE.evict(recording.sid)
+    live = session.load(recording.sid)
+    assert external.inner_backend(live.backend).cluster.groups.committed(group) == upstream
+
+
+def _record_a_fence(direct: str, topic: str, txn: str, prefix: str, tap, run, recording) -> None:
+    from playground import session
+    from playground.session import external
+    from playground.session.cache import CACHE
     from playground.sim import observation
 
-    # the shared cluster's other topics are not the session's: its topics are created as the clients name them
-    recording = TapRecording(upstream=direct, listener=("127.0.0.1", min(tap.ports.values())), topics={}, title=txn)
-    recording.start()
-    tap.recorder = recording
     try:
         pay = Producer({"bootstrap.servers": tap.bootstrap, "transactional.id": txn, "client.id": prefix + "payment"})
         pay.init_transactions(WAIT_S)

@@ -10,6 +10,7 @@ import contextlib
 import logging
 import struct
 import threading
+import time
 
 import pytest
 from confluent_kafka import KafkaException, Producer
@@ -279,3 +280,78 @@ def test_it_prints_the_sessions_drive_link_before_its_bootstrap_list_and_reports
     assert capability.matches(secret, row.drive_key) and row.profile.kafka == "4"
     with pytest.raises(cli.UsageError):
         cli.run({"upstream": upstream, "listen": "127.0.0.1:0", "record_session": ""})  # no database this way
+
+
+def test_it_records_a_consumer_group_whose_commits_replay_under_the_simulators_member_ids(upstream_and_tap):
+    """A consumer joins a group through the tap (JoinGroup: MEMBER_ID_REQUIRED, then again with the member id
+    upstream gave), reads and commits: the session replays the same committed offsets, the member ids translated."""
+    from confluent_kafka import Consumer
+
+    loop, server, tap = upstream_and_tap
+    recording = TapRecording(upstream=server_bootstrap(server), listener=("127.0.0.1", tap.ports[1]),
+                             topics=loop.run(tap.topics()))  # fmt: skip
+    recording.start()
+    tap.recorder = recording
+    plain = Producer({"bootstrap.servers": tap.bootstrap, "client.id": "writer", **QUIET})
+    for i in range(6):
+        plain.produce("orders", value=f"e{i}".encode(), partition=i % 2)
+    assert plain.flush(30) == 0
+    consumer = Consumer({"bootstrap.servers": tap.bootstrap, "group.id": "readers", "client.id": "reader",
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False, **QUIET})  # fmt: skip
+    consumer.subscribe(["orders"])
+    seen = []
+    deadline = time.monotonic() + CAP_S
+    while len(seen) < 6 and time.monotonic() < deadline:
+        msg = consumer.poll(0.2)
+        if msg is not None and not msg.error():
+            seen.append(msg.value())
+    consumer.commit(asynchronous=False)
+    consumer.close()
+    loop.run(tap.close())
+    recording.stop()
+    assert len(seen) == 6
+    upstream = server.cluster.groups.committed("readers")
+    assert upstream == {"orders-0": 3, "orders-1": 3}
+    assert recording.translation.members  # paired (the served simulator hands out the same ids: seed 0 both)
+    CACHE.evict(recording.sid)
+    live = session.load(recording.sid)
+    assert external.inner_backend(live.backend).cluster.groups.committed("readers") == upstream
+
+
+def test_it_forwards_a_request_over_the_sessions_bound_records_the_connection_closed_and_records_on(
+    upstream_and_tap, settings
+):
+    settings.PLAYGROUND_LIMITS = {"kafka_request_bytes": 8192}
+    loop, server, tap = upstream_and_tap
+    recording = TapRecording(upstream=server_bootstrap(server), listener=("127.0.0.1", tap.ports[1]),
+                             topics=loop.run(tap.topics()))  # fmt: skip
+    assert recording.max_frame_bytes == 8192
+    recording.start()
+    tap.recorder = recording
+    big = Producer({"bootstrap.servers": tap.bootstrap, "client.id": "big", "linger.ms": 0, **QUIET})
+    big.produce("orders", value=bytes(20_000), partition=0)  # reaches upstream whole through the tap
+    assert big.flush(30) == 0
+    small = Producer({"bootstrap.servers": tap.bootstrap, "client.id": "small", **QUIET})
+    small.produce("orders", value=b"s", partition=1)
+    assert small.flush(30) == 0
+    loop.run(tap.close())
+    report = recording.stop()
+    assert report["unrecorded"] >= 1 and report["state"] == "stopped"
+    assert [len(e["value"]) for e in observation.partition(server.cluster, "orders-0")["log"]] == [20_000]
+    CACHE.evict(recording.sid)
+    cluster = external.inner_backend(session.load(recording.sid).backend).cluster
+    assert observation.partition(cluster, "orders-0")["log"] == []  # not recorded: over the session's bound
+    assert [e["value"] for e in observation.partition(cluster, "orders-1")["log"]] == ["s"]
+
+
+def test_it_never_lets_a_metadata_request_create_a_topic_on_the_simulator():
+    class Every(dict):
+        def get(self, key, default=None):
+            return (0, 32767)
+
+    for version in (4, 9, 12):
+        cls = messages.request_class(wire.METADATA, version)
+        body = messages.build(cls, {"topics": [{"name": "orders"}], "allow_auto_topic_creation": True})
+        payload = messages.encode_request(wire.METADATA, version, 7, "c", body)
+        again = messages.decode_request(translate.Translation(lambda name: None).request(payload), Every())
+        assert again.body.allow_auto_topic_creation is False and again.correlation_id == 7
