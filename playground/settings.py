@@ -296,6 +296,8 @@ PLAYGROUND_LISTEN_PORTS = os.environ.get("PLAYGROUND_LISTEN_PORTS", "").strip()
 # once, then kept in an HttpOnly cookie); unset, the inspector is off. The allow-lists are comma-separated fnmatch
 # patterns (`orders,payments-*`); a topic or transactional id they do not match is never read nor shown.
 INSPECTOR_KEY = os.environ.get("INSPECTOR_KEY", "")
+# The tap's live page (/inspect/tap/, behind INSPECTOR_KEY): the report file `manage.py tap --report FILE` writes.
+PLAYGROUND_TAP_REPORT = os.environ.get("PLAYGROUND_TAP_REPORT", "").strip()
 INSPECTOR_TOPICS = [p.strip() for p in os.environ.get("INSPECTOR_TOPICS", "").split(",") if p.strip()]
 INSPECTOR_TRANSACTIONAL_IDS = [
     p.strip() for p in os.environ.get("INSPECTOR_TRANSACTIONAL_IDS", "").split(",") if p.strip()

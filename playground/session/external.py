@@ -304,6 +304,16 @@ def tick(live: Live) -> None:
     core.advance(now)
 
 
+def advance(live: Live, now_ms: int) -> None:
+    """Time passes to `now_ms`, ahead of the wall clock if need be (a tap's recording waits for the simulator's
+    answer to a request upstream has answered): the next input comes at that time, so a replay passes it too."""
+    core = core_of(live.backend)
+    if core is None:
+        return
+    _position(core, position_of(live))
+    core.advance(now_ms)
+
+
 def summary(core: ServerCore, inputs: Iterable[Input]) -> list[list[Any]]:
     counts: dict[tuple[str, str], int] = {}
     for kind, _at, conn, _broker, payload in inputs:

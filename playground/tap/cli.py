@@ -3,7 +3,12 @@
 It learns the upstream brokers from a Metadata answer, listens for each (PORT, PORT+1, ... in the order of their
 ids; port 0: free ports), prints its own bootstrap list as its last line, like `simcluster`, and serves until SIGTERM
 (or SIGINT). With `--report FILE` it writes the report (JSON: connections, transactional ids and their instances,
-findings) then, and whenever it gets SIGUSR1.
+findings) then, whenever it gets SIGUSR1, and every `--report-interval-s` (2 s; the live page at /inspect/tap/ reads
+the file the server's PLAYGROUND_TAP_REPORT names).
+
+With `--record-session [TITLE]` (manage.py only: it needs the database) the requests the clients send are also
+recorded as a new simulator session's external clients' rows (playground/session/taprecord.py); the tap prints
+`recording: <session path>#drive=<capability>` before its bootstrap list, and the report says where it is.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import logging
 import os
 import signal
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -29,12 +35,32 @@ def add_arguments(p: Any) -> None:
     p.add_argument("--upstream", required=True, help="the real cluster's bootstrap servers (HOST:PORT,...)")
     p.add_argument("--listen", default="127.0.0.1:0", help="HOST:PORT of the first listener (port 0: free ports)")
     p.add_argument("--report", default=None, help="where to write the JSON report on SIGTERM and SIGUSR1")
+    p.add_argument(
+        "--report-interval-s",
+        type=float,
+        default=2.0,
+        help="with --report, write it this often too (the live page beside /inspect/ reads it); 0: on signals only",
+    )
     p.add_argument("--max-events", type=int, default=200, help="events kept per connection (the last ones)")
     p.add_argument(
         "--socket-request-max-bytes",
         type=int,
         default=MAX_REQUEST_BYTES,
         help="socket.request.max.bytes: a larger request frame closes the connection, as the broker's would",
+    )
+    p.add_argument(
+        "--record-session",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="TITLE",
+        help="record the clients' requests as a new simulator session (its path is printed before the bootstrap list)",
+    )
+    p.add_argument(
+        "--record-kafka",
+        default="3.9",
+        choices=("3.5", "3.9", "4"),
+        help="the Kafka release the recorded session runs on (it can be compared with the others)",
     )
 
 
@@ -52,14 +78,20 @@ def write_report(path: str, report: dict[str, Any]) -> None:
     os.replace(partial, target)  # a reader never sees half a report
 
 
-def run(options: dict[str, Any], out: Any = None) -> None:
+def run(options: dict[str, Any], out: Any = None, recording: Callable[..., Any] | None = None) -> None:
+    """Serve until SIGTERM. `recording`: what records a session (session/taprecord.py's TapRecording, which the
+    management command hands in: this layer does not reach the database)."""
     host, port = parse_listen(options["listen"])
     if not options["upstream"].strip():
         raise UsageError("--upstream: expected the cluster's bootstrap servers")
-    asyncio.run(_serve(options, host, port, out or sys.stdout))
+    if options.get("record_session") is not None and recording is None:
+        raise UsageError("--record-session: run the tap as `manage.py tap` (the session is stored in its database)")
+    asyncio.run(_serve(options, host, port, out or sys.stdout, recording))
 
 
-async def _serve(options: dict[str, Any], host: str, port: int, out: Any) -> None:
+async def _serve(
+    options: dict[str, Any], host: str, port: int, out: Any, recording: Callable[..., Any] | None = None
+) -> None:
     from playground.tap.observer import Observer
     from playground.tap.proxy import Tap
 
@@ -71,6 +103,23 @@ async def _serve(options: dict[str, Any], host: str, port: int, out: Any) -> Non
         max_request_bytes=options["socket_request_max_bytes"],
     )
     bootstrap = await tap.start()
+    recorder = None
+    if options.get("record_session") is not None and recording is not None:
+        first = min(tap.ports)
+        recorder = recording(
+            upstream=options["upstream"],
+            listener=(host, tap.ports[first]),
+            topics=await tap.topics(),
+            title=options["record_session"],
+            kafka=options.get("record_kafka") or "3.9",
+        )
+        await asyncio.to_thread(recorder.start)
+        tap.recorder = recorder
+        out.write(f"recording: {recorder.report()['path']}#drive={recorder.drive_secret}\n")
+
+    def report() -> dict[str, Any]:
+        return {**tap.report(), **({"recording": recorder.report()} if recorder is not None else {})}
+
     out.write(f"{bootstrap}\n")
     out.flush()
     stop = asyncio.Event()
@@ -79,11 +128,32 @@ async def _serve(options: dict[str, Any], host: str, port: int, out: Any) -> Non
         loop.add_signal_handler(sig, stop.set)
     report_path = options.get("report")
     if report_path:
-        loop.add_signal_handler(signal.SIGUSR1, lambda: write_report(report_path, tap.report()))
+        loop.add_signal_handler(signal.SIGUSR1, lambda: write_report(report_path, report()))
+    interval_s = float(options.get("report_interval_s") or 0)
+    ticker = asyncio.create_task(_every(interval_s, lambda: write_report(report_path, report()), stop)) if (
+        report_path and interval_s > 0) else None  # fmt: skip
     await stop.wait()
+    if ticker is not None:
+        await ticker
     await tap.close()
+    if recorder is not None:
+        await asyncio.to_thread(recorder.stop)
     if report_path:
-        write_report(report_path, tap.report())
+        write_report(report_path, report())
+
+
+async def _every(interval_s: float, write: Callable[[], None], stop: asyncio.Event) -> None:
+    """Write the report every `interval_s` until stopped (the live page reads the file: a tap that stopped writing
+    shows there as a report growing old)."""
+    while not stop.is_set():
+        try:
+            write()
+        except OSError as e:
+            logging.getLogger("playground.tap").warning("the report could not be written: %s", e)
+        try:
+            await asyncio.wait_for(stop.wait(), interval_s)
+        except TimeoutError:
+            pass
 
 
 def main(argv: list[str] | None = None) -> int:

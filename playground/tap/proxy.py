@@ -6,7 +6,9 @@ kept, so a large Produce or Fetch costs a chunk of memory, not its size. Only wh
 the small requests of playground.tap.wire.OBSERVED and their answers (whole, when under DECODE_MAX_BYTES), a Produce
 request's head, and the answers that name brokers (Metadata, FindCoordinator, DescribeCluster, and the KIP-951
 node_endpoints of Produce and Fetch), which are written again with the tap's own addresses. Everything else is
-forwarded byte for byte.
+forwarded byte for byte. With a recorder (`--record-session`: playground/session/taprecord.py) a request frame up to
+its bound is read whole and handed to it before it goes upstream, and each answer to a request it was handed, before
+the client has it; a larger one streams through as ever and the recorder is told.
 
 As a broker would: a request frame whose size is negative or over socket.request.max.bytes closes the connection
 before a byte of its body is read (SocketServer's InvalidReceiveException); anything else a broker cannot parse is
@@ -23,7 +25,7 @@ import struct
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from playground.protocol.framing import MAX_REQUEST_BYTES, FrameError, frame, frame_size
 from playground.protocol.messages import (
@@ -51,6 +53,21 @@ METADATA_VERSION = 9  # served by every release the playground knows (3.5 to 4.x
 class _EveryVersion(dict[int, tuple[int, int]]):  # decode_request's `served`: the tap reads what the broker will judge
     def get(self, key: Any, default: Any = None) -> tuple[int, int]:
         return (0, 32767)
+
+
+class Recorder(Protocol):
+    """Who keeps what the clients sent (playground/session/taprecord.py: the requests as a session's external
+    clients' rows). Called on the tap's loop, in the order things happened on each connection; never blocks."""
+
+    max_frame_bytes: int  # a request frame larger than this is forwarded, not recorded (nor kept whole)
+
+    def request(self, conn_id: int, payload: bytes) -> None: ...
+
+    def too_large(self, conn_id: int, size: int) -> None: ...
+
+    def answer(self, conn_id: int, api_key: int, api_version: int, correlation_id: int, body: Any) -> None: ...
+
+    def closed(self, conn_id: int) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +114,7 @@ class Tap:
         self._conns: dict[int, asyncio.Task[None]] = {}
         self._next_conn = 0
         self.started_ms = 0
+        self.recorder: Recorder | None = None  # set before clients connect
 
     # ------------------------------------------------------------------------------------------ lifecycle
     async def start(self) -> str:
@@ -114,6 +132,18 @@ class Tap:
 
     async def _learn(self) -> list[tuple[int, str, int]]:
         """The brokers, from a Metadata answer of the first bootstrap server that gives one."""
+        return wire.brokers_named(await self._metadata(()))
+
+    async def topics(self) -> dict[str, int]:
+        """The upstream cluster's topics (internal ones left out) and their partition counts."""
+        answer = await self._metadata(None)
+        return {
+            str(t.name): len(t.partitions)
+            for t in answer.topics
+            if t.name and not t.is_internal and int(getattr(t.error_code, "value", t.error_code)) == 0
+        }
+
+    async def _metadata(self, topics: tuple[()] | None) -> Any:
         errors = []
         for host, port in self.upstream:
             try:
@@ -122,13 +152,12 @@ class Tap:
                 errors.append(f"{host}:{port}: {e}")
                 continue
             try:
-                body = build(request_class(wire.METADATA, METADATA_VERSION), {"topics": ()})
+                body = build(request_class(wire.METADATA, METADATA_VERSION), {"topics": topics})
                 writer.write(frame(encode_request(wire.METADATA, METADATA_VERSION, 1, "playground-tap", body)))
                 await writer.drain()
                 size = _SIZE.unpack(await asyncio.wait_for(reader.readexactly(4), 30))[0]
                 payload = await asyncio.wait_for(reader.readexactly(size), 30)
-                _, answer = decode_response(wire.METADATA, METADATA_VERSION, payload)
-                return wire.brokers_named(answer)
+                return decode_response(wire.METADATA, METADATA_VERSION, payload)[1]
             except (OSError, TimeoutError, asyncio.IncompleteReadError) as e:
                 errors.append(f"{host}:{port}: {e}")
             finally:
@@ -227,6 +256,8 @@ class Tap:
                 if w is not None:
                     w.close()
             self.observer.closed(conn_id, self.clock_ms())
+            if self.recorder is not None:
+                self.recorder.closed(conn_id)
             self._conns.pop(conn_id, None)
 
     async def _requests(
@@ -241,12 +272,19 @@ class Tap:
                     log.info("connection %s: %s; closing it", conn_id, e)
                     return
                 head = await reader.readexactly(min(size, HEAD_BYTES))
+                recorder = self.recorder
+                if recorder is not None:
+                    if size <= recorder.max_frame_bytes:
+                        head += await reader.readexactly(size - len(head))  # kept whole as the listener keeps it
+                    else:
+                        recorder.too_large(conn_id, size)
                 if len(head) >= 8:
                     api_key, api_version, correlation_id = struct.unpack_from(">hhi", head)
                     request: Any = None
                     client_id = _client_id(head)
                     if api_key in wire.OBSERVED and size <= DECODE_MAX_BYTES:
-                        head += await reader.readexactly(size - len(head))
+                        if len(head) < size:
+                            head += await reader.readexactly(size - len(head))
                         try:
                             request = decode_request(head, _EveryVersion()).body
                         except ValueError:
@@ -257,6 +295,8 @@ class Tap:
                         self.observer.exchange(conn_id, self.clock_ms(), api_key, api_version, client_id, request, None)
                     else:
                         pending[correlation_id] = Pending(api_key, api_version, client_id, request)
+                if recorder is not None and len(head) == size:
+                    recorder.request(conn_id, head)  # before upstream can answer it: the answer follows it
                 writer.write(prefix + head)
                 await _stream(reader, writer, size - len(head))
                 await writer.drain()
@@ -288,6 +328,9 @@ class Tap:
                         if again is not None:
                             prefix, head = _SIZE.pack(len(again)), again
                             size = len(again)
+                if p is not None and self.recorder is not None:
+                    # before the client has it: what it sends next may depend on it (and carry what it gave)
+                    self.recorder.answer(conn_id, p.api_key, p.api_version, correlation_id, body)
                 writer.write(prefix + head)
                 await _stream(reader, writer, size - len(head))
                 await writer.drain()

@@ -30,7 +30,7 @@ from playground.inspector import InspectorError, RefusedError, get_inspector
 from playground.inspector.toscenario import scenario_text
 from playground.scenario.i18n import normalize
 from playground.session import limits
-from playground.web import forms
+from playground.web import forms, tappage
 from playground.web import inspectpage as web
 from playground.web.consumers import Consumer, _language
 from playground.web.http import client, problem
@@ -153,6 +153,25 @@ def _with_from(request: HttpRequest) -> HttpResponse:
     if offset is not None:
         froms.append((topic, int(partition), offset))
     return redirect(reverse("inspect") + "?" + sel.query(**{"from": sorted(froms)}))
+
+
+@require_GET
+@capability_required(page=True)
+def tap(request: HttpRequest) -> HttpResponse:
+    """The tap's live page: its last report (tappage.py), polled again every few seconds by the fragment below."""
+    return render(request, "playground/inspect/tap.html", _tap_context())
+
+
+@require_GET
+@capability_required()
+def tap_live(request: HttpRequest) -> HttpResponse:
+    return render(request, "playground/inspect/_tap.html", _tap_context())
+
+
+def _tap_context() -> dict[str, Any]:
+    path = tappage.report_path()
+    report = tappage.read_report(path) if path else None
+    return {"t": tappage.context(report) if report is not None else None, "why": tappage.unavailable(path)}
 
 
 @require_POST

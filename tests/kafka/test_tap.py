@@ -257,3 +257,166 @@ def test_it_serves_kafka_clients_console_tools_and_kafka_transactions_through_it
     report = t.stop()
     java = {c["client_id"] for c in report["connections"] if (c["software"] or {}).get("name") == "apache-kafka-java"}
     assert {"console-producer", "console-consumer"} <= java
+
+
+@pytest.fixture
+def recording_tap(prefix):
+    """A tap in this process (on a loop of its own) in front of Kafka 3.9.1, recording a session into the test
+    database; `run` runs a coroutine on its loop. The session's topics are created as the clients name them (the
+    shared cluster's other topics are not the session's)."""
+    import asyncio
+    import threading
+
+    from playground.session.taprecord import TapRecording
+    from playground.tap.proxy import Tap
+
+    direct = require_bootstrap()
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+
+    def run(coro):
+        return asyncio.run_coroutine_threadsafe(coro, loop).result(WAIT_S)
+
+    tap = Tap(direct)
+    run(tap.start())
+    recording = TapRecording(upstream=direct, listener=("127.0.0.1", min(tap.ports.values())), topics={})
+    recording.start()
+    tap.recorder = recording
+    yield direct, tap, recording, run
+    run(tap.close())
+    recording.stop()
+    loop.call_soon_threadsafe(loop.stop)
+    thread.join(WAIT_S)
+    drop_topics(AdminClient({"bootstrap.servers": direct}), prefix)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_it_records_a_fence_on_kafka_as_a_session_whose_replay_shows_what_the_cluster_showed(prefix, recording_tap):
+    """Two confluent-kafka producers share a transactional.id through the tap in front of Kafka 3.9.1, which records
+    them as a session (in this process: the session lives in the test database); the session replayed from its
+    stored log has each partition's records at the cluster's offsets, its markers where the cluster has its gaps, what
+    read_committed reads there, and the fenced producer's error."""
+    direct, tap, recording, run = recording_tap
+    topic = make_topic(direct, prefix + "orders", partitions=2)
+    _record_a_fence(direct, topic, prefix + "order-pay", prefix, tap, run, recording)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_it_records_a_consumer_group_on_kafka_whose_commits_replay_under_the_simulators_member_ids(
+    prefix, recording_tap
+):
+    from playground import session
+    from playground.session import external
+    from playground.session.cache import CACHE
+
+    direct, tap, recording, run = recording_tap
+    topic = make_topic(direct, prefix + "events", partitions=2)
+    plain = Producer({"bootstrap.servers": tap.bootstrap})
+    for i in range(6):
+        plain.produce(topic, value=f"e{i}".encode(), partition=i % 2)
+    assert plain.flush(WAIT_S) == 0
+    group = prefix + "readers"
+    consumer = Consumer({"bootstrap.servers": tap.bootstrap, "group.id": group, "auto.offset.reset": "earliest",
+                         "enable.auto.commit": False, "client.id": prefix + "reader"})  # fmt: skip
+    consumer.subscribe([topic])
+    seen = []
+    deadline = time.monotonic() + WAIT_S
+    while len(seen) < 6 and time.monotonic() < deadline:
+        msg = consumer.poll(0.5)
+        if msg is not None and not msg.error():
+            seen.append(msg.value())
+    consumer.commit(asynchronous=False)
+    upstream = {f"{tp.topic}-{tp.partition}": tp.offset for tp in consumer.committed(
+        [TopicPartition(topic, p) for p in range(2)], timeout=WAIT_S)}  # fmt: skip
+    consumer.close()
+    run(tap.close())
+    recording.stop()
+    assert len(seen) == 6 and upstream == {f"{topic}-0": 3, f"{topic}-1": 3}
+    assert any(a != b for a, b in recording.translation.members.items())  # Kafka's member ids are not the simulator's
+    CACHE.evict(recording.sid)
+    live = session.load(recording.sid)
+    assert external.inner_backend(live.backend).cluster.groups.committed(group) == upstream
+
+
+def _record_a_fence(direct: str, topic: str, txn: str, prefix: str, tap, run, recording) -> None:
+    from playground import session
+    from playground.session import external
+    from playground.session.cache import CACHE
+    from playground.sim import observation
+
+    try:
+        pay = Producer({"bootstrap.servers": tap.bootstrap, "transactional.id": txn, "client.id": prefix + "payment"})
+        pay.init_transactions(WAIT_S)
+        pay.begin_transaction()
+        for i in range(3):
+            pay.produce(topic, value=f"o-{i}".encode(), partition=0)
+        pay.commit_transaction(WAIT_S)
+        pay.begin_transaction()
+        pay.produce(topic, value=b"zombie", partition=1)
+        pay.flush(WAIT_S)
+        monitor = Producer(
+            {"bootstrap.servers": tap.bootstrap, "transactional.id": txn, "client.id": prefix + "monitor"}
+        )
+        monitor.init_transactions(WAIT_S)
+        monitor.begin_transaction()
+        monitor.produce(topic, value=b"m-1", partition=1)
+        monitor.commit_transaction(WAIT_S)
+        with pytest.raises(KafkaException):
+            pay.commit_transaction(WAIT_S)
+        monitor.flush(WAIT_S)
+        del pay, monitor
+    finally:
+        run(tap.close())
+    assert recording.stop()["state"] == "stopped"
+    report = tap.report()
+    sid = recording.sid
+
+    # the cluster: every record at its offset (read_uncommitted), what read_committed reads, the end offsets
+    def read(isolation: str) -> dict[int, list[tuple[int, bytes]]]:
+        consumer = Consumer({"bootstrap.servers": direct, "group.id": prefix + isolation, "isolation.level": isolation,
+                             "enable.auto.commit": False})  # fmt: skip
+        consumer.assign([TopicPartition(topic, p, 0) for p in range(2)])
+        out: dict[int, list[tuple[int, bytes]]] = {0: [], 1: []}
+        deadline = time.monotonic() + WAIT_S
+        want = {"read_uncommitted": 5, "read_committed": 4}[isolation]
+        while sum(map(len, out.values())) < want and time.monotonic() < deadline:
+            msg = consumer.poll(0.5)
+            if msg is not None and not msg.error():
+                out[msg.partition()].append((msg.offset(), msg.value()))
+        ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30)[1] for p in range(2)}
+        consumer.close()
+        return {**out, "ends": ends}  # type: ignore[dict-item]
+
+    uncommitted, committed = read("read_uncommitted"), read("read_committed")
+
+    CACHE.evict(sid)
+    live = session.load(sid)
+    cluster = external.inner_backend(live.backend).cluster
+    for p in range(2):
+        log = observation.partition(cluster, f"{topic}-{p}")
+        records = [(e["offset"], e["value"].encode()) for e in log["log"] if "control" not in e]
+        assert records == uncommitted[p]
+        assert log["log_end_offset"] == uncommitted["ends"][p]
+        markers = {e["offset"]: e["control"] for e in log["log"] if "control" in e}
+        fates = _fates(log["log"])
+        assert [(o, v) for o, v in records if fates[o] == "COMMIT"] == committed[p]
+        assert set(markers) == set(range(uncommitted["ends"][p])) - {o for o, _ in records}
+    snap = observation.transactions(cluster)[txn]
+    assert snap["state"] in ("CompleteCommit", "Empty")
+    (fence,) = [f for f in report["findings"] if f["finding"] == "fence"]
+    outcomes = [c.get("outcome") for c in live.commands if "ext" in c]
+    assert fence["next_error"]["error"] in outcomes
+
+
+def _fates(log: list[dict]) -> dict[int, str]:
+    """Each data record's transaction's end, by the marker its producer id wrote next (COMMIT or ABORT)."""
+    out: dict[int, str] = {}
+    open_: dict[int, list[int]] = {}
+    for e in log:
+        if "control" in e:
+            for offset in open_.pop(e["producer_id"], []):
+                out[offset] = e["control"]
+        else:
+            open_.setdefault(e["producer_id"], []).append(e["offset"])
+    return out

@@ -1,13 +1,15 @@
 """`python manage.py tap --upstream BOOTSTRAP [--listen HOST:PORT] [--report FILE]`: a Kafka-protocol proxy in front
 of a real cluster that sees who uses which transactional.id from where (playground/tap/cli.py). It prints its own
 bootstrap list as its last line and serves until SIGTERM; with --report it writes its JSON report then and on
-SIGUSR1.
+SIGUSR1. With --record-session [TITLE] the clients' requests are recorded as a simulator session
+(playground/session/taprecord.py) whose path it prints before the bootstrap list.
 """
 
 from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
+from playground.session.taprecord import TapRecording
 from playground.tap import cli
 
 
@@ -20,7 +22,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options):
         try:
-            cli.run(options, out=self.stdout)
+            cli.run(options, out=self.stdout, recording=TapRecording)
         except cli.UsageError as e:
             raise CommandError(str(e)) from None
         except OSError as e:
