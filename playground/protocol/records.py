@@ -158,18 +158,7 @@ class RecordBatch:
                     pos += length
                     if pos > size:
                         raise CorruptRecordError("a record's key, value or header runs past its end", "INVALID_RECORD")
-            count, pos = varint(data, pos)
-            if count < 0:
-                raise CorruptRecordError("negative header count", "INVALID_RECORD")
-            for _ in range(count):
-                hkey, pos = _read_bytes(data, pos)
-                if hkey is None:
-                    raise CorruptRecordError("a header without a key", "INVALID_RECORD")
-                _hvalue, pos = _read_bytes(data, pos)
-                try:
-                    hkey.decode("utf-8")
-                except UnicodeDecodeError:
-                    raise CorruptRecordError("a header key that is not UTF-8", "INVALID_RECORD") from None
+            _headers, pos = _read_headers(data, pos)
             if pos != end:
                 raise CorruptRecordError("a record whose fields do not add up to its length", "INVALID_RECORD")
         if pos != size:
@@ -417,6 +406,13 @@ def _read_record(data: bytes | memoryview, pos: int, base_offset: int, base_time
     offset_delta, pos = _read_varint(data, pos)
     key, pos = _read_bytes(data, pos)
     value, pos = _read_bytes(data, pos)
+    headers, pos = _read_headers(data, pos)
+    if pos != end:
+        raise CorruptRecordError("a record whose fields do not add up to its length", "INVALID_RECORD")
+    return Record(base_offset + offset_delta, base_timestamp + timestamp_delta, key, value, headers), end
+
+
+def _read_headers(data: bytes | memoryview, pos: int) -> tuple[tuple[tuple[str, bytes | None], ...], int]:
     count, pos = _read_varint(data, pos)
     if count < 0:
         raise CorruptRecordError("negative header count", "INVALID_RECORD")
@@ -430,9 +426,7 @@ def _read_record(data: bytes | memoryview, pos: int, base_offset: int, base_time
             headers.append((hkey.decode("utf-8"), hvalue))
         except UnicodeDecodeError:
             raise CorruptRecordError("a header key that is not UTF-8", "INVALID_RECORD") from None
-    if pos != end:
-        raise CorruptRecordError("a record whose fields do not add up to its length", "INVALID_RECORD")
-    return Record(base_offset + offset_delta, base_timestamp + timestamp_delta, key, value, tuple(headers)), end
+    return tuple(headers), pos
 
 
 def _write_bytes(out: bytearray, value: bytes | None) -> None:
