@@ -34,7 +34,7 @@ def groups(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
 
 def _card(gid: str, g: Mapping[str, Any], consumers: Mapping[str, Any], parts: Mapping[str, Any]) -> dict[str, Any]:
     mine = {name: c for name, c in consumers.items() if c.get("group_id") == gid}
-    owner = {tp: m["client_id"] for m in g.get("members") or () for tp in m.get("assignment") or ()}
+    owner = {tp: m.get("name") or m["client_id"] for m in g.get("members") or () for tp in m.get("assignment") or ()}
     pending: dict[str, list[tuple[int, int]]] = {}
     for p in g.get("pending") or ():
         for tp, offset in p["offsets"].items():
