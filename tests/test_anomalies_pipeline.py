@@ -180,14 +180,25 @@ def test_it_names_what_is_wrong_in_a_pipeline():
     assert "unknown topic 'refunds'" in _errors("pipeline: {from: orders, to: refunds}")
     assert "pipeline.to" in _errors("pipeline: {from: orders}") and "missing" in _errors("pipeline: {from: orders}")
     assert "another topic" in _errors("pipeline: {from: orders, to: orders}")
-    assert "unknown pipeline mapping 'header'" in _errors("pipeline: {from: orders, to: payments, by: header}")
+    assert "unknown pipeline mapping 'offset'" in _errors("pipeline: {from: orders, to: payments, by: offset}")
+    assert "names the header" in _errors("pipeline: {from: orders, to: payments, by: header}")
+    assert "goes with `by: header`" in _errors("pipeline: {from: orders, to: payments, header: order-id}")
+    assert "1 to 249 characters" in _errors(
+        f"pipeline: {{from: orders, to: payments, by: header, header: {'h' * 250}}}"
+    )
     assert "pipeline[1].form" in _errors("pipeline: [{from: orders, to: payments}, {form: orders, to: payments}]")
 
 
 def test_it_keeps_the_pipeline_in_a_saved_scenario():
     from playground.scenario.writer import write
 
-    scenario = parse_scenario(SCENARIO.replace("{pipeline}", "pipeline: [{from: orders, to: payments, by: value}]"))
+    scenario = parse_scenario(
+        SCENARIO.replace(
+            "{pipeline}",
+            "pipeline: [{from: orders, to: payments, by: value}, {from: payments, to: orders, by: header, header: id}]",
+        )
+    )
+    assert scenario.pipelines[1] == Pipeline("payments", "orders", "header", "id")
     text = write(
         scenario_id="pipe-session",
         title={"en": "pipe"},
@@ -200,3 +211,48 @@ def test_it_keeps_the_pipeline_in_a_saved_scenario():
         pipelines=scenario.pipelines,
     )
     assert parse_scenario(text).pipelines == scenario.pipelines
+
+
+# by: header. A payment has its own key (the payment's id) and carries the order it pays in a header, as a Spring
+# listener sets one (`order-id`): by key nothing matches, by that header the payments belong to their orders.
+BY_HEADER = (Pipeline("orders", "payments", "header", "order-id"),)
+
+
+def paid(payment_id, order_id, value="paid k1"):
+    """A payment as the listener of SKIPPED sent it (its value), with its own key and the order in a header."""
+    return {**payment(payment_id), "value": value, "headers": {"order-id": order_id, "traceparent": "00-ab"}}
+
+
+def _paid_k1(*payments):
+    return History(
+        SKIPPED.steps,
+        {"orders-0": SKIPPED.logs["orders-0"], "payments-0": _log(*payments, commit_marker())},
+        SKIPPED.isolation,
+        pipelines=BY_HEADER,
+    )
+
+
+def test_it_maps_an_input_s_key_to_the_header_its_output_carries():
+    found = check(_paid_k1(paid("p-1", "k1")))
+    assert [(f.rule, f.records) for f in found] == [("lost-input", ("orders-0@1", "orders-0@2"))]
+    # by key, the payment's own key names no order: all three look lost
+    by_key = check(History(SKIPPED.steps, _paid_k1(paid("p-1", "k1")).logs, SKIPPED.isolation, pipelines=BY_KEY))
+    assert [f.records for f in by_key] == [("orders-0@0", "orders-0@1", "orders-0@2")]
+
+
+def test_it_maps_an_input_s_header_to_the_same_header_of_its_output():
+    """An application that passes a correlation header on: the input's own header, not its key, is what matches."""
+    orders = _log(*({**order(k), "headers": {"order-id": f"o-{i}"}} for i, k in enumerate(("k1", "k2", "k3"))))
+    history = History(
+        SKIPPED.steps,
+        {"orders-0": orders, "payments-0": _log(paid("p-1", "o-0"), commit_marker())},
+        SKIPPED.isolation,
+        pipelines=BY_HEADER,
+    )
+    assert [f.records for f in check(history)] == [("orders-0@1", "orders-0@2")]
+
+
+def test_an_output_without_the_header_belongs_to_no_input_and_one_carrying_it_twice_is_a_duplicate():
+    assert [f.records for f in check(_paid_k1(payment("k1")))] == [("orders-0@0", "orders-0@1", "orders-0@2")]
+    twice = check(_paid_k1(paid("p-1", "k1"), paid("p-2", "k1")))
+    assert sorted(f.rule for f in twice) == ["duplicate", "lost-input"]

@@ -605,7 +605,7 @@ class KafkaBackend(Backend):
                 str(b): {"up": b not in self.stopped_brokers and b in snap["brokers"]}
                 for b in sorted(set(self.brokers) | self.stopped_brokers | set(snap["brokers"]))
             }
-            return {
+            out = {
                 **base,
                 "partitions": obs_view.partition_views(snap, base, self._open_transactions(), log_limit),
                 "backend": "kafka",
@@ -617,6 +617,18 @@ class KafkaBackend(Backend):
                 "timeline": list(self.timeline),
                 "unobservable": self.unobservable(),
             }
+            groups = self._groups()
+            if groups:
+                try:
+                    described = self.observer.describe_groups([self.prefix + g for g in groups])
+                except ObserverError:
+                    described = None  # the groups panel shows the committed offsets alone, as before
+                if described is not None:
+                    real = {self.prefix + g: g for g in groups}
+                    out["group_details"] = obs_view.group_details(
+                        {real[g]: d for g, d in described.items()}, snap["groups"], self.names, self.prefix, self.actors
+                    )
+            return out
 
     def unobservable(self) -> list[str]:
         return obs_view.unobservable(

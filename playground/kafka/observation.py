@@ -10,9 +10,11 @@ and committed group offsets (OffsetFetch). What a client cannot read is said in 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from playground.engine import events as ev
+from playground.engine.backend import BackendError
 from playground.engine.spec import CONSUMER, PRODUCER, Profile
 from playground.kafka.actors import Actor
 from playground.kafka.emitter import EventEmitter
@@ -345,4 +347,56 @@ def unobservable(
             out.append(
                 f"{a.spec.name}: setting {k} is not a {client_name(profile)} client setting and was not applied."
             )
+    return out
+
+
+def group_details(
+    described: Mapping[str, Mapping[str, Any]],
+    committed: Mapping[str, Mapping[str, int | None]],
+    names: SessionNames,
+    prefix: str,
+    actors: Mapping[str, Actor],
+) -> dict[str, dict[str, Any]]:
+    """The groups panel's groups, as a real cluster's AdminClient tells them (DescribeGroups, OffsetFetch) in the
+    simulator's shape (sim/groupview.py): members named as the session's actors (their client.id is the session's
+    prefix and the actor's name), their partitions in the scenario's names. What DescribeGroups does not tell is
+    None or empty (`source: admin`): the generation, the leader, the rebalances, offsets pending in a transaction,
+    the KIP-447 checks."""
+    out: dict[str, dict[str, Any]] = {}
+    for gid, d in sorted(described.items()):
+        members = []
+        for m in d["members"]:
+            client_id = str(m["client_id"])
+            own = client_id[len(prefix) :] if client_id.startswith(prefix) else None
+            assigned = []
+            for topic, partition in m["assignment"]:
+                try:
+                    assigned.append(names.scenario_tp(topic, partition))
+                except BackendError:
+                    assigned.append(f"{topic}-{partition}")  # a topic not of this session
+            members.append(
+                {
+                    "member_id": m["member_id"],
+                    "client_id": client_id,
+                    "name": own if own in actors else client_id,
+                    "host": m["host"],
+                    "instance_id": m["instance_id"],
+                    "alive": True,
+                    "assignment": sorted(assigned),
+                    "more_assigned": 0,
+                }
+            )
+        out[gid] = {
+            "source": "admin",
+            "state": d["state"],
+            "generation": None,
+            "protocol": d["protocol"],
+            "leader": None,
+            "members": members,
+            "more_members": 0,
+            "committed": {tp: o for tp, o in sorted((committed.get(gid) or {}).items()) if o is not None},
+            "pending": [],
+            "txn_checks": [],
+            "rebalances": [],
+        }
     return out

@@ -7,7 +7,9 @@ Sources:
 * HW and LSO: ListOffsets(LATEST) at READ_UNCOMMITTED and READ_COMMITTED (confluent-kafka's AdminClient);
 * the coordinator: DescribeTransactions (KIP-664, raw) for the current state, and `__transaction_state` read and
   decoded for every transition it persisted (with the record's size);
-* group offsets: OffsetFetch through AdminClient.list_consumer_group_offsets, with require_stable when observing.
+* group offsets: OffsetFetch through AdminClient.list_consumer_group_offsets, with require_stable when observing;
+* groups: DescribeGroups through AdminClient.describe_consumer_groups (state, assignor, members with their client.id,
+  host, group.instance.id and assignment), what `kafka-consumer-groups.sh --describe --members --verbose` prints.
 
 Every call is bounded (request timeouts of a few seconds); failures become `ObserverError` with a sentence a user
 can act on.
@@ -34,6 +36,15 @@ from playground.kafka.wire import (
 REQUEST_TIMEOUT_S = 5.0
 REACH_TIMEOUT_S = 3.0
 PREPARE_STATES = ("PrepareCommit", "PrepareAbort", "PrepareEpochFence")
+# confluent-kafka's ConsumerGroupState names -> the coordinator's (GroupState / ClassicGroupState)
+GROUP_STATES = {
+    "PREPARING_REBALANCING": "PreparingRebalance",
+    "COMPLETING_REBALANCING": "CompletingRebalance",
+    "STABLE": "Stable",
+    "DEAD": "Dead",
+    "EMPTY": "Empty",
+    "UNKNOWN": "Unknown",
+}
 
 _quiet = logging.getLogger("playground.kafka.librdkafka")
 _quiet.setLevel(logging.CRITICAL)  # errors reach the user as ObserverError, not as log spam
@@ -344,6 +355,37 @@ class Observer:
         out: dict[tuple[str, int], int | None] = {}
         for tp in res.topic_partitions:
             out[(tp.topic, tp.partition)] = tp.offset if tp.offset >= 0 else None
+        return out
+
+    def describe_groups(self, groups: list[str]) -> dict[str, dict[str, Any]]:
+        """DescribeGroups: each group's state (Kafka's names), assignor and members. A classic group's generation is
+        not in DescribeGroupsResponse (nor a KIP-848 group's epoch in what confluent-kafka's AdminClient gives)."""
+        if not groups:
+            return {}
+        try:
+            futures = self.admin.describe_consumer_groups(
+                [self._own(g) for g in groups], request_timeout=REQUEST_TIMEOUT_S
+            )
+            found = {g: futures[self._own(g)].result(timeout=REQUEST_TIMEOUT_S + 1) for g in groups}
+        except Exception as e:
+            raise ObserverError(f"DescribeGroups for {', '.join(groups)}: {_kafka_msg(e)}") from None
+        out: dict[str, dict[str, Any]] = {}
+        for g, d in found.items():
+            state = getattr(d.state, "name", str(d.state))
+            out[g] = {
+                "state": GROUP_STATES.get(state, state.title()),
+                "protocol": d.partition_assignor or "",
+                "members": [
+                    {
+                        "member_id": m.member_id,
+                        "client_id": m.client_id,
+                        "host": m.host,
+                        "instance_id": m.group_instance_id,
+                        "assignment": [(tp.topic, tp.partition) for tp in m.assignment.topic_partitions],
+                    }
+                    for m in d.members
+                ],
+            }
         return out
 
     # ------------------------------------------------------------------------------------- together

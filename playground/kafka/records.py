@@ -21,6 +21,8 @@ from typing import Any
 
 from playground.protocol.records import control_type, read_batches
 
+HEADERS_SHOWN, HEADER_CHARS = 16, 256  # a record's headers an entry keeps, and of each name and value
+
 
 @dataclass
 class LogEntry:
@@ -36,6 +38,7 @@ class LogEntry:
     value: bytes | None = None
     timestamp_ms: int | None = None
     batch_bytes: int = 0  # size of the record batch this entry came in (on disk and on the wire)
+    headers: tuple[tuple[str, bytes | None], ...] = ()  # a pipeline `by: header` maps records by one of them
 
     def to_dict(self) -> dict[str, Any]:
         if self.control:
@@ -45,7 +48,7 @@ class LogEntry:
                 "producer_id": self.producer_id,
                 "epoch": self.epoch,
             }
-        return {
+        out: dict[str, Any] = {
             "offset": self.offset,
             "key": _text(self.key),
             "value": _text(self.value),
@@ -54,6 +57,12 @@ class LogEntry:
             "sequence": self.sequence,
             "transactional": self.transactional,
         }
+        if self.headers:  # bounded as a connected client's are (simserver/batches.py)
+            out["headers"] = {
+                name[:HEADER_CHARS]: (_text(value) or "")[:HEADER_CHARS] if value is not None else None
+                for name, value in self.headers[:HEADERS_SHOWN]
+            }
+        return out
 
 
 def _text(b: bytes | None) -> str | None:
@@ -106,6 +115,7 @@ def decode_batches(data: bytes) -> list[LogEntry]:
                     key=record.key,
                     value=record.value,
                     timestamp_ms=ts,
+                    headers=record.headers,
                 )
             out.append(entry)
         for e in out[first:]:

@@ -39,6 +39,7 @@ from playground.scenario.model import (
     CONSUMER_CONFIG,
     EXPECT_KEYS,
     FORMAT,
+    HEADER_NAME_CHARS,
     MAX_ACTORS,
     MAX_BROKERS,
     MAX_HINTS,
@@ -279,7 +280,8 @@ def _hints(r: Reader, node: yaml.Node) -> tuple[dict[str, str], ...]:
 
 
 def _pipelines(r: Reader, node: yaml.Node, cluster: ClusterSpec) -> tuple[Pipeline, ...]:
-    """`pipeline: {from: TOPIC, to: TOPIC, by: key | value}`, or a list of them (a chain of stages)."""
+    """`pipeline: {from: TOPIC, to: TOPIC, by: key | value}` (or `by: header, header: NAME`), or a list of them (a
+    chain of stages)."""
     items = r.sequence(node, "pipeline") if isinstance(node, yaml.SequenceNode) else [node]
     if not items or len(items) > MAX_PIPELINES:
         raise r.fail(node, "pipeline", _("give 1 to %(n)s pipelines") % {"n": MAX_PIPELINES})
@@ -289,8 +291,8 @@ def _pipelines(r: Reader, node: yaml.Node, cluster: ClusterSpec) -> tuple[Pipeli
         at = "pipeline" if len(items) == 1 and not isinstance(node, yaml.SequenceNode) else join_field("pipeline", i)
         pairs = r.mapping(item, at)
         for key, (key_node, _v) in pairs.items():
-            if key not in ("from", "to", "by"):
-                raise r.fail(key_node, join_field(at, key), unknown_name(_("key"), key, ("from", "to", "by")))
+            if key not in ("from", "to", "by", "header"):
+                raise r.fail(key_node, join_field(at, key), unknown_name(_("key"), key, ("from", "to", "by", "header")))
         ends = {}
         for end in ("from", "to"):
             if end not in pairs:
@@ -304,7 +306,20 @@ def _pipelines(r: Reader, node: yaml.Node, cluster: ClusterSpec) -> tuple[Pipeli
         by = r.string(pairs["by"][1], join_field(at, "by")) if "by" in pairs else "key"
         if by not in PIPELINE_BY:
             raise r.fail(pairs["by"][1], join_field(at, "by"), unknown_name(_("pipeline mapping"), by, PIPELINE_BY))
-        out.append(Pipeline(ends["from"], ends["to"], by))
+        header = None
+        if by == "header":
+            if "header" not in pairs:
+                raise r.fail(item, join_field(at, "header"), _("`by: header` names the header (`header: NAME`)"))
+            header = r.string(pairs["header"][1], join_field(at, "header"))
+            if not header or len(header) > HEADER_NAME_CHARS:
+                raise r.fail(
+                    pairs["header"][1],
+                    join_field(at, "header"),
+                    _("a header name of 1 to %(n)s characters") % {"n": HEADER_NAME_CHARS},
+                )
+        elif "header" in pairs:
+            raise r.fail(pairs["header"][0], join_field(at, "header"), _("`header:` goes with `by: header`"))
+        out.append(Pipeline(ends["from"], ends["to"], by, header))
     return tuple(out)
 
 

@@ -374,22 +374,34 @@ class ScenarioError(Exception):
         return f"{self.path}:{self.line}: {self.field}: {self.message}"
 
 
-PIPELINE_BY = ("key", "value")
+PIPELINE_BY = ("key", "value", "header")
+HEADER_NAME_CHARS = 249  # a header name of `by: header` (as long as a topic's name may be)
 
 
 @dataclass(frozen=True)
 class Pipeline:
     """`pipeline: {from: orders, to: payments, by: key}`: the application reads `from` and writes, for each input
     record, an output to `to` with the same key (or value), committing the input's offset in the output's transaction.
-    The anomaly checker then judges the pipeline exactly-once: an input lost when its offset was committed in a
-    transaction that carried no output for it, a duplicate when its output was committed twice."""
+    `by: header, header: NAME`: the output carries header NAME with the value of the input's own header NAME (a
+    correlation id the application passes on), or, when the input has no such header, the input's key (an order id
+    the application puts in a header of its payment). The anomaly checker then judges the pipeline exactly-once: an
+    input lost when its offset was committed in a transaction that carried no output for it, a duplicate when its
+    output was committed twice."""
 
     source: str  # `from`, a topic
     sink: str  # `to`, a topic
     by: str = "key"  # PIPELINE_BY: what an output shares with its input
+    header: str | None = None  # `by: header`'s header name
 
     def to_dict(self) -> dict[str, str]:
-        return {"from": self.source, "to": self.sink, "by": self.by}
+        out = {"from": self.source, "to": self.sink, "by": self.by}
+        if self.header is not None:
+            out["header"] = self.header
+        return out
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Pipeline:
+        return cls(str(d["from"]), str(d["to"]), str(d.get("by", "key")), d.get("header"))
 
 
 @dataclass(frozen=True, eq=False)

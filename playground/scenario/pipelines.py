@@ -2,7 +2,9 @@
 inputs a transform committed past without their output (`lost-input`), and which inputs have their output delivered
 more than once (processed twice: a `duplicate`).
 
-An input's output is the record of the pipeline's `to` topic with the same key (or value, `by: value`). A consumer
+An input's output is the record of the pipeline's `to` topic with the same key (or value, `by: value`; with
+`by: header, header: NAME`, the output's header NAME holds the input's own header NAME, or the input's key when it
+has none: the header a consume-transform-produce application passes on, or sets to the order it answers). A consumer
 belongs to a pipeline once a transaction that sent to its `to` topic also sent the consumer's offsets
 (send_offsets_to_transaction; a connected client's TxnOffsetCommit names the group and the offsets), or once a send
 to it names the consumer (`from:`). Its offsets are committed at the positions it had read up to (the last record it
@@ -31,6 +33,18 @@ Raw = tuple[dict[str, Any], tuple[int, ...], tuple[str, ...]]  # a finding's par
 
 def _topic(tp: str) -> str:
     return tp.rpartition("-")[0]
+
+
+def _mapped(p: Pipeline, is_input: bool, e: Mapping[str, Any], value: Any) -> Any:
+    """What maps a record of the stage to its input or output (None: nothing)."""
+    if p.by == "key":
+        return e.get("key")
+    if p.by == "value":
+        return value
+    found = (e.get("headers") or {}).get(p.header)
+    if found is None and is_input:
+        return e.get("key")
+    return found
 
 
 def _name(record: Record) -> str:
@@ -75,7 +89,7 @@ class Pipes:
             p = stage.pipeline
             if topic not in (p.source, p.sink):
                 continue
-            mapped = e.get("key") if p.by == "key" else value
+            mapped = _mapped(p, topic == p.source, e, value)
             if mapped is None:
                 continue  # nothing maps it to an input or an output
             key = str(identity(mapped))

@@ -401,11 +401,24 @@ def view(live: Live, out: dict[str, Any], listening: bool) -> dict[str, Any]:
         if gid not in groups:
             groups[gid] = dict(sorted(core.cluster.groups.committed(gid).items()))
     out = {**out, "producers": producers, "consumers": consumers, "groups": groups}
+    if "group_details" in out:
+        out["group_details"] = _named_members(out["group_details"], clients)
     out["external"] = {
         "admins": clients.admins(),
         "listening": listening,
         "software": clients.software(core.conns.values() if listening else ()),
     }
+    return out
+
+
+def _named_members(details: Mapping[str, Any], clients: Any) -> dict[str, Any]:
+    """The groups' members named as the session names their clients: two instances sharing a client.id are told
+    apart ("billing", "billing#2") by the member id each was given."""
+    names = {(a.group_id, a.member_id): a.name for a in clients.actors.values() if a.member_id}
+    out = {}
+    for gid, g in details.items():
+        members = [{**m, "name": names.get((gid, m["member_id"]), m["client_id"])} for m in g.get("members") or ()]
+        out[gid] = {**g, "members": members}
     return out
 
 

@@ -267,7 +267,7 @@ class Live:
             self.hints_shown = max(self.hints_shown, int(entry["hint"]) + 1)
             return
         if PIPELINE in entry:  # not a command: what the checker judges from now on, so it reads the log again
-            self.declared_pipelines = tuple(Pipeline(p["from"], p["to"], p["by"]) for p in entry[PIPELINE])
+            self.declared_pipelines = tuple(Pipeline.from_dict(p) for p in entry[PIPELINE])
             self.anomalies = None
             return
         if is_command(entry):

@@ -3,7 +3,8 @@ Heartbeat and LeaveGroup as GroupCoordinator.scala handles them. A new member wi
 rejoin (MEMBER_ID_REQUIRED, JoinGroup v4+); a join waits (DelayedJoin) until every member has rejoined or the
 rebalance timeout, and the first rebalance of an empty group waits group.initial.rebalance.delay.ms more
 (InitialDelayedJoin); the new generation's leader gets every member's metadata, assigns in its SyncGroup, and the
-others' SyncGroups wait for it; a member without a heartbeat for its session timeout is removed. A static member
+others' SyncGroups wait for it (each answered has its session restarted, propagateAssignment); a member without a
+heartbeat (or an OffsetCommit of it: groupoffsets.py) for its session timeout is removed. A static member
 (group.instance.id, KIP-345) that joins again takes its old member id's place: a Stable group does not rebalance,
 LeaveGroup names members by instance id (v3+), and a request from an older instance is FENCED_INSTANCE_ID.
 
@@ -205,6 +206,8 @@ class ClassicGroupProtocol(GroupRegistry):
         for m in self._classic_members(g):
             m.member_assignment = bytes(assignments.get(m.member_id, b""))
             if m.awaiting_sync is not None:
+                # propagateAssignment: a member given its assignment has its session restarted from now
+                effects += self._heartbeat(g, m, now_ms)
                 effects.append(Answer(m.awaiting_sync, None, self._sync_result(g, m)))
                 m.awaiting_sync = None
         g.state = STABLE
@@ -548,10 +551,7 @@ class ClassicGroupProtocol(GroupRegistry):
         }
 
     def _heartbeat(self, g: Group, member: ClassicMember, now_ms: int) -> Effects:
-        """completeAndScheduleNextHeartbeatExpiration: the session deadline moves on."""
-        member.heartbeat_deadline_ms = now_ms + member.session_timeout_ms
-        tick = HeartbeatExpiry(g.group_id, member, member.heartbeat_deadline_ms)
-        return [Timer(member.heartbeat_deadline_ms, f"session timeout {member.member_id}", tick, category=TIMER)]
+        return session_kept(g, member, now_ms)
 
     def _remove_member(self, g: Group, member: ClassicMember, now_ms: int, cause: str) -> Effects:
         """removeMemberAndUpdateGroup: a JoinGroup it left waiting is answered UNKNOWN_MEMBER_ID."""
@@ -633,3 +633,11 @@ def _member_uuid(group_id: str, n: int) -> str:
 
 
 _MASK64 = (1 << 64) - 1
+
+
+def session_kept(g: Group, member: ClassicMember, now_ms: int) -> Effects:
+    """completeAndScheduleNextHeartbeatExpiration: the member's session deadline moves on (a Heartbeat, a JoinGroup
+    or SyncGroup of it, and its OffsetCommit in a Stable group or one preparing a rebalance)."""
+    member.heartbeat_deadline_ms = now_ms + member.session_timeout_ms
+    tick = HeartbeatExpiry(g.group_id, member, member.heartbeat_deadline_ms)
+    return [Timer(member.heartbeat_deadline_ms, f"session timeout {member.member_id}", tick, category=TIMER)]

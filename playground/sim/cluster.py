@@ -403,7 +403,9 @@ class Cluster(PartitionLeaders):
         instance_id: str | None = None,
     ) -> None:
         """OffsetCommit (generation -1 and no member id: a consumer without group membership)."""
-        effects = self.groups.commit_offsets(broker, group_id, generation, member_id, offsets, reply, instance_id)
+        effects = self.groups.commit_offsets(
+            broker, group_id, generation, member_id, offsets, reply, instance_id, now_ms=self.now_ms
+        )
         self._carry_out(self.groups, effects)
 
     def handle_txn_offset_commit(

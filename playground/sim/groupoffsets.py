@@ -19,8 +19,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from playground.engine import events as ev
+from playground.sim.classicgroups import session_kept
 from playground.sim.effects import Answer, Effect, Effects, Emit, Reply
-from playground.sim.groupstate import COMPLETING_REBALANCE, EMPTY, STABLE, TXN_CHECKS_KEPT, Group, GroupRegistry
+from playground.sim.groupstate import (
+    COMPLETING_REBALANCE,
+    EMPTY,
+    PREPARING_REBALANCE,
+    STABLE,
+    TXN_CHECKS_KEPT,
+    ClassicMember,
+    Group,
+    GroupRegistry,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,16 +79,25 @@ class GroupOffsets(GroupRegistry):
         offsets: dict[str, int],
         reply: Reply,
         instance_id: str | None = None,
+        now_ms: int | None = None,
     ) -> Effects:
-        """OffsetCommit; `instance_id`: group.instance.id (OffsetCommit v7+)."""
+        """OffsetCommit; `instance_id`: group.instance.id (OffsetCommit v7+). A member's commit keeps its session as
+        a heartbeat does, in a Stable group or one preparing a rebalance (3.x doCommitOffsets:
+        completeAndScheduleNextHeartbeatExpiration; 4.x OffsetMetadataManager.commitOffset:
+        rescheduleClassicGroupMemberHeartbeat): a consumer whose heartbeats stall while it commits is not timed out.
+        A TxnOffsetCommit does not (neither Kafka's)."""
         error = self._check(broker, group_id)
         if error:
             return [Answer(reply, error)]
         g = self.group(group_id)
+        session: Effects = []
         if g.classic:
             error = self._classic_commit_error(g, generation, member_id, instance_id)
             if error:
                 return [Answer(reply, error)]
+            member = g.members.get(member_id)
+            if now_ms is not None and isinstance(member, ClassicMember) and g.state in (STABLE, PREPARING_REBALANCE):
+                session = session_kept(g, member, now_ms)
         elif instance_id is not None or (member_id and generation >= 0):
             error = self._validate_member(g, member_id, instance_id)
             if error:
@@ -89,7 +108,7 @@ class GroupOffsets(GroupRegistry):
                 return [Answer(reply, "ILLEGAL_GENERATION")]
         g.committed.update(offsets)
         fields = {"group": group_id, "state": "committed", "offsets": tuple(sorted(offsets.items())), "producer_id": -1}
-        return [Emit(ev.GroupOffsets, fields), Answer(reply, None)]
+        return [*session, Emit(ev.GroupOffsets, fields), Answer(reply, None)]
 
     @classmethod
     def _classic_commit_error(

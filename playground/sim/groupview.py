@@ -68,7 +68,7 @@ def _group(g: Group) -> dict[str, Any]:
 
 def _member(m: Any) -> dict[str, Any]:
     classic = isinstance(m, ClassicMember)
-    assigned = _assigned(m.member_assignment) if classic else list(m.assignment)
+    assigned = assigned_partitions(m.member_assignment) if classic else list(m.assignment)
     return {
         "member_id": m.member_id,
         "client_id": m.client_id,
@@ -80,7 +80,7 @@ def _member(m: Any) -> dict[str, Any]:
     }
 
 
-def _assigned(data: bytes) -> list[str]:
+def assigned_partitions(data: bytes) -> list[str]:
     """ConsumerProtocolAssignment (versions 0-3: the same fields): int16 version, then [topic: string, partitions:
     [int32]], then user data. Bytes a client chose to send: what does not parse is shown as nothing assigned."""
     try:

@@ -198,7 +198,7 @@ def partition(cluster: Cluster, name: str, start: int = 0, fate: bool = False) -
 def _entry(offset: int, batch: Any, j: int) -> dict[str, Any]:
     if batch.control is not None:
         return {"offset": offset, "control": batch.control, "producer_id": batch.producer_id, "epoch": batch.epoch}
-    return {
+    entry = {
         "offset": offset,
         "key": batch.key_at(j),
         "value": batch.values[j],
@@ -207,6 +207,12 @@ def _entry(offset: int, batch: Any, j: int) -> dict[str, Any]:
         "sequence": batch.base_sequence + j if batch.base_sequence >= 0 else -1,
         "transactional": batch.transactional,
     }
+    # a connected client's record keeps its headers (the values of a batch it sent, simserver/batches.py)
+    headers_at = getattr(batch.values, "headers_at", None)
+    headers = headers_at(j) if headers_at is not None else None
+    if headers:
+        entry["headers"] = headers
+    return entry
 
 
 def _consumers_received(cluster: Cluster, consumers: Mapping[str, ConsumerActor]) -> dict[str, dict[str, list[Any]]]:

@@ -44,6 +44,13 @@ class WireValues(Sequence[Any]):
             return None
         return _read_wire(self.payload)[1][i]
 
+    def headers_at(self, i: int) -> dict[str, Any] | None:
+        """Record `i`'s headers (name -> value as text where UTF-8; the last of a repeated name), None without any:
+        a pipeline declared `by: header` maps inputs to outputs by one of them."""
+        if not self.shown:
+            return None
+        return _read_wire(self.payload)[2][i]
+
     def __eq__(self, other: object) -> bool:
         if isinstance(other, (tuple, list, WireValues)):
             return tuple(self) == tuple(other)
@@ -71,13 +78,26 @@ class WireKeys(Sequence[Any]):
         return _read_wire(self.values.payload)[0][i]
 
 
+HEADERS_SHOWN, HEADER_CHARS = 16, 256  # a record's headers kept for the view, and of each name and value
+
+
+def _headers(headers: tuple[tuple[str, bytes | None], ...]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name, value in headers[:HEADERS_SHOWN]:
+        text = text_of(value)
+        out[name[:HEADER_CHARS]] = text[:HEADER_CHARS] if text is not None else None
+    return out
+
+
 @functools.lru_cache(maxsize=16)
-def _read_wire(payload: bytes) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
-    """(keys, values) of a batch as the simulator shows them: the batches read lately are kept decoded (a page draws
-    a window of a partition: its batches are read together, again at every update). Few: each holds its batch's bytes
-    (the key) and its records (the value), up to a megabyte each, after retention deleted the batch too."""
+def _read_wire(payload: bytes) -> tuple[tuple[Any, ...], tuple[Any, ...], tuple[dict[str, Any] | None, ...]]:
+    """(keys, values, headers) of a batch as the simulator shows them: the batches read lately are kept decoded (a
+    page draws a window of a partition: its batches are read together, again at every update). Few: each holds its
+    batch's bytes (the key) and its records (the value), up to a megabyte each, after retention deleted the batch
+    too."""
     recs = records.read_batches(payload)[0].records()
-    return tuple(text_of(r.key) for r in recs), tuple(text_of(r.value) for r in recs)
+    headers = tuple(_headers(r.headers) if r.headers else None for r in recs)
+    return tuple(text_of(r.key) for r in recs), tuple(text_of(r.value) for r in recs), headers
 
 
 # A control batch (RECORD_BATCH_OVERHEAD, one record of a 4-byte key and a 6-byte value) and the framing of one record

@@ -15,22 +15,28 @@ client; two instances of an application often share a client.id (librdkafka's "r
   continues the instance that holds them); Produce, AddPartitionsToTxn, AddOffsetsToTxn, EndTxn and TxnOffsetCommit
   belong to the instance holding their producer id and epoch (a fenced zombie keeps its old epoch, so its requests
   stay its own). A Produce of producer id -1 (no idempotence) belongs to the plain producer of its client.id.
-- the membership requests (JoinGroup, SyncGroup, Heartbeat, LeaveGroup) belong to the consumer of that client.id and
-  group; a Fetch or ListOffsets to the consumer of that client.id (a consumer without a group is made by its first
-  Fetch). A consumer is one per client.id and group: two consumer instances under one client.id show as one.
+- the membership requests (JoinGroup, SyncGroup, Heartbeat, LeaveGroup) and OffsetCommit belong to the consumer
+  holding their member id (or group.instance.id) in that group; a JoinGroup without one (a new member) to a consumer
+  of that client.id and group that is no member now, else to a new instance: two instances of one client.id are two
+  consumers. A Fetch or ListOffsets belongs to the member of that client.id whose assignment (its SyncGroup answer)
+  holds the partitions it names, else to the consumer of that client.id (a consumer without a group is made by its
+  first Fetch).
 - the admin APIs (CreateTopics, DescribeTransactions, ...) to the admin client of that client.id.
 - a group's offsets (OffsetFetch, OffsetCommit) are asked by consumers and by admin clients alike (KafkaAdminClient's
-  listConsumerGroupOffsets and alterConsumerGroupOffsets send them): they belong to the consumer of that client.id
-  when there is one; else to an admin client, until a request only a consumer sends (a membership request, a Fetch)
-  comes from that client.id, which makes it the consumer it was (an assign()ed consumer asks its committed offsets
-  before its first Fetch). What a connection does decides, never its name.
+  listConsumerGroupOffsets and alterConsumerGroupOffsets send them): a member asks them over its coordinator
+  connection, bound by its JoinGroup, so on a connection of no actor they belong to a consumer of that client.id that
+  is no member (an assign()ed one); else to an admin client, until a request only a consumer sends (a membership
+  request, a Fetch no member's assignment explains) comes from that client.id, which makes it the consumer it was (an
+  assign()ed consumer asks its committed offsets before its first Fetch). An admin client sharing a consumer's
+  client.id stays an admin client. What a connection does decides, never its name.
 Connections that only ask ApiVersions, Metadata or FindCoordinator belong to nobody. An actor is connected while one
 of its connections is open. Names are the client.id, with "#2", "#3", ... for a second instance of the same one.
 
 What each did is kept as a history of operations (`ops`), in the anomaly checker's terms (a producer's
 init_transactions, begin_transaction, produce, commit_transaction, ...; a consumer's poll with what it read), each
 tagged with the session log position (`position`) whose inputs caused it: the checker reads them beside the session's
-own steps, and a session saved as a scenario is written from them.
+own steps, and a session saved as a scenario is written from them. A group member's positions are those of the
+partitions its last SyncGroup answer assigned it, and what it received is what its application was given (given.py).
 
 Pure and deterministic (no clock, no I/O): updated by the core from the requests it reads and the answers it sends.
 """
@@ -38,12 +44,14 @@ Pure and deterministic (no clock, no I/O): updated by the core from the requests
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from playground.engine.values import identity
 from playground.protocol import records
+from playground.sim.groupview import assigned_partitions
 from playground.simserver.batches import text_of
+from playground.simserver.given import Given
 
 PRODUCER, CONSUMER, ADMIN = "producer", "consumer", "admin"
 # Answers that mean the producer was fenced: another instance took its transactional id (KafkaProducer raises
@@ -99,13 +107,13 @@ OPS_MAX = 5000  # operations kept (the anomaly checker and a saved scenario read
 # A produce operation keeps a record's value as engine/values.py's `identity` gives it (whole up to 1,024 characters:
 # a finding quotes it, a saved scenario writes it): the log holds the records themselves, and five thousand
 # operations of 100 KB values would hold 500 MB.
-RECEIVED_MAX = 200  # offsets kept per partition of a consumer (the consumers panel shows the last rows)
 
 
 class Actor:
     """One external client, as the session shows it."""
 
     __slots__ = (
+        "assignment",
         "client_id",
         "committed",
         "conns",
@@ -114,8 +122,11 @@ class Actor:
         "fenced",
         "first_ms",
         "first_n",
+        "fresh",
+        "given",
         "group_id",
         "in_transaction",
+        "instance_id",
         "isolation",
         "kind",
         "landed",
@@ -127,12 +138,11 @@ class Actor:
         "positions",
         "producer_epoch",
         "producer_id",
-        "received",
-        "received_total",
         "rejected",
         "requests",
         "sent",
         "software",
+        "syncs",
         "tentative",
         "topics",
         "transactional_id",
@@ -168,9 +178,13 @@ class Actor:
         self.rejected = 0  # refused by the leader
         self.committed = 0  # appended in transactions it committed (or without a transaction)
         self.open_records = 0  # appended in its open transaction
+        self.instance_id: str | None = None  # group.instance.id (KIP-345)
         self.positions: dict[str, int] = {}
-        self.received: dict[str, deque[int]] = {}
-        self.received_total = 0
+        self.given = Given()  # what its application was given (given.py)
+        # a group member's partitions, as its last SyncGroup answer assigned them (None: not a member: assign()ed)
+        self.assignment: frozenset[str] | None = None
+        self.syncs = 0  # SyncGroup answers it had: a Fetch sent before the last one is stale
+        self.fresh: set[str] = set()  # partitions not fetched since the last SyncGroup answer
 
     @property
     def connected(self) -> bool:
@@ -200,6 +214,8 @@ class Actor:
             "first_ms": self.first_ms,
             "last_ms": self.last_ms,
             "member_id": self.member_id,
+            "instance_id": self.instance_id,
+            "assignment": sorted(self.assignment) if self.assignment is not None else None,
         }
         if self.kind == CONSUMER:
             return {
@@ -208,8 +224,10 @@ class Actor:
                 "topics": sorted(self.topics),
                 "state": self.state,
                 "positions": dict(sorted(self.positions.items())),
-                "received": {tp: [{"offset": o, "value": None} for o in offs] for tp, offs in self.received.items()},
-                "received_total": self.received_total,
+                "received": {
+                    tp: [{"offset": o, "value": None} for o in offs] for tp, offs in self.given.recent.items() if offs
+                },
+                "received_total": self.given.total,
                 "last_error": self.last_error,
                 "external": external,
             }
@@ -243,7 +261,10 @@ class Clients:
     """The actors of every connection of a core (see the module's docstring). `reserved`: names taken already (a
     session's own actors)."""
 
-    def __init__(self, reserved: Iterable[str] = ()) -> None:
+    def __init__(self, reserved: Iterable[str] = (), topic_of: Callable[[Any], str | None] = lambda _id: None) -> None:
+        self.topic_of = topic_of  # a topic id's name (Fetch v13+ names topics by id)
+        self.fetch_tags: dict[int, int] = {}  # connection -> its Fetch in hand was sent after this many SyncGroups
+        self.answer_tag: int | None = None  # the answered Fetch's (while its answer is read)
         self.actors: dict[str, Actor] = {}
         self.by_conn: dict[int, str] = {}
         self.reserved = set(reserved)
@@ -310,6 +331,8 @@ class Clients:
                 _settle_as_consumer(actor)
         actor.requests += 1
         actor.last_ms = now_ms
+        if request.name == "Fetch":
+            self.fetch_tags[conn.conn_id] = actor.syncs
         if conn.software is not None and actor.software is None:
             actor.software = conn.software
 
@@ -353,7 +376,11 @@ class Clients:
             group = _group_of(body)
             if group is None:
                 return None
-            actor = self._first(CONSUMER, client_id, group_id=group) or self._first(CONSUMER, client_id, group_id=None)
+            member_id, instance_id = _member_of(body)
+            actor = self._member(group, member_id, instance_id)
+            if actor is None and not member_id:
+                # a new member (JoinGroup), or an offset request of a consumer that is no member (assign()ed)
+                actor = self._no_member(client_id, group)
             if actor is None and name in GROUP_OFFSET_APIS:
                 actor = self._first(ADMIN, client_id)
                 if actor is None:
@@ -363,14 +390,56 @@ class Clients:
                 actor = self._tentative(client_id) or self._new(CONSUMER, client_id, now_ms)
             actor.group_id = group
         elif name in ("Fetch", "ListOffsets"):
-            actor = self._first(CONSUMER, client_id)
+            tps = _partitions_named(name, body, self.topic_of)
+            actor = self._assigned(client_id, tps) or self._no_member(client_id, None, any_group=True)
             if actor is None and name == "Fetch":
-                actor = self._tentative(client_id) or self._new(CONSUMER, client_id, now_ms)
+                actor = self._tentative(client_id) or self._first(CONSUMER, client_id)
+                actor = actor or self._new(CONSUMER, client_id, now_ms)
         elif name in ADMIN_APIS:
             actor = self._first(ADMIN, client_id) or self._new(ADMIN, client_id, now_ms)
         if actor is None:
             return None
         return self._bind(conn, actor)
+
+    def _member(self, group: str, member_id: str, instance_id: str | None) -> Actor | None:
+        """The consumer holding this member id (or, for a static member's new member id, group.instance.id)."""
+        for actor in self.actors.values():
+            if actor.kind != CONSUMER or actor.group_id != group:
+                continue
+            if (member_id and actor.member_id == member_id) or (instance_id and actor.instance_id == instance_id):
+                return actor
+        return None
+
+    def _no_member(self, client_id: str | None, group: str | None, any_group: bool = False) -> Actor | None:
+        """A consumer of this client.id (and group, or none yet) that is no member of a group now: never joined
+        (assign()ed), or its connections all closed (the same application started again)."""
+        found = None
+        for actor in self.actors.values():
+            if actor.kind != CONSUMER or actor.client_id != client_id:
+                continue
+            if not any_group and actor.group_id not in (group, None):
+                continue
+            if actor.member_id is None:
+                if actor.conns:
+                    return actor
+                found = found or actor
+            elif not actor.conns and group is not None:
+                found = found or actor
+        return found
+
+    def _assigned(self, client_id: str | None, tps: set[str]) -> Actor | None:
+        """The member of this client.id whose assignment holds these partitions: the instance that fetches them."""
+        if not tps:
+            return None
+        for actor in self.actors.values():
+            if (
+                actor.kind == CONSUMER
+                and actor.client_id == client_id
+                and actor.conns
+                and tps <= (actor.assignment or frozenset())
+            ):
+                return actor
+        return None
 
     def _tentative(self, client_id: str | None) -> Actor | None:
         """The admin client of this client.id that only asked a group's offsets so far, now a consumer: a request only
@@ -381,6 +450,7 @@ class Clients:
         return actor
 
     def closed(self, conn_id: int) -> None:
+        self.fetch_tags.pop(conn_id, None)
         name = self.by_conn.pop(conn_id, None)
         if name is not None and name in self.actors:
             self.actors[name].conns.discard(conn_id)
@@ -406,6 +476,7 @@ class Clients:
             if name in RACING_REQUESTS and actor.fence is None:
                 actor.fence = {"request": name, "n": self.position, "t": now_ms}
         handler = _ANSWERS.get(name)
+        self.answer_tag = self.fetch_tags.pop(conn.conn_id, None) if name == "Fetch" else None
         if handler is not None:
             handler(self, core, actor, request, data or {}, error)
         if failed:
@@ -511,8 +582,44 @@ class Clients:
         self._op(actor, "send_offsets_to_transaction", error, core.now_ms, args=args)
 
     def _join(self, core: Any, actor: Actor, request: Any, data: Mapping[str, Any], error: str | None) -> None:
-        if error is None and data.get("member_id"):
+        # KIP-394: a new member's first JoinGroup is answered MEMBER_ID_REQUIRED with the id it joins again with
+        if error in (None, "MEMBER_ID_REQUIRED") and data.get("member_id"):
             actor.member_id = str(data["member_id"])
+        instance_id = getattr(request.body, "group_instance_id", None)
+        if instance_id:
+            actor.instance_id = str(instance_id)
+
+    def _sync(self, core: Any, actor: Actor, request: Any, data: Mapping[str, Any], error: str | None) -> None:
+        """SyncGroup's answer is the member's assignment: it fetches these partitions from now on, and forgets the
+        others' positions (the client revoked them)."""
+        if error is None:
+            self._reassigned(actor, frozenset(assigned_partitions(bytes(data.get("assignment") or b""))))
+
+    def _leave(self, core: Any, actor: Actor, request: Any, data: Mapping[str, Any], error: str | None) -> None:
+        if error is None:
+            self._reassigned(actor, frozenset())
+
+    def _reassigned(self, actor: Actor, assignment: frozenset[str]) -> None:
+        actor.assignment = assignment
+        actor.syncs += 1
+        actor.fresh = set(assignment) | set(actor.given.runs)
+        actor.positions = {tp: o for tp, o in actor.positions.items() if tp in assignment}
+
+    def _took_over(self, actor: Actor, tp: str, from_offset: int) -> set[int]:
+        """`actor`'s first Fetch of `tp` since its SyncGroup answer, from `from_offset`: what the group fetched before
+        the rebalance from there on was dropped by the clients that had it (given.py). The actor's own offsets
+        taken back."""
+        actor.fresh.discard(tp)
+        for other in self.actors.values():
+            if (
+                other is not actor
+                and other.kind == CONSUMER
+                and other.group_id == actor.group_id
+                and other.assignment is not None
+                and tp not in other.assignment
+            ):
+                other.given.take_back(tp, from_offset)
+        return actor.given.take_back(tp, from_offset, before_tag=actor.syncs)
 
     def _offset_commit(self, core: Any, actor: Actor, request: Any, data: Mapping[str, Any], error: str | None) -> None:
         self._op(actor, "commit", error, core.now_ms)
@@ -521,6 +628,13 @@ class Clients:
         rc = int(getattr(request.body, "isolation_level", 0)) == 1
         actor.isolation = "read_committed" if rc else "read_uncommitted"
         offsets = _fetch_offsets(request, core)
+        tag = self.answer_tag if self.answer_tag is not None else actor.syncs
+        stale = tag < actor.syncs  # sent before the member's last SyncGroup answer
+        again: set[tuple[str, int]] = set()  # the actor's own records fetched again after a rebalance
+        if not stale:
+            for tp in actor.fresh & offsets.keys():
+                again.update((tp, o) for o in self._took_over(actor, tp, offsets[tp]))
+                actor.positions[tp] = offsets[tp]
         read: list[list[Any]] = []
         lso: dict[str, int] = {}
         for topic in data.get("responses", ()):
@@ -531,6 +645,8 @@ class Clients:
             actor.topics.add(name)
             for part in topic.get("partitions", ()):
                 tp = f"{name}-{int(part['partition_index'])}"
+                if stale and actor.assignment is not None and tp not in actor.assignment:
+                    continue  # the client drops an answer for a partition it no longer has
                 fetched = offsets.get(tp)
                 if fetched is not None and tp not in actor.positions:
                     actor.positions[tp] = fetched
@@ -538,15 +654,17 @@ class Clients:
                 if part.get("error_code") or not raw:
                     continue
                 got = _delivered(core, tp, raw, rc, part.get("aborted_transactions") or ())
+                if fetched is not None:
+                    # a batch is answered whole: the client skips its records before the offset it fetched from
+                    # (kafka-clients' CompletedFetch, librdkafka's rd_kafka_msgset_reader)
+                    got = [o for o in got if o >= fetched]
                 nxt = _next_offset(raw)
                 if nxt is not None:
                     actor.positions[tp] = nxt
                 if not got:
                     continue
-                kept = actor.received.setdefault(tp, deque(maxlen=RECEIVED_MAX))
-                kept.extend(got)
-                actor.received_total += len(got)
-                read.extend([tp, o] for o in got)
+                actor.given.add(tp, got, tag)
+                read.extend([tp, o] for o in got if (tp, o) not in again)
                 if rc and int(part.get("last_stable_offset", -1)) >= 0:
                     lso[tp] = int(part["last_stable_offset"])
         if read:
@@ -627,6 +745,8 @@ _ANSWERS = {
     "EndTxn": Clients._end_txn,
     "TxnOffsetCommit": Clients._txn_offsets,
     "JoinGroup": Clients._join,
+    "SyncGroup": Clients._sync,
+    "LeaveGroup": Clients._leave,
     "OffsetCommit": Clients._offset_commit,
     "Fetch": Clients._fetch,
 }
@@ -653,6 +773,32 @@ def _txn_producer(name: str, body: Any) -> tuple[int | None, int]:
             return None, -1
         return int(pid), int(epoch)
     return int(body.producer_id), int(body.producer_epoch)
+
+
+def _member_of(body: Any) -> tuple[str, str | None]:
+    """(member id, group.instance.id) a group request names (LeaveGroup v3+ and OffsetFetch v8+ in a list)."""
+    member_id = getattr(body, "member_id", None)
+    instance_id = getattr(body, "group_instance_id", None)
+    for listed in (getattr(body, "members", None) or ()) if not member_id else ():
+        member_id, instance_id = listed.member_id, listed.group_instance_id
+        break
+    if not member_id:
+        groups = getattr(body, "groups", None)
+        member_id = getattr(groups[0], "member_id", None) if groups else None
+    return str(member_id or ""), str(instance_id) if instance_id else None
+
+
+def _partitions_named(name: str, body: Any, topic_of: Callable[[Any], str | None]) -> set[str]:
+    """The partitions a Fetch or ListOffsets names (Fetch v13+ by topic id)."""
+    out = set()
+    for topic in getattr(body, "topics", None) or ():
+        topic_name = getattr(topic, "topic", None) if name == "Fetch" else getattr(topic, "name", None)
+        topic_name = topic_name or topic_of(getattr(topic, "topic_id", None))
+        for part in getattr(topic, "partitions", None) or ():
+            index = getattr(part, "partition", None) if name == "Fetch" else getattr(part, "partition_index", None)
+            if topic_name and index is not None:
+                out.add(f"{topic_name}-{int(index)}")
+    return out
 
 
 def _group_of(body: Any) -> str | None:

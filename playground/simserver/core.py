@@ -188,7 +188,7 @@ class ServerCore:
         self.storage = Storage()
         self._quotas: dict[tuple[str, int], QuotaSensor] = {}
         self.record_values = record_values
-        self.clients = Clients(reserved) if track_clients else None
+        self.clients = Clients(reserved, self.topic_of) if track_clients else None
         self.handlers: dict[int, Handler] = dict(handlers)
         # what ApiVersions says, and what is read: the same but for the versions the release refuses
         self.advertised = apiversions.advertised(self.kafka, self.handlers)

@@ -18,7 +18,7 @@ from playground.engine.spec import (
     Step,
     parse_profile,
 )
-from playground.scenario.model import PIPELINE_BY
+from playground.scenario.model import HEADER_NAME_CHARS, PIPELINE_BY
 from playground.session import NAME_RE, limits
 from playground.session.runner import RUN_STEP_MS_MAX, RUN_STEP_MS_MIN
 
@@ -281,17 +281,25 @@ class PipelineForm(Form):
     source = forms.CharField(max_length=249, required=False)  # Kafka's longest topic name
     sink = forms.CharField(max_length=249, required=False)
     by = forms.ChoiceField(choices=[(b, b) for b in PIPELINE_BY], required=False)
+    header = forms.CharField(max_length=HEADER_NAME_CHARS, required=False)  # by: header's header name
     clear = forms.BooleanField(required=False)
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
         if not data.get("clear") and not (data.get("source") and data.get("sink")):
             raise forms.ValidationError(_("Name the topic the pipeline reads and the topic it writes."))
+        if not data.get("clear") and data.get("by") == "header" and not data.get("header"):
+            raise forms.ValidationError(_("Name the header an output carries its input's key in."))
         return data
 
     def stage(self) -> dict[str, str] | None:
         d = self.cleaned_data
-        return None if d.get("clear") else {"from": d["source"], "to": d["sink"], "by": d.get("by") or "key"}
+        if d.get("clear"):
+            return None
+        out = {"from": d["source"], "to": d["sink"], "by": d.get("by") or "key"}
+        if out["by"] == "header":
+            out["header"] = d["header"]
+        return out
 
 
 class JoinForm(Form):

@@ -3,8 +3,9 @@ partition the committed offset, the offsets a transaction sent and has not commi
 its marker), the members' positions, the LSO, the end and the lag; and its last rebalances with their causes. What
 `kafka-consumer-groups.sh --describe` prints, live and at any step of the time slider.
 
-A backend that cannot see the coordinator's state (a real cluster's) gives the committed offsets only: the panel
-says so."""
+A real cluster's groups are what its AdminClient tells (DescribeGroups, OffsetFetch: `source: admin`): state,
+assignor, members and their partitions, committed offsets; not the generation, the rebalances, offsets pending in a
+transaction or the KIP-447 checks, and the panel says so. When it cannot describe them, the committed offsets only."""
 
 from __future__ import annotations
 
@@ -29,12 +30,13 @@ def groups(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
         "cards": cards,
         "more": max(0, len(details) - GROUPS_SHOWN),
         "coordinator_seen": "group_details" in view,
+        "admin": any(g.get("source") == "admin" for g in details.values()),
     }
 
 
 def _card(gid: str, g: Mapping[str, Any], consumers: Mapping[str, Any], parts: Mapping[str, Any]) -> dict[str, Any]:
     mine = {name: c for name, c in consumers.items() if c.get("group_id") == gid}
-    owner = {tp: m["client_id"] for m in g.get("members") or () for tp in m.get("assignment") or ()}
+    owner = {tp: m.get("name") or m["client_id"] for m in g.get("members") or () for tp in m.get("assignment") or ()}
     pending: dict[str, list[tuple[int, int]]] = {}
     for p in g.get("pending") or ():
         for tp, offset in p["offsets"].items():

@@ -61,3 +61,58 @@ def test_it_rejects_requests_at_a_broker_that_is_not_the_group_coordinator():
     box, reply = reply_box()
     c.handle_offset_commit(other, "grp", -1, "", {"orders-0": 1}, reply)
     assert box["error"] == "NOT_COORDINATOR"
+
+
+def _classic_member(c: Cluster, session_timeout_ms: int) -> tuple[int, str, int]:
+    """One member of the classic protocol (a client over the wire) in group grp, Stable: (coordinator, member id,
+    generation)."""
+    broker = c.groups.coordinator_of("grp")
+    joined, reply = reply_box()
+    c.handle_classic_join_group(
+        broker, "grp", "", "app", "/10.0.0.1", session_timeout_ms, 30_000, "consumer", (("range", b""),), False, reply
+    )
+    c.advance(5_000)  # group.initial.rebalance.delay.ms
+    assert joined["error"] is None, joined
+    synced, reply = reply_box()
+    c.handle_sync_group(broker, "grp", joined["generation_id"], joined["member_id"], "consumer", "range", {}, reply)
+    c.advance(10)
+    assert synced["error"] is None and c.groups.groups["grp"].state == "Stable", synced
+    return broker, joined["member_id"], joined["generation_id"]
+
+
+def test_a_member_s_offset_commit_keeps_its_session_as_a_heartbeat_does():
+    """3.9's GroupCoordinator.doCommitOffsets and 4.x's OffsetMetadataManager.commitOffset move a classic member's
+    session deadline on: committing every 8 s without a heartbeat, a member of a 10 s session stays."""
+    c = Cluster(1, {}, {"orders": 1})
+    broker, member, generation = _classic_member(c, session_timeout_ms=10_000)
+    for i in range(4):
+        c.advance(8_000)
+        box, reply = reply_box()
+        c.handle_offset_commit(broker, "grp", generation, member, {"orders-0": i}, reply)
+        assert box["error"] is None, (i, box)
+    assert member in c.groups.groups["grp"].members
+    c.advance(10_500)  # no commit, no heartbeat: the session ends
+    assert member not in c.groups.groups["grp"].members
+    assert c.groups.groups["grp"].rebalances[-1][2] == (("session timeout", "app"),)
+
+
+def test_a_transactional_offset_commit_does_not_keep_the_session():
+    """handleTxnCommitOffsets moves no deadline (neither 3.9's nor 4.x's): only the member's heartbeats do."""
+    c = Cluster(1, {}, {"orders": 1})
+    broker, member, generation = _classic_member(c, session_timeout_ms=10_000)
+    c.advance(8_000)
+    box, reply = reply_box()
+    c.handle_txn_offset_commit(broker, "grp", 7, 0, generation, member, {"orders-0": 1}, reply)
+    c.advance(10)
+    assert box["error"] is None, box
+    c.advance(2_500)
+    assert member not in c.groups.groups["grp"].members
+
+
+def test_a_member_given_its_assignment_has_its_session_restarted():
+    """propagateAssignment (3.9) restarts the session of every member whose SyncGroup it answers: the time the leader
+    took to assign is not counted against them."""
+    c = Cluster(1, {}, {"orders": 1})
+    _broker, member, _generation = _classic_member(c, session_timeout_ms=10_000)
+    synced_ms = c.now_ms - 10
+    assert c.groups.groups["grp"].members[member].heartbeat_deadline_ms == synced_ms + 10_000

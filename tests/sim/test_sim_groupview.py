@@ -8,7 +8,7 @@ import struct
 
 from playground.engine.spec import ActorSpec, ClusterSpec, Profile, Step, TopicSpec
 from playground.sim.driver import SimBackend
-from playground.sim.groupview import _assigned
+from playground.sim.groupview import assigned_partitions
 
 SESSION_MS = 45_000
 
@@ -103,9 +103,9 @@ def _assignment(*topics: tuple[str, list[int]], version: int = 3) -> bytes:
 
 
 def test_it_reads_a_client_s_assignment_as_the_consumer_protocol_encodes_it_and_nothing_from_garbage():
-    assert _assigned(_assignment(("orders", [2, 0]), ("out", [0]))) == ["orders-0", "orders-2", "out-0"]
-    assert _assigned(b"") == [] and _assigned(b"\x00\x03\x7f\xff\xff\xff") == []
-    assert _assigned(_assignment(("orders", [0]))[:-9]) == []  # cut inside the partitions
+    assert assigned_partitions(_assignment(("orders", [2, 0]), ("out", [0]))) == ["orders-0", "orders-2", "out-0"]
+    assert assigned_partitions(b"") == [] and assigned_partitions(b"\x00\x03\x7f\xff\xff\xff") == []
+    assert assigned_partitions(_assignment(("orders", [0]))[:-9]) == []  # cut inside the partitions
 
 
 def test_it_lists_each_txn_offset_commit_s_kip_447_check_and_a_zombie_s_refusal():

@@ -20,7 +20,7 @@ from .test_listener import _listeners, listen, quiet, wait_for  # noqa: F401 - _
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
 
-def _skipping_listener(bootstrap: str) -> None:
+def _skipping_listener(bootstrap: str, payment_key: str = "k1") -> None:
     admin = AdminClient({"bootstrap.servers": bootstrap})  # kept: a handle collected mid-request fails the future
     admin.create_topics([NewTopic("payments", 1)])["payments"].result(30)
     orders = Producer({"bootstrap.servers": bootstrap})
@@ -41,7 +41,8 @@ def _skipping_listener(bootstrap: str) -> None:
     payer = Producer({"bootstrap.servers": bootstrap, "transactional.id": "payer"})
     payer.init_transactions(30)
     payer.begin_transaction()
-    payer.produce("payments", key="k1", value="paid k1", partition=0)  # then fenced, in the story: k2, k3 skipped
+    # then fenced, in the story: k2, k3 skipped. The payment names its order in a header too, as a listener often does
+    payer.produce("payments", key=payment_key, value="paid k1", partition=0, headers=[("order-id", b"k1")])
     payer.send_offsets_to_transaction([TopicPartition("orders", 0, 3)], consumer.consumer_group_metadata(), 30)
     payer.commit_transaction(30)
     consumer.close()
@@ -82,3 +83,21 @@ def test_a_driver_declares_a_connected_application_s_pipeline_and_the_checker_na
 
     assert client.post(f"/s/{sid}/pipeline/", {"clear": "1"}).status_code == 204
     assert _lost(sid) == [] and "Judged as pipelines" not in client.get(f"/s/{sid}/").content.decode()
+
+
+def test_a_connected_application_s_payments_matched_to_their_orders_by_a_header(client, sim_session):
+    """Payments keyed by their own ids, each carrying its order's key in header order-id (sent over the wire by
+    confluent-kafka): by key nothing matches, by that header the two skipped orders are named."""
+    sid = sim_session.id
+    _skipping_listener(listen(client, sid), payment_key="pay-1")
+    quiet(sid)
+    form = {"source": "orders", "sink": "payments", "by": "header", "header": "order-id"}
+    assert client.post(f"/s/{sid}/pipeline/", form).status_code == 204
+    assert session.load(sid).declared_pipelines[0].header == "order-id"
+    assert [f.records for f in _lost(sid)] == [("orders-0@1", "orders-0@2")]
+    page = client.get(f"/s/{sid}/").content.decode()
+    assert 'by header <code translate="no">order-id</code>' in page
+    # saved as a scenario, the declaration stays
+    assert client.post(f"/s/{sid}/unlisten/").status_code == 204
+    text = client.get(f"/s/{sid}/scenario.yaml").content.decode()
+    assert "{from: orders, to: payments, by: header, header: order-id}" in text, text
