@@ -422,12 +422,18 @@ def mine_rows(mine: list[Any]) -> str:
     listener = _a(_("requests of applications connected to the session’s listener"))
     out = []
     for m in mine:
-        if m.get("external"):
-            row = [f'<li class="extrow" title="{listener}">⇆ <span class="who">{_a(m["label"])}</span>']
-        elif m.get("added"):  # an actor added: "+ producer P1", its kind in the viewer's language
-            row = [f"<li>+ {_a(kind_word(m['added']))} <code>{_a(m['name'])}</code>"]
+        # each row's step as the header and the time slider count it; the listener opening or closing is not a step
+        k = m.get("k")
+        if k is None:
+            number = f'<span class="k" title="{_a(_("not a step: it belongs to the step before it"))}">·</span> '
         else:
-            row = [f"<li><code>{_a(m['label'])}</code>"]
+            number = f'<span class="k" title="{_a(_("step %(k)s") % {"k": k})}">{k}</span> '
+        if m.get("external"):
+            row = [f'<li class="extrow" title="{listener}">{number}⇆ <span class="who">{_a(m["label"])}</span>']
+        elif m.get("added"):  # an actor added: "+ producer P1", its kind in the viewer's language
+            row = [f"<li>{number}+ {_a(kind_word(m['added']))} <code>{_a(m['name'])}</code>"]
+        else:
+            row = [f"<li>{number}<code>{_a(m['label'])}</code>"]
         if m["args"]:
             row.append(f' <span class="args">{_a(summary(m["args"], m["label"]))}</span>')
         err = "" if m["outcome"] == "ok" else " err"
@@ -748,8 +754,8 @@ def finding_sentence(kind: str, params: Mapping[str, Any]) -> str:
         "commit_java": _("commitTransaction() threw %(outcome)s"),
         "produce_java": _("send() threw %(outcome)s"),
         "produce_get_java": _("send().get() threw %(outcome)s"),
-        "fenced": _("its client was answered %(outcome)s"),
-        "fenced_java": _("its client was answered %(outcome)s"),
+        "fenced": _("its client raised the fatal error %(outcome)s"),
+        "fenced_java": _("its client threw %(outcome)s"),
     }
     if "op" in p:
         p["op"] = ops.get(p["op"], p["op"]) % {"outcome": p.get("outcome")}
