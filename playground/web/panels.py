@@ -352,6 +352,7 @@ def narrative(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
                     "i": i,
                     # what clients did is a step (the header's numbering); opening or closing the listener is not
                     "k": live.step_of(i) if external.EXT in e else None,
+                    "listener": label if external.EXT not in e else "",  # listen, unlisten: said in the viewer's words
                     "label": cut.text(label, LINE_CHARS),
                     "args": cut.text(args, LINE_CHARS),
                     "outcome": cut.name(e.get("outcome", "ok")),
