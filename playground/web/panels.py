@@ -459,6 +459,9 @@ def exercise(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
         "asked": asked,
         # whose answers these are, for a page watching someone else's session (the board's spotlight)
         "who": (live.seat or {}).get("name") or "",
+        # no question open: its compare menu may show every outcome (a frame that reveals the last answer brings it)
+        "compares": reveal.open_question is None,
+        "profile": live.profile.key,
     }
 
 
