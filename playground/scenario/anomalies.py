@@ -50,7 +50,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import chain
 from operator import itemgetter
-from typing import Any, NotRequired, TypedDict
+from typing import Any, NotRequired, TypedDict, cast
 
 from playground.engine.backend import Backend
 from playground.engine.spec import Step
@@ -214,10 +214,6 @@ class HistoryStep(TypedDict):
     outcome: str
     read: NotRequired[list[list[Any]] | None]
     lso: NotRequired[dict[str, int] | None]
-    # a connected client's step (simserver/clients.py): its library ("java" or "librdkafka"), and, for an error,
-    # what its application was told in that library's words (_FENCED, ProducerFencedException, ...)
-    client: NotRequired[str]
-    told: NotRequired[str]
 
 
 @dataclass
@@ -460,9 +456,11 @@ class Checker:
             s = {**s, "args": {**s["args"], "value": identity(s["args"]["value"])}}  # as the log's, in add_log
         actor, action, args = s["actor"], s["action"], s["args"] or {}
         outcome = s.get("outcome", OK)
-        # a connected client's step says its own library and what its application was told (simserver/clients.py)
-        java = s.get("client", self.client) == JAVA
-        told_as = str(s.get("told") or outcome)
+        # a connected client's step also says its library ("client") and, for an error, what its application was told
+        # in that library's words ("told": _FENCED, ProducerFencedException; simserver/clients.py)
+        said: Mapping[str, Any] = s
+        java = said.get("client", self.client) == JAVA
+        told_as = str(said.get("told") or outcome)
         txn = self._txns.get(actor)
         if action == "begin_transaction":
             if outcome == OK:
@@ -701,7 +699,7 @@ class Checker:
             accounted += 1
             params: dict[str, Any] = {"actor": s["actor"], "value": repr(value), "records": recs, "records_more": more}
             if kind == "told":
-                params["outcome"] = s.get("told") or s["outcome"]
+                params["outcome"] = cast(Mapping[str, Any], s).get("told") or s["outcome"]
             out.append(
                 Finding(
                     "failed-write-visible",
@@ -766,7 +764,7 @@ class Checker:
 
     def _said(self, s: HistoryStep) -> str:
         committed = s["n"] in self._committed
-        if s.get("client", self.client) != JAVA:
+        if cast(Mapping[str, Any], s).get("client", self.client) != JAVA:
             return "produce_commit_ok" if committed else "produce_ok"
         return ("send_get" if _awaited(s) else "send") + ("_commit" if committed else "")
 
