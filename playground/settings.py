@@ -93,6 +93,7 @@ TEMPLATES = [
             "libraries": {
                 "playground": "playground.web.templatetags.playground",
                 "comparetags": "playground.web.templatetags.comparetags",
+                "inspecttags": "playground.web.templatetags.inspecttags",
             },
         },
     }

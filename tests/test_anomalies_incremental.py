@@ -107,7 +107,7 @@ class Reference(Checker):
                 "values_more": values_more,
                 "topics": sorted({str(x["args"]["topic"]) for x in lost}),
                 "k": told.step + 1,
-                "op": told.op + ("_java" if self.client == JAVA else ""),
+                "op": told.op,  # with its client's suffix already (a connected client names its own library)
                 "outcome": told.outcome,
                 "where": shown,
                 "where_more": more,

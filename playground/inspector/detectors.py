@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from playground.inspector.logview import PartitionRead, producer_kind
+from playground.inspector.sentences import say
 
 # current conditions (not filtered by --since: they hold now, whenever they began)
 CURRENT_KINDS = ("lso_stall", "hanging_transaction", "long_open_transaction")
@@ -60,6 +61,9 @@ class Finding:
     command: str | None = None  # what an operator would run (shown, never run)
     confidence: str = "certain"  # certain | likely | possible (CONFIDENCE)
     why: str = ""  # what in the cluster makes it so, and how sure that is
+    # the summary and the why as sentences.py's [id, {values}]: the web page says them in its reader's language
+    said: list[Any] | None = None
+    why_said: list[Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         d = {
@@ -70,6 +74,8 @@ class Finding:
             "confidence": self.confidence,
             "why": self.why,
             "evidence": self.evidence,
+            "said": self.said,
+            "why_said": self.why_said,
         }
         if self.command:
             d["command"] = self.command
@@ -83,7 +89,7 @@ def _fmt_s(ms: int | float | None) -> str:
 def _listed(items: list[Any], limit: int = 10) -> str:
     """A list for a sentence, saying how many it leaves out."""
     shown = ", ".join(str(x) for x in items[:limit])
-    return shown + (f", … ({len(items) - limit} more)" if len(items) > limit else "")
+    return shown + (f", … (+{len(items) - limit})" if len(items) > limit else "")
 
 
 # ------------------------------------------------------------------------------------------------- hanging
@@ -113,18 +119,30 @@ def hanging_findings(found: list[dict[str, Any]], show_txid) -> list[Finding]:
         }
         if kind == "long_open_transaction" and coord.get("transaction_start_time_ms") is not None:
             ev["coordinator_aborts_at_ms"] = coord["transaction_start_time_ms"] + coord.get("transaction_timeout_ms", 0)
-        what = "hanging transaction" if kind == "hanging_transaction" else "transaction open past the maximum timeout"
+        reason = h.get("reason_said") or h["reason"]
+        said = [
+            "hanging" if kind == "hanging_transaction" else "long_open",
+            {
+                "tp": tp,
+                "pid": h["producer_id"],
+                "epoch": h["producer_epoch"],
+                "offset": h["current_txn_start_offset"],
+                "ago": _fmt_s(h["duration_ms"]),
+                "reason": reason,
+            },
+        ]
+        why_said = ["hanging_why", {"ago": _fmt_s(h["duration_ms"]), "reason": reason}]
         out.append(
             Finding(
                 kind,
                 tp,
-                f"{tp}: {what} of producer id {h['producer_id']} epoch {h['producer_epoch']} from offset "
-                f"{h['current_txn_start_offset']}, last write {_fmt_s(h['duration_ms'])} ago; {h['reason']}",
+                say(said),
                 ev,
                 h["last_timestamp"],
                 h.get("command"),
-                why=f"DescribeProducers shows its last write {_fmt_s(h['duration_ms'])} ago, past the maximum "
-                f"transaction timeout, and {h['reason']}",
+                why=say(why_said),
+                said=said,
+                why_said=why_said,
             )
         )
     return out
@@ -179,8 +197,9 @@ def classify_inits(inits: list[dict[str, Any]], parts: dict[tuple[str, int], Par
     * the old epoch still writing after the new one started (records created after the bump);
     * an InitProducerId that aborts an open transaction whose instance was active up to a moment before (within
       INSPECTOR_LIVE_GAP_S), and the same again at the next InitProducerId: instances alternating.
-    Yields (init, verdict, confidence, why, facts) with verdict "shared" or "restart" (timed-out transactions and an
-    instance's own KIP-360 epoch bump after its abort are neither and are left out)."""
+    Yields (init, verdict, confidence, why, facts) with verdict "shared" or "restart" and why as a sentence
+    ([id, {values}], sentences.py) (timed-out transactions and an instance's own KIP-360 epoch bump after its abort
+    are neither and are left out)."""
     out = []
     live: list[bool] = []  # per entry of out: did its InitProducerId abort a live transaction
     previous_live_fence = False
@@ -204,8 +223,8 @@ def classify_inits(inits: list[dict[str, Any]], parts: dict[tuple[str, int], Par
         gap = None if (last_activity is None or bump_ms is None) else max(0, bump_ms - last_activity)
         late = _late_writes(parts, pid, old_epoch, bump_ms)
         live_fence = fenced_open and (live_gap_ms is None or (gap is not None and gap <= live_gap_ms))
-        gap_setting = (
-            "no INSPECTOR_LIVE_GAP_S" if live_gap_ms is None else f"INSPECTOR_LIVE_GAP_S={live_gap_ms / 1000:g}"
+        gap_setting: Any = (
+            ["no_gap_setting", {}] if live_gap_ms is None else f"INSPECTOR_LIVE_GAP_S={live_gap_ms / 1000:g}"
         )
         facts = {
             "pid": pid,
@@ -219,43 +238,27 @@ def classify_inits(inits: list[dict[str, Any]], parts: dict[tuple[str, int], Par
             "fence": fence,
         }
         gap_s = "?" if gap is None else f"{gap / 1000:.1f} s"
+        # each why as sentences.py's [id, {values}] (the command line says it in English, the page in its language)
         if late:
             where = ", ".join(f"{tp} {offs}" for tp, offs in late.items())
-            why = (
-                f"epoch {old_epoch} still wrote after epoch {init['producer_epoch']} started (records created after "
-                f"the InitProducerId at {where}): a stopped instance cannot write"
-            )
+            why = ["late_writes", {"old": old_epoch, "new": init["producer_epoch"], "where": where}]
             out.append((init, "shared", "certain", why, facts))
         elif live_fence and previous_live_fence:
-            why = (
-                f"this InitProducerId aborted an open transaction whose instance was active {gap_s} before, and so "
-                "did the one before it: instances alternating, each fencing the other mid-transaction"
-            )
-            out.append((init, "shared", "certain", why, facts))
+            out.append((init, "shared", "certain", ["alternating", {"gap": gap_s}], facts))
         elif live_fence:
-            why = (
-                f"this InitProducerId aborted an open transaction whose instance was active {gap_s} before "
-                f"({gap_setting}): a second instance fencing a live one, or one that "
-                "crashed mid-transaction and restarted within that time"
-            )
-            out.append((init, "shared", "likely", why, facts))
+            out.append((init, "shared", "likely", ["live_fence", {"gap": gap_s, "setting": gap_setting}], facts))
         elif fenced_open:
-            why = (
-                f"its InitProducerId aborted a transaction idle for {gap_s}: an instance that died mid-transaction, "
-                "restarted"
-            )
-            out.append((init, "restart", "likely", why, facts))
+            out.append((init, "restart", "likely", ["restart_idle", {"gap": gap_s}], facts))
         else:
-            why = f"the previous transaction had completed ({prev.get('last_outcome') or prev.get('last_event') or 'none open'}) before this InitProducerId: a restart"
-            out.append((init, "restart", "likely", why, facts))
+            outcome = prev.get("last_outcome") or prev.get("last_event") or "none open"
+            out.append((init, "restart", "likely", ["restart", {"outcome": outcome}], facts))
         live.append(live_fence)
         previous_live_fence = live_fence
     # alternation is seen at its second fence; the first of the pair is the same story
     for k in range(len(out) - 1):
         if live[k] and live[k + 1] and out[k + 1][2] == "certain" and out[k][2] == "likely":
-            init, verdict, _c, _why, facts = out[k]
-            why = out[k][3].split(": a second instance")[0] + ", and so did the next one: instances alternating"
-            out[k] = (init, verdict, "certain", why, facts)
+            init, verdict, _c, why, facts = out[k]
+            out[k] = (init, verdict, "certain", ["live_fence_next", why[1]], facts)
     return out
 
 
@@ -314,22 +317,38 @@ def shared_id_findings(
                     abort_markers=markers,
                 )
             what = (
-                f"aborted its open transaction on {', '.join(f'{t}-{p}' for t, p in fence['partitions'])} (ABORT at epoch "
-                f"{fence['producer_epoch']})"
+                [
+                    "fenced_open",
+                    {
+                        "partitions": ", ".join(f"{t}-{p}" for t, p in fence["partitions"]),
+                        "epoch": fence["producer_epoch"],
+                    },
+                ]
                 if fenced_open
-                else "between two transactions"
+                else ["between", {}]
             )
+            said = [
+                "shared",
+                {
+                    "txid": txid,
+                    "old": old_epoch,
+                    "pid": pid,
+                    "new": init["producer_epoch"],
+                    "gap": _fmt_s(f["gap"]),
+                    "what": what,
+                },
+            ]
             out.append(
                 Finding(
                     "shared_transactional_id",
                     txid,
-                    f"{txid}: epoch {old_epoch} of producer id {pid} was fenced by an InitProducerId (new epoch "
-                    f"{init['producer_epoch']}) {_fmt_s(f['gap'])} after its last activity, {what}: another live "
-                    "instance uses the same transactional.id",
+                    say(said),
                     ev,
                     f["bump_ms"],
                     confidence=confidence,
-                    why=why,
+                    why=say(why),
+                    said=said,
+                    why_said=why,
                 )
             )
     return out
@@ -361,12 +380,14 @@ def frequent_reinit_findings(
                 }
                 for i in inits
             ][-50:]
+            said = ["frequent", {"txid": txid, "n": best, "max": max_per_hour}]
+            span = _fmt_s(best_at[1] - best_at[0])
+            why_said = ["frequent_why", {"n": best, "span": span, "restarts": restarts}]
             out.append(
                 Finding(
                     "frequent_reinit",
                     txid,
-                    f"{txid}: {best} InitProducerId within an hour (more than INSPECTOR_REINIT_MAX_PER_HOUR={max_per_hour}): "
-                    "instances fencing each other, or a crash loop",
+                    say(said),
                     {
                         "transactional_id": txid,
                         "inits_in_hour": best,
@@ -377,9 +398,9 @@ def frequent_reinit_findings(
                         "inits": shown,
                     },
                     best_at[1],
-                    why=f"__transaction_state holds {best} InitProducerId records of this id between "
-                    f"{_fmt_s(best_at[1] - best_at[0])} of each other ({restarts} of them after the previous "
-                    "transaction had completed: restarts)",
+                    why=say(why_said),
+                    said=said,
+                    why_said=why_said,
                 )
             )
     return out
@@ -422,30 +443,35 @@ def interleaved_findings(
                 ],
                 "read_committed_held_until": s.marker_offset,
             }
-            outcome = {
-                "COMMIT": "committed",
-                "ABORT": "aborted",
-                "open": "still open",
-                "unknown": "ended (marker not read)",
-            }[s.outcome]
-            effect = (
-                "read_committed consumers got them only after the marker"
-                if s.outcome != "open"
-                else "read_committed consumers cannot get them until it ends"
-            )
+            outcome = {"COMMIT": "committed", "ABORT": "aborted", "open": "still_open", "unknown": "marker_unread"}
+            effect = "until_end" if s.outcome == "open" else "after_marker"
             if s.outcome == "ABORT":
-                effect += "; they stayed while the transaction's own records were dropped"
+                effect = "after_marker_dropped"
+            said = [
+                "interleaved",
+                {
+                    "tp": pr.name,
+                    "n": len(plain),
+                    "offsets": _listed([e.offset for e in plain]),
+                    "pid": s.producer_id,
+                    "epochs": ",".join(map(str, s.epochs)),
+                    "first": s.first_offset,
+                    "end": end,
+                    "outcome": [outcome[s.outcome], {}],
+                    "effect": [effect, {}],
+                },
+            ]
+            why_said: list[Any] = ["interleaved_why", {}]
             out.append(
                 Finding(
                     "interleaved_plain_records",
                     pr.name,
-                    f"{pr.name}: {len(plain)} non-transactional record(s) at offset(s) {_listed([e.offset for e in plain])} "
-                    f"inside the transaction of producer id {s.producer_id} epoch {','.join(map(str, s.epochs))} "
-                    f"(offsets {s.first_offset}..{end}, {outcome}): {effect}",
+                    say(said),
                     ev,
                     plain[0].timestamp_ms,
-                    why="the partition's log holds records without a transaction (isTransactional false) between "
-                    "this transaction's first record and its marker",
+                    why=say(why_said),
+                    said=said,
+                    why_said=why_said,
                 )
             )
     return out
@@ -456,17 +482,14 @@ def interleaved_findings(
 DEFAULT_TRANSACTION_TIMEOUT_MS = 60_000  # transaction.timeout.ms when a client does not set it (librdkafka, Java)
 
 
-def lso_stall_threshold_ms(open_txn: dict[str, Any], setting_ms: int | None) -> tuple[int, str]:
-    """The stall threshold for one open transaction, and where it comes from."""
+def lso_stall_threshold_ms(open_txn: dict[str, Any], setting_ms: int | None) -> tuple[int, list[Any]]:
+    """The stall threshold for one open transaction, and where it comes from (a sentence: sentences.py)."""
     if setting_ms is not None:
-        return int(setting_ms), f"INSPECTOR_LSO_STALL_MS={setting_ms}"
+        return int(setting_ms), ["threshold_setting", {"ms": setting_ms}]
     timeout = open_txn.get("transaction_timeout_ms")
     if timeout:
-        return int(timeout) // 2, f"half its transaction.timeout.ms ({timeout} ms, from its coordinator)"
-    return DEFAULT_TRANSACTION_TIMEOUT_MS // 2, (
-        f"half of Kafka's default transaction.timeout.ms ({DEFAULT_TRANSACTION_TIMEOUT_MS} ms: its coordinator "
-        "does not describe this transaction)"
-    )
+        return int(timeout) // 2, ["threshold_half", {"timeout": timeout}]
+    return DEFAULT_TRANSACTION_TIMEOUT_MS // 2, ["threshold_default", {"timeout": DEFAULT_TRANSACTION_TIMEOUT_MS}]
 
 
 def lso_stall_findings(partitions: list[dict[str, Any]], setting_ms: int | None, now_ms: int) -> list[Finding]:
@@ -485,7 +508,6 @@ def lso_stall_findings(partitions: list[dict[str, Any]], setting_ms: int | None,
             others = [e for e in held if e["producer_id"] != o["producer_id"]]
             timeout = o.get("transaction_timeout_ms")
             aborts_at = (o["started_ms"] + timeout) if (timeout and o.get("started_ms")) else None
-            who = o["transactional_id"] or "a transactional id not shown"
             ev = {
                 "topic": part["topic"],
                 "partition": part["partition"],
@@ -501,33 +523,39 @@ def lso_stall_findings(partitions: list[dict[str, Any]], setting_ms: int | None,
                 "open_for_ms": o["age_ms"],
                 "last_write_age_ms": o["last_write_age_ms"],
                 "threshold_ms": threshold,
-                "threshold_from": source,
+                "threshold_from": say(source),
                 "transaction_timeout_ms": timeout,
                 "coordinator_state": o["coordinator_state"],
                 "coordinator_aborts_at_ms": aborts_at,
-                "held_back": (
-                    f"every read_committed consumer of {tp} stops at offset {lso} (a consumer group's position there "
-                    f"or past it gets nothing) until the transaction ends; read_uncommitted consumers are not held"
-                ),
+                "held_back": say(["held_back", {"tp": tp, "lso": lso}]),  # the page says it in its reader's words
             }
-            when = (
-                f"; its coordinator aborts it at {_fmt_s(aborts_at - now_ms)} from now"
-                if aborts_at and aborts_at > now_ms
-                else ""
-            )
+            values = {
+                "tp": tp,
+                "who": o["transactional_id"] or ["who_not_shown", {}],
+                "pid": o["producer_id"],
+                "epoch": o["producer_epoch"],
+                "lso": lso,
+                "age": _fmt_s(o["age_ms"]),
+                "held": hw - lso,
+                "hw": hw,
+            }
+            said: list[Any] = ["stall_others", {**values, "others": len(others)}] if others else ["stall", values]
+            if aborts_at and aborts_at > now_ms:
+                said = ["stall_aborts", {"stall": said, "left": _fmt_s(aborts_at - now_ms)}]
+            why_said = [
+                "stall_why",
+                {"lso": lso, "age": _fmt_s(o["age_ms"]), "threshold": _fmt_s(threshold), "source": source},
+            ]
             out.append(
                 Finding(
                     "lso_stall",
                     tp,
-                    f"{tp}: the open transaction of {who} (producer id {o['producer_id']} epoch {o['producer_epoch']}) "
-                    f"has held the LSO at offset {lso} for {_fmt_s(o['age_ms'])}: {hw - lso} offset(s) up to the HW "
-                    f"{hw} held back from read_committed consumers"
-                    + (f", {len(others)} of them other producers' records" if others else "")
-                    + when,
+                    say(said),
                     ev,
                     o["started_ms"],
-                    why=f"DescribeProducers lists it with CurrentTransactionStartOffset {lso} = the LSO (ListOffsets "
-                    f"read_committed), open {_fmt_s(o['age_ms'])}, longer than {_fmt_s(threshold)}: {source}",
+                    why=say(why_said),
+                    said=said,
+                    why_said=why_said,
                 )
             )
     return out
@@ -561,6 +589,8 @@ def group_findings(findings: list[dict[str, Any]], evidence_max: int = 50) -> li
             confidence=min((f.get("confidence", "certain") for f in fs), key=lambda c: RANK.get(c, 9)),
             summary=newest["summary"],
             why=newest.get("why", ""),
+            said=newest.get("said"),
+            why_said=newest.get("why_said"),
             command=newest.get("command"),
             current=g["kind"] in CURRENT_KINDS,
             findings=fs[:evidence_max],

@@ -26,6 +26,7 @@ import shlex
 from typing import Any
 
 from playground.inspector.client import TP, ReadOnlyWire
+from playground.inspector.sentences import say
 
 
 def abort_command(
@@ -73,27 +74,27 @@ def classify(
     for c in cands:
         txid = txid_of.get(c["producer_id"])
         desc = describe.get(txid) if txid else None
+        tp = f"{c['topic']}-{c['partition']}"
         if txid is None:
-            verdict, reason = "hanging", "no transactional id has this producer id (ListTransactions)"
+            verdict, reason_said = "hanging", ["no_txid", {}]
         elif desc is None or desc.get("state") is None:
-            verdict, reason = "hanging", "the coordinator does not know the transactional id (DescribeTransactions)"
+            verdict, reason_said = "hanging", ["txid_unknown", {}]
         elif [c["topic"], c["partition"]] not in [list(tp) for tp in desc.get("partitions", [])]:
-            verdict, reason = (
-                "hanging",
-                (
-                    f"the coordinator's transaction for this id ({desc.get('state')}, producer id {desc.get('producer_id')}, "
-                    f"epoch {desc.get('producer_epoch')}) does not list {c['topic']}-{c['partition']}"
-                ),
-            )
+            values = {"state": desc.get("state"), "pid": desc.get("producer_id"), "epoch": desc.get("producer_epoch")}
+            verdict, reason_said = "hanging", ["not_listed", {**values, "tp": tp}]
         else:
-            verdict, reason = (
-                "still_tracked",
-                (
-                    f"the coordinator still lists {c['topic']}-{c['partition']} in its {desc.get('state')} transaction: "
-                    "it will abort it when the transaction's timeout runs out"
-                ),
-            )
-        out.append({**c, "transactional_id": txid, "coordinator": desc, "verdict": verdict, "reason": reason})
+            verdict, reason_said = "still_tracked", ["still_listed", {"tp": tp, "state": desc.get("state")}]
+        reason = say(reason_said)  # the English (the command line's); the page says it in its reader's language
+        out.append(
+            {
+                **c,
+                "transactional_id": txid,
+                "coordinator": desc,
+                "verdict": verdict,
+                "reason": reason,
+                "reason_said": reason_said,
+            }
+        )
     return out
 
 

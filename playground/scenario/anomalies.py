@@ -50,7 +50,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import chain
 from operator import itemgetter
-from typing import Any, NotRequired, TypedDict
+from typing import Any, NotRequired, TypedDict, cast
 
 from playground.engine.backend import Backend
 from playground.engine.spec import Step
@@ -152,8 +152,8 @@ OPS = {
     "commit_java": "commitTransaction() threw {outcome}",
     "produce_java": "send() threw {outcome}",
     "produce_get_java": "send().get() threw {outcome}",
-    "fenced": "its client was answered {outcome}",
-    "fenced_java": "its client was answered {outcome}",
+    "fenced": "its client raised the fatal error {outcome}",
+    "fenced_java": "its client threw {outcome}",
 }
 HOW = {"txn": "in its transaction, with send_offsets_to_transaction", "commit": "an offset commit"}
 FATES = {"aborted": "aborted", "open": "open", "committed": "committed", "plain": "plain"}
@@ -456,6 +456,11 @@ class Checker:
             s = {**s, "args": {**s["args"], "value": identity(s["args"]["value"])}}  # as the log's, in add_log
         actor, action, args = s["actor"], s["action"], s["args"] or {}
         outcome = s.get("outcome", OK)
+        # a connected client's step also says its library ("client") and, for an error, what its application was told
+        # in that library's words ("told": _FENCED, ProducerFencedException; simserver/clients.py)
+        said: Mapping[str, Any] = s
+        java = said.get("client", self.client) == JAVA
+        told_as = str(said.get("told") or outcome)
         txn = self._txns.get(actor)
         if action == "begin_transaction":
             if outcome == OK:
@@ -477,7 +482,8 @@ class Checker:
                     self._told_failed[key].append(s)
                     self._dirty_keys.add(key)
             if outcome != OK and txn is not None and txn.told is None:
-                txn.told = (s["n"], "produce_get" if self.client == JAVA and _awaited(s) else "produce", outcome)
+                op = "produce_get" if java and _awaited(s) else "produce"
+                txn.told = (s["n"], op + ("_java" if java else ""), told_as)
         elif action == "commit_transaction":
             ended = self._txns.pop(actor, None)
             if ended is not None:
@@ -490,14 +496,14 @@ class Checker:
                         self._committed.add(x["n"])
                         self._believe((str(x["args"]["topic"]), str(x["args"]["value"])), x)
                 else:
-                    told = ended.told or (s["n"], "commit", outcome)
+                    told = ended.told or (s["n"], "commit_java" if java else "commit", told_as)
                     self._tell(actor, ended.sends, *told)
         elif action == "transaction_failed":
             # a connected client's transaction ended by a fence it was answered (simserver/clients.py): its application
             # is told at its next call, as by a failed commit
             ended = self._txns.pop(actor, None)
             if ended is not None:
-                told = ended.told or (s["n"], "fenced", outcome)
+                told = ended.told or (s["n"], "fenced_java" if java else "fenced", told_as)
                 self._tell(actor, ended.sends, *told)
         elif action == "abort_transaction":
             if outcome == OK:
@@ -693,7 +699,7 @@ class Checker:
             accounted += 1
             params: dict[str, Any] = {"actor": s["actor"], "value": repr(value), "records": recs, "records_more": more}
             if kind == "told":
-                params["outcome"] = s["outcome"]
+                params["outcome"] = cast(Mapping[str, Any], s).get("told") or s["outcome"]
             out.append(
                 Finding(
                     "failed-write-visible",
@@ -747,7 +753,7 @@ class Checker:
                 "values_more": values_more,
                 "topics": sorted({str(x["args"]["topic"]) for x in lost}),
                 "k": told.step + 1,
-                "op": told.op + ("_java" if self.client == JAVA else ""),
+                "op": told.op,
                 "outcome": told.outcome,
                 "where": shown,
                 "where_more": more,
@@ -758,7 +764,7 @@ class Checker:
 
     def _said(self, s: HistoryStep) -> str:
         committed = s["n"] in self._committed
-        if self.client != JAVA:
+        if cast(Mapping[str, Any], s).get("client", self.client) != JAVA:
             return "produce_commit_ok" if committed else "produce_ok"
         return ("send_get" if _awaited(s) else "send") + ("_commit" if committed else "")
 

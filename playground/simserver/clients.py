@@ -54,8 +54,8 @@ from playground.simserver.batches import text_of
 from playground.simserver.given import Given
 
 PRODUCER, CONSUMER, ADMIN = "producer", "consumer", "admin"
-# Answers that mean the producer was fenced: another instance took its transactional id (KafkaProducer raises
-# ProducerFencedException for both, librdkafka _FENCED).
+# Answers that mean the producer was fenced: another instance took its transactional id (what the application is
+# told of it, in its library's words: told_of).
 FENCING_ERRORS = frozenset({"PRODUCER_FENCED", "INVALID_PRODUCER_EPOCH"})
 # The two requests of kafka-clients that race when an application sends and sends its offsets at once (race_endings)
 RACING_REQUESTS = frozenset({"AddPartitionsToTxn", "AddOffsetsToTxn"})
@@ -250,6 +250,33 @@ class Actor:
 
 def _settle_as_consumer(actor: Actor) -> None:
     actor.kind, actor.tentative = CONSUMER, False
+
+
+# The request an operation of the checker's comes from (transaction_failed names its own).
+_REQUEST_OF = {
+    "produce": "Produce",
+    "commit_transaction": "EndTxn",
+    "abort_transaction": "EndTxn",
+    "send_offsets_to_transaction": "TxnOffsetCommit",
+    "init_transactions": "InitProducerId",
+}
+
+
+def told_of(library: str, request: str, error: str, software: tuple[str, str] | None = None) -> str:
+    """What a fence answered to `request` tells the application, in its client library's words.
+
+    librdkafka makes INVALID_PRODUCER_EPOCH and PRODUCER_FENCED on a transactional producer the fatal error _FENCED
+    (rdkafka_request.c, rdkafka_txnmgr.c: "fencing normalised"; sim/rdkafka_base.py). kafka-clients: the Sender gives
+    a Produce's INVALID_PRODUCER_EPOCH as InvalidProducerEpochException; every TxnRequestHandler turns either answer
+    into ProducerFencedException (TransactionManager.java), except TxnOffsetCommit's INVALID_PRODUCER_EPOCH in 3.5,
+    before KAFKA-14278, passed on as it came (sim/java_txnmgr.py)."""
+    if library != "java":
+        return "_FENCED"
+    if error == "INVALID_PRODUCER_EPOCH":
+        version = software[1] if software else ""
+        if request == "Produce" or (request == "TxnOffsetCommit" and version.startswith("3.5")):
+            return "InvalidProducerEpochException"
+    return "ProducerFencedException"
 
 
 def _library(software: tuple[str, str] | None) -> str:
@@ -487,6 +514,12 @@ class Clients:
             return  # the client tries again: its next answer is the one that counts
         op: dict[str, Any] = {"n": self.position, "actor": actor.name, "action": action, "args": {}, "t": t_ms}
         op["outcome"] = outcome or "ok"
+        if actor.kind == PRODUCER:
+            # the checker says what the application was told in its own client's words, not the broker's answer
+            op["client"] = _library(actor.software)
+            if outcome in FENCING_ERRORS:
+                request = str(extra.get("args", {}).get("request") or _REQUEST_OF.get(action, ""))
+                op["told"] = told_of(op["client"], request, outcome, actor.software)
         op.update(extra)
         self.ops.append(op)
 

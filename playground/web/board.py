@@ -26,6 +26,11 @@ def board_group(workshop_id: str) -> str:
     return f"room-{workshop_id}-board"
 
 
+MINI_STRIPS = 4  # partitions drawn on a card
+MINI_CELLS = 12  # a partition's last records drawn
+MINI_FATES = ("committed", "open", "aborted", "plain")  # counted under the drawing
+
+
 def card(live: Any, contexts: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     """A seat's session on the board: who, how far, the goal, the last error, a tiny drawing of its logs."""
     header, ex = contexts["header"], contexts["exercise"]
@@ -36,10 +41,13 @@ def card(live: Any, contexts: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]
             if last_error == "ok" and live.commands[seq].get("fenced"):
                 last_error, fenced = None, ", ".join(live.commands[seq]["fenced"])  # said in the board's language
             break
-    strips = [
-        {"tp": s["tp"], "cells": [(c["fate"], c.get("letter", "")) for c in s["slots"] if not c.get("end")][-14:]}
-        for s in contexts["logs"].get("strips", [])
-    ]
+    strips = []
+    for s in contexts["logs"].get("strips", [])[:MINI_STRIPS]:
+        cells = [(c["fate"], c.get("letter", "")) for c in s["slots"] if not c.get("end")]
+        # what a facilitator reads from across the room: the partition, its last records drawn, and how many of each
+        # fate its log holds (in words: a drawing alone was too small to read at 1280 px)
+        counts = {fate: sum(1 for f, _ in cells if f == fate) for fate in MINI_FATES}
+        strips.append({"tp": s["tp"], "cells": cells[-MINI_CELLS:], "counts": [(f, n) for f, n in counts.items() if n]})
     return {
         "session": live.session_id,
         "attendee": live.seat["attendee"],

@@ -286,15 +286,20 @@ def hms(ms: int | None) -> str:
     return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%H:%M:%S.%f")[:-3]
 
 
-def age(ms: int | float | None) -> str:
+def age(ms: int | float | None) -> Any:
+    """A duration as the page says it, in the language it is rendered in (a report's contexts are built once)."""
     if ms is None:
         return "—"
+    return Drawn(lambda: escape(_age_text(ms)))
+
+
+def _age_text(ms: int | float) -> str:
     s = max(0.0, ms / 1000)
     if s < 60:
         return f"{s:.1f} s"
     if s < 3600:
-        return f"{int(s // 60)} min {int(s % 60)} s"
-    return f"{int(s // 3600)} h {int(s % 3600 // 60)} min"
+        return _("%(m)s min %(s)s s") % {"m": int(s // 60), "s": int(s % 60)}
+    return _("%(h)s h %(m)s min") % {"h": int(s // 3600), "m": int(s % 3600 // 60)}
 
 
 def dom_id(kind: str, text: str) -> str:
@@ -576,16 +581,28 @@ def finding_context(f: Mapping[str, Any]) -> dict[str, Any]:
             return f"{hms(v)} UTC"
         return v if isinstance(v, str) else json.dumps(v, ensure_ascii=False, default=str)
 
+    ev = f.get("evidence", {})
+    # the evidence the inspector wrote as a sentence: the template says it in its reader's language (|said)
+    said = {
+        "reason": ((f.get("said") or [None, {}])[1] or {}).get("reason"),
+        "threshold_from": ((f.get("why_said") or [None, {}])[1] or {}).get("source"),
+        "held_back": _held_back(ev) if "last_stable_offset" in ev else None,
+    }
     return {
         **f,
         "when": hms(f.get("time_ms")),
         "evidence_items": [
-            {"key": k, "value": shown(k, v)} for k, v in f.get("evidence", {}).items() if v not in (None, [], {})
+            {"key": k, "value": said.get(k) or shown(k, v), "said": bool(said.get(k))}
+            for k, v in ev.items()
+            if v not in (None, [], {})
         ],
     }
 
 
-CONFIDENCE_WORDS = {"certain": "certain", "likely": "likely", "possible": "possible"}
+def _held_back(ev: Mapping[str, Any]) -> list[Any]:
+    return ["held_back", {"tp": f"{ev['topic']}-{ev['partition']}", "lso": ev["last_stable_offset"]}]
+
+
 GROUP_FINDINGS_SHOWN = 10  # findings listed inside an expanded group (newest first); the JSON report has them all
 
 
@@ -611,6 +628,9 @@ def stall_context(f: Mapping[str, Any]) -> dict[str, Any]:
         "open_for": age(ev["open_for_ms"]),
         "threshold": age(ev["threshold_ms"]),
         "aborts_at": hms(ev.get("coordinator_aborts_at_ms")),
+        "held_back_said": _held_back(ev),
+        # where the threshold comes from, as the finding's why says it (an older report: the English text)
+        "threshold_from_said": ((f.get("why_said") or [None, {}])[1] or {}).get("source") or ev.get("threshold_from"),
     }
 
 

@@ -350,6 +350,9 @@ def narrative(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
             mine.append(
                 {
                     "i": i,
+                    # what clients did is a step (the header's numbering); opening or closing the listener is not
+                    "k": live.step_of(i) if external.EXT in e else None,
+                    "listener": label if external.EXT not in e else "",  # listen, unlisten: said in the viewer's words
                     "label": cut.text(label, LINE_CHARS),
                     "args": cut.text(args, LINE_CHARS),
                     "outcome": cut.name(e.get("outcome", "ok")),
@@ -456,6 +459,9 @@ def exercise(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
         "asked": asked,
         # whose answers these are, for a page watching someone else's session (the board's spotlight)
         "who": (live.seat or {}).get("name") or "",
+        # no question open: its compare menu may show every outcome (a frame that reveals the last answer brings it)
+        "compares": reveal.open_question is None,
+        "profile": live.profile.key,
     }
 
 

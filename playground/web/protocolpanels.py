@@ -258,7 +258,8 @@ def connect(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
 
     ext = view.get("external") or {}
     listen = getattr(live, "listen", None)
-    bootstrap = ",".join(f"{h}:{p}" for h, p in listen["brokers"].values()) if listen else ""
+    addresses = [f"{h}:{p}" for h, p in listen["brokers"].values()] if listen else []
+    bootstrap = ",".join(addresses)
     every = client_rows(view)
     clients = every[: limits.limit("page_actors")]
     topic = live.cluster.topics[0].name if live.cluster.topics else "orders"
@@ -266,6 +267,7 @@ def connect(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
         "available": bool(getattr(settings, "PLAYGROUND_LISTEN", False)) and live.backend_name == "sim",
         "listening": bool(ext.get("listening")),
         "bootstrap": bootstrap,
+        "addresses": addresses,  # shown one host:port to a piece, never broken inside one
         "topic": topic,
         "clients": clients,
         "more": len(every) - len(clients),

@@ -207,3 +207,30 @@ def test_it_counts_the_live_predictions_of_the_room_s_seated_attendees_on_the_it
     assert {n: sorted(choices) for n, choices in answers.items()} == {q: [0, 1], q + 1: []}
     assert rooms.room_answers(room.pk, 1, [q]) == {q: []}  # no such item: nobody seated there
     assert rooms.room_answers(other.pk, 0, [q]) == {q: [2]}
+
+
+def test_the_frame_that_reveals_the_last_answer_offers_compare_without_a_reload():
+    """Issue 33: compare (every outcome, side by side) appeared after the last question only on reload. The page
+    holds an empty slot while a question is open; the websocket frame of the step that passes the last question
+    swaps the menu into it, and no frame before it carries the menu."""
+    from playground.web import broadcast
+
+    c, sid = _start("ex-who-is-fenced")
+    page = _page(c, sid)
+    assert '<span id="compare-slot" hidden></span>' in page and 'id="compare-menu"' not in page and "{#" not in page
+    broadcast.fragments(session.load(sid), ["en"])  # what the viewers were sent last: the page as it is
+    steps = session.load(sid).steps
+    last = max(s.index for s in steps if s.predict)
+    for s in steps[: last + 1]:
+        if s.predict:
+            session.predict(sid, s.index, s.predict["answer"])
+        session.step(sid)
+        frame = broadcast.fragments(session.load(sid), ["en"])[0]["en"]
+        if s.index < last:
+            assert 'id="compare-menu"' not in frame, f"compare offered while question {last} is open"
+    assert re.search(
+        r'<details class="links compare-menu" id="compare-menu" hx-swap-oob="outerHTML:#compare-slot">', frame
+    )
+    assert f'action="/s/{sid}/compare/"' in frame
+    page = _page(c, sid)
+    assert 'id="compare-menu"' in page and 'id="compare-slot"' not in page

@@ -71,3 +71,55 @@ def test_it_serves_every_stylesheet_and_script_gzip_compressed_and_whole_in_deve
         assert "content-encoding" not in headers and plain == original, url
     _headers, packed = _get(f"{daphne.url}/static/css/playground.css", "gzip")
     assert len(packed) < len((static / "css" / "playground.css").read_bytes()) / 3
+
+
+FIRST_PAGE_MAX_BYTES = (
+    120_000  # issue 33's aim: a session's first page and its CSS and JS, uncompressed (178.6 KB before)
+)
+
+
+def _first_page_bytes(c: Client, scenario: str) -> dict[str, int]:
+    """A session page as its view renders it, and every stylesheet and script it links, as `make run` serves them
+    (/static/ from the app's static files, the catalogue from its view): bytes of each, uncompressed."""
+    import re
+
+    from django.contrib.staticfiles import finders
+
+    r = c.post("/new/", {"scenario": scenario})
+    assert r.status_code == 302
+    page = c.get(r["Location"])
+    assert page.status_code == 200 and b'id="p-producers"' in page.content
+    sizes = {"page": len(page.content)}
+    html = page.content.decode()
+    linked = re.findall(r'<(?:script|link)\b[^>]*\b(?:src|href)="(/[^"]+)"', html)
+    assert any(u.endswith(".css") for u in linked) and any(".js" in u for u in linked), linked
+    for url in linked:
+        path = url.split("?")[0]
+        if path.startswith("/static/"):
+            found = finders.find(path[len("/static/") :])
+            assert found, url
+            sizes[path] = Path(found).stat().st_size
+        else:
+            answer = c.get(url)
+            assert answer.status_code == 200, url
+            sizes[path] = len(answer.content)
+    return sizes
+
+
+@pytest.mark.parametrize("lang", ["en", "zh-hans"])
+def test_a_session_page_with_its_css_and_js_weighs_at_most_120_kb(lang, settings):
+    """The first page as a browser loads it: the session page's HTML, its stylesheet (the other pages' rules are in
+    pages.css, which it does not link) and its scripts (live.js instead of htmx and its ws extension)."""
+    c = Client()
+    c.cookies[settings.LANGUAGE_COOKIE_NAME] = lang
+    sizes = _first_page_bytes(c, "zombie-fencing")
+    assert "/static/css/pages.css" not in sizes and not [u for u in sizes if "htmx" in u], sizes
+    assert sum(sizes.values()) <= FIRST_PAGE_MAX_BYTES, sizes
+
+
+def test_the_other_pages_keep_their_stylesheet_and_htmx():
+    c = Client()
+    gallery = c.get("/").content.decode()
+    assert "css/playground.css" in gallery and "css/pages.css" in gallery
+    compare = c.get("/compare/?scenario=zombie-fencing&a=3.9-librdkafka&b=4-java").content.decode()
+    assert "css/pages.css" in compare and "htmx" in compare

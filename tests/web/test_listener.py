@@ -100,6 +100,11 @@ def producer(bootstrap: str, client_id: str, txid: str = "pay") -> Producer:
     return Producer({"bootstrap.servers": bootstrap, "transactional.id": txid, "client.id": client_id, **QUIET})
 
 
+def address_html(bootstrap: str) -> str:
+    """The connect panel's address: a line may break between its host:port pairs, never inside one."""
+    return ",<wbr>".join(f'<span class="hp">{a}</span>' for a in bootstrap.split(","))
+
+
 def fence_story(bootstrap: str) -> None:
     """payment-service commits o-0..o-2, opens another transaction with "zombie", monitoring takes the same
     transactional id (the fence), payment-service's commit fails."""
@@ -201,6 +206,8 @@ def test_a_client_pair_sharing_a_transactional_id_lives_in_the_session_and_its_l
     found = findings(live)
     told = [f for f in found if f.rule == "aborted-told"]
     assert told and "zombie" in told[0].text and "payment-service" in told[0].text, [(f.rule, f.text) for f in found]
+    # as confluent-kafka told the application (its commit raised _FENCED), not the broker's INVALID_PRODUCER_EPOCH
+    assert "commit_transaction() returned _FENCED" in told[0].text, told[0].text
     assert not [f for f in found if f.rule == "lost-write"]
 
     # the same log replayed from scratch, here and in processes with other string hashes, shows the same
@@ -556,11 +563,11 @@ def test_it_shows_the_address_to_whoever_drives_the_session_and_a_sentence_to_it
                 await ws.disconnect()
 
     bootstrap, driver_update, watcher_update = async_to_sync(sockets_meet_the_listener)()
-    assert bootstrap and f'id="bootstrap-servers">{bootstrap}<' in driver_update
+    assert bootstrap and f'id="bootstrap-servers">{address_html(bootstrap)}<' in driver_update
     assert bootstrap not in watcher_update and "applications its driver points at them" in watcher_update
 
     driver_page, watcher_page = client.get(f"/s/{sid}/").content.decode(), watcher.get(f"/s/{sid}/").content.decode()
-    assert f'id="bootstrap-servers">{bootstrap}<' in driver_page
+    assert f'id="bootstrap-servers">{address_html(bootstrap)}<' in driver_page
     assert bootstrap not in watcher_page and "applications its driver points at them" in watcher_page
     live = session.load(sid)
     assert bootstrap in broadcast.snapshot(live, "en", drives=True)

@@ -187,11 +187,13 @@ def test_the_fence_stays_on_the_page_after_the_timeline_moved_on_in_both_languag
     client.cookies[settings.LANGUAGE_COOKIE_NAME] = "zh-hans"
     names = _free_play() | zhrule.Authored(names=frozenset({"zombie", "fencer", "pay", "late"}))
     page = client.get(f"/s/{sid}/").content.decode()
-    # the parts this page's clients change (the header, the connect panel, the timeline) and the pinned RPCs' page
+    # the parts this page's clients change (the header, the connect panel, the timeline, the anomalies with the
+    # zombie's aborted-told finding, the command log with the listener's row) and the pinned RPCs' page
     parts = {
         f"#{panel}": (re.search(rf'<div id="{panel}".*?\n</div>', page, re.S).group(0), names)
-        for panel in ("p-header", "p-connect", "p-timeline")
+        for panel in ("p-header", "p-connect", "p-timeline", "p-anomalies", "p-narrative")
     }
+    assert "r-aborted-told" in parts["#p-anomalies"][0] and "监听已开启" in parts["#p-narrative"][0]
     assert "置顶" in parts["#p-timeline"][0] and "INSTANCE_ID" in parts["#p-connect"][0]
     parts["pinned"] = (client.get(f"/s/{sid}/timeline/?pinned=1").content.decode(), names)
     _no_english(parts)

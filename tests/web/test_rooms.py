@@ -399,3 +399,24 @@ def test_it_says_the_new_workshop_page_and_the_gallery_links_in_chinese():
     assert "remove from the agenda" not in page and "Nothing yet" not in page
     gallery = c.get("/").content.decode()
     assert "加入工作坊" in gallery and "检查一个集群" in gallery and "join a workshop" not in gallery
+
+
+def test_the_boards_card_names_each_partition_and_counts_its_records_in_words_in_both_languages(settings):
+    """Issue 33: the card's drawing of a seat's logs was a row of 9 px squares without a name; now each partition says
+    its name, draws its last records (a marker's letter in its cell) and counts them by fate in the board's words."""
+    fac, room = _facilitator(["zombie-fencing"])
+    ada, sid = _attendee(room, "Ada")
+    for _ in range(6):
+        assert ada.post(f"/s/{sid}/step/").status_code == 204
+    board = fac.get(f"/w/{room.code}/board/").content.decode()
+    card = re.search(r'<article id="seat-[^"]+".*?</article>', board, re.S).group(0)
+    names = re.findall(r'<span class="mini-tp" translate="no">([^<]+)</span>', card)
+    assert "orders-0" in names and len(names) == len(set(names))
+    strip = re.search(r'class="mini-tp" translate="no">orders-0</span>(.*?)</div>', card, re.S).group(1)
+    assert re.search(r'<i class="mc f-marker m-A">A</i>', strip) and re.search(
+        r'class="mn f-aborted">\d+ aborted<', strip
+    )
+    assert "no record yet" in card  # a partition still empty says so
+    fac.cookies[settings.LANGUAGE_COOKIE_NAME] = "zh-hans"
+    zh = fac.get(f"/w/{room.code}/board/").content.decode()
+    assert re.search(r'class="mn f-aborted">\d+ 已中止<', zh) and "还没有消息" in zh

@@ -130,6 +130,23 @@ SCENARIOS = (
 )
 
 
+TRANSLATED_NOUNS = {"producer", "producers", "partition", "partitions", "consumer", "consumers"}
+
+
+def test_the_librarys_chinese_texts_say_producer_partition_and_consumer_in_chinese():
+    """A library scenario's zh texts are shown as written (what the user wrote), so the pages' walk cannot judge
+    them: here they are judged as the rule says Chinese Kafka writing does, 生产者, 分区 and 消费者 in running text
+    (Kafka's own names, such as transactional.id or ProducerFencedException, and code between backticks stay)."""
+    found = []
+    for entry in library.entries():
+        author = zhrule.authored(entry.scenario.source)
+        for text in author.texts:
+            if re.search(r"[\u4e00-\u9fff]", text):
+                words = [w for w in zhrule.english(text, author.names) if w.lower() in TRANSLATED_NOUNS]
+                found += [f"{entry.scenario.source.splitlines()[0][:40]}: {w} in {text[:80]}" for w in words]
+    assert not found, "\n".join(found)
+
+
 @pytest.mark.parametrize("name", SCENARIOS)
 def test_it_shows_no_english_on_a_chinese_session_page(zh, name):
     author = zhrule.authored(library.find(name).scenario.source)
@@ -369,3 +386,88 @@ def test_it_keeps_every_chinese_translation_within_the_rule(domain):
             if words := zhrule.english_on(f"<p>{PLACEHOLDER.sub('', text)}</p>", free_play):
                 english[ident[0]] = words
     assert english == {}
+
+
+def _inspector_findings() -> dict:
+    """Findings as the inspector's detectors make them (a stalled LSO with other producers' records held and a
+    coordinator's abort to come, frequent re-inits, a hanging transaction, a shared transactional id), grouped."""
+    from playground.inspector import detectors
+
+    now = 1_800_000_000_000
+    stall = {
+        "topic": "orders",
+        "partition": 0,
+        "last_stable_offset": 3,
+        "high_watermark": 9,
+        "entries": [{"kind": "data", "offset": o, "producer_id": 7 if o < 5 else 8} for o in range(3, 9)],
+        "open_transactions": [
+            {
+                "holds_lso": True,
+                "age_ms": 90_000,
+                "producer_id": 7,
+                "producer_epoch": 0,
+                "transactional_id": None,
+                "start_offset": 3,
+                "last_write_age_ms": 80_000,
+                "coordinator_state": "Ongoing",
+                "transaction_timeout_ms": 120_000,
+                "started_ms": now - 90_000,
+            }
+        ],
+    }
+    found = detectors.lso_stall_findings([stall], None, now)
+    inits = [{"time_ms": now - 60_000 * (5 - i), "producer_id": 7, "producer_epoch": i, "offset": i} for i in range(5)]
+    found += detectors.frequent_reinit_findings({"pay": inits}, 2)
+    hanging = {
+        "topic": "orders",
+        "partition": 1,
+        "producer_id": 9,
+        "producer_epoch": 2,
+        "coordinator_epoch": 0,
+        "current_txn_start_offset": 4,
+        "last_timestamp": now - 10**7,
+        "duration_ms": 10**7,
+        "verdict": "hanging",
+        "reason": "",
+        "reason_said": ["no_txid", {}],
+        "coordinator": {},
+        "command": "kafka-transactions.sh abort",
+    }
+    found += detectors.hanging_findings([hanging], lambda txid: True)
+    fence = {"event": "fenced_by_init", "time_ms": now, "producer_epoch": 1, "partitions": [["orders", 2]], "offset": 6}
+    init = {"time_ms": now, "producer_id": 7, "producer_epoch": 2, "offset": 7, "fence": fence}
+    init["previous"] = {"producer_id": 7, "producer_epoch": 0, "last_activity_ms": now - 500, "last_event": "produce"}
+    found += detectors.shared_id_findings({}, {"pay": [init]}, {}, None)
+    assert {f.kind for f in found} == {"lso_stall", "frequent_reinit", "hanging_transaction", "shared_transactional_id"}
+    return {"findings": [f.to_dict() for f in found], "hanging": [hanging]}
+
+
+def test_it_says_the_inspectors_findings_in_chinese():
+    """Issue 33: the inspector's findings (their summary, why, evidence, how sure) were English on a zh page."""
+    from django.template.loader import render_to_string
+
+    from playground.inspector import detectors
+    from playground.inspector.sentences import SENTENCES
+    from playground.web import inspectpage
+    from playground.web.templatetags.inspecttags import said
+
+    report = _inspector_findings()
+    groups = [inspectpage.group_context(g) for g in detectors.group_findings(report["findings"])]
+    stalls = [inspectpage.stall_context(f) for f in report["findings"] if f["kind"] == "lso_stall"]
+    hanging = [{**h, "when": "00:00:00", "for": inspectpage.age(h["duration_ms"])} for h in report["hanging"]]
+    names = zhrule.Authored(names=frozenset({"pay", "orders"}))
+    with translation.override("zh-hans"):
+        pages = {
+            "findings": (render_to_string("playground/inspect/_findings.html", {"groups": groups}), names),
+            "stalls": (render_to_string("playground/inspect/_stalls.html", {"stalls": stalls}), names),
+            "hanging": (render_to_string("playground/inspect/_hanging.html", {"hanging": hanging}), names),
+        }
+        # every sentence the inspector may say, each value a number
+        for key, text in SENTENCES.items():
+            values = dict.fromkeys(re.findall(r"\{(\w+)\}", text), "1")
+            pages[f"sentence {key}"] = (f"<p>{said([key, values])}</p>", zhrule.Authored())
+    assert "生产者 ID" in pages["findings"][0] and "确定" in pages["findings"][0]
+    _no_english(pages)
+    with translation.override("en"):  # the English page says what the command line says
+        english = render_to_string("playground/inspect/_findings.html", {"groups": groups})
+    assert all(html.escape(g["summary"], quote=True) in english for g in groups)

@@ -91,7 +91,7 @@ from html import escape as _e  # noqa: E402
 
 from django.utils.safestring import mark_safe  # noqa: E402
 from django.utils.translation import gettext as _  # noqa: E402
-from django.utils.translation import pgettext  # noqa: E402
+from django.utils.translation import gettext_lazy, pgettext  # noqa: E402
 
 
 def _a(value: Any) -> str:
@@ -413,6 +413,28 @@ def narrative_steps(steps: list[Any], lang: str) -> str:
     return mark_safe("".join(out))
 
 
+# The listener's entries of the command log (session/external.py's labels, and why it closed), in the viewer's words.
+LISTENER_WORDS = {
+    "listen": gettext_lazy("listener opened"),
+    "unlisten": gettext_lazy("listener closed"),
+    "stopped": gettext_lazy("stopped"),
+    "idle": gettext_lazy("idle"),
+    "closed": gettext_lazy("closed"),
+}
+# The anomaly checker's rules (scenario/anomalies.py's RULES): the rule's own name in English, said in Chinese.
+RULE_WORDS = {
+    "lost-write": gettext_lazy("lost-write"),
+    "lost-input": gettext_lazy("lost-input"),
+    "aborted-told": gettext_lazy("aborted-told"),
+    "failed-write-visible": gettext_lazy("failed-write-visible"),
+    "duplicate": gettext_lazy("duplicate"),
+    "aborted-read": gettext_lazy("aborted-read"),
+    "undecided-read": gettext_lazy("undecided-read"),
+    "divergence": gettext_lazy("divergence"),
+    "race-ending": gettext_lazy("race-ending"),
+}
+
+
 @register.simple_tag
 def mine_rows(mine: list[Any]) -> str:
     """The narrative's list of the user's own commands (up to panels.MINE_ROWS): it changes with every command, so
@@ -422,12 +444,25 @@ def mine_rows(mine: list[Any]) -> str:
     listener = _a(_("requests of applications connected to the session’s listener"))
     out = []
     for m in mine:
-        if m.get("external"):
-            row = [f'<li class="extrow" title="{listener}">⇆ <span class="who">{_a(m["label"])}</span>']
-        elif m.get("added"):  # an actor added: "+ producer P1", its kind in the viewer's language
-            row = [f"<li>+ {_a(kind_word(m['added']))} <code>{_a(m['name'])}</code>"]
+        # each row's step as the header and the time slider count it; the listener opening or closing is not a step
+        k = m.get("k")
+        if k is None:
+            number = f'<span class="k" title="{_a(_("not a step: it belongs to the step before it"))}">·</span> '
         else:
-            row = [f"<li><code>{_a(m['label'])}</code>"]
+            number = f'<span class="k" title="{_a(_("step %(k)s") % {"k": k})}">{k}</span> '
+        if m.get("listener"):  # the listener opened (its addresses) or closed (why): the log's own words, translated
+            said = LISTENER_WORDS.get(m["listener"], m["listener"])
+            why = LISTENER_WORDS.get(m["args"], m["args"]) if m["listener"] == "unlisten" else m["args"]
+            row = [f'<li class="extrow" title="{listener}">{number}⇆ <span class="who">{_a(str(said))}</span>']
+            row.append(f' <span class="args">{_a(str(why))}</span>' if why else "")
+            out.append("".join(row) + f' <span class="oc">→ {_a(m["outcome"])}</span></li>')
+            continue
+        if m.get("external"):
+            row = [f'<li class="extrow" title="{listener}">{number}⇆ <span class="who">{_a(m["label"])}</span>']
+        elif m.get("added"):  # an actor added: "+ producer P1", its kind in the viewer's language
+            row = [f"<li>{number}+ {_a(kind_word(m['added']))} <code>{_a(m['name'])}</code>"]
+        else:
+            row = [f"<li>{number}<code>{_a(m['label'])}</code>"]
         if m["args"]:
             row.append(f' <span class="args">{_a(summary(m["args"], m["label"]))}</span>')
         err = "" if m["outcome"] == "ok" else " err"
@@ -748,8 +783,8 @@ def finding_sentence(kind: str, params: Mapping[str, Any]) -> str:
         "commit_java": _("commitTransaction() threw %(outcome)s"),
         "produce_java": _("send() threw %(outcome)s"),
         "produce_get_java": _("send().get() threw %(outcome)s"),
-        "fenced": _("its client was answered %(outcome)s"),
-        "fenced_java": _("its client was answered %(outcome)s"),
+        "fenced": _("its client raised the fatal error %(outcome)s"),
+        "fenced_java": _("its client threw %(outcome)s"),
     }
     if "op" in p:
         p["op"] = ops.get(p["op"], p["op"]) % {"outcome": p.get("outcome")}
@@ -882,7 +917,7 @@ def finding(f: Mapping[str, Any]) -> str:
         else ""
     )
     out = [
-        f'<div class="{cls}"><p><span class="rule" translate="no">{_a(f["rule"])}</span>{elle} {_a(finding_sentence(f["kind"], f["params"]))}</p>'
+        f'<div class="{cls}"><p><span class="rule">{_a(str(RULE_WORDS.get(f["rule"], f["rule"])))}</span>{elle} {_a(finding_sentence(f["kind"], f["params"]))}</p>'
     ]
     steps = list(f.get("steps") or ())
     if steps:
