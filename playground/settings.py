@@ -94,6 +94,7 @@ TEMPLATES = [
                 "playground": "playground.web.templatetags.playground",
                 "comparetags": "playground.web.templatetags.comparetags",
                 "inspecttags": "playground.web.templatetags.inspecttags",
+                "findingtags": "playground.web.templatetags.findingtags",
             },
         },
     }
