@@ -196,9 +196,6 @@ class ServerCore:
         self.cluster_id = _cluster_id(seed)
         self.conns: dict[int, Connection] = {}
         self.outbox: list[Output] = []
-        # the open connections whose requests moved (queued, handled, answered, throttled) since the server last
-        # looked (take_touched): it settles their memory and mutes or unmutes them, without visiting every other one
-        self.touched: set[int] = set()
         self.failures: deque[str] = deque(maxlen=100)  # handler bugs (the connection was closed), for tests and logs
         self.failure_count = 0
         self._rpc_seq = 0
@@ -274,7 +271,6 @@ class ServerCore:
         """The client closed the connection (or it broke): what it was waiting for is never sent."""
         self.advance(now_ms)
         conn = self.conns.pop(conn_id, None)
-        self.touched.discard(conn_id)  # its socket is gone, and the memory it held with it
         if conn is not None:
             conn.closed = True
             conn.queue.clear()
@@ -309,10 +305,6 @@ class ServerCore:
         out, self.outbox = self.outbox, []
         return out
 
-    def take_touched(self) -> set[int]:
-        touched, self.touched = self.touched, set()
-        return touched
-
     def broker_up(self, broker: int) -> bool:
         return self.cluster.broker_up(broker)
 
@@ -334,14 +326,12 @@ class ServerCore:
             conn.closed = True
             conn.queue.clear()
             self.conns.pop(conn.conn_id, None)
-            self.touched.discard(conn.conn_id)  # closing its socket gives back all the memory it held
             self.outbox.append(Output(conn.conn_id, None))
             if self.clients is not None:
                 self.clients.closed(conn.conn_id)
 
     def _pump(self, conn: Connection) -> None:
         """Handle the connection's next request unless one is being handled (the muted channel)."""
-        self.touched.add(conn.conn_id)
         if conn.pumping:
             return
         conn.pumping = True
