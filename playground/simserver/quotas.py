@@ -7,7 +7,8 @@ core/src/main/scala/kafka/server/ClientQuotaManager.scala (3.9; server/.../quota
 `quota.window.num` (11) samples (one more kept while it overlaps the window) of `quota.window.size.seconds` (1 s); the throttle time for an observed rate O over a
 bound T measured over a window W is (O - T) / T * W, the time it takes for the rate to fall back to T if nothing more
 is recorded; the most a quota lets through in one go is T * (samples - 1) * window (getMaxValueInQuotaWindow, which
-bounds a Fetch's size).
+bounds a Fetch's size). The request quota's throttle is at most one window (ClientRequestQuotaManager.throttleTime:
+QuotaUtils.boundedThrottleTime with maxThrottleTimeMs = quota.window.size.seconds); the byte quotas' are not bounded.
 
 Pure and deterministic: time is whatever the caller says (the simulator's virtual clock for the byte quotas of the
 protocol server; a monotonic clock for the request quota of a session's listener, which measures CPU time).
@@ -93,13 +94,15 @@ class QuotaSensor:
         return total / (self.window_size_ms(now_ms) / 1000.0)
 
     # ---- ClientQuotaManager --------------------------------------------------------------------------------
-    def record(self, value: float, now_ms: int) -> int:
-        """Record `value` at `now_ms`; the throttle time in ms (0 when the rate stays within the bound)."""
+    def record(self, value: float, now_ms: int, max_throttle_ms: int | None = None) -> int:
+        """Record `value` at `now_ms`; the throttle time in ms (0 when the rate stays within the bound), at most
+        `max_throttle_ms` when given (boundedThrottleTime)."""
         self._add(value, now_ms)
         observed = self.rate(now_ms)
         if observed <= self.bound:
             return 0
-        return round((observed - self.bound) / self.bound * self.window_size_ms(now_ms))
+        throttle_ms = round((observed - self.bound) / self.bound * self.window_size_ms(now_ms))
+        return throttle_ms if max_throttle_ms is None else min(throttle_ms, max_throttle_ms)
 
     def unrecord(self, value: float, now_ms: int) -> None:
         """A throttled Fetch returns nothing: what was recorded for it is taken back (unrecordQuotaSensor)."""

@@ -199,6 +199,15 @@ def test_the_quota_sensor_throttles_as_kafkas_rate_does():
     assert sensor.record(1, 30_000) == 0
 
 
+def test_the_request_quotas_throttle_is_one_window_at_most_as_kafka_bounds_it():
+    sensor = QuotaSensor(10.0)  # 10% of a core, as a session's listener measures its requests
+    # a whole core for 10 s, the least window measured: (100 - 10) / 10 * 10,000 ms unbounded, as a byte quota throttles
+    assert QuotaSensor(10.0).record(1000.0, 0) == 90_000
+    assert sensor.record(1000.0, 0, max_throttle_ms=1000) == 1000
+    assert sensor.record(1.0, 0, max_throttle_ms=1000) == 1000  # still over: another window, no more
+    assert sensor.record(1.0, 30_000, max_throttle_ms=1000) == 0
+
+
 def test_a_produce_over_the_quota_is_answered_at_once_with_its_throttle_time_and_its_connection_waits_that_long():
     core = core_for("3.9", topics={"orders": 1}, producer_byte_rate="10000")
     client = Client(core)
