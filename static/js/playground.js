@@ -1,8 +1,7 @@
 // The dashboard's own few lines: errors as toasts, the produce dialog, copy links, keyboard shortcuts, keeping the
 // partition strips scrolled to their newest end, a drive link's hand-over, and the time slider (this viewer only:
 // it asks the server over the websocket for step k and holds live updates until "back to live"). Everything else
-// is live.js on a session page (the forms' posts, the out-of-band swaps of the panels the server pushes), htmx and
-// its ws extension on the other pages; both fire htmx's events, which these lines listen to. Its words
+// is htmx (POST commands) and the htmx ws extension (out-of-band swaps of the panels the server pushes). Its words
 // come from the page's catalogue (gettext: playground/web/jscatalog.py).
 (function () {
   "use strict";

@@ -170,16 +170,8 @@ def test_it_plays_free_play_with_two_viewers(page, server, browser):
 
     # Bad input shows a message and changes nothing.
     version = _version(page)
-    page.evaluate(  # a form posted as the page's own are (hx-post: live.js posts it), with a topic that is not there
-        """() => {
-        const f = document.createElement('form');
-        f.setAttribute('hx-post', location.pathname + 'produce/');
-        for (const [k, v] of Object.entries({actor: 'A', topic: 'nope', value: 'x'})) {
-            const i = document.createElement('input'); i.name = k; i.value = v; f.appendChild(i);
-        }
-        document.body.appendChild(f);
-        f.requestSubmit();
-    }"""
+    page.evaluate(
+        """() => htmx.ajax('POST', location.pathname + 'produce/', {values: {actor: 'A', topic: 'nope', value: 'x'}, swap: 'none'})"""
     )
     page.locator("#toast.show").wait_for(timeout=5000)
     assert "topic" in page.locator("#toast").inner_text().lower()
