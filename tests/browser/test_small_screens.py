@@ -6,6 +6,7 @@ before it resets."""
 from __future__ import annotations
 
 import re
+import time
 
 import pytest
 
@@ -142,7 +143,10 @@ def test_it_asks_before_the_x_key_starts_the_scenario_again(browser, server):
 
     page.once("dialog", lambda d: answer(d, False))
     page.keyboard.press("x")
-    page.wait_for_function("() => true")  # the confirm is synchronous: by now it was answered
+    # the dialog reaches this side as an event: wait for it (a busy machine delivers it late), generously capped
+    deadline = time.monotonic() + 15
+    while not asked and time.monotonic() < deadline:
+        page.wait_for_timeout(50)
     assert asked == ["Start the scenario again? Every step taken so far is undone."]
     assert page.locator("#p-header .cursor").get_attribute("data-step") == "3"
     before = _version(page)
