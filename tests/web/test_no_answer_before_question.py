@@ -1,9 +1,9 @@
 """No exercise shows a question's answer before its step has run (issue 33). An attendee of a room walks every step of
 every exercise of the library with librdkafka and with the Java client, answering each question as it comes; at
 every point, in English and in Chinese, what the page shows (the narrative and its notes, the header, the producers'
-cards and badges, the consumers' cards and tables, the goal, the partitions' strips, the protocol timeline), the
-session's timeline page and its command log (log.json), the room's board card, the session's compare and the
-gallery's card hold none of the open question's answer as playground/scenario/answers.py names it, and the open
+cards and badges, the consumers' cards and tables, the goal, the partitions' strips, the protocol timeline, the
+time slider, the coordinator, groups, anomalies, app's-view and database panels), the session's timeline page and
+its command log (log.json), the room's board card, the session's compare and the gallery's card hold none of the open question's answer as playground/scenario/answers.py names it, and the open
 question's client shows nothing that tells what its step will do ("answer question N to see")."""
 
 from __future__ import annotations
@@ -51,6 +51,9 @@ def _regions(page: str) -> Iterator[tuple[str, str]]:
     yield "goal", re.sub(r'<div class="question".*?</div></div>', "", exercise, flags=re.S)
     yield "strips", _strips(_between(page, 'id="p-logs"', "</section>"))
     yield "timeline", _between(page, 'id="p-timeline"', "</section>")
+    for panel in ("scrubber", "coordinator", "groups", "anomalies", "truth", "database"):  # where a session has it
+        if f'id="p-{panel}"' in page:
+            yield panel, _between(page, f'id="p-{panel}"', "</section>")
 
 
 def _strips(fragment: str) -> str:
@@ -246,3 +249,20 @@ def test_it_tells_why_a_consumer_has_nothing_once_the_question_about_its_poll_ha
     page = readers["en"].get(f"/s/{sid}/").content.decode()
     assert "answer question 1" not in page and _text(_consumers(page)).count("held: behind LSO 0") == 3
     assert _text(_consumers(page)).count("answer question 2 to see") == 3  # now ru's poll is the one asked about
+
+
+def test_it_tells_in_log_json_and_on_the_slider_that_a_producer_was_fenced_once_its_question_has_run():
+    _fac, _w, readers, sid = _room("ex-who-is-fenced", "librdkafka")
+    _to_question(sid, 3)
+    produce = [e for e in _log(readers["zh"], sid) if "A.produce" in str(e.get("step"))][-1]
+    assert produce["outcome"] == "INVALID_PRODUCER_EPOCH"  # question 2's answer, told
+    assert "fenced" not in produce and produce["held_back"] == "回答第 3 题后可见"
+    page = readers["en"].get(f"/s/{sid}/").content.decode()
+    assert "(fenced A)" not in _between(page, 'id="p-scrubber"', "</svg>")
+    live = session.load(sid)
+    session.predict(sid, live.cursor, 1)
+    session.step(sid)
+    produce = [e for e in _log(readers["en"], sid) if "A.produce" in str(e.get("step"))][-1]
+    assert produce["fenced"] == ["A"] and "held_back" not in produce
+    page = readers["en"].get(f"/s/{sid}/").content.decode()
+    assert "(fenced A)" in _between(page, 'id="p-scrubber"', "</svg>")
