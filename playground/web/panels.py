@@ -202,7 +202,8 @@ def scrubber(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
     scale = SCRUB_WIDTH / max(n, 1)
     ticks = " ".join(f"M{round((i + 1) * scale, 1)} 9V17" for i in range(n)) if 0 < n <= SCRUB_TICKS_MAX else ""
     marks, seen = [], set()
-    asked = asked_about(live)
+    # only a command that fenced a producer can tell the open question's answer (panelparts.unfenced)
+    asked = asked_about(live) if any(live.commands[seq].get("fenced") for seq, _kind in live.marks) else None
     for seq, kind in live.marks:
         entry = unfenced(live.commands[seq], asked)
         if entry is not live.commands[seq]:
