@@ -7,6 +7,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from django.utils.translation import gettext as _
+
 from playground.session import limits
 from playground.web import cut
 
@@ -80,6 +82,20 @@ def asked_about(live: Any) -> Any:
     from playground.scenario.exercise import asked
 
     return asked(live)
+
+
+def unfenced(entry: Mapping[str, Any], asked: Any) -> Mapping[str, Any]:
+    """A command's entry (log.json, the time slider) while a question about `asked.actor`'s step is open: the
+    producers it left fenced leave that client out, since its being fenced tells what its step will do (librdkafka
+    turned a refusal into the fatal _FENCED, kafka-clients into an abortable error), and `held_back` says to answer
+    first. Its outcome stays: an earlier question's step gave it, and that question has been answered."""
+    fenced = entry.get("fenced") or ()
+    if asked is None or asked.actor not in fenced:
+        return entry
+    out = {k: v for k, v in entry.items() if k != "fenced"}
+    if rest := [n for n in fenced if n != asked.actor]:
+        out["fenced"] = rest
+    return out | {"held_back": _("answer question %(n)s to see") % {"n": asked.number}}
 
 
 def held_back(card: dict[str, Any], number: int) -> dict[str, Any]:

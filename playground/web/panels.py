@@ -16,7 +16,7 @@ from typing import Any
 
 from playground.engine.spec import PRODUCER_ACTIONS
 from playground.session import external, live_only
-from playground.session.live import is_command
+from playground.session.live import is_command, mark_of
 from playground.web import cut
 from playground.web.apppanels import anomalies, database, truth
 from playground.web.grouppanels import groups
@@ -30,6 +30,7 @@ from playground.web.panelparts import (
     link,
     producer_colours,
     shown_first,
+    unfenced,
 )
 from playground.web.protocolpanels import connect, coordinator, quiet, timeline
 
@@ -201,13 +202,19 @@ def scrubber(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
     scale = SCRUB_WIDTH / max(n, 1)
     ticks = " ".join(f"M{round((i + 1) * scale, 1)} 9V17" for i in range(n)) if 0 < n <= SCRUB_TICKS_MAX else ""
     marks, seen = [], set()
+    # only a command that fenced a producer can tell the open question's answer (panelparts.unfenced)
+    asked = asked_about(live) if any(live.commands[seq].get("fenced") for seq, _kind in live.marks) else None
     for seq, kind in live.marks:
+        entry = unfenced(live.commands[seq], asked)
+        if entry is not live.commands[seq]:
+            kind = mark_of(entry)  # fenced no longer, the open question's client held back
+            if kind is None:
+                continue
         k = live.step_of(seq)
         column = (int(k * scale / SCRUB_COLUMN), kind)
         if column in seen:
             continue
         seen.add(column)
-        entry = live.commands[seq]
         if kind == "note":
             label, text = "note", dict(step_from_entry(entry["step"]).args.get("text", {}))
         elif external.is_external(entry):

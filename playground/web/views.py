@@ -30,6 +30,7 @@ from playground.session.backends import java_worker_waiting, not_configured
 from playground.session.export import as_scenario
 from playground.web import apppanels, broadcast, commands, forms, lists, pagecache, panels
 from playground.web.http import Refusal, answers_problems, client, problem, refuses_with, valid
+from playground.web.panelparts import asked_about, unfenced
 from playground.web.roomviews import room_context
 
 log = logging.getLogger(__name__)
@@ -276,6 +277,9 @@ def session_log(request: HttpRequest, sid: str) -> HttpResponse:
         href,
         external_from,
     )
+    # an exercise's open question holds back what the log would tell of its client (panelparts.unfenced)
+    asked = asked_about(live)
+    page["commands"] = [unfenced(entry, asked) for entry in page["commands"]]
     return JsonResponse(
         {
             "id": sid,

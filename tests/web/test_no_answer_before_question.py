@@ -1,18 +1,21 @@
 """No exercise shows a question's answer before its step has run (issue 33). An attendee of a room walks every step of
 every exercise of the library with librdkafka and with the Java client, answering each question as it comes; at
 every point, in English and in Chinese, what the page shows (the narrative and its notes, the header, the producers'
-cards and badges, the consumers' cards and tables, the goal), the room's board card, the session's compare and the
-gallery's card hold none of the open question's answer as playground/scenario/answers.py names it, and the open
+cards and badges, the consumers' cards and tables, the goal, the partitions' strips, the protocol timeline, the
+time slider, the coordinator, groups, anomalies, app's-view and database panels), the session's timeline page and
+its command log (log.json), the room's board card, the session's compare and the gallery's card hold none of the open question's answer as playground/scenario/answers.py names it, and the open
 question's client shows nothing that tells what its step will do ("answer question N to see")."""
 
 from __future__ import annotations
 
 import html
+import json
 import re
 from collections.abc import Iterator
 
 import pytest
 from django.test import Client
+from django.utils import translation
 
 from playground import session
 from playground.models import Workshop
@@ -27,7 +30,9 @@ LANGS = {"en": "en", "zh": "zh-hans"}
 
 
 def _text(fragment: str) -> str:
-    return html.unescape(re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", fragment)))
+    """What a fragment says, its hover tips (a strip's cell, a timeline's arrow) included."""
+    tips = " ".join(re.findall(r' (?:title|data-tip)="([^"]*)"', fragment))
+    return html.unescape(re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", fragment) + " " + tips))
 
 
 def _between(page: str, start: str, end: str) -> str:
@@ -36,14 +41,35 @@ def _between(page: str, start: str, end: str) -> str:
 
 def _regions(page: str) -> Iterator[tuple[str, str]]:
     """What an attendee reads on the session page, region by region. Left out: the question being asked (its
-    choices), the partitions' own cursors (the logs panel and a table's caption say where the LSO is: that is the
-    state the question asks the attendee to reason from, not its answer) and the protocol timeline."""
+    choices) and the partitions' own cursors (a strip's marks and a table's caption say where the LSO is: that is
+    the state the question asks the attendee to reason from, not its answer)."""
     yield "header", _between(page, 'id="p-header"', "</fieldset>")
     yield "narrative", _between(page, 'id="p-narrative"', "</section>")
     yield "producers", _between(page, 'id="p-producers"', 'class="add-producer"')
     yield "consumers", re.sub(r"<caption>.*?</caption>", "", _consumers(page), flags=re.S)
     exercise = _between(page, 'id="p-exercise"', "</section>")
     yield "goal", re.sub(r'<div class="question".*?</div></div>', "", exercise, flags=re.S)
+    yield "strips", _strips(_between(page, 'id="p-logs"', "</section>"))
+    yield "timeline", _between(page, 'id="p-timeline"', "</section>")
+    for panel in ("scrubber", "coordinator", "groups", "anomalies", "truth", "database"):  # where a session has it
+        if f'id="p-{panel}"' in page:
+            yield panel, _between(page, f'id="p-{panel}"', "</section>")
+
+
+def _strips(fragment: str) -> str:
+    """The partitions' strips without their cursors (HW, LSO, LEO: the marks by a strip's name and at its slots)."""
+    fragment = re.sub(r'<small class="marks">.*?</small>', "", fragment, flags=re.S)
+    return re.sub(r'<i class="cur cur-\w+">\w+</i>', "", fragment)
+
+
+def _log(reader: Client, sid: str) -> list[dict]:
+    """The session's command log as log.json gives it, every page of it."""
+    out, href = [], f"/s/{sid}/log.json"
+    while href:
+        page = reader.get(href).json()
+        out += page["commands"]
+        href = page["next"]
+    return out
 
 
 def _consumers(page: str) -> str:
@@ -101,6 +127,13 @@ def test_it_shows_no_question_s_answer_before_its_step_has_run(scenario_id, clie
                 for region, fragment in _regions(page):
                     found += [f"{where}, {region}: {leak}" for leak in _leaks(_text(fragment), facts)]
                 found += _client_tells(page, live.steps[open_q], number, where)
+                timeline = _between(
+                    reader.get(f"/s/{sid}/timeline/").content.decode(), '<nav class="pager">', "</main>"
+                )
+                found += [f"{where}, timeline page: {leak}" for leak in _leaks(_text(timeline), facts)]
+                log = _log(reader, sid)
+                found += [f"{where}, log.json: {leak}" for leak in _leaks(json.dumps(log, ensure_ascii=False), facts)]
+                found += _fenced_tells(page, log, live.steps[open_q].actor, lang, where)
                 if asking:
                     if _compare_menu(page):
                         found.append(f"{where}: the session's compare menu is offered")
@@ -136,6 +169,24 @@ def _client_tells(page: str, step, number: int, where: str) -> list[str]:
                 cell = cells[2 + i]
                 if "✓" not in cell and "—" not in cell and f'data-ask="{number}"' not in cell:
                     out.append(f"{where}: {step.actor}'s column says {_text(cell).strip()!r}")
+    return out
+
+
+def _fenced_tells(page: str, log: list[dict], actor: str, lang: str, where: str) -> list[str]:
+    """The open question's client is not said to be fenced: not in log.json's entries (`fenced`), not on the time
+    slider's marks ("(fenced A)"): a client fenced before its step runs tells what the step will do (the fatal
+    _FENCED of librdkafka's commit), as its card's FENCED badge would."""
+    out = [
+        f"{where}: log.json's entry {e.get('step')!r} says {actor} was fenced"
+        for e in log
+        if actor in e.get("fenced", ())
+    ]
+    with translation.override(LANGS[lang]):
+        before, _, after = (translation.gettext("fenced %(who)s") % {"who": "\0"}).partition("\0")
+    who = r"[^()]*?(?<![\w-])" + re.escape(actor) + r"(?![\w-])[^()]*?"
+    for tip in re.findall(r'data-tip="([^"]*)"', _between(page, 'id="p-scrubber"', "</svg>")):
+        if re.search(re.escape(before) + who + re.escape(after) + r"\)", html.unescape(tip)):
+            out.append(f"{where}: the time slider says {html.unescape(tip)!r}")
     return out
 
 
@@ -198,3 +249,20 @@ def test_it_tells_why_a_consumer_has_nothing_once_the_question_about_its_poll_ha
     page = readers["en"].get(f"/s/{sid}/").content.decode()
     assert "answer question 1" not in page and _text(_consumers(page)).count("held: behind LSO 0") == 3
     assert _text(_consumers(page)).count("answer question 2 to see") == 3  # now ru's poll is the one asked about
+
+
+def test_it_tells_in_log_json_and_on_the_slider_that_a_producer_was_fenced_once_its_question_has_run():
+    _fac, _w, readers, sid = _room("ex-who-is-fenced", "librdkafka")
+    _to_question(sid, 3)
+    produce = [e for e in _log(readers["zh"], sid) if "A.produce" in str(e.get("step"))][-1]
+    assert produce["outcome"] == "INVALID_PRODUCER_EPOCH"  # question 2's answer, told
+    assert "fenced" not in produce and produce["held_back"] == "回答第 3 题后可见"
+    page = readers["en"].get(f"/s/{sid}/").content.decode()
+    assert "(fenced A)" not in _between(page, 'id="p-scrubber"', "</svg>")
+    live = session.load(sid)
+    session.predict(sid, live.cursor, 1)
+    session.step(sid)
+    produce = [e for e in _log(readers["en"], sid) if "A.produce" in str(e.get("step"))][-1]
+    assert produce["fenced"] == ["A"] and "held_back" not in produce
+    page = readers["en"].get(f"/s/{sid}/").content.decode()
+    assert "(fenced A)" in _between(page, 'id="p-scrubber"', "</svg>")
