@@ -154,8 +154,9 @@ class Connection(asyncio.Protocol):
 
     def _hand_over(self) -> None:
         """Hand the frames read to the owner one at a time while the channel is open: not while its answers go
-        unread, nor while the core holds its earlier requests (a quota's throttle, a backlog). Kafka reads a
-        channel's next request once the answer to the last one is out."""
+        unread, nor while the core holds its earlier requests (a quota's throttle, a backlog), nor while its session
+        is throttled by the request quota. Kafka reads a channel's next request once the answer to the last one is
+        out."""
         while self.held and not self.muted & _HOLDING and self.transport is not None:
             self.owner._frames(self, [self.held.popleft()])
 
@@ -219,7 +220,11 @@ class Connection(asyncio.Protocol):
             self.transport.close()
 
 
-_HOLDING = frozenset({UNREAD, QUEUE})  # while muted for these, what was read is not handed over either
+# While muted for these, what was read is not handed over either: Kafka would not have read it yet (one request at a
+# time per channel). A throttled session's connections hold theirs too (KIP-219 mutes the channel for the throttle):
+# handed over, a chunk of a thousand pipelined requests ran on past the throttle, holding the listeners' thread for
+# seconds at a time on a busy machine.
+_HOLDING = frozenset({UNREAD, QUEUE, QUOTA})
 
 
 def close_idle(conns: Mapping[int, Connection], idle_ms: int, label: str) -> None:
