@@ -115,7 +115,8 @@ def checkpoint_budget_bytes() -> int:
     return int(float(getattr(settings, "PLAYGROUND_CHECKPOINT_MB", 256)) * 1024 * 1024)
 
 
-def _serving(live: Live) -> bool:
+def serving(live: Live) -> bool:
+    """Whether this process feeds the session's external clients: its backend holds what the log does not yet."""
     from playground.session.external import OWNER
 
     return bool(live.pending or live.ext_inputs or (live.listen and live.listen.get("owner") == OWNER))
@@ -173,7 +174,7 @@ class Cache:
             self._items.move_to_end(live.session_id)
             # a session whose external clients this process serves is kept: its backend holds what they sent
             # that the log does not hold yet (session/listener.py)
-            for sid in [s for s, lv in self._items.items() if not _serving(lv)][: max(0, len(self._items) - size)]:
+            for sid in [s for s, lv in self._items.items() if not serving(lv)][: max(0, len(self._items) - size)]:
                 evicted.append(self._items.pop(sid))
         for old in evicted:
             self._close(old)

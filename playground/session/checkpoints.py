@@ -63,6 +63,9 @@ def maybe_store(live: Live) -> bool:
     if live.ext_inputs or live.pending or live_only(live.backend_name):
         return False
     length = live.length
+    if (length, live.row_ids[length - 1]) in index(live):
+        live.replay_ms = 0.0  # another process stored it first: this one is replaying what that one did
+        return False
     cp = live.checkpoints.get(length)
     try:
         if cp is None:
@@ -142,13 +145,16 @@ def load(session_id: str, length: int, last_row: int) -> Checkpoint | None:
     return cp if isinstance(cp, Checkpoint) else None
 
 
-def latest_valid(session_id: str, log_length: int) -> tuple[int, int] | None:
-    """(length, last row) of the newest stored checkpoint of this code whose last row is still live in the log of
-    `log_length` entries, or None (the caller has no Live yet: it checks against the database)."""
+def latest_valid(session_id: str, log_length: int, *, after: int = 0) -> tuple[int, int] | None:
+    """(length, last row) of the newest stored checkpoint of this code past `after` entries whose last row is still
+    live in the log of `log_length` entries, or None (the caller has no Live of that log: it checks against the
+    database)."""
     from playground.session import store
 
     candidates = list(
-        StoredCheckpoint.objects.filter(session_id=session_id, code=code_fingerprint(), length__lte=log_length)
+        StoredCheckpoint.objects.filter(
+            session_id=session_id, code=code_fingerprint(), length__gt=after, length__lte=log_length
+        )
         .order_by("-length")
         .values_list("length", "last_row")[:STORED_KEPT]
     )

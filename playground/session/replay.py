@@ -26,7 +26,7 @@ from playground.engine.spec import ActorSpec, ClusterSpec
 from playground.models import Command, Session
 from playground.session import checkpoints, external, store
 from playground.session.backends import DetachedBackend, build, cluster_problem, live_only
-from playground.session.cache import CACHE, CHECKPOINT_EVERY, thaw
+from playground.session.cache import CACHE, CHECKPOINT_EVERY, serving, thaw
 from playground.session.history import MOMENT_CHECKED_MAX
 from playground.session.live import (
     CommandError,
@@ -299,12 +299,12 @@ def _rebuilt(live: Live, row: Session) -> Live:
     return base
 
 
-def _from_stored(row: Session) -> Live | None:
-    """The session at its newest checkpoint stored with the log (None: none is, or none thaws): the backend thawed,
-    the log before it read (without payloads) and recorded as it was when the checkpoint was taken."""
+def _from_stored(row: Session, found: tuple[int, int] | None = None) -> Live | None:
+    """The session at its newest checkpoint stored with the log (or at `found`; None: none is, or none thaws): the
+    backend thawed, the log before it read (without payloads) and recorded as it was when the checkpoint was taken."""
     if not row.length:
         return None
-    found = checkpoints.latest_valid(row.id, row.length)
+    found = found or checkpoints.latest_valid(row.id, row.length)
     if found is None:
         return None
     length, last_row = found
@@ -334,8 +334,16 @@ def catch_up(row: Session) -> Live:
         live.running, live.listener_at = row.running, _beat(row)
         return live
     try:
+        # Another process went on and stored a checkpoint past our position: thawing it bounds what we replay as it
+        # bounds a first opening (ours could be thousands of requests behind: the whole log, after a kill -9 there).
+        ahead = (
+            None if live is None or serving(live) else checkpoints.latest_valid(row.id, row.length, after=live.length)
+        )
+        if ahead is not None:
+            CACHE.evict(row.id)
+            live = None
         if live is None:
-            live = _from_stored(row)
+            live = _from_stored(row, ahead)
             if live is not None:
                 replay(live, _rows(store.live_rows(row.id, start=live.length)))
             else:
@@ -350,6 +358,7 @@ def catch_up(row: Session) -> Live:
                 live = _rebuilt(live, row)
             else:
                 replay(live, _rows(rows[1:] if live.length else rows))
+            live.stored_checkpoints = None  # the other process may have stored some: read them again when wanted
     except Exception:
         CACHE.evict(row.id)
         if live is not None:

@@ -70,6 +70,33 @@ def test_another_process_opens_a_session_from_its_newest_stored_checkpoint_and_r
     assert opened.commands == entries and opened.length == 37 and opened.step_count == head.step_count
 
 
+def test_a_process_far_behind_thaws_the_newest_stored_checkpoint_rather_than_replay_up_to_it(counting, settings):
+    row = session.create(None, backend="counting")
+    polls(row.id, 1)
+    (behind,) = session.CACHE.take(lambda live: live.session_id == row.id)  # this process's copy, at one command
+    settings.PLAYGROUND_STORED_CHECKPOINT_MS = 0.0
+    polls(row.id, 30)  # in "another process": its checkpoints stored with the log
+    settings.PLAYGROUND_STORED_CHECKPOINT_MS = 1e12
+    polls(row.id, 4)
+    view = session.load(row.id).backend.view()
+    session.CACHE.take(lambda live: live.session_id == row.id)
+    session.CACHE.put(behind)  # back in this process, which saw none of it
+    counting.applied = 0
+    opened = session.load(row.id)
+    assert counting.applied == 4  # the tail after the newest stored checkpoint, not 34 commands
+    assert opened.backend.view() == view and opened.length == 35
+
+
+def test_it_stores_no_checkpoint_where_one_is_stored_already(counting, settings):
+    settings.PLAYGROUND_STORED_CHECKPOINT_MS = 0.0
+    row = session.create(None, backend="counting")
+    polls(row.id, 3)
+    live = session.load(row.id)
+    live.replay_ms = 1.0  # as if this process had replayed the third command after the one that stored it
+    assert not checkpoints.maybe_store(live)
+    assert stored_lengths(row.id) == [1, 2, 3]
+
+
 def test_a_step_before_the_head_opens_from_the_nearest_stored_checkpoint(counting, settings):
     settings.PLAYGROUND_STORED_CHECKPOINT_MS = 0.0
     row = session.create(None, backend="counting")
