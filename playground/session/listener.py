@@ -24,7 +24,8 @@ it (simserver/bounds.py, the `kafka_*` limits): the protocol core answers with K
 in force are recorded in the listen entry, so that a replay bounds the same way); here, in the sockets' layer, a
 frame over `socket.request.max.bytes` closes its connection, the requests being read share one memory pool for the
 process (`queued.max.request.bytes`), a connection that does not read its answers is not read (server.py), an idle
-one is closed, and the session's requests may take `request_percentage` of a core: past it every connection of the
+one is closed, and the session's requests may take `request_percentage` of a core (handling them, writing
+the answers, their timers: KIP-124 counts the network threads' time too): past it every connection of the
 session is muted for the throttle time, at most one quota window as Kafka bounds it (Kafka's request quota, measured
 in CPU time; the answers' throttle_time_ms carries only the byte quotas, which the core keeps). When the log holds `kafka_log_bytes` of the clients' requests,
 the listener stops, as it does when the log is full.
@@ -267,7 +268,6 @@ class SessionListener:
 
         cpu_s = time.thread_time()
         outputs = self._locked(go)
-        self._charge(time.thread_time() - cpu_s)
         if outputs is None:
             self.queued.extend(items)
             self._resync()
@@ -281,6 +281,8 @@ class SessionListener:
             if kind == external.DISCONNECT:
                 self.urgent = True  # a client went away: its card says so soon
         self._after()
+        # the network thread's time counts as the handlers' does (KIP-124): writing the answers, the timers
+        self._charge(time.thread_time() - cpu_s)
 
     def _charge(self, cpu_s: float) -> None:
         """The request quota: the CPU time the session's requests took; past `request_percentage` of a core, every
@@ -309,12 +311,14 @@ class SessionListener:
         self.timer = None
         if self.closed or self.resyncing:
             return
+        cpu_s = time.thread_time()
         outputs = self._locked(external.tick)
         if outputs is None:
             self._resync()
             return
         self._write(outputs)
         self._after()
+        self._charge(time.thread_time() - cpu_s)  # what its requests left for later (a fetch's wait) is theirs too
 
     def _write(self, outputs: list[Output]) -> None:
         for out in outputs:

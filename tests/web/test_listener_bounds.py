@@ -153,6 +153,29 @@ def test_a_client_taking_more_than_its_share_of_a_core_is_muted(client, sim_sess
     assert max(throttles) <= 1.0
 
 
+def test_the_request_quota_counts_the_time_writing_the_answers_too(client, sim_session, monkeypatch):
+    from playground.simserver import server
+
+    charged: list[float] = []
+    original_charge, original_write = listener.SessionListener._charge, server.Connection.write
+
+    def charge(self, cpu_s):
+        charged.append(cpu_s)
+        original_charge(self, cpu_s)
+
+    def slow_write(self, data):
+        spin_until = time.thread_time() + 0.05  # a network thread's time for one answer
+        while time.thread_time() < spin_until:
+            pass
+        original_write(self, data)
+
+    monkeypatch.setattr(listener.SessionListener, "_charge", charge)
+    monkeypatch.setattr(server.Connection, "write", slow_write)
+    admin = AdminClient({"bootstrap.servers": listen(client, sim_session.id), **QUIET})
+    admin.list_topics(timeout=10)
+    assert max(charged) >= 0.05  # Kafka's request quota records the network thread's time as well (KIP-124)
+
+
 def test_a_listener_whose_process_died_leaves_the_session_to_others_once_its_heartbeat_is_stale(client, sim_session):
     import datetime
 
