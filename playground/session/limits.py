@@ -147,6 +147,9 @@ BOUNDS: tuple[Bound, ...] = (
     ),
     Bound("kafka_fetch_bytes_per_s", 1024 * 1024, "session and broker", "bytes fetched a second (consumer_byte_rate)"),
     Bound("kafka_request_cpu_percent", 10, "session", "percent of a core its requests take (request_percentage)"),
+    Bound(
+        "kafka_connections_per_s", 20, "broker", "connections a broker accepts a second (max.connection.creation.rate)"
+    ),
     Bound("kafka_partitions_per_topic", 64, "topic", "partitions of a topic an application makes (policy)"),
     Bound("kafka_partitions", 128, "session", "partitions in all (policy)"),
     Bound("kafka_topics", 32, "session", "topics (policy)"),
@@ -278,6 +281,7 @@ def kafka_bounds() -> Bounds:
         producer_byte_rate=float(limit("kafka_produce_bytes_per_s")),
         consumer_byte_rate=float(limit("kafka_fetch_bytes_per_s")),
         request_percentage=float(limit("kafka_request_cpu_percent")),
+        max_connection_creation_rate=float(limit("kafka_connections_per_s")),
         policy_max_partitions_per_topic=limit("kafka_partitions_per_topic"),
         policy_max_partitions=limit("kafka_partitions"),
         policy_max_topics=limit("kafka_topics"),

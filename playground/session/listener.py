@@ -27,7 +27,8 @@ process (`queued.max.request.bytes`), a connection that does not read its answer
 one is closed, and the session's requests may take `request_percentage` of a core (handling them, writing
 the answers, their timers: KIP-124 counts the network threads' time too): past it every connection of the
 session is muted for the throttle time, at most one quota window as Kafka bounds it (Kafka's request quota, measured
-in CPU time; the answers' throttle_time_ms carries only the byte quotas, which the core keeps). When the log holds `kafka_log_bytes` of the clients' requests,
+in CPU time; the answers' throttle_time_ms carries only the byte quotas, which the core keeps); each broker accepts
+`max.connection.creation.rate` connections a second (server.admit). When the log holds `kafka_log_bytes` of the clients' requests,
 the listener stops, as it does when the log is full.
 """
 
@@ -56,8 +57,8 @@ from playground.session.live import CommandError, Live, run_entry
 from playground.session.replay import load
 from playground.simserver.bounds import Bounds
 from playground.simserver.core import Output, ServerCore
-from playground.simserver.quotas import WINDOW_MS, QuotaSensor
-from playground.simserver.server import QUOTA, Connection, MemoryPool, after_core, close_idle
+from playground.simserver.quotas import WINDOW_MS, AcceptQuota, QuotaSensor
+from playground.simserver.server import QUOTA, Connection, MemoryPool, admit, after_core, close_idle
 
 log = logging.getLogger(__name__)
 
@@ -130,6 +131,7 @@ class SessionListener:
         # the request quota: CPU time its requests take, as a percentage of a core (monotonic milliseconds)
         rate = self.bounds.request_percentage
         self.request_quota = QuotaSensor(rate) if rate else None
+        self.accept_quotas: dict[int, AcceptQuota] = {}  # per broker: max.connection.creation.rate
         self.unthrottle: asyncio.TimerHandle | None = None
         self.buffered_inputs = 0
         self.label = f"session {sid} "  # how the log names this listener's connections
@@ -491,6 +493,7 @@ class SessionListener:
         self.last_activity = time.monotonic()
         if self.unthrottle is not None:
             conn.mute(QUOTA)  # the session is throttled: a new connection waits too
+        admit(conn, self.bounds.max_connection_creation_rate, self.accept_quotas)
         self._follow(True)
 
     def _frames(self, conn: Connection, frames: list[bytes]) -> None:

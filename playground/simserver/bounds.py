@@ -18,6 +18,8 @@ deployment's bounds, session/limits.py, and records them in its log so that a re
   the clients of this cluster (quotas.py; a Produce or Fetch over it is answered with `throttle_time_ms` and its
   connection is muted that long, KIP-219). `request_percentage` (none): the request quota, percent of a thread's
   time; it measures CPU time, so only the asyncio layer of a session's listener keeps it.
+- `max.connection.creation.rate` (none): connections a listener accepts a second; past it the next connection waits,
+  connected and unread, for the acceptor's throttle time (KIP-612; the asyncio layer, quotas.AcceptQuota).
 - A create-topic policy (`create.topic.policy.class.name` with these parameters: `sim.policy.max.partitions.per.topic`,
   `sim.policy.max.partitions` in all, `sim.policy.max.topics`, `sim.policy.max.message.bytes` for a topic's
   `max.message.bytes`): CreateTopics, CreatePartitions and auto-creation over them are refused with
@@ -56,6 +58,7 @@ class Bounds:
     producer_byte_rate: float | None = None
     consumer_byte_rate: float | None = None
     request_percentage: float | None = None
+    max_connection_creation_rate: float | None = None
     policy_max_partitions_per_topic: int | None = None
     policy_max_partitions: int | None = None
     policy_max_topics: int | None = None
@@ -95,13 +98,14 @@ CONFIG_KEYS = {
     "producer_byte_rate": "producer_byte_rate",
     "consumer_byte_rate": "consumer_byte_rate",
     "request_percentage": "request_percentage",
+    "max_connection_creation_rate": "max.connection.creation.rate",
     "policy_max_partitions_per_topic": "sim.policy.max.partitions.per.topic",
     "policy_max_partitions": "sim.policy.max.partitions",
     "policy_max_topics": "sim.policy.max.topics",
     "policy_max_message_bytes": "sim.policy.max.message.bytes",
     "retained_max_bytes": "sim.retained.max.bytes",
 }
-RATES = frozenset({"producer_byte_rate", "consumer_byte_rate", "request_percentage"})
+RATES = frozenset({"producer_byte_rate", "consumer_byte_rate", "request_percentage", "max_connection_creation_rate"})
 
 
 # ---------------------------------------------------------------------------------------------- topic configs

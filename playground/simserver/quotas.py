@@ -9,6 +9,7 @@ bound T measured over a window W is (O - T) / T * W, the time it takes for the r
 is recorded; the most a quota lets through in one go is T * (samples - 1) * window (getMaxValueInQuotaWindow, which
 bounds a Fetch's size). The request quota's throttle is at most one window (ClientRequestQuotaManager.throttleTime:
 QuotaUtils.boundedThrottleTime with maxThrottleTimeMs = quota.window.size.seconds); the byte quotas' are not bounded.
+The connection creation rate (KIP-612, `max.connection.creation.rate`) is a quota of the acceptor's: see AcceptQuota.
 
 Pure and deterministic: time is whatever the caller says (the simulator's virtual clock for the byte quotas of the
 protocol server; a monotonic clock for the request quota of a session's listener, which measures CPU time).
@@ -111,3 +112,20 @@ class QuotaSensor:
     def max_value_in_window(self) -> int:
         """The most one request may record without being throttled for sure (getMaxValueInQuotaWindow)."""
         return int(self.bound * (self.samples - 1) * self.window_ms / 1000)
+
+
+class AcceptQuota:
+    """`max.connection.creation.rate`, connections a second: the acceptor records each connection it accepts and,
+    over the rate, waits the throttle time (at most one window) before it hands that connection to a processor,
+    accepting nothing meanwhile (kafka.network.ConnectionQuotas: waitForConnectionSlot and
+    recordConnectionAndGetThrottleTimeMs). So a connection over the rate is connected, and not read until its turn."""
+
+    def __init__(self, rate: float) -> None:
+        self.sensor = QuotaSensor(rate)
+        self.free_at_ms = 0  # when the acceptor takes the next connection
+
+    def admit(self, now_ms: int) -> int:
+        """A connection arrived at `now_ms`: the milliseconds until it is handed over (0: at once)."""
+        at_ms = max(now_ms, self.free_at_ms)
+        self.free_at_ms = at_ms + self.sensor.record(1.0, at_ms, max_throttle_ms=self.sensor.window_ms)
+        return self.free_at_ms - now_ms

@@ -33,6 +33,7 @@ from playground.sim.cluster import Cluster
 from playground.simserver.apis import HANDLERS
 from playground.simserver.bounds import Bounds
 from playground.simserver.core import ServerCore
+from playground.simserver.quotas import AcceptQuota
 
 log = logging.getLogger("playground.simserver")
 
@@ -46,7 +47,7 @@ UNREAD_MAX_BYTES = 64 * 1024
 # defaults), so that what a client leaves unread stays small in the kernel too
 SOCKET_BUFFER_BYTES = 102_400
 IDLE_CHECK_S = 5.0
-QUEUE, UNREAD, QUOTA, MEMORY = "queue", "unread", "quota", "memory"  # why a connection is muted
+QUEUE, UNREAD, QUOTA, MEMORY, ACCEPT = "queue", "unread", "quota", "memory", "accept"  # why a connection is muted
 
 
 class MemoryPool:
@@ -224,7 +225,20 @@ class Connection(asyncio.Protocol):
 # time per channel). A throttled session's connections hold theirs too (KIP-219 mutes the channel for the throttle):
 # handed over, a chunk of a thousand pipelined requests ran on past the throttle, holding the listeners' thread for
 # seconds at a time on a busy machine.
-_HOLDING = frozenset({UNREAD, QUEUE, QUOTA})
+_HOLDING = frozenset({UNREAD, QUEUE, QUOTA, ACCEPT})
+
+
+def admit(conn: Connection, rate: float | None, quotas: dict[int, AcceptQuota]) -> None:
+    """`max.connection.creation.rate`, per broker as each broker's acceptor keeps it (`quotas`): a connection over the
+    rate is not read until the acceptor's throttle time has passed (quotas.AcceptQuota), so a client that reconnects
+    in a loop costs an accept, not a session's requests."""
+    if not rate:
+        return
+    quota = quotas.setdefault(conn.broker, AcceptQuota(rate))
+    delay_ms = quota.admit(int(time.monotonic() * 1000))
+    if delay_ms > 0:
+        conn.mute(ACCEPT)
+        asyncio.get_running_loop().call_later(delay_ms / 1000, conn.unmute, ACCEPT)
 
 
 def close_idle(conns: Mapping[int, Connection], idle_ms: int, label: str) -> None:
@@ -294,6 +308,7 @@ class SimServer:
         self.bounds = Bounds.from_config(self.config)
         queued = self.bounds.queued_max_request_bytes
         self.pool = MemoryPool(queued if queued > 0 else None)
+        self.accept_quotas: dict[int, AcceptQuota] = {}
         self._idle: asyncio.TimerHandle | None = None
 
     # ------------------------------------------------------------------------------------------------ time
@@ -402,6 +417,7 @@ class SimServer:
     def _opened(self, conn: Connection) -> None:
         assert self._loop is not None
         self._conns[conn.conn_id] = conn
+        admit(conn, self.bounds.max_connection_creation_rate, self.accept_quotas)
         if self._paused_at is not None:
             self._wall_base += self._loop.time() - self._paused_at
             self._paused_at = None

@@ -5,7 +5,7 @@ client quotas that throttle, size-based retention and the disk. Driven through t
 from __future__ import annotations
 
 from playground.protocol import records
-from playground.simserver.quotas import QuotaSensor
+from playground.simserver.quotas import AcceptQuota, QuotaSensor
 from tests.simserver.test_core import leader, part_of, produce
 from tests.simserver.wire import Client, batch, core_for, fetch_body, produce_body
 
@@ -206,6 +206,23 @@ def test_the_request_quotas_throttle_is_one_window_at_most_as_kafka_bounds_it():
     assert sensor.record(1000.0, 0, max_throttle_ms=1000) == 1000
     assert sensor.record(1.0, 0, max_throttle_ms=1000) == 1000  # still over: another window, no more
     assert sensor.record(1.0, 30_000, max_throttle_ms=1000) == 0
+
+
+def test_the_acceptor_takes_connections_at_the_creation_rate_once_a_burst_has_passed():
+    quota = AcceptQuota(20.0)  # max.connection.creation.rate
+    delays = [quota.admit(0) for _ in range(205)]
+    assert delays[:200] == [0] * 200  # 200 in the least window measured (10 s) is 20 a second
+    # then the acceptor waits the throttle before each: one every 50 ms, each behind the one before
+    assert delays[200:] == [50, 100, 150, 200, 250]
+    reconnecting = AcceptQuota(20.0)
+    served_at = [t + reconnecting.admit(t) for t in range(0, 60_000, 3)]  # a client reconnecting every 3 ms
+    assert 1100 <= sum(at <= 60_000 for at in served_at) <= 1400  # about 20 a second, not 333
+
+
+def test_the_acceptors_throttle_is_one_window_at_most():
+    quota = AcceptQuota(1.0)
+    delays = [quota.admit(0) for _ in range(14)]
+    assert delays[10:] == [1000, 2000, 3000, 4000]  # ConnectionQuotas caps each wait at quota.window.size.seconds
 
 
 def test_a_produce_over_the_quota_is_answered_at_once_with_its_throttle_time_and_its_connection_waits_that_long():

@@ -92,6 +92,30 @@ async def test_a_muted_client_that_reads_again_is_answered_everything_in_order()
 
 
 @pytest.mark.asyncio
+async def test_a_connection_over_the_creation_rate_is_connected_and_read_only_in_its_turn():
+    server, seen = await serve(**{"max.connection.creation.rate": "1"})
+    try:
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        clients = [await asyncio.open_connection("127.0.0.1", server.ports[1]) for _ in range(13)]
+        for i, (_reader, writer) in enumerate(clients):
+            writer.write(metadata_frame(i))
+        answered_after_s = []
+        for reader, _writer in clients:
+            size = struct.unpack(">i", await asyncio.wait_for(reader.readexactly(4), CAP_S))[0]
+            await asyncio.wait_for(reader.readexactly(size), CAP_S)
+            answered_after_s.append(loop.time() - started)
+        # ten in the least window measured (10 s) is the rate; the acceptor then waits a second before each
+        assert max(answered_after_s[:10]) < answered_after_s[12]
+        assert answered_after_s[12] >= 2.5
+        assert len(seen) == 13  # nothing lost: each answered in its turn
+        for _reader, writer in clients:
+            writer.close()
+    finally:
+        await server.close()
+
+
+@pytest.mark.asyncio
 async def test_an_idle_connection_is_closed_after_connections_max_idle_ms(monkeypatch):
     monkeypatch.setattr(server_module, "IDLE_CHECK_S", 0.1)
     server, _seen = await serve(**{"connections.max.idle.ms": "300"})

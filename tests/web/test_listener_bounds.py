@@ -176,6 +176,35 @@ def test_the_request_quota_counts_the_time_writing_the_answers_too(client, sim_s
     assert max(charged) >= 0.05  # Kafka's request quota records the network thread's time as well (KIP-124)
 
 
+def test_a_client_reconnecting_in_a_loop_is_accepted_at_the_connection_creation_rate(client, sim_session, settings):
+    import socket
+    import struct
+
+    from playground.protocol import messages
+
+    settings.PLAYGROUND_LIMITS = {"kafka_connections_per_s": 1}
+    host, port = listen(client, sim_session.id).split(",")[0].rsplit(":", 1)
+    (entry,) = [e for e in rows(sim_session.id) if external.LISTEN in e]
+    assert entry[external.LISTEN]["config"]["max.connection.creation.rate"] == "1.0"
+    body = messages.build(messages.request_class(18, 3), {"client_software_name": "t", "client_software_version": "1"})
+    payload = messages.encode_request(18, 3, 1, "reconnecting", body)
+    started = time.monotonic()
+    socks = [socket.create_connection((host, int(port)), timeout=30) for _ in range(13)]
+    try:
+        for sock in socks:
+            sock.sendall(struct.pack(">i", len(payload)) + payload)
+        answered_after_s = []
+        for sock in socks:
+            size = struct.unpack(">i", sock.recv(4, socket.MSG_WAITALL))[0]
+            assert len(sock.recv(size, socket.MSG_WAITALL)) == size
+            answered_after_s.append(time.monotonic() - started)
+    finally:
+        for sock in socks:
+            sock.close()
+    # ten in the least window measured (10 s) is the rate; past it the broker's acceptor waits before each connection
+    assert answered_after_s[12] >= 2.5 and max(answered_after_s[:10]) < answered_after_s[12]
+
+
 def test_a_listener_whose_process_died_leaves_the_session_to_others_once_its_heartbeat_is_stale(client, sim_session):
     import datetime
 
