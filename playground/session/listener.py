@@ -24,12 +24,12 @@ it (simserver/bounds.py, the `kafka_*` limits): the protocol core answers with K
 in force are recorded in the listen entry, so that a replay bounds the same way); here, in the sockets' layer, a
 frame over `socket.request.max.bytes` closes its connection, the requests being read share one memory pool for the
 process (`queued.max.request.bytes`), a connection that does not read its answers is not read (server.py), an idle
-one is closed, and the session's requests may take `request_percentage` of a core (handling them, writing
-the answers, their timers: KIP-124 counts the network threads' time too): past it every connection of the
-session is muted for the throttle time, at most one quota window as Kafka bounds it (Kafka's request quota, measured
-in CPU time; the answers' throttle_time_ms carries only the byte quotas, which the core keeps); each broker accepts
-`max.connection.creation.rate` connections a second (server.admit). When the log holds `kafka_log_bytes` of the clients' requests,
-the listener stops, as it does when the log is full.
+one is closed, and the session's requests may take `request_percentage` of a core (handling them, writing the answers,
+their timers: KIP-124 counts the network threads' time too): past it every connection of the session is muted for
+the throttle time, at most one quota window as Kafka bounds it (Kafka's request quota, measured in CPU time; the
+answers' throttle_time_ms carries only the byte quotas, which the core keeps); each broker accepts
+`max.connection.creation.rate` connections a second (server.admit). When the log holds `kafka_log_bytes` of the
+clients' requests, the listener stops, as it does when the log is full.
 """
 
 from __future__ import annotations

@@ -18,8 +18,9 @@ deployment's bounds, session/limits.py, and records them in its log so that a re
   the clients of this cluster (quotas.py; a Produce or Fetch over it is answered with `throttle_time_ms` and its
   connection is muted that long, KIP-219). `request_percentage` (none): the request quota, percent of a thread's
   time; it measures CPU time, so only the asyncio layer of a session's listener keeps it.
-- `max.connection.creation.rate` (none): connections a listener accepts a second; past it the next connection waits,
-  connected and unread, for the acceptor's throttle time (KIP-612; the asyncio layer, quotas.AcceptQuota).
+- `max.connection.creation.rate` (none): connections each broker's listener accepts a second; past it the next
+  connection waits, connected and unread, for the acceptor's throttle time (KIP-612; the asyncio layer,
+  quotas.AcceptQuota).
 - A create-topic policy (`create.topic.policy.class.name` with these parameters: `sim.policy.max.partitions.per.topic`,
   `sim.policy.max.partitions` in all, `sim.policy.max.topics`, `sim.policy.max.message.bytes` for a topic's
   `max.message.bytes`): CreateTopics, CreatePartitions and auto-creation over them are refused with

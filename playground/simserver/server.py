@@ -234,7 +234,9 @@ def admit(conn: Connection, rate: float | None, quotas: dict[int, AcceptQuota]) 
     in a loop costs an accept, not a session's requests."""
     if not rate:
         return
-    quota = quotas.setdefault(conn.broker, AcceptQuota(rate))
+    quota = quotas.get(conn.broker)
+    if quota is None:
+        quota = quotas[conn.broker] = AcceptQuota(rate)
     delay_ms = quota.admit(int(time.monotonic() * 1000))
     if delay_ms > 0:
         conn.mute(ACCEPT)
