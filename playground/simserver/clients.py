@@ -50,7 +50,18 @@ from typing import Any
 from playground.engine.values import identity
 from playground.protocol import records
 from playground.sim.groupview import assigned_partitions
-from playground.simserver.batches import text_of
+from playground.simserver.clientreads import (
+    delivered,
+    fetch_offsets,
+    group_of,
+    member_of,
+    next_offset,
+    partitions_named,
+    producer_of,
+    sent_records,
+    txn_producer,
+    written,
+)
 from playground.simserver.given import Given
 
 PRODUCER, CONSUMER, ADMIN = "producer", "consumer", "admin"
@@ -387,7 +398,7 @@ class Clients:
                 actor = self._new(PRODUCER, client_id, now_ms)
                 actor.transactional_id = txid
         elif name == "Produce":
-            batch_pid, batch_epoch = _producer_of(body)
+            batch_pid, batch_epoch = producer_of(body)
             if batch_pid is None:
                 return None
             if batch_pid >= 0:
@@ -397,13 +408,13 @@ class Clients:
             if actor is None:
                 actor = self._new(PRODUCER, client_id, now_ms)
         elif name in TXN_APIS:
-            txn_pid, txn_epoch = _txn_producer(name, body)
+            txn_pid, txn_epoch = txn_producer(name, body)
             actor = self._holding(txn_pid, txn_epoch) if txn_pid is not None else None
         elif name in GROUP_APIS:
-            group = _group_of(body)
+            group = group_of(body)
             if group is None:
                 return None
-            member_id, instance_id = _member_of(body)
+            member_id, instance_id = member_of(body)
             actor = self._member(group, member_id, instance_id)
             if actor is None and not member_id:
                 # a new member (JoinGroup), or an offset request of a consumer that is no member (assign()ed)
@@ -417,7 +428,7 @@ class Clients:
                 actor = self._tentative(client_id) or self._new(CONSUMER, client_id, now_ms)
             actor.group_id = group
         elif name in ("Fetch", "ListOffsets"):
-            tps = _partitions_named(name, body, self.topic_of)
+            tps = partitions_named(name, body, self.topic_of)
             actor = self._assigned(client_id, tps) or self._no_member(client_id, None, any_group=True)
             if actor is None and name == "Fetch":
                 actor = self._tentative(client_id) or self._first(CONSUMER, client_id)
@@ -569,7 +580,7 @@ class Clients:
                 tp = f"{name}-{int(part.index)}"
                 if part_error:
                     actor.rejected += count
-                    for key_value in _sent_records(found, 100):
+                    for key_value in sent_records(found, 100):
                         args = {"topic": name, "partition": int(part.index), "value": identity(key_value[1])}
                         if key_value[0] is not None:
                             args["key"] = identity(key_value[0])
@@ -581,7 +592,7 @@ class Clients:
                 else:
                     actor.committed += count
                 base = int(answer.get("base_offset", -1))
-                for offset, key_value in _written(core, tp, base, count):
+                for offset, key_value in written(core, tp, base, count):
                     args = {"topic": name, "partition": int(part.index), "value": identity(key_value[1])}
                     if key_value[0] is not None:
                         args["key"] = identity(key_value[0])
@@ -660,7 +671,7 @@ class Clients:
     def _fetch(self, core: Any, actor: Actor, request: Any, data: Mapping[str, Any], error: str | None) -> None:
         rc = int(getattr(request.body, "isolation_level", 0)) == 1
         actor.isolation = "read_committed" if rc else "read_uncommitted"
-        offsets = _fetch_offsets(request, core)
+        offsets = fetch_offsets(request, core)
         tag = self.answer_tag if self.answer_tag is not None else actor.syncs
         stale = tag < actor.syncs  # sent before the member's last SyncGroup answer
         again: set[tuple[str, int]] = set()  # the actor's own records fetched again after a rebalance
@@ -686,12 +697,12 @@ class Clients:
                 raw = part.get("records") or b""
                 if part.get("error_code") or not raw:
                     continue
-                got = _delivered(core, tp, raw, rc, part.get("aborted_transactions") or ())
+                got = delivered(core, tp, raw, rc, part.get("aborted_transactions") or ())
                 if fetched is not None:
                     # a batch is answered whole: the client skips its records before the offset it fetched from
                     # (kafka-clients' CompletedFetch, librdkafka's rd_kafka_msgset_reader)
                     got = [o for o in got if o >= fetched]
-                nxt = _next_offset(raw)
+                nxt = next_offset(raw)
                 if nxt is not None:
                     actor.positions[tp] = nxt
                 if not got:
@@ -783,140 +794,3 @@ _ANSWERS = {
     "OffsetCommit": Clients._offset_commit,
     "Fetch": Clients._fetch,
 }
-
-
-def _producer_of(body: Any) -> tuple[int | None, int]:
-    """The producer id and epoch of a Produce request's first batch (a request's batches are all one producer's)."""
-    for topic in body.topic_data:
-        for part in topic.partition_data:
-            try:
-                found = records.read_batches(part.records or b"")
-            except records.CorruptRecordError:
-                continue
-            if found:
-                return found[0].producer_id, found[0].producer_epoch
-    return None, -1
-
-
-def _txn_producer(name: str, body: Any) -> tuple[int | None, int]:
-    if name == "AddPartitionsToTxn":
-        pid = getattr(body, "v3_and_below_producer_id", None)
-        epoch = getattr(body, "v3_and_below_producer_epoch", -1)
-        if pid is None:
-            return None, -1
-        return int(pid), int(epoch)
-    return int(body.producer_id), int(body.producer_epoch)
-
-
-def _member_of(body: Any) -> tuple[str, str | None]:
-    """(member id, group.instance.id) a group request names (LeaveGroup v3+ and OffsetFetch v8+ in a list)."""
-    member_id = getattr(body, "member_id", None)
-    instance_id = getattr(body, "group_instance_id", None)
-    for listed in (getattr(body, "members", None) or ()) if not member_id else ():
-        member_id, instance_id = listed.member_id, listed.group_instance_id
-        break
-    if not member_id:
-        groups = getattr(body, "groups", None)
-        member_id = getattr(groups[0], "member_id", None) if groups else None
-    return str(member_id or ""), str(instance_id) if instance_id else None
-
-
-def _partitions_named(name: str, body: Any, topic_of: Callable[[Any], str | None]) -> set[str]:
-    """The partitions a Fetch or ListOffsets names (Fetch v13+ by topic id)."""
-    out = set()
-    for topic in getattr(body, "topics", None) or ():
-        topic_name = getattr(topic, "topic", None) if name == "Fetch" else getattr(topic, "name", None)
-        topic_name = topic_name or topic_of(getattr(topic, "topic_id", None))
-        for part in getattr(topic, "partitions", None) or ():
-            index = getattr(part, "partition", None) if name == "Fetch" else getattr(part, "partition_index", None)
-            if topic_name and index is not None:
-                out.add(f"{topic_name}-{int(index)}")
-    return out
-
-
-def _group_of(body: Any) -> str | None:
-    group = getattr(body, "group_id", None)
-    if group is None:
-        groups = getattr(body, "groups", None)  # OffsetFetch v8+
-        if groups:
-            group = groups[0].group_id
-    return str(group) if group else None
-
-
-def _written(core: Any, tp: str, base: int, count: int) -> list[tuple[int, tuple[Any, Any]]]:
-    """(offset, (key, value)) of the records a Produce appended at `base`, as the simulator's log holds them."""
-    if base < 0 or tp not in core.cluster.partitions:
-        return []
-    log = core.cluster.log(tp)
-    i = log.batch_index(base)
-    if i >= len(log.batches) or log.batches[i].base_offset != base:
-        return []
-    batch = log.batches[i]
-    return [(base + j, (batch.key_at(j), batch.values[j])) for j in range(min(count, len(batch.values)))]
-
-
-def _sent_records(batches: list[records.RecordBatch], limit: int) -> list[tuple[Any, Any]]:
-    """(key, value) of the records of batches a leader refused, as text where they are UTF-8 (at most `limit`)."""
-    out: list[tuple[Any, Any]] = []
-    for batch in batches:
-        try:
-            recs = batch.records()
-        except records.CorruptRecordError:
-            continue
-        out.extend((text_of(r.key), text_of(r.value)) for r in recs[: limit - len(out)])
-    return out
-
-
-def _fetch_offsets(request: Any, core: Any) -> dict[str, int]:
-    out = {}
-    for topic in request.body.topics:
-        name = getattr(topic, "topic", None)
-        if not name and getattr(topic, "topic_id", None) is not None:
-            name = core.topic_of(topic.topic_id)
-        if not name:
-            continue
-        for part in topic.partitions:
-            out[f"{name}-{int(part.partition)}"] = int(part.fetch_offset)
-    return out
-
-
-def _next_offset(raw: bytes) -> int | None:
-    try:
-        found = records.read_batches(raw)
-    except records.CorruptRecordError:
-        return None
-    return found[-1].next_offset if found else None
-
-
-def _delivered(core: Any, tp: str, raw: bytes, read_committed: bool, aborted: Iterable[Mapping[str, Any]]) -> list[int]:
-    """The offsets a consumer hands its application from a Fetch's records: the data records, without the aborted
-    transactions' when it reads committed (the client drops them by the answer's aborted-transaction list)."""
-    try:
-        found = records.read_batches(raw)
-    except records.CorruptRecordError:
-        return []
-    aborted_from: dict[int, int] = {}
-    for a in aborted:
-        pid, first = int(a["producer_id"]), int(a["first_offset"])
-        aborted_from[pid] = min(first, aborted_from.get(pid, first))
-    out: list[int] = []
-    for batch in found:
-        if batch.control:
-            continue
-        if (
-            read_committed
-            and batch.transactional
-            and batch.base_offset >= aborted_from.get(batch.producer_id, batch.next_offset)
-            and _fate(core, tp, batch.base_offset) == "aborted"
-        ):
-            continue
-        out.extend(range(batch.base_offset, batch.next_offset))
-    return out
-
-
-def _fate(core: Any, tp: str, offset: int) -> str | None:
-    log = core.cluster.log(tp)
-    i = log.batch_index(offset)
-    if i < len(log.batches) and log.batches[i].base_offset <= offset <= log.batches[i].last_offset:
-        return str(log.batches[i].fate())
-    return None
