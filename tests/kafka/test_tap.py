@@ -1,6 +1,6 @@
-"""`manage.py tap` in front of the real clusters (3.9.1, and 4.4.0 for the fence): confluent-kafka clients talk to
-the tap's bootstrap list, the tap reports what it saw on SIGTERM. Topics, transactional ids and groups are named
-`tap-<hex>-...`."""
+"""`manage.py tap` in front of the real clusters (3.9.1; 4.4.0 and 3.5.2 for the fence): confluent-kafka and
+kafka-clients talk to the tap's bootstrap list, the tap reports what it saw on SIGTERM. Topics, transactional ids and
+groups are named `tap-<hex>-...`."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from tests.kafka.conftest import ROOT, require_bootstrap
+from tests.kafka.conftest import ROOT, broker_control_for, require_bootstrap
 from tests.kafkatopics import create_topic, drop_topics
 
 pytestmark = pytest.mark.kafka
@@ -81,7 +81,7 @@ def client_ids_of(findings_part: dict | list) -> set[str]:
     return {c["client_id"] for c in clients if c}
 
 
-@pytest.mark.parametrize("kafka", ["3.9", "4"])
+@pytest.mark.parametrize("kafka", ["3.9", "4", pytest.param("3.5", marks=pytest.mark.kafka35)])
 def test_it_names_both_connections_and_the_fence_when_two_producers_share_a_transactional_id(tap, prefix, kafka):
     t = tap(kafka)
     topic = make_topic(require_bootstrap(kafka), prefix + "orders")
@@ -225,6 +225,56 @@ def test_it_runs_the_tap_bench_and_reports_every_kind_both_ways():
         assert r[kind]["p50"]["direct_ms"] > 0 and r[kind]["p99"]["tap_ms"] > 0
 
 
+def test_it_carries_transactions_on_through_a_broker_stopped_and_started(tap, prefix):
+    """The leader of a partition stops: the broker closes its connections, the tap closes the clients' connections to
+    that broker's listener, and the producer's next transaction goes, through the tap's rewritten Metadata, to the
+    new leaders; when the broker is back, so is its listener."""
+    from playground.kafka.brokers import run_broker_control
+
+    direct = require_bootstrap()
+    control = broker_control_for(direct)
+    if not control:
+        pytest.fail("no broker control for this cluster: set KAFKA_BROKER_CONTROL (or run it from tools/kafka)")
+    t = tap()
+    topic = make_topic(direct, prefix + "moving", partitions=3)
+    admin = AdminClient({"bootstrap.servers": direct})
+    leader = admin.list_topics(topic, timeout=30).topics[topic].partitions[0].leader
+    producer = Producer({"bootstrap.servers": t.bootstrap, "transactional.id": prefix + "mover",
+                         "client.id": prefix + "mover"})  # fmt: skip
+
+    def transaction(n: int) -> None:
+        producer.begin_transaction()
+        for p in range(3):
+            producer.produce(topic, value=f"t{n}-p{p}".encode(), partition=p)
+        producer.commit_transaction(WAIT_S)
+
+    producer.init_transactions(WAIT_S)
+    transaction(1)
+    stopped_at_ms = time.time() * 1000
+    run_broker_control(control, ROOT, "stop", leader, "stop the leader")
+    try:
+        transaction(2)  # the partitions it led have other leaders now: found through the tap
+        assert admin.list_topics(topic, timeout=30).topics[topic].partitions[0].leader != leader
+    finally:
+        restarted_at_ms = time.time() * 1000
+        run_broker_control(control, ROOT, "start", leader, "start it again")
+    deadline = time.monotonic() + WAIT_S
+    while len(AdminClient({"bootstrap.servers": t.bootstrap}).list_topics(timeout=30).brokers) < 3:
+        assert time.monotonic() < deadline, "the restarted broker never came back through the tap"
+        time.sleep(0.5)
+    transaction(3)
+    assert sorted(v.decode() for *_x, v, _h, _t in read_all(t.bootstrap, topic, 3, 9)) == sorted(
+        f"t{n}-p{p}" for n in (1, 2, 3) for p in range(3)
+    )
+    report = t.stop()
+    to_leader = [c for c in report["connections"] if c["broker"] == leader and c["opened_ms"] < stopped_at_ms]
+    assert to_leader, "no client connection went to the stopped broker's listener before it stopped"
+    # closed when their broker went away, before it was started again (not at the tap's stop)
+    assert all(c["closed_ms"] is not None and c["closed_ms"] < restarted_at_ms for c in to_leader)
+    ends = [e for c in report["connections"] for e in c["events"] if e["api"] == "EndTxn"]
+    assert [e["error"] for e in ends] == [None, None, None]
+
+
 def kafka_tool(*argv: str, stdin: str | None = None) -> str:
     done = subprocess.run(
         ["bash", str(ROOT / "tools" / "kafka" / "kafka.sh"), *argv],
@@ -292,14 +342,18 @@ def recording_tap(prefix):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_it_records_a_fence_on_kafka_as_a_session_whose_replay_shows_what_the_cluster_showed(prefix, recording_tap):
-    """Two confluent-kafka producers share a transactional.id through the tap in front of Kafka 3.9.1, which records
-    them as a session (in this process: the session lives in the test database); the session replayed from its
-    stored log has each partition's records at the cluster's offsets, its markers where the cluster has its gaps, what
-    read_committed reads there, and the fenced producer's error."""
+@pytest.mark.parametrize("client", ["librdkafka", "java"])
+def test_it_records_a_fence_on_kafka_as_a_session_whose_replay_shows_what_the_cluster_showed(
+    prefix, recording_tap, client
+):
+    """Two producers of one client library (confluent-kafka, or kafka-clients 3.9.1 in the Java worker) share a
+    transactional.id through the tap in front of Kafka 3.9.1, which records them as a session (in this process: the
+    session lives in the test database); the session replayed from its stored log has each partition's records at the
+    cluster's offsets, its markers where the cluster has its gaps, what read_committed reads there, and the fenced
+    producer's error."""
     direct, tap, recording, run = recording_tap
     topic = make_topic(direct, prefix + "orders", partitions=2)
-    _record_a_fence(direct, topic, prefix + "order-pay", prefix, tap, run, recording)
+    _record_a_fence(direct, topic, prefix + "order-pay", prefix, tap, run, recording, client)
 
 
 @pytest.mark.django_db(transaction=True)
@@ -339,14 +393,56 @@ def test_it_records_a_consumer_group_on_kafka_whose_commits_replay_under_the_sim
     assert external.inner_backend(live.backend).cluster.groups.committed(group) == upstream
 
 
-def _record_a_fence(direct: str, topic: str, txn: str, prefix: str, tap, run, recording) -> None:
+class JavaProducer:
+    """kafka-clients 3.9.1 in the Java worker (playground/kafka/java/Worker.java), answering the calls the recording
+    tests make of a confluent-kafka Producer; a Kafka exception is raised as KafkaException naming its class."""
+
+    def __init__(self, conf: dict) -> None:
+        from playground.kafka.java_worker import JavaActorProcess
+
+        self.proc = JavaActorProcess(conf["client.id"], "producer", {**conf, "max.block.ms": 30000}, release="3.9.1")
+
+    def _call(self, op: str, **args) -> None:
+        msg = self.proc.call(op, timeout_s=WAIT_S / 2, **args)
+        assert msg["ok"], msg
+        if msg["result"]["outcome"] != "ok":
+            raise KafkaException(msg["result"]["outcome"])
+
+    def init_transactions(self, _timeout_s: float) -> None:
+        self._call("init_transactions")
+
+    def begin_transaction(self) -> None:
+        self._call("begin_transaction")
+
+    def produce(self, topic: str, value: bytes, partition: int) -> None:
+        self._call("produce", topic=topic, partition=partition, key=None, value=value.decode(), wait=False)
+
+    def flush(self, _timeout_s: float) -> int:
+        self._call("flush")
+        return 0
+
+    def commit_transaction(self, _timeout_s: float) -> None:
+        self._call("commit_transaction")
+
+    def close(self) -> None:
+        self.proc.kill()
+
+
+PRODUCERS = {"librdkafka": Producer, "java": JavaProducer}
+SOFTWARE = {"librdkafka": "confluent-kafka-python", "java": "apache-kafka-java"}
+
+
+def _record_a_fence(direct: str, topic: str, txn: str, prefix: str, tap, run, recording, client: str) -> None:
     from playground import session
     from playground.session import external
     from playground.session.cache import CACHE
     from playground.sim import observation
 
+    make = PRODUCERS[client]
+    made = []
     try:
-        pay = Producer({"bootstrap.servers": tap.bootstrap, "transactional.id": txn, "client.id": prefix + "payment"})
+        pay = make({"bootstrap.servers": tap.bootstrap, "transactional.id": txn, "client.id": prefix + "payment"})
+        made.append(pay)
         pay.init_transactions(WAIT_S)
         pay.begin_transaction()
         for i in range(3):
@@ -355,9 +451,8 @@ def _record_a_fence(direct: str, topic: str, txn: str, prefix: str, tap, run, re
         pay.begin_transaction()
         pay.produce(topic, value=b"zombie", partition=1)
         pay.flush(WAIT_S)
-        monitor = Producer(
-            {"bootstrap.servers": tap.bootstrap, "transactional.id": txn, "client.id": prefix + "monitor"}
-        )
+        monitor = make({"bootstrap.servers": tap.bootstrap, "transactional.id": txn, "client.id": prefix + "monitor"})
+        made.append(monitor)
         monitor.init_transactions(WAIT_S)
         monitor.begin_transaction()
         monitor.produce(topic, value=b"m-1", partition=1)
@@ -365,8 +460,11 @@ def _record_a_fence(direct: str, topic: str, txn: str, prefix: str, tap, run, re
         with pytest.raises(KafkaException):
             pay.commit_transaction(WAIT_S)
         monitor.flush(WAIT_S)
-        del pay, monitor
     finally:
+        for producer in made:
+            if isinstance(producer, JavaProducer):  # a JVM to stop; a confluent-kafka one goes with its reference
+                producer.close()
+        del made
         run(tap.close())
     assert recording.stop()["state"] == "stopped"
     report = tap.report()
@@ -407,6 +505,10 @@ def _record_a_fence(direct: str, topic: str, txn: str, prefix: str, tap, run, re
     (fence,) = [f for f in report["findings"] if f["finding"] == "fence"]
     outcomes = [c.get("outcome") for c in live.commands if "ext" in c]
     assert fence["next_error"]["error"] in outcomes
+    # EndTxn v4 (kafka-clients 3.9) is answered PRODUCER_FENCED, librdkafka's older EndTxn INVALID_PRODUCER_EPOCH
+    assert fence["next_error"]["error"] == {"librdkafka": "INVALID_PRODUCER_EPOCH", "java": "PRODUCER_FENCED"}[client]
+    fencing = {c["connection"]: c for c in report["connections"]}[fence["fencing"]["connection"]]
+    assert fencing["software"]["name"] == SOFTWARE[client]
 
 
 def _fates(log: list[dict]) -> dict[int, str]:
