@@ -144,21 +144,45 @@ class RecordBatch:
         pos = 0
         keyed = False
         varint = _read_varint
+        # Varints of one byte (deltas, header counts, small keys) and two (the lengths of records and values under
+        # 8 KiB) are read here, not by a call: calls were most of this loop's time (py-spy under franz-go's ETL
+        # tests). Anything else, and anything near an end, goes through _read_varint, which says what is wrong.
         for _ in range(self.record_count):
-            length, pos = varint(data, pos)
+            b = data[pos] if pos + 1 < size else -1  # -1: near the end, _read_varint reads it
+            if 0 <= b < 0x80:
+                length, pos = (b >> 1) ^ -(b & 1), pos + 1
+            elif b >= 0 and data[pos + 1] < 0x80:
+                raw = (b & 0x7F) | (data[pos + 1] << 7)
+                length, pos = (raw >> 1) ^ -(raw & 1), pos + 2
+            else:
+                length, pos = varint(data, pos)
             end = pos + length
             if length < 0 or end > size:
                 raise CorruptRecordError("a record's length runs past the batch", "INVALID_RECORD")
-            _timestamp_delta, pos = varint(data, pos + 1)  # after the attributes, unused in v2
-            _offset_delta, pos = varint(data, pos)
+            pos += 1  # the attributes, unused in v2
+            for _delta in (0, 1):  # the timestamp delta, then the offset delta
+                if pos < end and data[pos] < 0x80:
+                    pos += 1
+                else:
+                    _value, pos = varint(data, pos)
             for field in (0, 1):  # the key, then the value: a length (-1 for null) and that many bytes
-                length, pos = varint(data, pos)
+                b = data[pos] if pos + 1 < end else -1  # -1: near the end, _read_varint reads it
+                if 0 <= b < 0x80:
+                    length, pos = (b >> 1) ^ -(b & 1), pos + 1
+                elif b >= 0 and data[pos + 1] < 0x80:
+                    raw = (b & 0x7F) | (data[pos + 1] << 7)
+                    length, pos = (raw >> 1) ^ -(raw & 1), pos + 2
+                else:
+                    length, pos = varint(data, pos)
                 if length >= 0:
                     keyed = keyed or field == 0
                     pos += length
                     if pos > size:
                         raise CorruptRecordError("a record's key, value or header runs past its end", "INVALID_RECORD")
-            _headers, pos = _read_headers(data, pos)
+            if pos < end and data[pos] == 0:  # no headers
+                pos += 1
+            else:
+                _headers, pos = _read_headers(data, pos)
             if pos != end:
                 raise CorruptRecordError("a record whose fields do not add up to its length", "INVALID_RECORD")
         if pos != size:

@@ -255,10 +255,15 @@ def close_idle(conns: Mapping[int, Connection], idle_ms: int, label: str) -> Non
 def after_core(conns: Mapping[int, Connection], core: ServerCore) -> None:
     """After the core ran: each connection's memory of the requests it is done with goes back to the pool, and a
     connection whose requests the core holds back (queued past MAX_QUEUED_REQUESTS, or muted by a quota's throttle)
-    is not read until it lets them go."""
+    is not read until it lets them go. Only the connections the core touched since can have changed (a throttle's
+    end touches its connection too)."""
     now = core.now_ms
-    for conn in list(conns.values()):
-        state = core.conns.get(conn.conn_id)
+    touched, core.touched = core.touched, set()
+    for conn_id in touched:
+        conn = conns.get(conn_id)
+        if conn is None:
+            continue
+        state = core.conns.get(conn_id)
         if state is None:
             conn.settle(0)
             conn.unmute(QUEUE)

@@ -381,3 +381,44 @@ def test_the_clients_history_keeps_a_bounded_part_of_each_value_the_log_keeps_th
     (values,) = {op["args"]["value"] for op in core.clients.ops if op["action"] == "produce"}
     assert len(values) < 200 and "100,000 characters, sha256" in values  # UTF-8: shown as text
     assert core.cluster.log("orders-0").batches[0].values[0] == "x" * 100_000
+
+
+class _Socket:
+    """What after_core sees of a server's connection: its mutes, and how many requests it last settled to."""
+
+    def __init__(self) -> None:
+        self.muted: set[str] = set()
+        self.in_core: int | None = None
+
+    def settle(self, in_core: int) -> None:
+        self.in_core = in_core
+
+    def mute(self, why: str) -> None:
+        self.muted.add(why)
+
+    def unmute(self, why: str) -> None:
+        self.muted.discard(why)
+
+
+def test_after_core_looks_only_at_connections_the_core_touched_and_reads_a_throttled_one_again_when_it_ends():
+    from playground.simserver.server import QUEUE, after_core
+
+    core = core_for("3.9", topics={"orders": 1, "other": 1}, producer_byte_rate="10000")
+    flooder, quiet = Client(core), Client(core, "quiet", first_conn=100)
+    broker = leader(core, "orders-0")
+    quiet.call(broker, FETCH, 11, fetch_body("other", 0, 0), wait_ms=0)
+    sockets = {flooder.conn(broker): _Socket(), quiet.conn(broker): _Socket()}
+    after_core(sockets, core)
+    assert sockets[quiet.conn(broker)].in_core == 0
+    sockets[quiet.conn(broker)].in_core = None
+    throttles = [throttle_ms(produce(flooder, ("orders", 0), batch([value(9000)]))) for _ in range(12)]
+    after_core(sockets, core)
+    throttled = sockets[flooder.conn(broker)]
+    assert QUEUE in throttled.muted and throttled.in_core == 0
+    assert sockets[quiet.conn(broker)].in_core is None  # nothing of its changed: not looked at
+    core.advance(core.now_ms + throttles[-1] - 1)
+    after_core(sockets, core)
+    assert QUEUE in throttled.muted
+    core.advance(core.now_ms + 2)  # the throttle's end touches the connection: nothing else does
+    after_core(sockets, core)
+    assert QUEUE not in throttled.muted
