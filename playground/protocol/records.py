@@ -146,7 +146,8 @@ class RecordBatch:
         varint = _read_varint
         # Varints of one byte (deltas, header counts, small keys) and two (the lengths of records and values under
         # 8 KiB) are read here, not by a call: calls were most of this loop's time (py-spy under franz-go's ETL
-        # tests). Anything else, and anything near an end, goes through _read_varint, which says what is wrong.
+        # tests), so the same few lines appear twice below on purpose: a helper would be the call they save. Anything
+        # else, and anything near an end, goes through _read_varint, which says what is wrong.
         for _ in range(self.record_count):
             b = data[pos] if pos + 1 < size else -1  # -1: near the end, _read_varint reads it
             if 0 <= b < 0x80:

@@ -21,7 +21,9 @@ A zh page (and the scripts' words for it: the djangojs catalogue) says everythin
   and text between backticks hold a scenario file, a command or a program: any word, but no run of three English
   words with one that only prose has (the, in, this, what...: prose hiding in code).
 - **What the user wrote**: a scenario file's texts (its zh ones, or a plain string) and names (actors, topics,
-  groups, values, SQL, ids, tags), and what a test typed (a room's title, an attendee's name).
+  groups, values, SQL, ids, tags), and what a test typed (a room's title, an attendee's name). The library's own zh
+  texts are held to the rule all the same (test_zh_pages.py), with PROSE_TERMS besides: DEBUG, ERROR, GC, OOM, Bean
+  and Pod, as Chinese engineering prose writes them.
 - **The page's own badges are words, not names**: FENCED, DISCONNECTED, RUNNING, CRASHED and CLOSED say what the
   page saw (no Kafka client has such a state) and are translated (已被隔离, 已断开, 运行中, 已崩溃, 已关闭).
 - **Text marked `lang="en"`**: the language switch's "English" (addressed to readers of English), and a client's or
@@ -75,6 +77,10 @@ ABBREVIATIONS = frozenset(
     {"LSO", "HW", "LEO", "PID", "KIP", "RPC", "ID", "NUL", "UTC", "IP", "URL", "API", "EOS", "README", "Cookie"}
 )
 KEYS = frozenset({"Esc", "Tab", "Enter"})
+# Words of the trade that Chinese engineering prose keeps in Latin letters, allowed in the library's zh texts (which
+# tell incidents): a log's levels as the log prints them, the JVM's and the kernel's GC and OOM, Spring's Bean and
+# Kubernetes' Pod (their Chinese documentation writes them so).
+PROSE_TERMS = frozenset({"DEBUG", "ERROR", "GC", "OOM", "Bean", "Pod"})
 SWITCH = ("English", "Switch to English")  # the language switch, in the language it switches to
 UNITS = frozenset({"ms", "KB", "MB", "GB", "KiB", "MiB"})
 # The process's own states: CLIENT_STATES lists them for `expect:`, but no Kafka client has them.
