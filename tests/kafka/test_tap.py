@@ -460,11 +460,12 @@ def _record_a_fence(direct: str, topic: str, txn: str, prefix: str, tap, run, re
         with pytest.raises(KafkaException):
             pay.commit_transaction(WAIT_S)
         monitor.flush(WAIT_S)
+        del pay, monitor  # a confluent-kafka producer goes with its last reference
     finally:
         for producer in made:
-            if isinstance(producer, JavaProducer):  # a JVM to stop; a confluent-kafka one goes with its reference
+            if isinstance(producer, JavaProducer):  # a JVM to stop
                 producer.close()
-        del made
+        made.clear()
         run(tap.close())
     assert recording.stop()["state"] == "stopped"
     report = tap.report()
