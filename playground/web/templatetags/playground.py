@@ -1,9 +1,12 @@
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
+from html import escape as _e
 from typing import Any
 
 from django import template
+from django.utils.safestring import mark_safe
 from django.utils.translation import gettext_noop as N_
 
 from playground.scenario.exercise import is_exercise as _is_exercise
@@ -86,10 +89,23 @@ def short(value: Any, n: int = 12) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
-# ---- The hot loops, rendered in Python: one render per event, for every viewer, must stay in single milliseconds.
-from html import escape as _e  # noqa: E402
+# A scenario's summary and notes mark a command, an option or a value as `code` (docs/scenario-format.md): pages show
+# it as code; a tooltip, having no markup, keeps the backticks (they still say "code" there).
+_TICKED = re.compile(r"`([^`\n]+)`")
 
-from django.utils.safestring import mark_safe  # noqa: E402
+
+def prose_html(text: Any) -> str:
+    """A scenario text escaped, its `spans` as <code>."""
+    return _TICKED.sub(r"<code>\1</code>", _e("" if text is None else str(text), quote=True))
+
+
+@register.filter
+def prose(text: Any, lang: str = "") -> str:
+    """A scenario text (a {lang: text} dict when `lang` is given) as HTML, its `spans` as code."""
+    return mark_safe(prose_html(_pick(text, lang) if lang else text))
+
+
+# ---- The hot loops, rendered in Python: one render per event, for every viewer, must stay in single milliseconds.
 from django.utils.translation import gettext as _  # noqa: E402
 from django.utils.translation import gettext_lazy, pgettext  # noqa: E402
 
@@ -391,8 +407,10 @@ def narrative_steps(steps: list[Any], lang: str) -> str:
                 f'<span class="ntext">{_a(_("… shown once the question before it is answered and its step has run"))}</span>'
             )
         elif s["note"]:
-            text = _a(pick(s["note"], lang))
-            body.append(f'<span class="ntext" title="{text}">{text}</span>')  # a past note is cut to a line
+            text = pick(s["note"], lang)
+            body.append(
+                f'<span class="ntext" title="{_a(text)}">{prose_html(text)}</span>'
+            )  # a past note is cut to a line
         else:
             body.append(f"<code>{_a(s['label'])}</code>")
             if s["args"]:
