@@ -51,7 +51,8 @@ plus
                               # older than `timeline`'s, a bounded number of each kind, in `timeline`'s shape
   "unobservable": [ "what this backend cannot see, in a sentence each" ],  # e.g. the real coordinator's RPCs
   "group_details": {GROUP: {"state", "generation", "protocol", "leader", "members": [{"member_id", "client_id",
-                     "host", "instance_id", "alive", "assignment": [tp]}], "committed": {tp: offset},
+                     "host", "instance_id", "alive", "assignment": [tp], "rebalance": None | "rejoin" | "waiting"}],
+                     "committed": {tp: offset},
                      "pending": [{"producer_id", "offsets": {tp: offset}}] (TxnOffsetCommit before its marker),
                      "rebalances": [{"time_ms", "generation", "causes": [{"cause", "member"}], "members"}]}}
                    # optional: the group coordinator's state, where the backend can read it (the simulator's)

@@ -204,6 +204,7 @@ class _ConsumerActor:
         self.assigned: list[tuple[str, int]] = []
         self.from_committed = False
         self.subscribed = False  # a group member (subscribe()): the group's rebalances assign its partitions
+        self.rebalancing = False  # from a revoke to the next assignment (the eager protocol gives up everything)
         self.topics: list[str] = []  # what it subscribes to, at its first poll
         self.pos: dict[tuple[str, int], int] = {}
         self.closed = False
@@ -236,6 +237,12 @@ class _ConsumerActor:
         self.assigned = []
         self.pos = {}
         return {"outcome": "ok"}
+
+    def _on_assign(self, consumer: Any, partitions: list[Any]) -> None:
+        self.rebalancing = False
+
+    def _on_revoke(self, consumer: Any, partitions: list[Any]) -> None:
+        self.rebalancing = True
 
     def _follow_assignment(self) -> bool:
         """A group member's partitions as its last rebalance left them (positions of those it lost are dropped,
@@ -329,11 +336,19 @@ class _ConsumerActor:
                 self.pos[key] = builtins.max(self.pos.get(key, 0), m.offset() + 1)  # `max` is a parameter here
 
         if self.subscribed and self.topics:
-            self.c.subscribe(self.topics)
+            self.c.subscribe(self.topics, on_assign=self._on_assign, on_revoke=self._on_revoke)
             self.topics = []
+        elif self.subscribed:
+            # serve what the group queued meanwhile: after a heartbeat answered REBALANCE_IN_PROGRESS, the revoke
+            # (confluent-kafka always sets a rebalance callback, so librdkafka rejoins only once it is served)
+            consume()
         # a group member has its partitions once its group's rebalance has run in consume(); a fatal error (a
         # static member fenced) leaves it none
-        while not self._follow_assignment() and time.monotonic() < deadline and "_FATAL" not in errors:
+        while (
+            (self.rebalancing or not self._follow_assignment())
+            and time.monotonic() < deadline
+            and "_FATAL" not in errors
+        ):
             if max is not None and len(got) >= max:
                 break
             consume()
@@ -349,6 +364,8 @@ class _ConsumerActor:
         while time.monotonic() < deadline:
             if max is not None and len(got) >= max:
                 break
+            if self.subscribed and (self.rebalancing or not self._follow_assignment()):
+                break  # a rebalance began meanwhile: the next poll follows it
             self._sync_positions()
             if caught_up():
                 break

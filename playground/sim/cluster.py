@@ -306,6 +306,10 @@ class Cluster(PartitionLeaders):
             self.groups, self.groups.join(broker, group_id, client_id, topics, reply, instance_id, self.now_ms)
         )
 
+    def handle_rejoin_group(self, broker: int, group_id: str, member_id: str, reply: Reply) -> None:
+        """JoinGroup of a member of the simulator's own consumers, rejoining the rebalance in progress."""
+        self._carry_out(self.groups, self.groups.rejoin(broker, group_id, member_id, reply, self.now_ms))
+
     def handle_leave_group(self, group_id: str, member_id: str) -> None:
         """LeaveGroup, as a consumer that closes sends it (the client models send no RPC: it takes effect at once)."""
         self._carry_out(self.groups, self.groups.leave(group_id, member_id, self.now_ms))

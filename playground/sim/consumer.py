@@ -71,6 +71,9 @@ class Consumer(Client):
         # librdkafka's app position is INVALID (-1001) until then
         self._served: set[str] = set()
         self._joining = False
+        # a rebalance: a static member's heartbeat was answered REBALANCE_IN_PROGRESS; it has rejoined and waits
+        self._rebalance_seen = False
+        self._rejoined = False
         self._buffer: deque[Message] = deque()
         self.received: dict[str, list[tuple[int, Any]]] = {}
         self._auto_commit_started = False
@@ -142,12 +145,17 @@ class Consumer(Client):
             self._wait(lambda: self.member_id is not None, deadline)
         if self.member_id is None:
             return False
+        if self._must_rejoin():
+            self._rejoin(self.member_id, deadline)
+            if self.member_id is None:
+                return False
         current = c.groups.assignment(self.group, self.member_id)
         if current is None:
             return False
         generation, parts = current
         if generation != self.generation:
             # eager rebalance: everything revoked, the new assignment starts from the committed offsets
+            self._rebalance_seen = self._rejoined = False
             self.generation = generation
             self.assigned = list(parts)
             self.positions.clear()
@@ -163,11 +171,62 @@ class Consumer(Client):
 
     api_retry_ms = 100
 
+    def _must_rejoin(self) -> bool:
+        """Whether this poll rejoins a rebalance in progress: a static member once a heartbeat told it; a dynamic
+        one, which the simulator gives no heartbeats, whenever the coordinator waits for it (its heartbeat thread
+        would have told it within heartbeat.interval.ms)."""
+        if self._rejoined:
+            return False
+        if self.group_instance_id is not None:
+            return self._rebalance_seen
+        return self.member_id is not None and self.cluster.groups.rejoin_needed(self.group, self.member_id)
+
+    def _rejoin(self, member_id: str, deadline: int) -> None:
+        """The eager protocol's rejoin (librdkafka serves the revoke from the application's poll, then sends
+        JoinGroup; kafka-clients does both inside poll()): every partition given up, positions forgotten."""
+        c = self.cluster
+        self._rejoined = True
+        if self.assigned:
+            c.emit(
+                ev.ClientState, actor=self.name, from_state=f"ASSIGNED {','.join(self.assigned)}", to_state="REVOKED"
+            )
+        self.assigned = []
+        self.positions.clear()
+        self._served.clear()
+        self._buffer.clear()
+        answered: list[str | None] = []
+
+        def send(broker: int) -> None:
+            def handler(broker: int, reply: Reply) -> None:
+                c.handle_rejoin_group(broker, self.group, member_id, reply)
+
+            def on_response(error: str | None, result: dict[str, Any]) -> None:
+                if error in ("NOT_COORDINATOR", "COORDINATOR_NOT_AVAILABLE", "_TRANSPORT"):
+                    self._after(self.api_retry_ms, lambda: self._find_coordinator(self.group, "group", send))
+                    return
+                answered.append(error)
+                if error == "UNKNOWN_MEMBER_ID":  # removed meanwhile: the next poll joins anew
+                    self._lose_membership()
+
+            self._rpc(
+                "JoinGroup",
+                broker,
+                f"group coordinator(b{broker})",
+                f"group {self.group_id}, member {member_id} (rejoin), topics {', '.join(self.topics)}",
+                handler,
+                on_response,
+            )
+
+        self._find_coordinator(self.group, "group", send)
+        self._wait(lambda: bool(answered), deadline)
+
     def _start_heartbeats(self, member_id: str) -> None:
         """A static member's heartbeats (rd_kafka_cgrp_heartbeat; kafka-clients' HeartbeatThread), every
         heartbeat.interval.ms while it is this member: they are how an instance learns that another one took its
-        group.instance.id (FENCED_INSTANCE_ID: librdkafka raises a fatal error). A dynamic member's heartbeats are
-        not modelled, as they would tell nothing: the simulator's coordinator knows whether its process runs.
+        group.instance.id (FENCED_INSTANCE_ID: librdkafka raises a fatal error), and that a rebalance waits for it
+        (REBALANCE_IN_PROGRESS: its next poll rejoins). A dynamic member's heartbeats are not modelled: the
+        simulator's coordinator knows whether its process runs, and its poll asks whether a rebalance waits for it
+        (`_must_rejoin`). A member that is joining, with no generation yet, sends none.
 
         After max.poll.interval.ms without a poll the client stops heartbeating and forgets its member id, its
         assignment lost (librdkafka's "maximum poll interval exceeded"; a static member sends no LeaveGroup): the
@@ -191,6 +250,8 @@ class Consumer(Client):
             return True
         if at_ms - self._polled_ms > self.max_poll_interval_ms:
             return False
+        if self._rejoined or self.generation < 0:
+            return True
         error = self.cluster.groups.heartbeat_error(self.group, member_id, self.group_instance_id, self.generation)
         return error is None
 
@@ -201,6 +262,10 @@ class Consumer(Client):
         if self.now_ms - self._polled_ms > self.max_poll_interval_ms:
             c.member_crashed(self.group, member_id)
             self._lose_membership()
+            return
+        if self._rejoined or self.generation < 0:
+            # joining (JoinGroup sent, no generation given yet): neither client heartbeats until it has one
+            self._start_heartbeats(member_id)
             return
         broker, generation = self._coordinator, self.generation
         if broker is None:
@@ -219,6 +284,8 @@ class Consumer(Client):
             if error == "UNKNOWN_MEMBER_ID":  # removed (its session timed out): the next poll joins again
                 self._lose_membership()
                 return
+            if error == "REBALANCE_IN_PROGRESS" and not self._rejoined:  # the next poll rejoins
+                self._rebalance_seen = True
             if error in ("NOT_COORDINATOR", "COORDINATOR_NOT_AVAILABLE", "_TRANSPORT"):
                 self._coordinator = None
             self._start_heartbeats(member_id)
@@ -239,6 +306,7 @@ class Consumer(Client):
     def _lose_membership(self) -> None:
         self.member_id = None
         self.generation = -1
+        self._rebalance_seen = self._rejoined = False
 
     def _set_fatal(self, error: str, reason: str, background: str | None = None) -> None:
         """rd_kafka_set_fatal_error for a consumer: sticky; commits fail with _FATAL from then on, and a poll

@@ -9,11 +9,13 @@ there makes them the group's committed offsets, the ABORT marker drops them (Gro
 prepareTxnOffsetCommit / completePendingTxnOffsetCommit). OffsetFetch with RequireStable answers
 UNSTABLE_OFFSET_COMMIT while a partition has pending transactional offsets; read_committed consumers ask that way.
 
-A consumer that crashes stays a member until session.timeout.ms passes without a heartbeat; a rebalance waits for
-it (eager protocol: nobody has an assignment while the group is PreparingRebalance).
+A rebalance (a member joins, leaves or its session times out) waits until every member has joined again (the
+eager protocol): each keeps its partitions, in its generation, until it rejoins from its poll, and the generation
+moves only when the last one has. A consumer that crashes stays a member until session.timeout.ms passes without a
+heartbeat; a rebalance waits for it until then.
 
-Two kinds of groups. The simulator's own consumer models join through `join` (the coordinator assigns ranges at
-once). Clients speaking the Kafka protocol (playground/simserver) run the classic group protocol: `join_group` /
+Two kinds of groups. The simulator's own consumer models join through `join` and `rejoin` (the coordinator assigns
+ranges itself when the last member has joined: there is no SyncGroup). Clients speaking the Kafka protocol (playground/simserver) run the classic group protocol: `join_group` /
 `sync_group` / `heartbeat` / `leave_group` as GroupCoordinator.scala handles JoinGroup, SyncGroup, Heartbeat and
 LeaveGroup: their rounds are in classicgroups.py. A group is one kind or the other: the other kind's join gets
 INCONSISTENT_GROUP_PROTOCOL. Static members (group.instance.id, KIP-345) of either kind take their old member's
@@ -90,7 +92,26 @@ class GroupCoordinator(ClassicGroupProtocol, GroupOffsets):
             return [*replaced, Answer(reply, None, {"member_id": member.member_id})]
         self._add(g, member)
         self._cause(g, JOIN, member)
-        return [*self._rebalance(g, now_ms), Answer(reply, None, {"member_id": member.member_id})]
+        return [*self._rebalance(g, now_ms, member), Answer(reply, None, {"member_id": member.member_id})]
+
+    def rejoin(self, broker: int, group_id: str, member_id: str, reply: Reply, now_ms: int = 0) -> Effects:
+        """A member of the simulator's own consumers joins the rebalance in progress (its JoinGroup with its member
+        id, sent from its poll once it knows of the rebalance): it gives up its partitions, and the next generation
+        begins when it was the last to rejoin."""
+        error = self._check(broker, group_id)
+        g = self.groups.get(group_id)
+        member = g.members.get(member_id) if g is not None else None
+        if error or g is None or member is None:
+            return [Answer(reply, error or "UNKNOWN_MEMBER_ID", {"member_id": member_id})]
+        member.joined = True
+        member.assignment = ()
+        return [*self._complete_when_joined(g, now_ms), Answer(reply, None, {"member_id": member_id})]
+
+    def rejoin_needed(self, group_id: str, member_id: str) -> bool:
+        """A query: whether a rebalance waits for this member to rejoin."""
+        g = self.groups.get(group_id)
+        member = g.members.get(member_id) if g is not None else None
+        return g is not None and member is not None and g.state == PREPARING_REBALANCE and not member.joined
 
     def _replace_static(self, g: Group, old_id: str, member: Member, now_ms: int) -> Effects:
         """A known static member of the simulator's own consumers joins again (a restart, or a second instance with
@@ -134,11 +155,22 @@ class GroupCoordinator(ClassicGroupProtocol, GroupOffsets):
             return self._rebalance(g, now_ms)
         return []
 
-    def _rebalance(self, g: Group, now_ms: int) -> Effects:
-        for m in g.members.values():
-            m.assignment = ()
-        if any(not m.alive for m in g.members.values()):
-            # the rebalance waits for members that will never rejoin, until their sessions time out
+    def _rebalance(self, g: Group, now_ms: int, joiner: Member | None = None) -> Effects:
+        """prepareRebalance, for the simulator's own consumers: a Stable group goes PreparingRebalance and every
+        member must join again, except one that just joined (or took a static member's place). Until it does, a
+        member keeps fetching its partitions in the old generation, and offsets it commits or a transaction sends
+        for it in that generation are accepted (KIP-447 checks the generation, which has not moved yet). A member
+        learns of the rebalance from a heartbeat answered REBALANCE_IN_PROGRESS (consumer.py) and rejoins from its
+        next poll; one that crashed is waited for until its session times out."""
+        if g.state == STABLE:
+            g.state = PREPARING_REBALANCE
+            for m in g.members.values():
+                m.joined = m is joiner
+        return self._complete_when_joined(g, now_ms)
+
+    def _complete_when_joined(self, g: Group, now_ms: int) -> Effects:
+        """The next generation, once every member has joined (range-assigned at once: there is no SyncGroup)."""
+        if any(not m.joined for m in g.members.values()):
             g.state = PREPARING_REBALANCE
             return []
         g.generation += 1
@@ -172,8 +204,12 @@ class GroupCoordinator(ClassicGroupProtocol, GroupOffsets):
             g.members[mid].assignment = tuple(parts)
 
     def assignment(self, group_id: str, member_id: str) -> tuple[int, tuple[str, ...]] | None:
-        """(generation, partitions) once the group is Stable with this member in it; None while rebalancing."""
+        """(generation, partitions) of this member: in a Stable group, or in a rebalance it has not rejoined yet
+        (what it had); None once it waits for the next generation."""
         g = self.groups.get(group_id)
-        if g is None or g.state != STABLE or member_id not in g.members:
+        member = g.members.get(member_id) if g is not None else None
+        if g is None or member is None:
             return None
-        return g.generation, g.members[member_id].assignment
+        if g.state == STABLE or (g.state == PREPARING_REBALANCE and not member.joined):
+            return g.generation, member.assignment
+        return None

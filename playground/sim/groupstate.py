@@ -52,6 +52,8 @@ class Member:
     alive: bool = True
     assignment: tuple[str, ...] = ()
     instance_id: str | None = None  # group.instance.id: a static member
+    # joined the rebalance in progress (the eager protocol: the next generation waits until every member has)
+    joined: bool = True
 
 
 @dataclass

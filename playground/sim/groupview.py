@@ -13,7 +13,7 @@ from __future__ import annotations
 import struct
 from typing import Any
 
-from playground.sim.groupstate import ClassicMember, Group, GroupRegistry
+from playground.sim.groupstate import PREPARING_REBALANCE, ClassicMember, Group, GroupRegistry
 
 GROUPS_SHOWN = 20
 MEMBERS_SHOWN = 50
@@ -27,7 +27,7 @@ def group_details(registry: GroupRegistry) -> dict[str, dict[str, Any]]:
 
 
 def _group(g: Group) -> dict[str, Any]:
-    members = [_member(m) for m in list(g.members.values())[:MEMBERS_SHOWN]]
+    members = [_member(m, g.state == PREPARING_REBALANCE) for m in list(g.members.values())[:MEMBERS_SHOWN]]
     leader = g.members.get(g.leader_id) if g.leader_id is not None else None
     return {
         "state": g.state,
@@ -66,9 +66,10 @@ def _group(g: Group) -> dict[str, Any]:
     }
 
 
-def _member(m: Any) -> dict[str, Any]:
+def _member(m: Any, rebalancing: bool) -> dict[str, Any]:
     classic = isinstance(m, ClassicMember)
     assigned = assigned_partitions(m.member_assignment) if classic else list(m.assignment)
+    rejoined = m.awaiting_join is not None if classic else m.joined
     return {
         "member_id": m.member_id,
         "client_id": m.client_id,
@@ -77,6 +78,8 @@ def _member(m: Any) -> dict[str, Any]:
         "alive": m.alive,
         "assignment": assigned[:ASSIGNED_SHOWN],
         "more_assigned": max(0, len(assigned) - ASSIGNED_SHOWN),
+        # in a rebalance: "rejoin" keeps its partitions until it rejoins (from its next poll), "waiting" has rejoined
+        "rebalance": ("waiting" if rejoined else "rejoin") if rebalancing else None,
     }
 
 

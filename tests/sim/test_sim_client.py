@@ -210,7 +210,8 @@ def test_it_rejects_offsets_from_a_stale_group_generation(cluster):
     stale = c.consumer_group_metadata()
     c2 = Consumer({"group.id": "g"}, cluster=cluster, name="c2")
     c2.subscribe(["orders"])
-    c2.consume(1, timeout=1)  # joins: a new generation
+    c2.consume(1, timeout=1)  # joins: the group waits for c1 to rejoin
+    c.consume(1, timeout=1)  # c1 rejoins from its poll: generation 2
     p = producer(cluster, **{"transactional.id": "t"})
     p.init_transactions()
     p.begin_transaction()

@@ -21,11 +21,41 @@ def test_it_assigns_partitions_by_range_and_rebalances_when_a_member_leaves():
     b, reply_b = reply_box()
     c.handle_join_group(broker, "grp", "a", ("orders",), reply_a)
     c.handle_join_group(broker, "grp", "b", ("orders",), reply_b)
+    c.handle_rejoin_group(broker, "grp", a["member_id"], reply_box()[1])  # a's next poll
     gen, parts_a = g.assignment("grp", a["member_id"])
     assert parts_a == ("orders-0", "orders-1")
     assert g.assignment("grp", b["member_id"]) == (gen, ("orders-2",))
     c.handle_leave_group("grp", a["member_id"])
+    assert g.assignment("grp", b["member_id"]) == (gen, ("orders-2",)), "b reads on until it rejoins"
+    c.handle_rejoin_group(broker, "grp", b["member_id"], reply_box()[1])
     assert g.assignment("grp", b["member_id"]) == (gen + 1, ("orders-0", "orders-1", "orders-2"))
+
+
+def test_it_keeps_the_generation_until_every_member_has_rejoined_and_accepts_its_offsets_meanwhile():
+    """Kafka's eager rebalance: a join moves a Stable group to PreparingRebalance; the old members keep their
+    partitions, in the old generation, until each rejoins from its poll, and a TxnOffsetCommit of that generation
+    is accepted meanwhile (KIP-447 checks the generation, which has not moved yet); the joiner waits."""
+    c = Cluster(3, {}, {"orders": 2})
+    g = c.groups
+    broker = g.coordinator_of("grp")
+    a, reply_a = reply_box()
+    c.handle_join_group(broker, "grp", "a", ("orders",), reply_a)
+    gen, _ = g.assignment("grp", a["member_id"])
+    b, reply_b = reply_box()
+    c.handle_join_group(broker, "grp", "b", ("orders",), reply_b)
+    assert g.groups["grp"].state == "PreparingRebalance"
+    assert g.assignment("grp", a["member_id"]) == (gen, ("orders-0", "orders-1"))
+    assert g.assignment("grp", b["member_id"]) is None, "the joiner waits for the others"
+    assert g.rejoin_needed("grp", a["member_id"]) and not g.rejoin_needed("grp", b["member_id"])
+    box, reply = reply_box()
+    c.handle_txn_offset_commit(broker, "grp", 7, 0, gen, a["member_id"], {"orders-0": 5}, reply)
+    assert box["error"] is None
+    c.handle_rejoin_group(broker, "grp", a["member_id"], reply_box()[1])
+    assert g.assignment("grp", a["member_id"]) == (gen + 1, ("orders-0",))
+    assert g.assignment("grp", b["member_id"]) == (gen + 1, ("orders-1",))
+    box, reply = reply_box()
+    c.handle_txn_offset_commit(broker, "grp", 7, 0, gen, a["member_id"], {"orders-0": 6}, reply)
+    assert box["error"] == "ILLEGAL_GENERATION", "once it completes, the old generation is a zombie's"
 
 
 def test_it_answers_unstable_offset_commit_while_transactional_offsets_are_pending():

@@ -47,8 +47,9 @@ def test_it_gives_a_restarted_static_member_its_place_at_once_and_the_other_memb
     _produce(b, 1, "o-2")
     _do(b, "a.poll")
     assert _do(b, "a.commit") == "ok"
-    _do(b, "b.poll")
-    _do(b, "a.poll")  # b's join rebalanced the group: a rejoins and keeps orders-0, b has orders-1
+    _do(b, "b.poll")  # b joins: the group waits for a, which learns it from its next heartbeat
+    _do(b, "clock.advance", ms=3_000)
+    _do(b, "a.poll")  # a rejoins and keeps orders-0, b has orders-1
     generation = _group(b).generation
     assert _received(b, "a") == {"orders-0": ["o-1"], "orders-1": ["o-2"]}
     _do(b, "a.crash")
@@ -152,3 +153,22 @@ def test_a_static_member_that_stops_polling_stops_heartbeating_and_rejoins_at_it
     # as Kafka counts them: the generation that left the group empty, then the one it joins
     assert _group(b).generation == generation + 2
     assert _received(b, "a") == {"orders-0": ["o-1", "o-2"]}, "its assignment was lost: from the committed offset"
+
+
+def test_it_lets_a_member_read_on_in_its_generation_until_a_heartbeat_tells_it_of_the_rebalance():
+    b = _backend(("a", "billing-a"), ("b", "billing-b"))
+    _produce(b, 0, "o-1")
+    _do(b, "a.poll")
+    generation = _group(b).generation
+    _do(b, "b.poll")  # b joins and waits
+    _produce(b, 1, "o-2")
+    _do(b, "a.poll")  # no heartbeat since: a fetches both partitions, in its generation
+    assert _received(b, "a") == {"orders-0": ["o-1"], "orders-1": ["o-2"]} and _received(b, "b") == {}
+    assert (_group(b).state, _group(b).generation) == ("PreparingRebalance", generation)
+    _do(b, "clock.advance", ms=3_000)  # a's heartbeat is answered REBALANCE_IN_PROGRESS
+    _produce(b, 1, "o-3")
+    _do(b, "a.poll")  # a rejoins, the last member to: the next generation
+    _do(b, "b.poll")
+    assert (_group(b).state, _group(b).generation) == ("Stable", generation + 1)
+    assert _received(b, "b") == {"orders-1": ["o-2", "o-3"]}, "nothing committed: b starts at the earliest offset"
+    assert b.group_generation("a") == b.group_generation("b") == generation + 1

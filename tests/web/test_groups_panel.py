@@ -102,3 +102,23 @@ def test_it_shows_a_transaction_s_offsets_pending_before_its_commit_and_committe
     # the time slider: the step before the commit shows it pending again
     moment = _panel(client.get(f"/s/{row.id}/?at={k}").content.decode())
     assert "3 (PID" in moment[moment.index("copier-eos") :]
+
+
+def test_it_shows_who_must_rejoin_a_rebalance_during_a_transaction_and_its_offsets_accepted_meanwhile(client):
+    entry = library.find("rebalance-during-transaction")
+    row = hold(client, session.create(entry.scenario, source=entry.scenario.source, backend="sim"))
+    steps = entry.scenario.steps
+    sent = next(i for i, s in enumerate(steps) if s.action == "send_offsets_to_transaction")
+    for _ in range(sent + 1):
+        session.step(row.id)
+    panel = _panel(client.get(f"/s/{row.id}/").content.decode())
+    card = panel[panel.index("PreparingRebalance") :]
+    assert "generation 1" in card
+    assert re.search(r"billing-a .*orders-0 orders-1 rejoins at its next poll", card), card
+    assert re.search(r"billing-b .*— waits for the others", card), card
+    assert "generation 1 · billing-a ( billing-a ) → ok" in card  # the transaction's offsets, of generation 1
+    rejoined = next(i for i, s in enumerate(steps) if i > sent and s.actor == "billing-a" and s.action == "poll")
+    for _ in range(rejoined - sent):
+        session.step(row.id)
+    panel = _panel(client.get(f"/s/{row.id}/").content.decode())
+    assert "Stable" in panel and "generation 2" in panel and "rejoin" not in panel and "waits" not in panel

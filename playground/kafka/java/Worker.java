@@ -34,6 +34,7 @@ import java.lang.reflect.Field;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Collection;
 import java.util.Collections;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
@@ -50,6 +51,7 @@ import java.util.concurrent.TimeUnit;
 
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerGroupMetadata;
+import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
@@ -728,6 +730,8 @@ public final class Worker {
         boolean fromCommitted;
         // a group member (subscribe()): the group's rebalances, run inside poll(), assign its partitions
         boolean subscribed;
+        // from a revoke to the next assignment (the eager protocol gives up everything; both run inside poll())
+        boolean rebalancing;
         final List<String> toSubscribe = new ArrayList<>();
         // positions as the application knows them: partitions resolved or polled (worker.py's self.pos)
         final Map<TopicPartition, Long> pos = new LinkedHashMap<>();
@@ -935,10 +939,23 @@ public final class Worker {
             double bound = settleS != null ? settleS : Math.max(timeoutS - 1.0, 1.0);
             long deadline = started + (long) (bound * 1e9);
             if (!toSubscribe.isEmpty()) {
-                c.subscribe(new ArrayList<>(toSubscribe));
+                c.subscribe(new ArrayList<>(toSubscribe), new ConsumerRebalanceListener() {
+                    @Override
+                    public void onPartitionsRevoked(Collection<TopicPartition> partitions) {
+                        rebalancing = true;
+                    }
+
+                    @Override
+                    public void onPartitionsAssigned(Collection<TopicPartition> partitions) {
+                        rebalancing = false;
+                    }
+                });
                 toSubscribe.clear();
+            } else if (subscribed) {
+                // a rebalance a heartbeat learnt of (REBALANCE_IN_PROGRESS) is joined inside poll(): revoke, rejoin
+                take(got, max);
             }
-            while (!followAssignment() && System.nanoTime() < deadline) {
+            while ((rebalancing || !followAssignment()) && System.nanoTime() < deadline) {
                 if (max != null && got.size() >= max) break;
                 take(got, max);
             }
@@ -951,6 +968,7 @@ public final class Worker {
             Map<TopicPartition, Long> ends = c.endOffsets(assigned, Duration.ofNanos(Math.max(100_000_000L, lookupsEnd - System.nanoTime())));
             while (System.nanoTime() < deadline) {
                 if (max != null && got.size() >= max) break;
+                if (subscribed && (rebalancing || !followAssignment())) break; // a rebalance began: the next poll follows it
                 syncPositions(timeoutS);
                 if (caughtUp(ends)) break;
                 take(got, max);
@@ -959,7 +977,9 @@ public final class Worker {
             Map<String, Object> r = ok();
             r.put("records", got);
             List<List<Object>> endList = new ArrayList<>();
-            for (TopicPartition tp : assigned) endList.add(List.of(tp.topic(), tp.partition(), ends.get(tp)));
+            for (TopicPartition tp : assigned) {
+                if (ends.containsKey(tp)) endList.add(List.of(tp.topic(), tp.partition(), ends.get(tp)));
+            }
             r.put("ends", endList);
             r.put("caught_up", caughtUp(ends));
             r.put("errors", List.of());
