@@ -306,7 +306,7 @@ class TapRecording:
             if conn in self._dropped:
                 self.unrecorded += 1
                 return
-            payload = self.translation.request(item[2])
+            payload = self.translation.request(item[2], conn)
             try:
                 api_key, _version, correlation = peek(payload)
             except ValueError:
@@ -323,6 +323,7 @@ class TapRecording:
                 external.disconnect(live, conn)  # as the listener's broker closes it (socket.request.max.bytes)
         elif kind == "closed":
             self._dropped.discard(conn)
+            self.translation.forget(conn)
             for kept in (self._asked, self._sim, self._absorbed, self._absorb):
                 for key in [k for k in kept if k[0] == conn]:
                     del kept[key]

@@ -11,8 +11,11 @@ a known producer), AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, TxnOffsetCommit 
 request (DefaultRecordBatch: the CRC-32C covers the producer id and epoch, so it is computed again); member ids of
 JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit and TxnOffsetCommit; topic ids (Fetch v13+, Produce v13+).
 A Metadata request never creates a topic on the simulator (allow_auto_topic_creation false): a topic is created there
-as upstream has it, once upstream's answer names it (session/taprecord.py). A Fetch's incremental fetch session (FetchSession.scala: ids the broker hands out) becomes a sessionless full fetch
-of the partitions it names (session id 0, epoch -1): what it reads is the same, no state of the log changes by it.
+as upstream has it, once upstream's answer names it (session/taprecord.py). A Fetch's incremental fetch session (KIP-227, FetchSession.scala: ids the broker hands out) becomes a sessionless
+full fetch (session id 0, epoch -1) of every partition in the session: a connection's session is what its last full
+fetch (epoch 0) named, updated by each incremental one (a partition named again with its new fetch offset, a
+forgotten one dropped), as the broker's session cache keeps it. What it reads is the same, no state of the log
+changes by it, and the replay's consumers fetch every partition they fetch on the real cluster, at the same offsets.
 """
 
 from __future__ import annotations
@@ -53,6 +56,16 @@ _PID_EPOCH = struct.Struct(">qh")
 _PID_OFFSET = 43  # baseOffset, batchLength, partitionLeaderEpoch, magic, crc, attributes, lastOffsetDelta, 2 stamps
 
 
+# The partitions one connection's fetch session may hold here (a consumer's assignment is far smaller): past it the
+# session is forgotten and each Fetch is recorded as it names its partitions.
+SESSION_PARTITIONS_MAX = 10_000
+
+
+def _topic_key(topic: Any) -> Any:
+    """A FetchTopic's or ForgottenTopic's topic: its id from Fetch v13, its name before."""
+    return getattr(topic, "topic_id", None) or getattr(topic, "topic", None)
+
+
 class _EveryVersion(dict[int, tuple[int, int]]):
     def get(self, key: Any, default: Any = None) -> tuple[int, int]:
         return (0, 32767)
@@ -73,6 +86,8 @@ class Translation:
         self.epoch_shift: dict[int, int] = {}  # upstream producer id -> the last pair's difference (an epoch unseen)
         self.members: dict[str, str] = {}
         self.topic_names: dict[uuid.UUID, str] = {}  # upstream topic id -> name
+        # a connection's incremental fetch session: (topic name or id, partition) -> (its FetchTopic, FetchPartition)
+        self.fetch_sessions: dict[Any, dict[tuple[Any, int], tuple[Any, Any]]] = {}
 
     # ------------------------------------------------------------------------------------------ learning
     def learn(self, api_key: int, upstream: Any, sim: Any) -> None:
@@ -106,8 +121,13 @@ class Translation:
         return sim_pid, sim_epoch
 
     # ------------------------------------------------------------------------------------------ requests
-    def request(self, payload: bytes) -> bytes:
-        """A client's request frame (without its size prefix) as the simulator must be given it."""
+    def forget(self, conn: Any) -> None:
+        """The connection closed: its fetch session with it."""
+        self.fetch_sessions.pop(conn, None)
+
+    def request(self, payload: bytes, conn: Any = None) -> bytes:
+        """A client's request frame (without its size prefix) as the simulator must be given it; `conn`: the client
+        connection it came on (a fetch session is one connection's)."""
         try:
             api_key = peek(payload)[0]
         except ValueError:
@@ -122,14 +142,46 @@ class Translation:
             return payload  # the simulator judges it as the broker did
         body = self._walk(request.body)
         if api_key == wire.FETCH and hasattr(body, "session_id"):
-            body = dataclasses.replace(
-                body, session_id=type(body.session_id)(0), session_epoch=type(body.session_epoch)(-1)
-            )
+            body = self._sessionless(conn, body)
         if api_key == wire.METADATA and getattr(body, "allow_auto_topic_creation", False):
             body = dataclasses.replace(body, allow_auto_topic_creation=False)
         if body is request.body:
             return payload
         return encode_request(api_key, request.api_version, request.correlation_id, request.client_id, body)
+
+    def _sessionless(self, conn: Any, body: Any) -> Any:
+        """A Fetch as a sessionless full fetch of its connection's session (FetchSession.scala's cache: an epoch-0
+        fetch starts it with what it names, an incremental one updates it and drops what it forgets)."""
+        epoch = int(body.session_epoch)
+        if epoch < 0 or conn is None:
+            self.fetch_sessions.pop(conn, None)
+            session: dict[tuple[Any, int], tuple[Any, Any]] | None = None
+        elif epoch == 0:
+            session = self.fetch_sessions[conn] = {}
+        else:
+            session = self.fetch_sessions.get(conn)  # None: begun before the tap saw it, named partitions only
+        topics = body.topics
+        if session is not None:
+            for topic in body.topics:
+                for p in topic.partitions:
+                    session[(_topic_key(topic), int(p.partition))] = (topic, p)
+            for gone in body.forgotten_topics_data:
+                for partition in gone.partitions:
+                    session.pop((_topic_key(gone), int(partition)), None)
+            if len(session) > SESSION_PARTITIONS_MAX:  # a client's own bound would come first: remember none
+                self.fetch_sessions.pop(conn, None)
+            else:
+                grouped: dict[Any, tuple[Any, list[Any]]] = {}
+                for (key, _), (topic, p) in session.items():
+                    grouped.setdefault(key, (topic, []))[1].append(p)
+                topics = tuple(dataclasses.replace(t, partitions=tuple(parts)) for t, parts in grouped.values())
+        return dataclasses.replace(
+            body,
+            session_id=type(body.session_id)(0),
+            session_epoch=type(body.session_epoch)(-1),
+            topics=topics,
+            forgotten_topics_data=(),
+        )
 
     def _walk(self, obj: Any) -> Any:
         if isinstance(obj, tuple):

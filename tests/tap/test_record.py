@@ -355,3 +355,67 @@ def test_it_never_lets_a_metadata_request_create_a_topic_on_the_simulator():
         payload = messages.encode_request(wire.METADATA, version, 7, "c", body)
         again = messages.decode_request(translate.Translation(lambda name: None).request(payload), Every())
         assert again.body.allow_auto_topic_creation is False and again.correlation_id == 7
+
+
+def _fetch(session_epoch: int, named: dict[str, dict[int, int]], forgotten: dict[str, list[int]] | None = None):
+    """A Fetch v12 request frame: `named` topic -> partition -> fetch offset."""
+    body = messages.build(
+        messages.request_class(wire.FETCH, 12),
+        {
+            "replica_id": -1,
+            "max_wait": 500,
+            "min_bytes": 1,
+            "max_bytes": 1 << 20,
+            "isolation_level": 1,
+            "session_id": 0 if session_epoch <= 0 else 77,
+            "session_epoch": session_epoch,
+            "topics": [
+                {
+                    "topic": topic,
+                    "partitions": [
+                        {
+                            "partition": p,
+                            "current_leader_epoch": -1,
+                            "fetch_offset": offset,
+                            "last_fetched_epoch": -1,
+                            "log_start_offset": -1,
+                            "partition_max_bytes": 1 << 20,
+                        }
+                        for p, offset in parts.items()
+                    ],
+                }
+                for topic, parts in named.items()
+            ],
+            "forgotten_topics_data": [{"topic": t, "partitions": ps} for t, ps in (forgotten or {}).items()],
+            "rack_id": "",
+        },
+    )
+    return messages.encode_request(wire.FETCH, 12, 9, "c", body)
+
+
+def _fetched(t: translate.Translation, conn: str, payload: bytes) -> dict[str, int]:
+    class Every(dict):
+        def get(self, key, default=None):
+            return (0, 32767)
+
+    body = messages.decode_request(t.request(payload, conn), Every()).body
+    assert (body.session_id, body.session_epoch, body.forgotten_topics_data) == (0, -1, ())
+    return {f"{topic.topic}-{p.partition}": int(p.fetch_offset) for topic in body.topics for p in topic.partitions}
+
+
+def test_it_records_an_incremental_fetch_as_a_full_fetch_of_its_connections_session():
+    t = translate.Translation(lambda name: None)
+    assert _fetched(t, "c1", _fetch(0, {"orders": {0: 0, 1: 0}, "audit": {0: 0}})) == {
+        "orders-0": 0,
+        "orders-1": 0,
+        "audit-0": 0,
+    }
+    # incremental: only what changed is named; the session's others are fetched at their last offsets
+    assert _fetched(t, "c1", _fetch(1, {"orders": {1: 5}})) == {"orders-0": 0, "orders-1": 5, "audit-0": 0}
+    assert _fetched(t, "c2", _fetch(1, {"orders": {2: 3}})) == {"orders-2": 3}, "a session the tap never saw begin"
+    assert _fetched(t, "c1", _fetch(2, {}, forgotten={"audit": [0]})) == {"orders-0": 0, "orders-1": 5}
+    assert _fetched(t, "c1", _fetch(0, {"orders": {2: 1}})) == {"orders-2": 1}, "a new full fetch starts it again"
+    assert _fetched(t, "c1", _fetch(-1, {"orders": {0: 4}})) == {"orders-0": 4}, "sessionless: as named"
+    assert _fetched(t, "c1", _fetch(1, {"orders": {1: 6}})) == {"orders-1": 6}, "no session after a sessionless one"
+    t.forget("c2")
+    assert "c2" not in t.fetch_sessions
