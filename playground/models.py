@@ -174,8 +174,9 @@ class Command(models.Model):
 
 class Checkpoint(models.Model):
     """The backend after a session's first `length` log entries, frozen (session/cache.py), with what the session
-    derived from them (`state`: a pickled live.Checkpoint, zlib-compressed). `last_row`: the id of the log's row at
-    length - 1 when it was taken: it is the session's state only while that row is still live (back and reset drop
+    derived from them (`state`: a live.Checkpoint as session/checkpoints.py's `pack` writes it: the derived part
+    pickled, then the frozen state, zlib-compressed, as it is). `last_row`: the id of the log's row at length - 1
+    when it was taken: it is the session's state only while that row is still live (back and reset drop
     rows). `code`: the code that froze it (session/checkpoints.py's fingerprint); another code thaws none of it."""
 
     session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="stored_checkpoints")

@@ -15,6 +15,7 @@ state is a pickle of the simulator's objects, so a checkpoint of another version
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import logging
@@ -25,6 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
+from django.db import connection
+from django.utils import timezone
 
 from playground.models import Checkpoint as StoredCheckpoint
 from playground.session.backends import live_only
@@ -70,23 +73,52 @@ def maybe_store(live: Live) -> bool:
     try:
         if cp is None:
             cp = live.checkpoint(freeze(live.backend))
-        blob = pickle.dumps(cp, protocol=5)
+        blob = pack(cp)
     except Exception:
         log.warning("session %s: no checkpoint stored at %d", live.session_id, length, exc_info=True)
         live.replay_ms = 0.0
         return False
-    StoredCheckpoint.objects.create(
-        session_id=live.session_id,
-        length=length,
-        last_row=live.row_ids[length - 1],
-        code=code_fingerprint(),
-        state=blob,
-        size=len(blob),
-    )
+    _insert(live.session_id, length, live.row_ids[length - 1], blob)
     live.replay_ms = 0.0
     live.stored_checkpoints = None  # read again when wanted
     _thin(live.session_id)
     return True
+
+
+def pack(cp: Checkpoint) -> bytes:
+    """A stored checkpoint's bytes: the length of the pickle of what the session derived (4 bytes), that pickle, then
+    the frozen state as it is. Pickling the state inside would copy it again while the pickler's buffer grows (36 MiB
+    at once for a flooded session's 24 MiB, tracemalloc); this copies it once."""
+    derived = pickle.dumps(dataclasses.replace(cp, state=b""), protocol=5)
+    return b"".join((len(derived).to_bytes(4, "big"), derived, cp.state))
+
+
+def unpack(blob: Any) -> Checkpoint | None:
+    view = memoryview(blob)
+    n = int.from_bytes(view[:4], "big")
+    derived = pickle.loads(view[4 : 4 + n])
+    return dataclasses.replace(derived, state=bytes(view[4 + n :])) if isinstance(derived, Checkpoint) else None
+
+
+def _insert(session_id: str, length: int, last_row: int, blob: bytes) -> None:
+    """StoredCheckpoint.objects.create, the state sent as it is. On PostgreSQL Django binds parameters on the client,
+    spelling a bytea as a hex literal inside the statement: six times the state's size at once (144 MiB for a
+    flooded session's 24 MiB, tracemalloc), in the process that serves its page. A cursor that binds on the server
+    sends it as a binary parameter instead (psycopg's %b), in the request's own transaction."""
+    fields = {"session_id": session_id, "length": length, "last_row": last_row, "code": code_fingerprint()}
+    if connection.vendor != "postgresql":
+        StoredCheckpoint.objects.create(**fields, state=blob, size=len(blob))
+        return
+    import psycopg
+
+    connection.ensure_connection()
+    table = connection.ops.quote_name(StoredCheckpoint._meta.db_table)
+    with psycopg.Cursor(connection.connection) as cursor:
+        cursor.execute(
+            f"INSERT INTO {table} (session_id, length, last_row, code, state, size, created_at) "
+            "VALUES (%s, %s, %s, %s, %b, %s, %s)",
+            [*fields.values(), blob, len(blob), timezone.now()],
+        )
 
 
 def _thin(session_id: str) -> None:
@@ -137,7 +169,7 @@ def load(session_id: str, length: int, last_row: int) -> Checkpoint | None:
     if blob is None:
         return None
     try:
-        cp: Any = pickle.loads(bytes(blob))
+        cp: Any = unpack(blob)
     except Exception:
         log.warning("session %s: the checkpoint stored at %d does not load", session_id, length, exc_info=True)
         return None
@@ -169,28 +201,29 @@ def latest_valid(session_id: str, log_length: int, *, after: int = 0) -> tuple[i
 
 def copy_for_fork(source_id: str, target_id: str, length: int) -> None:
     """A fork of the first `length` entries takes the source's stored checkpoints within them, each pointed at the
-    fork's own copy of its last row."""
+    fork's own copy of its last row. Copied inside the database: a flooded session's twelve states (24 MiB each) never
+    pass through the process that forks it."""
     from playground.session import store
 
     rows = list(
-        StoredCheckpoint.objects.filter(session_id=source_id, length__lte=length, code=code_fingerprint()).order_by(
-            "length"
-        )
+        StoredCheckpoint.objects.filter(session_id=source_id, length__lte=length, code=code_fingerprint())
+        .order_by("length")
+        .values_list("id", "length", "last_row")
     )
     if not rows:
         return
-    source_ids = store.ids_at(source_id, [r.length - 1 for r in rows])
-    target_ids = store.ids_at(target_id, [r.length - 1 for r in rows])
-    copies = [
-        StoredCheckpoint(
-            session_id=target_id,
-            length=r.length,
-            last_row=target_ids[r.length - 1],
-            code=r.code,
-            state=r.state,
-            size=r.size,
+    source_ids = store.ids_at(source_id, [n - 1 for _id, n, _row in rows])
+    target_ids = store.ids_at(target_id, [n - 1 for _id, n, _row in rows])
+    kept = [(pk, target_ids[n - 1]) for pk, n, row in rows if source_ids.get(n - 1) == row and n - 1 in target_ids]
+    if not kept:
+        return
+    table = connection.ops.quote_name(StoredCheckpoint._meta.db_table)
+    cases = " ".join("WHEN %s THEN %s" for _ in kept)
+    ids = ", ".join("%s" for _ in kept)
+    now = connection.ops.adapt_datetimefield_value(timezone.now())
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {table} (session_id, length, last_row, code, state, size, created_at) "
+            f"SELECT %s, length, CASE id {cases} END, code, state, size, %s FROM {table} WHERE id IN ({ids})",
+            [target_id, *(x for pair in kept for x in pair), now, *(pk for pk, _row in kept)],
         )
-        for r in rows
-        if source_ids.get(r.length - 1) == r.last_row and r.length - 1 in target_ids
-    ]
-    StoredCheckpoint.objects.bulk_create(copies)

@@ -5,6 +5,7 @@ payloads, not in the log a process keeps in memory. Runs on SQLite and, in `make
 
 from __future__ import annotations
 
+import os
 import time
 
 import pytest
@@ -15,6 +16,7 @@ from playground.models import Checkpoint as StoredCheckpoint
 from playground.models import Command
 from playground.session import checkpoints, external
 
+from .conftest import hold
 from .test_storage import CountingBackend
 
 pytestmark = pytest.mark.django_db
@@ -231,3 +233,31 @@ def test_a_session_of_many_client_requests_opens_elsewhere_replaying_only_what_f
     opened = session.load(sid)
     assert len(applied) == opened.length - newest  # the tail after the newest stored checkpoint, no more
     assert (opened.backend.view()["partitions"], len(external.core_of(opened.backend).clients.actors)) == digest
+
+
+def test_it_stores_a_flooded_sessions_checkpoint_holding_one_more_copy_of_its_state_at_a_time(db, client):
+    """A listener's session may hold 24 MiB of incompressible records: packing its checkpoint copies that state once
+    (the stored bytes), and the database driver at most once more (psycopg's binary parameter); Django's own binding
+    spells it as a hex literal on PostgreSQL, six times its size at once, in the process that serves the session
+    (issue 30: a Daphne's memory). Counted in bytes allocated (tracemalloc), not timed."""
+    import tracemalloc
+
+    row = hold(client, session.create(None, backend="sim"))
+    live = session.load(row.id)
+    state = os.urandom(8 << 20)
+    cp = live.checkpoint(state)
+    tracemalloc.start()
+    try:
+        blob = checkpoints.pack(cp)
+        packed = tracemalloc.get_traced_memory()[1]
+        tracemalloc.reset_peak()
+        before = tracemalloc.get_traced_memory()[0]
+        checkpoints._insert(row.id, 1, 1, blob)
+        inserted = tracemalloc.get_traced_memory()[1] - before
+    finally:
+        tracemalloc.stop()
+    assert packed < 1.25 * len(state), packed
+    assert inserted < 1.5 * len(state), inserted
+    stored = StoredCheckpoint.objects.get(session_id=row.id, length=1)
+    again = checkpoints.unpack(stored.state)
+    assert again is not None and again.state == state and again.actors == cp.actors and stored.size == len(blob)
