@@ -28,6 +28,7 @@ from playground.sim.cluster import Cluster
 from playground.simserver.server import SimServer
 from playground.tap import translate, wire
 from playground.tap.proxy import Tap
+from tests.simserver.wire import fetch_body
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
@@ -359,37 +360,18 @@ def test_it_never_lets_a_metadata_request_create_a_topic_on_the_simulator():
 
 def _fetch(session_epoch: int, named: dict[str, dict[int, int]], forgotten: dict[str, list[int]] | None = None):
     """A Fetch v12 request frame: `named` topic -> partition -> fetch offset."""
-    body = messages.build(
-        messages.request_class(wire.FETCH, 12),
-        {
-            "replica_id": -1,
-            "max_wait": 500,
-            "min_bytes": 1,
-            "max_bytes": 1 << 20,
-            "isolation_level": 1,
-            "session_id": 0 if session_epoch <= 0 else 77,
-            "session_epoch": session_epoch,
-            "topics": [
-                {
-                    "topic": topic,
-                    "partitions": [
-                        {
-                            "partition": p,
-                            "current_leader_epoch": -1,
-                            "fetch_offset": offset,
-                            "last_fetched_epoch": -1,
-                            "log_start_offset": -1,
-                            "partition_max_bytes": 1 << 20,
-                        }
-                        for p, offset in parts.items()
-                    ],
-                }
-                for topic, parts in named.items()
-            ],
-            "forgotten_topics_data": [{"topic": t, "partitions": ps} for t, ps in (forgotten or {}).items()],
-            "rack_id": "",
-        },
+    data = fetch_body("", 0, 0, committed=True, max_wait_ms=500)
+    one = data["topics"][0]["partitions"][0]
+    data.update(
+        session_id=0 if session_epoch <= 0 else 77,
+        session_epoch=session_epoch,
+        topics=[
+            {"topic": t, "partitions": [dict(one, partition=p, fetch_offset=o) for p, o in parts.items()]}
+            for t, parts in named.items()
+        ],
+        forgotten_topics_data=[{"topic": t, "partitions": ps} for t, ps in (forgotten or {}).items()],
     )
+    body = messages.build(messages.request_class(wire.FETCH, 12), data)
     return messages.encode_request(wire.FETCH, 12, 9, "c", body)
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import html
 import re
+from typing import Any
 
 import pytest
 from confluent_kafka import Consumer
@@ -79,13 +80,19 @@ def test_it_shows_an_application_s_two_instances_their_partitions_and_the_rebala
         one.close()
 
 
-def test_it_shows_a_transaction_s_offsets_pending_before_its_commit_and_committed_after(client):
-    entry = library.find("consume-transform-produce")
+def _through_sent_offsets(client, scenario_id: str) -> tuple[Any, list[Any], int]:
+    """A session of the library scenario run through its first send_offsets_to_transaction: (row, steps, its index)."""
+    entry = library.find(scenario_id)
     row = hold(client, session.create(entry.scenario, source=entry.scenario.source, backend="sim"))
-    steps = entry.scenario.steps
+    steps = list(entry.scenario.steps)
     sent = next(i for i, s in enumerate(steps) if s.action == "send_offsets_to_transaction")
     for _ in range(sent + 1):
         session.step(row.id)
+    return row, steps, sent
+
+
+def test_it_shows_a_transaction_s_offsets_pending_before_its_commit_and_committed_after(client):
+    row, _steps, _sent = _through_sent_offsets(client, "consume-transform-produce")
     k = session.load(row.id).step_count  # the step the slider names this state by
     panel = _panel(client.get(f"/s/{row.id}/").content.decode())
     card = panel[panel.index("copier-eos") :]
@@ -105,12 +112,7 @@ def test_it_shows_a_transaction_s_offsets_pending_before_its_commit_and_committe
 
 
 def test_it_shows_who_must_rejoin_a_rebalance_during_a_transaction_and_its_offsets_accepted_meanwhile(client):
-    entry = library.find("rebalance-during-transaction")
-    row = hold(client, session.create(entry.scenario, source=entry.scenario.source, backend="sim"))
-    steps = entry.scenario.steps
-    sent = next(i for i, s in enumerate(steps) if s.action == "send_offsets_to_transaction")
-    for _ in range(sent + 1):
-        session.step(row.id)
+    row, steps, sent = _through_sent_offsets(client, "rebalance-during-transaction")
     panel = _panel(client.get(f"/s/{row.id}/").content.decode())
     card = panel[panel.index("PreparingRebalance") :]
     assert "generation 1" in card
