@@ -94,6 +94,7 @@ def pack(cp: Checkpoint) -> bytes:
 
 
 def unpack(blob: Any) -> Checkpoint | None:
+    """What `pack` wrote (bytes, or the database's memoryview), or None when it is not a checkpoint."""
     view = memoryview(blob)
     n = int.from_bytes(view[:4], "big")
     derived = pickle.loads(view[4 : 4 + n])

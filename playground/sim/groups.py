@@ -15,11 +15,11 @@ moves only when the last one has. A consumer that crashes stays a member until s
 heartbeat; a rebalance waits for it until then.
 
 Two kinds of groups. The simulator's own consumer models join through `join` and `rejoin` (the coordinator assigns
-ranges itself when the last member has joined: there is no SyncGroup). Clients speaking the Kafka protocol (playground/simserver) run the classic group protocol: `join_group` /
-`sync_group` / `heartbeat` / `leave_group` as GroupCoordinator.scala handles JoinGroup, SyncGroup, Heartbeat and
-LeaveGroup: their rounds are in classicgroups.py. A group is one kind or the other: the other kind's join gets
-INCONSISTENT_GROUP_PROTOCOL. Static members (group.instance.id, KIP-345) of either kind take their old member's
-place without a rebalance.
+ranges itself when the last member has joined: there is no SyncGroup). Clients speaking the Kafka protocol
+(playground/simserver) run the classic group protocol: `join_group` / `sync_group` / `heartbeat` / `leave_group` as
+GroupCoordinator.scala handles JoinGroup, SyncGroup, Heartbeat and LeaveGroup: their rounds are in classicgroups.py.
+A group is one kind or the other: the other kind's join gets INCONSISTENT_GROUP_PROTOCOL. Static members
+(group.instance.id, KIP-345) of either kind take their old member's place without a rebalance.
 
 The module is split by idea: groupstate.py holds the groups and members and what every part needs (which broker
 coordinates a group, who is a member); classicgroups.py the classic protocol's rounds; groupoffsets.py committed and
@@ -103,6 +103,8 @@ class GroupCoordinator(ClassicGroupProtocol, GroupOffsets):
         member = g.members.get(member_id) if g is not None else None
         if error or g is None or member is None:
             return [Answer(reply, error or "UNKNOWN_MEMBER_ID", {"member_id": member_id})]
+        if g.state != PREPARING_REBALANCE:  # nothing to rejoin: a known member's JoinGroup in a Stable group
+            return [Answer(reply, None, {"member_id": member_id})]
         member.joined = True
         member.assignment = ()
         return [*self._complete_when_joined(g, now_ms), Answer(reply, None, {"member_id": member_id})]

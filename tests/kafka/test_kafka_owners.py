@@ -222,7 +222,11 @@ def test_it_sweeps_what_a_server_process_killed_with_sigkill_left_behind(
     swept = [r.getMessage() for r in caplog.records if r.name == "playground.kafka.owners" and prefix in r.getMessage()]
     assert len(swept) == 1, swept
     assert f"swept prefix {prefix} of dead server process {owners._hostname()}/{pid} (pid {pid} is gone)" in swept[0]
-    assert f"deleted topics: {prefix}audit, {prefix}orders; consumer groups: {prefix}readers" in swept[0]
+    # Kafka drops a group left without members or offsets once its topics are deleted (the group coordinator's
+    # cleanup of deleted partitions): when that comes between the sweep's listing and its DeleteGroups, the group is
+    # gone first (GROUP_ID_NOT_FOUND) and the sweep deleted none itself. Either way nothing is left (wait_gone above).
+    deleted = f"deleted topics: {prefix}audit, {prefix}orders; consumer groups: "
+    assert deleted + f"{prefix}readers" in swept[0] or deleted + "none" in swept[0], swept[0]
     assert time.monotonic() - t0 < 120
 
 

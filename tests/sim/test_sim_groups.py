@@ -146,3 +146,15 @@ def test_a_member_given_its_assignment_has_its_session_restarted():
     _broker, member, _generation = _classic_member(c, session_timeout_ms=10_000)
     synced_ms = c.now_ms - 10
     assert c.groups.groups["grp"].members[member].heartbeat_deadline_ms == synced_ms + 10_000
+
+
+def test_it_answers_a_known_members_join_in_a_stable_group_without_a_rebalance():
+    c = Cluster(3, {}, {"orders": 2})
+    g = c.groups
+    broker = g.coordinator_of("grp")
+    a, reply_a = reply_box()
+    c.handle_join_group(broker, "grp", "a", ("orders",), reply_a)
+    before = g.assignment("grp", a["member_id"])
+    box, reply = reply_box()
+    c.handle_rejoin_group(broker, "grp", a["member_id"], reply)
+    assert box["error"] is None and g.assignment("grp", a["member_id"]) == before == (1, ("orders-0", "orders-1"))

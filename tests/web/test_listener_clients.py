@@ -219,7 +219,9 @@ def test_kafkas_consumer_group_command_is_a_kafka_clients_admin_client_on_the_pa
     sent = _pipeline(bootstrap)
     jars = ROOT / "tools" / "kafka" / ".jars"
     main = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
-    command = ["java", "-cp", f"{jars}/*", main, "--bootstrap-server", bootstrap, "--describe", "--group", "billing"]
+    # --timeout: the tool's own 5 s default is less than a busy machine may take to answer (a cap, never a measure)
+    command = ["java", "-cp", f"{jars}/*", main, "--bootstrap-server", bootstrap, "--describe", "--group", "billing",
+               "--timeout", "60000"]  # fmt: skip
     described = subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert described.returncode == 0, described.stderr[-3000:]
     assert re.search(rf"billing\s+orders\s+0\s+{sent['orders-0']}\b", described.stdout), described.stdout
