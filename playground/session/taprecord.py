@@ -11,7 +11,8 @@ entry naming the tap's first listener and this process (the owner: while it beat
 session to it, as they leave a listener's), then what came in, in rows as the listener cuts them.
 
 Each request is fed to the simulator as it goes upstream (its answer is not sent anywhere: the client has upstream's),
-translated by playground/tap/translate.py: the producer ids, epochs, member ids and topic ids upstream handed out
+but a Fetch once upstream's answer came, reading only as far as that answer did (a record produced meanwhile would
+otherwise reach the replayed consumer twice: Translation.as_answered), translated by playground/tap/translate.py: the producer ids, epochs, member ids and topic ids upstream handed out
 become those the simulator handed out for the same request. What a client does after an answer may depend on it (a
 producer sends after its InitProducerId, a second instance inits after the first one's send was acknowledged), so
 the simulator answers each request before upstream's answer reaches the client: when upstream's comes first, the
@@ -49,7 +50,7 @@ from playground.session.listener import IDLE_CHECK_S, beat
 from playground.session.live import CommandError, Live, run_entry
 from playground.tap import wire
 from playground.tap.observer import first_error
-from playground.tap.translate import PAIRED, Translation
+from playground.tap.translate import PAIRED, Translation, fetched_through
 
 log = logging.getLogger("playground.tap")
 
@@ -57,6 +58,9 @@ BROKER = 1  # the session's one broker
 TAP_CONN = 0  # the tap's own connection (topics created as upstream had them); clients' are 1, 2, ...
 FLUSH_S = 0.5  # what came in is stored within this
 PAIR_WAIT_MS = 120_000  # how far the simulator's clock runs ahead for an answer upstream already gave
+# how far it runs ahead for records upstream's Fetch answer returned (markers take a few interbroker round trips; a
+# record the simulator never had must not run its clock into transactions' timeouts)
+FETCH_CATCH_UP_MS = 1_000
 CREATE_TOPICS, CREATE_TOPICS_VERSION = 19, 4
 # The coordinator's APIs: an answer here may differ in timing alone (markers still being written)
 COORDINATED = frozenset(
@@ -135,10 +139,12 @@ class TapRecording:
         self._sim: dict[tuple[int, int], tuple[Any, bytes]] = {}  # the simulator's answers (and requests) waiting
         self._absorb: dict[tuple[int, int], Any] = {}  # (conn, api key) -> the simulator's answer to the next try
         self._absorbed: dict[tuple[int, int], Any] = {}  # (conn, correlation) of a try not fed -> that answer
+        self._held: dict[tuple[int, int], bytes] = {}  # (conn, correlation) -> a Fetch fed once upstream answers it
         self._anchor_vt = 0
         self._anchor_wall = 0.0
         self._last_flush = 0.0
         self._last_beat = 0.0
+        self._instant: int | None = None
         self._correlation = 0
 
     # ------------------------------------------------------------------------------------------ the tap's side
@@ -213,6 +219,8 @@ class TapRecording:
 
     def _now(self) -> int:
         """The virtual time now: the wall clock's since recording began, or where the simulator ran ahead to."""
+        if self._instant is not None:
+            return max(self._instant, self.core.now_ms)
         vt = self._anchor_vt + int((time.monotonic() - self._anchor_wall) * 1000)
         if self.core is not None and self.core.now_ms > vt:
             self._anchor_vt, self._anchor_wall = self.core.now_ms, time.monotonic()
@@ -231,7 +239,11 @@ class TapRecording:
                 if item is _STOP:
                     break
                 if self.state == "recording":
-                    self._locked(lambda live, item=item: self._handle(live, item))
+                    self._instant = self._now()  # an item is handled at one time: its checks and what it feeds
+                    try:
+                        self._locked(lambda live, item=item: self._handle(live, item))
+                    finally:
+                        self._instant = None
             self._finish("stopped")
         except Exception as exc:
             log.exception("tap: recording session %s failed", self.sid)
@@ -315,6 +327,9 @@ class TapRecording:
             if done is not None:  # the simulator did this already, at an earlier try of the client's
                 self._absorbed[(conn, correlation)] = done
                 return
+            if api_key == wire.FETCH:
+                self._held[(conn, correlation)] = payload
+                return
             self._feed(live, conn, payload)
         elif kind == "too_large":
             self.unrecorded += 1
@@ -324,7 +339,7 @@ class TapRecording:
         elif kind == "closed":
             self._dropped.discard(conn)
             self.translation.forget(conn)
-            for kept in (self._asked, self._sim, self._absorbed, self._absorb):
+            for kept in (self._asked, self._sim, self._absorbed, self._absorb, self._held):
                 for key in [k for k in kept if k[0] == conn]:
                     del kept[key]
             external.disconnect(live, conn)
@@ -339,6 +354,9 @@ class TapRecording:
                 if body is not None:
                     self._settle(live, key, api_key, body, done, b"")
                 return
+            held = self._held.pop(key, None)
+            if held is not None:
+                self._feed(live, conn, held if body is None else self._as_answered(live, held, body))
             self._run_ahead(live, key)
             sim = self._sim.pop(key, None)
             if sim is not None and body is not None:
@@ -376,6 +394,50 @@ class TapRecording:
             self._absorb[(key[0], api_key)] = sim
         elif api_key in PAIRED:
             self.translation.learn(api_key, upstream, sim)  # it judges each answer's error itself
+
+    def _as_answered(self, live: Live, payload: bytes, upstream: Any) -> bytes:
+        """A Fetch to feed now that upstream answered it (Translation.as_answered). The simulator's clock first runs
+        ahead (as far as FETCH_CATCH_UP_MS) until its log has what upstream returned (a transaction's markers
+        written)."""
+        through = fetched_through(upstream, self.translation.topic_names)
+
+        def catch_up(read_committed: bool) -> None:
+            external.advance(live, self._now())  # what was due by now is done before its log is read
+            self._outputs(self.core.take_output())
+            until_ms = self.core.now_ms + FETCH_CATCH_UP_MS
+            while any(-1 < self._upper(tp, read_committed) < to for tp, to in through.items()):
+                due = self.core.next_due_ms()
+                if due is None or due > until_ms:
+                    break
+                external.advance(live, due)
+                self._outputs(self.core.take_output())
+
+        return self.translation.as_answered(payload, through, self._span, self.core.topic_of, catch_up)
+
+    def _upper(self, tp: tuple[str, int], read_committed: bool) -> int:
+        """How far a Fetch reads the simulator's partition (its last stable offset or high watermark; -1: none)."""
+        name = f"{tp[0]}-{tp[1]}"
+        if name not in self.core.cluster.partitions:
+            return -1
+        log = self.core.cluster.log(name)
+        return int(log.last_stable_offset if read_committed else log.high_watermark)
+
+    def _span(self, topic: str, partition: int, start: int, stop: int | None, read_committed: bool) -> int | None:
+        """The bytes of the simulator's batches a Fetch from `start` returns, up to offset `stop` (None: the first)."""
+        tp = f"{topic}-{partition}"
+        if tp not in self.core.cluster.partitions:
+            return None
+        log = self.core.cluster.log(tp)
+        if not log.log_start_offset <= start <= log.log_end_offset:
+            return None
+        upper = self._upper((topic, partition), read_committed)
+        total, i = 0, log.batch_index(start)
+        while i < len(log.batches) and log.batches[i].base_offset < min(upper, stop if stop is not None else upper):
+            total += len(self.core.batch_bytes(tp, log.batches[i]))
+            if stop is None:
+                break
+            i += 1
+        return total
 
     def _feed(self, live: Live, conn: int, payload: bytes) -> None:
         try:

@@ -8,7 +8,8 @@ request's head, and the answers that name brokers (Metadata, FindCoordinator, De
 node_endpoints of Produce and Fetch), which are written again with the tap's own addresses. Everything else is
 forwarded byte for byte. With a recorder (`--record-session`: playground/session/taprecord.py) a request frame up to
 its bound is read whole and handed to it before it goes upstream, and each answer to a request it was handed, before
-the client has it; a larger one streams through as ever and the recorder is told.
+the client has it (a Fetch answer read whole up to RECORDED_FETCH_MAX_BYTES); a larger request streams through as
+ever and the recorder is told.
 
 As a broker would: a request frame whose size is negative or over socket.request.max.bytes closes the connection
 before a byte of its body is read (SocketServer's InvalidReceiveException); anything else a broker cannot parse is
@@ -43,6 +44,8 @@ log = logging.getLogger("playground.tap")
 
 HEAD_BYTES = 4096  # a Produce request's header, transactional id, first topic and first batch header fit in it
 DECODE_MAX_BYTES = 1024 * 1024  # observed requests and answers larger than this are forwarded unread
+# a recorder is given Fetch answers up to this, read whole (what they returned bounds what the simulator returns)
+RECORDED_FETCH_MAX_BYTES = 16 * 1024 * 1024
 CHUNK_BYTES = 64 * 1024
 _SIZE = struct.Struct(">i")
 _CORRELATION = struct.Struct(">i")
@@ -315,7 +318,7 @@ class Tap:
                 (correlation_id,) = _CORRELATION.unpack_from(head)
                 p = pending.pop(correlation_id, None)
                 body = None
-                if p is not None and _decoded(p, size):
+                if p is not None and _decoded(p, size, self.recorder is not None):
                     head += await reader.readexactly(size - len(head))
                     try:
                         body = decode_response(p.api_key, p.api_version, head)[1]
@@ -340,9 +343,11 @@ class Tap:
                     )
 
 
-def _decoded(p: Pending, size: int) -> bool:
+def _decoded(p: Pending, size: int, recording: bool) -> bool:
     if p.api_key in wire.ADDRESSING:
         return True  # they must be rewritten whatever their size
+    if recording and p.api_key == wire.FETCH and size <= RECORDED_FETCH_MAX_BYTES:
+        return True
     if size > DECODE_MAX_BYTES or p.api_key == wire.API_VERSIONS:
         return False  # of ApiVersions the observer reads the request only (the software), not the long answer
     return (

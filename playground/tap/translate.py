@@ -56,6 +56,9 @@ _PID_EPOCH = struct.Struct(">qh")
 _PID_OFFSET = 43  # baseOffset, batchLength, partitionLeaderEpoch, magic, crc, attributes, lastOffsetDelta, 2 stamps
 
 
+# (topic, partition, from offset, to offset or None, read_committed) -> the bytes the simulator's Fetch would return
+Span = Callable[[str, int, int, int | None, bool], int | None]
+
 # The partitions one connection's fetch session may hold here (a consumer's assignment is far smaller): past it the
 # session is forgotten and each Fetch is recorded as it names its partitions.
 SESSION_PARTITIONS_MAX = 10_000
@@ -183,6 +186,54 @@ class Translation:
             forgotten_topics_data=(),
         )
 
+    def as_answered(
+        self,
+        payload: bytes,
+        through: Mapping[tuple[str, int], int],
+        span: Span,
+        sim_topic_name: Callable[[Any], str | None],
+        catch_up: Callable[[bool], None] = lambda read_committed: None,
+    ) -> bytes:
+        """A Fetch (as `request` gave it) for the simulator to answer what upstream answered, fed when upstream's
+        answer came: it waits for nothing (max_wait 0) and reads each partition only as far as upstream returned
+        whole batches. Fed as the client sent it, the simulator's answer would race upstream's: a record produced
+        while upstream's answer was on its way would be given to the replayed consumer, and again at its next Fetch,
+        which still names the offset upstream answered empty (kafka-clients' incremental session leaves it unnamed).
+        A partition upstream returned nothing of is kept if the simulator has nothing there either (the consumer's
+        position), else left out. `through`: fetched_through(upstream's answer); `span(topic, partition, from, to,
+        read_committed)`: the bytes of the simulator's batches a Fetch from `from` returns up to offset `to` (None:
+        whether it returns any, 0 or more), None where it would answer an error; `catch_up(read_committed)` is called
+        before the simulator's log is read."""
+        try:
+            request = decode_request(payload, _EveryVersion())
+        except ValueError:
+            return payload
+        body = request.body
+        rc = int(getattr(body, "isolation_level", 0)) == 1
+        catch_up(rc)
+        topics, total = [], 0
+        for topic in body.topics:
+            name = getattr(topic, "topic", None) or sim_topic_name(getattr(topic, "topic_id", None))
+            kept = []
+            for p in topic.partitions:
+                offset = int(p.fetch_offset)
+                to = through.get((str(name), int(p.partition)), offset)
+                given = span(str(name), int(p.partition), offset, to, rc) if name and to > offset else 0
+                if given:
+                    kept.append(dataclasses.replace(p, partition_max_bytes=type(p.partition_max_bytes)(given)))
+                    total += given
+                elif not name or not span(str(name), int(p.partition), offset, None, rc):
+                    kept.append(p)  # the simulator answers it as upstream did: nothing, or the error it would
+            if kept:
+                topics.append(dataclasses.replace(topic, partitions=tuple(kept)))
+        body = dataclasses.replace(
+            body,
+            max_wait=type(body.max_wait)(0),
+            max_bytes=type(body.max_bytes)(max(int(body.max_bytes), total)),
+            topics=tuple(topics),
+        )
+        return encode_request(wire.FETCH, request.api_version, request.correlation_id, request.client_id, body)
+
     def _walk(self, obj: Any) -> Any:
         if isinstance(obj, tuple):
             items = tuple(self._walk(x) for x in obj)
@@ -214,6 +265,20 @@ class Translation:
                 if walked is not value:
                     changes[f.name] = walked
         return dataclasses.replace(obj, **changes) if changes else obj
+
+
+def fetched_through(answer: Any, topic_names: Mapping[uuid.UUID, str]) -> dict[tuple[str, int], int]:
+    """Upstream's Fetch answer: (topic, partition) -> the offset after the last whole batch it returned there (only
+    the partitions it returned records of, without an error)."""
+    through: dict[tuple[str, int], int] = {}
+    for topic in getattr(answer, "responses", ()) or ():
+        name = getattr(topic, "topic", None) or topic_names.get(getattr(topic, "topic_id", None))  # type: ignore[arg-type]
+        for part in topic.partitions if name else ():
+            code = getattr(part.error_code, "value", part.error_code)
+            end = records.whole_batches_end(part.records) if part.records and int(code) == 0 else None
+            if end is not None:
+                through[(str(name), int(part.partition_index))] = end
+    return through
 
 
 def rewrite_batches(data: bytes, producer: Callable[[int, int], tuple[int, int]]) -> bytes:

@@ -28,7 +28,7 @@ from playground.sim.cluster import Cluster
 from playground.simserver.server import SimServer
 from playground.tap import translate, wire
 from playground.tap.proxy import Tap
-from tests.simserver.wire import fetch_body
+from tests.simserver.wire import batch, fetch_body, produce_body
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
@@ -401,3 +401,49 @@ def test_it_records_an_incremental_fetch_as_a_full_fetch_of_its_connections_sess
     assert _fetched(t, "c1", _fetch(1, {"orders": {1: 6}})) == {"orders-1": 6}, "no session after a sessionless one"
     t.forget("c2")
     assert "c2" not in t.fetch_sessions
+
+
+def _fetch_answer(partitions: dict[int, bytes]) -> object:
+    """Upstream's answer to a Fetch v12 of orders: partition -> the records it returned."""
+    data = {"throttle_time": 0, "error_code": 0, "session_id": 77,
+            "responses": [{"topic": "orders", "partitions": [
+                {"partition_index": p, "error_code": 0, "high_watermark": 1, "last_stable_offset": 1,
+                 "log_start_offset": 0, "aborted_transactions": [], "preferred_read_replica": -1, "records": raw}
+                for p, raw in partitions.items()]}]}  # fmt: skip
+    return messages.build(messages.response_class(wire.FETCH, 12), data)
+
+
+def test_it_gives_the_replayed_consumer_a_record_once_when_upstream_answered_its_fetch_before_the_record_came():
+    """The race of a live tap: a consumer's Fetch waits upstream, a producer's record comes through the tap while
+    upstream's empty answer (its max_wait over) is on its way, the consumer fetches the same offset again and is given
+    the record. The simulator, fed each Fetch as upstream answered it, gives it once, as upstream did."""
+    recording = TapRecording(upstream="127.0.0.1:1", listener=("127.0.0.1", 2), topics={"orders": 2})
+    recording.start()
+    reader, writer = 1, 2
+
+    def request(conn: int, api_key: int, version: int, correlation: int, client_id: str, data: dict) -> None:
+        body = messages.build(messages.request_class(api_key, version), data)
+        recording.request(conn, messages.encode_request(api_key, version, correlation, client_id, body))
+
+    def fetch(correlation: int, session_epoch: int, named: dict[int, int]) -> None:
+        data = fetch_body("orders", 0, 0, max_wait_ms=500)
+        one = data["topics"][0]["partitions"][0]
+        data.update(session_id=77 if session_epoch else 0, session_epoch=session_epoch,
+                    topics=[{"topic": "orders", "partitions": [dict(one, partition=p, fetch_offset=o)
+                                                               for p, o in named.items()]}])  # fmt: skip
+        request(reader, wire.FETCH, 12, correlation, "reader", data)
+
+    fetch(1, 0, {0: 0, 1: 0})  # waits upstream: nothing to read yet
+    request(writer, wire.PRODUCE, 8, 1, "writer", produce_body("orders", 1, batch([b"b-0"])))
+    recording.answer(reader, wire.FETCH, 12, 1, _fetch_answer({0: b"", 1: b""}))  # computed before b-0 came
+    recording.answer(writer, wire.PRODUCE, 8, 1, None)
+    fetch(2, 1, {})  # incremental: both offsets unchanged, neither named
+    recording.answer(reader, wire.FETCH, 12, 2, _fetch_answer({1: batch([b"b-0"])}))
+    fetch(3, 2, {1: 1})
+    recording.answer(reader, wire.FETCH, 12, 3, _fetch_answer({}))
+    assert recording.stop()["state"] == "stopped"
+    CACHE.evict(recording.sid)
+    clients = external.core_of(session.load(recording.sid).backend).clients
+    (mine,) = [c for c in clients.consumers().values() if c["external"]["client_id"] == "reader"]
+    assert {tp: [r["offset"] for r in recs] for tp, recs in mine["received"].items()} == {"orders-1": [0]}
+    assert mine["positions"] == {"orders-0": 0, "orders-1": 1}
