@@ -39,6 +39,20 @@ class TapProcess:
         assert line, f"the tap printed nothing (exit {self.proc.poll()})"
         self.bootstrap = line
 
+    def now(self, ready) -> dict:
+        """The report as it is now, once `ready(report)` (SIGUSR1 asks the tap to write it)."""
+        deadline = time.monotonic() + WAIT_S
+        while True:
+            self.proc.send_signal(signal.SIGUSR1)
+            time.sleep(0.2)
+            try:
+                report = json.loads(self.report_path.read_text())
+            except (OSError, ValueError):
+                report = None
+            if report is not None and ready(report):
+                return report
+            assert time.monotonic() < deadline, "the tap's report never showed what was waited for"
+
     def stop(self) -> dict:
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
@@ -273,6 +287,61 @@ def test_it_carries_transactions_on_through_a_broker_stopped_and_started(tap, pr
     assert all(c["closed_ms"] is not None and c["closed_ms"] < restarted_at_ms for c in to_leader)
     ends = [e for c in report["connections"] for e in c["events"] if e["api"] == "EndTxn"]
     assert [e["error"] for e in ends] == [None, None, None]
+
+
+def test_it_carries_a_transaction_on_through_its_coordinators_failover(tap, prefix):
+    """The broker the transactional id's coordinator is on stops: its __transaction_state partition gets a new
+    leader, the producer finds the new coordinator through the tap's rewritten FindCoordinator and commits there. The
+    tap sees one producer instance on two coordinators' connections: no shared transactional id, no fence."""
+    from playground.kafka.brokers import run_broker_control
+
+    direct = require_bootstrap()
+    control = broker_control_for(direct)
+    if not control:
+        pytest.fail("no broker control for this cluster: set KAFKA_BROKER_CONTROL (or run it from tools/kafka)")
+    t = tap()
+    topic = make_topic(direct, prefix + "coordinated", partitions=3)
+    txn = prefix + "failover"
+    producer = Producer({"bootstrap.servers": t.bootstrap, "transactional.id": txn, "client.id": prefix + "payer"})
+
+    def transaction(n: int) -> None:
+        producer.begin_transaction()
+        for p in range(3):
+            producer.produce(topic, value=f"t{n}-p{p}".encode(), partition=p)
+        producer.commit_transaction(WAIT_S)
+
+    def ends(report: dict) -> list[tuple[int, str | None]]:
+        """(broker, error) of each EndTxn, in the order they were answered."""
+        found = [(e["at_ms"], c["broker"], e["error"]) for c in report["connections"] for e in c["events"]
+                 if e["api"] == "EndTxn"]  # fmt: skip
+        return [(broker, error) for _at, broker, error in sorted(found)]
+
+    producer.init_transactions(WAIT_S)
+    transaction(1)
+    ((coordinator, error),) = ends(t.now(lambda r: ends(r)))
+    assert error is None
+    run_broker_control(control, ROOT, "stop", coordinator, "stop the coordinator")
+    try:
+        transaction(2)
+        moved = [b for b, e in ends(t.now(lambda r: len([e for _b, e in ends(r) if e is None]) == 2)) if e is None]
+        assert moved[1] != coordinator, "the second commit went to the stopped broker's listener"
+    finally:
+        run_broker_control(control, ROOT, "start", coordinator, "start it again")
+    deadline = time.monotonic() + WAIT_S
+    while len(AdminClient({"bootstrap.servers": t.bootstrap}).list_topics(timeout=30).brokers) < 3:
+        assert time.monotonic() < deadline, "the restarted broker never came back through the tap"
+        time.sleep(0.5)
+    transaction(3)
+    assert sorted(v.decode() for *_x, v, _h, _t in read_all(t.bootstrap, topic, 3, 9)) == sorted(
+        f"t{n}-p{p}" for n in (1, 2, 3) for p in range(3)
+    )
+    report = t.stop()
+    assert [e for _b, e in ends(report) if e is None] == [None, None, None]
+    assert {e for _b, e in ends(report)} <= {None, "NOT_COORDINATOR", "COORDINATOR_NOT_AVAILABLE",
+                                             "COORDINATOR_LOAD_IN_PROGRESS", "CONCURRENT_TRANSACTIONS"}  # fmt: skip
+    (instances,) = report["transactional_ids"].values()
+    assert len(instances) == 1, instances
+    assert not [f for f in report["findings"] if f["finding"] in ("shared_transactional_id", "fence")]
 
 
 def kafka_tool(*argv: str, stdin: str | None = None) -> str:
