@@ -12,6 +12,8 @@
   (session/external.py) is the row's `payload`, bytes beside the entry, read only when the row is replayed.
 - `Checkpoint`: the simulator's state after a session's first `length` entries, stored with its log
   (session/checkpoints.py), so that any process opens a session by thawing one and replaying the tail after it.
+- `TapReport`: the last report of a `manage.py tap --publish NAME` (playground/tap/cli.py), read by the tap's live
+  page beside /inspect/ on whichever host serves it.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from __future__ import annotations
 import base64
 import functools
 import hashlib
+import json
 import secrets
 import unicodedata
 from typing import Any
@@ -308,3 +311,24 @@ class Compared(models.Model):
 
     def __str__(self) -> str:
         return f"comparison {self.key[:12]} ({len(self.body)} bytes)"
+
+
+# ----------------------------------------------------------------------------------------------------- the tap
+class TapReport(models.Model):
+    """A tap's last report, one row per tap name, written again every few seconds while the tap runs."""
+
+    name = models.CharField(primary_key=True, max_length=200)
+    report = models.JSONField()
+    reported_at = models.DateTimeField(default=timezone.now, db_index=True)
+
+    SHOWN_MAX = 20  # the taps the page lists, latest first
+
+    @classmethod
+    def publish(cls, name: str, report: dict[str, Any]) -> None:
+        as_written = json.loads(json.dumps(report, default=str))  # as the file has it (cli.write_report)
+        cls.objects.update_or_create(name=name, defaults={"report": as_written, "reported_at": timezone.now()})
+
+    @classmethod
+    def latest(cls) -> list[tuple[str, Any]]:
+        """(name, reported_at) of the taps last heard from, latest first."""
+        return list(cls.objects.order_by("-reported_at").values_list("name", "reported_at")[: cls.SHOWN_MAX])

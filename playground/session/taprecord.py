@@ -220,7 +220,7 @@ class TapRecording:
     def _now(self) -> int:
         """The virtual time now: the wall clock's since recording began, or where the simulator ran ahead to."""
         if self._instant is not None:
-            return max(self._instant, self.core.now_ms)
+            return max(self._instant, int(self.core.now_ms))
         vt = self._anchor_vt + int((time.monotonic() - self._anchor_wall) * 1000)
         if self.core is not None and self.core.now_ms > vt:
             self._anchor_vt, self._anchor_wall = self.core.now_ms, time.monotonic()

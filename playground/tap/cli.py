@@ -6,6 +6,9 @@ ids; port 0: free ports), prints its own bootstrap list as its last line, like `
 findings) then, whenever it gets SIGUSR1, and every `--report-interval-s` (2 s; the live page at /inspect/tap/ reads
 the file the server's PLAYGROUND_TAP_REPORT names).
 
+With `--publish [NAME]` (manage.py only: it needs the database) the report is also stored in the database as NAME
+(the upstream's bootstrap list when not given) as often, where the live page reads it on whichever host serves it.
+
 With `--record-session [TITLE]` (manage.py only: it needs the database) the requests the clients send are also
 recorded as a new simulator session's external clients' rows (playground/session/taprecord.py); the tap prints
 `recording: <session path>#drive=<capability>` before its bootstrap list, and the report says where it is.
@@ -20,7 +23,7 @@ import logging
 import os
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +50,14 @@ def add_arguments(p: Any) -> None:
         type=int,
         default=MAX_REQUEST_BYTES,
         help="socket.request.max.bytes: a larger request frame closes the connection, as the broker's would",
+    )
+    p.add_argument(
+        "--publish",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="NAME",
+        help="store the report in the database too, as NAME (default: the upstream), for the live page on any host",
     )
     p.add_argument(
         "--record-session",
@@ -78,19 +89,34 @@ def write_report(path: str, report: dict[str, Any]) -> None:
     os.replace(partial, target)  # a reader never sees half a report
 
 
-def run(options: dict[str, Any], out: Any = None, recording: Callable[..., Any] | None = None) -> None:
-    """Serve until SIGTERM. `recording`: what records a session (session/taprecord.py's TapRecording, which the
-    management command hands in: this layer does not reach the database)."""
+def run(
+    options: dict[str, Any],
+    out: Any = None,
+    recording: Callable[..., Any] | None = None,
+    publish: Callable[[str, dict[str, Any]], None] | None = None,
+) -> None:
+    """Serve until SIGTERM. `recording`: what records a session (session/taprecord.py's TapRecording); `publish(name,
+    report)`: what stores a report (TapReport.publish). The management command hands them in: this layer does not
+    reach the database."""
     host, port = parse_listen(options["listen"])
     if not options["upstream"].strip():
         raise UsageError("--upstream: expected the cluster's bootstrap servers")
     if options.get("record_session") is not None and recording is None:
         raise UsageError("--record-session: run the tap as `manage.py tap` (the session is stored in its database)")
-    asyncio.run(_serve(options, host, port, out or sys.stdout, recording))
+    if options.get("publish") is not None and publish is None:
+        raise UsageError("--publish: run the tap as `manage.py tap` (the report is stored in its database)")
+    if options.get("publish") is not None and len(options["publish"]) > 200:
+        raise UsageError("--publish NAME: at most 200 characters")
+    asyncio.run(_serve(options, host, port, out or sys.stdout, recording, publish))
 
 
 async def _serve(
-    options: dict[str, Any], host: str, port: int, out: Any, recording: Callable[..., Any] | None = None
+    options: dict[str, Any],
+    host: str,
+    port: int,
+    out: Any,
+    recording: Callable[..., Any] | None = None,
+    publish: Callable[[str, dict[str, Any]], None] | None = None,
 ) -> None:
     from playground.tap.observer import Observer
     from playground.tap.proxy import Tap
@@ -127,29 +153,44 @@ async def _serve(
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     report_path = options.get("report")
+    name = options.get("publish")
+    if name is not None and publish is not None:
+        name = name or options["upstream"].strip()[:200]
+
+    async def write() -> None:
+        """The report where it was asked for: the file, the database (a blocking call: not on the tap's loop)."""
+        now = report()
+        if report_path:
+            write_report(report_path, now)
+        if name is not None and publish is not None:
+            await asyncio.to_thread(publish, name, now)
+
     if report_path:
         loop.add_signal_handler(signal.SIGUSR1, lambda: write_report(report_path, report()))
     interval_s = float(options.get("report_interval_s") or 0)
-    ticker = asyncio.create_task(_every(interval_s, lambda: write_report(report_path, report()), stop)) if (
-        report_path and interval_s > 0) else None  # fmt: skip
+    ticker = asyncio.create_task(_every(interval_s, write, stop)) if (
+        (report_path or name is not None) and interval_s > 0) else None  # fmt: skip
     await stop.wait()
     if ticker is not None:
         await ticker
     await tap.close()
     if recorder is not None:
         await asyncio.to_thread(recorder.stop)
-    if report_path:
-        write_report(report_path, report())
+    await _written(write)
 
 
-async def _every(interval_s: float, write: Callable[[], None], stop: asyncio.Event) -> None:
-    """Write the report every `interval_s` until stopped (the live page reads the file: a tap that stopped writing
-    shows there as a report growing old)."""
+async def _written(write: Callable[[], Awaitable[None]]) -> None:
+    try:
+        await write()
+    except Exception as e:  # a full disk, a database away: the tap serves on (or stops) all the same, and says so
+        logging.getLogger("playground.tap").warning("the report could not be written: %s", e)
+
+
+async def _every(interval_s: float, write: Callable[[], Awaitable[None]], stop: asyncio.Event) -> None:
+    """Write the report every `interval_s` until stopped (the live page reads it: a tap that stopped writing shows
+    there as a report growing old)."""
     while not stop.is_set():
-        try:
-            write()
-        except OSError as e:
-            logging.getLogger("playground.tap").warning("the report could not be written: %s", e)
+        await _written(write)
         try:
             await asyncio.wait_for(stop.wait(), interval_s)
         except TimeoutError:

@@ -159,19 +159,23 @@ def _with_from(request: HttpRequest) -> HttpResponse:
 @capability_required(page=True)
 def tap(request: HttpRequest) -> HttpResponse:
     """The tap's live page: its last report (tappage.py), polled again every few seconds by the fragment below."""
-    return render(request, "playground/inspect/tap.html", _tap_context())
+    return render(request, "playground/inspect/tap.html", _tap_context(request))
 
 
 @require_GET
 @capability_required()
 def tap_live(request: HttpRequest) -> HttpResponse:
-    return render(request, "playground/inspect/_tap.html", _tap_context())
+    return render(request, "playground/inspect/_tap.html", _tap_context(request))
 
 
-def _tap_context() -> dict[str, Any]:
-    path = tappage.report_path()
-    report = tappage.read_report(path) if path else None
-    return {"t": tappage.context(report) if report is not None else None, "why": tappage.unavailable(path)}
+def _tap_context(request: HttpRequest) -> dict[str, Any]:
+    report, name, taps = tappage.choose(request.GET.get("tap", "")[:200])
+    return {
+        "t": tappage.context(report) if report is not None else None,
+        "why": tappage.unavailable(tappage.report_path()),
+        "tap": name,
+        "taps": taps,
+    }
 
 
 @require_POST

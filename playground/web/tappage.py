@@ -1,7 +1,9 @@
 """The tap's live page (issue 34), beside /inspect/ and behind its key: what `manage.py tap` reports, read from the
-file it writes (`--report FILE`, every `--report-interval-s` and on SIGUSR1/SIGTERM; the server's PLAYGROUND_TAP_REPORT
-names it). The tap is a process of its own, in front of the cluster; the page's process only reads what it last
-wrote (written whole, then renamed: never half a report), so a page costs a file read and nothing reaches the cluster.
+database (`--publish NAME`: any host's tap, one row per name, models.TapReport) or from the file it writes on this
+host (`--report FILE`; the server's PLAYGROUND_TAP_REPORT names it), both written every `--report-interval-s` and at
+its stop. The tap is a process of its own, in front of the cluster; the page's process only reads what it last
+wrote (a file written whole, then renamed: never half a report), so a page costs a read and nothing reaches the
+cluster. `?tap=NAME` picks a published tap; without it the page shows the file's report, else the latest published.
 
 Shown: the connections as actors (address, client.id, software, broker, transactional ids, groups), each
 transactional id with its producer instances (producer id, epoch, the clients that used it, who fenced it), and the
@@ -29,9 +31,26 @@ RECORDING_STATES = {
     "failed": lambda: pgettext("recording", "failed"),
 }
 
-CONNECTIONS_MAX = 200  # actors drawn (open ones first); the report file has them all
+CONNECTIONS_MAX = 200  # actors drawn (open ones first); the report has them all
 FENCES_MAX = 100
 STALE_AFTER_S = 15.0  # a tap reports every few seconds: older than this, the page says it may have stopped
+
+
+def choose(wanted: str) -> tuple[dict[str, Any] | None, str, list[dict[str, Any]]]:
+    """The report to show, the name of its published tap ("": the file's) and the published taps, latest first."""
+    from playground.models import TapReport
+
+    now = dt.datetime.now(dt.UTC)
+    taps = [{"name": name, "age_s": round(max(0.0, (now - at).total_seconds()))} for name, at in TapReport.latest()]
+    names = [t["name"] for t in taps]
+    if wanted not in names:
+        path = report_path()
+        report = read_report(path) if path else None
+        if report is not None or not names:
+            return report, "", taps
+        wanted = names[0]
+    row = TapReport.objects.filter(name=wanted).values_list("report", flat=True).first()
+    return (row if isinstance(row, dict) else None), wanted, taps
 
 
 def report_path() -> str:
@@ -172,5 +191,8 @@ def _recording_state(state: Any) -> str:
 def unavailable(path: str) -> str:
     """Why there is nothing to show (the page says it)."""
     if not path:
-        return _("No tap report is configured: set PLAYGROUND_TAP_REPORT to the file `manage.py tap --report` writes.")
+        return _(
+            "No tap has reported: start `manage.py tap --publish`, or set PLAYGROUND_TAP_REPORT to the file "
+            "`manage.py tap --report` writes."
+        )
     return _("The tap has not written %(path)s yet: start `manage.py tap --report %(path)s`.") % {"path": path}

@@ -212,14 +212,18 @@ def test_it_maps_an_epoch_it_never_saw_paired_by_the_last_pairs_difference():
 
 
 def test_it_prints_the_sessions_drive_link_before_its_bootstrap_list_and_reports_it(tmp_path):
-    """`manage.py tap --record-session TITLE` as the command runs it (cli.run with the recording the management
-    command hands it), stopped by SIGTERM: the drive link's line comes before the bootstrap list, which stays last."""
+    """`manage.py tap --record-session TITLE --publish` as the command runs it (cli.run with the recording and the
+    publishing the management command hands it), stopped by SIGTERM: the drive link's line comes before the bootstrap
+    list, which stays last; the report is in the file and in the database under the upstream's name, as it goes."""
     import json
     import os
     import signal
     import time
 
-    from playground.models import Session
+    from django.db import connection
+
+    from playground.management.commands.tap import _publish
+    from playground.models import Session, TapReport
     from playground.session import capability
     from playground.tap import cli
 
@@ -249,6 +253,9 @@ def test_it_prints_the_sessions_drive_link_before_its_bootstrap_list_and_reports
             while not report_path.exists() and time.monotonic() < deadline:  # written every report_interval_s
                 time.sleep(0.05)
             assert json.loads(report_path.read_text())["recording"]["state"] == "recording"
+            while not TapReport.objects.filter(name=upstream).exists() and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert TapReport.objects.get(name=upstream).report["recording"]["state"] == "recording"
             p = producer(out.lines[-1], "payment-service")
             p.init_transactions(30)
             p.begin_transaction()
@@ -257,6 +264,7 @@ def test_it_prints_the_sessions_drive_link_before_its_bootstrap_list_and_reports
         except BaseException as e:  # the main thread reports it
             failures.append(e)
         finally:
+            connection.close()
             os.kill(os.getpid(), signal.SIGTERM)
 
     report_path = tmp_path / "report.json"
@@ -265,7 +273,8 @@ def test_it_prints_the_sessions_drive_link_before_its_bootstrap_list_and_reports
     try:
         cli.run({"upstream": upstream, "listen": "127.0.0.1:0", "report": str(report_path), "max_events": 50,
                  "socket_request_max_bytes": 100 * 1024 * 1024, "record_session": "order-pay",
-                 "record_kafka": "4", "report_interval_s": 0.2}, out=out, recording=TapRecording)  # fmt: skip
+                 "record_kafka": "4", "report_interval_s": 0.2, "publish": ""}, out=out, recording=TapRecording,
+                publish=_publish)  # fmt: skip
     finally:
         helper.join(CAP_S)
         loop.run(server.close())
@@ -279,8 +288,12 @@ def test_it_prints_the_sessions_drive_link_before_its_bootstrap_list_and_reports
     assert report["path"] == path and report["state"] == "stopped" and report["kafka"] == "4"
     row = Session.objects.get(pk=report["session"])
     assert capability.matches(secret, row.drive_key) and row.profile.kafka == "4"
+    published = TapReport.objects.get(name=upstream).report
+    assert published["recording"]["state"] == "stopped" and "pay" in published["transactional_ids"]
     with pytest.raises(cli.UsageError):
         cli.run({"upstream": upstream, "listen": "127.0.0.1:0", "record_session": ""})  # no database this way
+    with pytest.raises(cli.UsageError, match="--publish"):
+        cli.run({"upstream": upstream, "listen": "127.0.0.1:0", "publish": "x"})
 
 
 def test_it_records_a_consumer_group_whose_commits_replay_under_the_simulators_member_ids(upstream_and_tap):
