@@ -14,7 +14,7 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.cache import patch_vary_headers
-from django.utils.translation import get_language
+from django.utils.translation import get_language, gettext_noop
 from django.utils.translation import gettext as _
 from django.views.decorators.clickjacking import xframe_options_sameorigin
 from django.views.decorators.http import require_GET, require_POST
@@ -502,10 +502,11 @@ def fork(request: HttpRequest, sid: str) -> HttpResponse:
 
 
 # ----------------------------------------------------------------------------------------------- the editor
+EXAMPLE_SUMMARY = gettext_noop("What this shows, in a sentence or two.")  # in the catalogue for example()
 EXAMPLE = """format: 1
 id: my-scenario
 title: {en: My scenario, zh: 我的场景}
-summary: What this shows, in a sentence or two.
+summary: SUMMARY
 cluster:
   topics:
     orders: {partitions: 3}
@@ -525,7 +526,7 @@ steps:
 expect:
   consumers:
     rc: {orders-0: [order-1]}
-"""
+""".replace("SUMMARY", EXAMPLE_SUMMARY)
 
 _BOTH = re.compile(r'\{en: (?:"[^"]*"|[^,{}]*), zh: (?:"([^"]*)"|([^,{}]*))\}')
 
@@ -536,7 +537,7 @@ def example() -> str:
     if get_language() == settings.LANGUAGE_CODE:
         return EXAMPLE
     text = _BOTH.sub(lambda m: m.group(1) or m.group(2), EXAMPLE)
-    return re.sub(r"(?m)^summary: (.*)$", lambda m: f"summary: {_(m.group(1))}", text)
+    return text.replace(f"summary: {EXAMPLE_SUMMARY}", f"summary: {_(EXAMPLE_SUMMARY)}")
 
 
 DRAFT_KEY = re.compile(r"[a-z]+:[\w.-]{1,64}|new")

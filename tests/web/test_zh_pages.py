@@ -192,6 +192,7 @@ def test_it_shows_no_english_on_the_chinese_gallery_editor_and_compare(zh):
     editor_text = _textarea(editor)
     pages["editor"] = (editor, zhrule.authored(editor_text))
     assert "title: 我的场景" in editor_text and "en:" not in editor_text  # the starter text is the reader's language's
+    assert "summary: 这个场景展示什么，用一两句话说明。" in editor_text  # its summary too: in the catalogue
     # the editor with a broken scenario: every problem the loader found, said in Chinese (Play stays on the editor)
     r = zh.post("/editor/play/", {"text": BROKEN})
     assert r.status_code == 400
