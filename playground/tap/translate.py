@@ -11,11 +11,12 @@ a known producer), AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, TxnOffsetCommit 
 request (DefaultRecordBatch: the CRC-32C covers the producer id and epoch, so it is computed again); member ids of
 JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit and TxnOffsetCommit; topic ids (Fetch v13+, Produce v13+).
 A Metadata request never creates a topic on the simulator (allow_auto_topic_creation false): a topic is created there
-as upstream has it, once upstream's answer names it (session/taprecord.py). A Fetch's incremental fetch session (KIP-227, FetchSession.scala: ids the broker hands out) becomes a sessionless
-full fetch (session id 0, epoch -1) of every partition in the session: a connection's session is what its last full
-fetch (epoch 0) named, updated by each incremental one (a partition named again with its new fetch offset, a
-forgotten one dropped), as the broker's session cache keeps it. What it reads is the same, no state of the log
-changes by it, and the replay's consumers fetch every partition they fetch on the real cluster, at the same offsets.
+as upstream has it, once upstream's answer names it (session/taprecord.py). A Fetch's incremental fetch session
+(KIP-227, FetchSession.scala: ids the broker hands out) becomes a sessionless full fetch (session id 0, epoch -1) of
+every partition in the session: a connection's session is what its last full fetch (epoch 0) named, updated by each
+incremental one (a partition named again with its new fetch offset, a forgotten one dropped), as the broker's session
+cache keeps it. What it reads is the same, no state of the log changes by it, and the replay's consumers fetch every
+partition they fetch on the real cluster, at the same offsets; `as_answered` then bounds it by upstream's answer.
 """
 
 from __future__ import annotations

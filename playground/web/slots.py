@@ -3,9 +3,12 @@ address (behind a trusted proxy, the forwarded one: playground/deploy/clientaddr
 
 - RequestSlots: at most `requests_per_client` of a client's HTTP requests run at once in this process; the next
   ones wait their turn (in order, without a thread: here, in the event loop), at most `queued_per_client` of them,
-  and past that are answered 429 at once. Django runs views in a small pool of threads, shared by every client:
-  without this, one client's burst of requests (60 join codes guessed at once) filled it and every other client's
-  command waited behind the burst.
+  and past that are answered 429 at once. Then, of every client's running requests, at most `requests_at_once` are
+  in Django at a time, let in from each client in turn (fair queuing): Django runs sync views (every view here but
+  `run`) one after another on one thread per process, shared by every client and every websocket's database work.
+  Without the first bound one client's burst of requests (60 join codes guessed at once) filled that thread's queue;
+  without the second, a client within its share (4 at once) still kept 4 requests ahead of another client's command
+  (the attendees' command p95 under the web attacks of tools/bench/abuse.py: 2.43x their quiet figure).
 - WebsocketSlots: at most `websockets_per_client` open websockets of one client and `websockets` in all; a
   handshake past either is refused (Daphne answers it 403) before any consumer runs, and the count goes down when
   the connection ends, however it ends.
@@ -18,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import deque
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,6 +41,8 @@ class _Client:
     running: int = 0
     waiting: int = 0
     turns: asyncio.Queue[asyncio.Future[None]] = field(default_factory=asyncio.Queue)
+    gate: deque[asyncio.Future[None]] = field(default_factory=deque)  # running, waiting to be let into Django
+    in_rotation: bool = False
 
 
 # Served without taking a slot: files, and the health check a load balancer polls.
@@ -47,6 +53,8 @@ class RequestSlots:
     def __init__(self, app: Any) -> None:
         self.app = app
         self.clients: dict[str, _Client] = {}
+        self.admitted = 0  # requests in Django now
+        self.rotation: deque[str] = deque()  # clients with a request at the gate, in the order they are let in
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or str(scope.get("path", "")).startswith(UNCOUNTED):
@@ -74,9 +82,49 @@ class RequestSlots:
         else:
             c.running += 1
         try:
-            await self.app(scope, receive, send)
+            await self._admit(who, c)
+            try:
+                await self.app(scope, receive, send)
+            finally:
+                self._leave()
         finally:
             self._next(who, c)
+
+    async def _admit(self, who: str, c: _Client) -> None:
+        """Into Django: at once while fewer than `requests_at_once` are there and no one waits, else in turn."""
+        if self.admitted < limits.limit("requests_at_once") and not self.rotation:
+            self.admitted += 1
+            return
+        turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        c.gate.append(turn)
+        if not c.in_rotation:
+            c.in_rotation = True
+            self.rotation.append(who)
+        try:
+            await turn  # handed over by a request that left Django (which counted this one in)
+        except asyncio.CancelledError:
+            if turn.done() and not turn.cancelled():
+                self._leave()  # let in, and gone: the place passes on
+            raise
+
+    def _leave(self) -> None:
+        """A request left Django: its place goes to the next client in turn's first request still waiting (that
+        client goes to the back of the line if it has more), else it is freed."""
+        while self.rotation:
+            who = self.rotation.popleft()
+            c = self.clients.get(who)
+            if c is None:
+                continue
+            c.in_rotation = False
+            while c.gate:
+                turn = c.gate.popleft()
+                if not turn.done():
+                    turn.set_result(None)
+                    if c.gate:
+                        c.in_rotation = True
+                        self.rotation.append(who)
+                    return
+        self.admitted -= 1
 
     def _next(self, who: str, c: _Client) -> None:
         """A request of `who` ended: its slot goes to the client's next waiting request (still waiting: not one

@@ -431,7 +431,7 @@ def test_it_knows_the_limits_of_a_room_join_code_by_heart():
 async def test_it_lets_a_client_run_a_few_requests_at_once_and_queues_the_rest_without_holding_up_others(settings):
     import asyncio
 
-    settings.PLAYGROUND_LIMITS = {"requests_per_client": 2, "queued_per_client": 3}
+    settings.PLAYGROUND_LIMITS = {"requests_per_client": 2, "queued_per_client": 3, "requests_at_once": 10}
     release = asyncio.Event()
     started: list[str] = []
 
@@ -460,3 +460,73 @@ async def test_it_lets_a_client_run_a_few_requests_at_once_and_queues_the_rest_w
     release.set()
     assert sorted([await t for t in burst]) == [204] * 5 + [429]  # 2 running, 3 waiting, the 6th refused
     assert await other == 204 and slots.clients == {}
+
+
+async def test_it_lets_each_client_into_django_in_turn_so_a_burst_does_not_keep_others_waiting(settings):
+    """One request in Django at a time here: a client with four running and another with two are let in
+    alternately, not in the order they came (all of the first's before any of the second's)."""
+    import asyncio
+
+    settings.PLAYGROUND_LIMITS = {"requests_per_client": 4, "requests_at_once": 1}
+    started: list[str] = []
+    inside = [0]
+
+    async def view(scope, receive, send):
+        inside[0] += 1
+        assert inside[0] == 1, "two requests in Django at once"
+        started.append(scope["client"][0])
+        for _ in range(3):
+            await asyncio.sleep(0)
+        inside[0] -= 1
+        await send({"type": "http.response.start", "status": 204, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+
+    slots = RequestSlots(view)
+
+    async def request(address: str) -> int:
+        sent: list[dict] = []
+
+        async def send(message):
+            sent.append(message)
+
+        await slots({"type": "http", "path": "/s/x/step/", "client": (address, 1), "headers": []}, None, send)
+        return sent[0]["status"]
+
+    burst = [asyncio.create_task(request("198.51.100.1")) for _ in range(4)]
+    await asyncio.sleep(0)
+    others = [asyncio.create_task(request("198.51.100.2")) for _ in range(2)]
+    assert [await t for t in burst + others] == [204] * 6
+    a, b = "198.51.100.1", "198.51.100.2"
+    assert started == [a, a, b, a, b, a]
+    assert slots.clients == {} and slots.admitted == 0 and not slots.rotation
+
+
+async def test_it_passes_a_place_in_django_on_when_a_waiting_client_goes_away(settings):
+    import asyncio
+
+    settings.PLAYGROUND_LIMITS = {"requests_at_once": 1}
+    release = asyncio.Event()
+
+    async def view(scope, receive, send):
+        await release.wait()
+        await send({"type": "http.response.start", "status": 204, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+
+    slots = RequestSlots(view)
+
+    async def request(address: str) -> None:
+        async def send(message):
+            pass
+
+        await slots({"type": "http", "path": "/s/x/step/", "client": (address, 1), "headers": []}, None, send)
+
+    first = asyncio.create_task(request("198.51.100.1"))
+    await asyncio.sleep(0)
+    gone = asyncio.create_task(request("198.51.100.2"))
+    last = asyncio.create_task(request("198.51.100.3"))
+    await asyncio.sleep(0.01)
+    gone.cancel()
+    release.set()
+    await first
+    await asyncio.wait_for(last, 5)
+    assert gone.cancelled() and slots.admitted == 0 and slots.clients == {}

@@ -407,10 +407,8 @@ def narrative_steps(steps: list[Any], lang: str) -> str:
                 f'<span class="ntext">{_a(_("… shown once the question before it is answered and its step has run"))}</span>'
             )
         elif s["note"]:
-            text = pick(s["note"], lang)
-            body.append(
-                f'<span class="ntext" title="{_a(text)}">{prose_html(text)}</span>'
-            )  # a past note is cut to a line
+            text = pick(s["note"], lang)  # a past note is cut to a line: the tooltip has it whole
+            body.append(f'<span class="ntext" title="{_a(text)}">{prose_html(text)}</span>')
         else:
             body.append(f"<code>{_a(s['label'])}</code>")
             if s["args"]:
