@@ -239,47 +239,57 @@ def test_it_runs_the_tap_bench_and_reports_every_kind_both_ways():
         assert r[kind]["p50"]["direct_ms"] > 0 and r[kind]["p99"]["tap_ms"] > 0
 
 
+def broker_control() -> str:
+    control = broker_control_for(require_bootstrap())
+    if not control:
+        pytest.fail("no broker control for this cluster: set KAFKA_BROKER_CONTROL (or run it from tools/kafka)")
+    return control
+
+
+def transaction(producer: Producer, topic: str, n: int) -> None:
+    """Transaction n: one record to each of the topic's three partitions, committed."""
+    producer.begin_transaction()
+    for p in range(3):
+        producer.produce(topic, value=f"t{n}-p{p}".encode(), partition=p)
+    producer.commit_transaction(WAIT_S)
+
+
+def all_back_then_the_third(t: TapProcess, producer: Producer, topic: str) -> None:
+    """Once the restarted broker is back through the tap, transaction 3; then all three read back."""
+    deadline = time.monotonic() + WAIT_S
+    while len(AdminClient({"bootstrap.servers": t.bootstrap}).list_topics(timeout=30).brokers) < 3:
+        assert time.monotonic() < deadline, "the restarted broker never came back through the tap"
+        time.sleep(0.5)
+    transaction(producer, topic, 3)
+    assert sorted(v.decode() for *_x, v, _h, _t in read_all(t.bootstrap, topic, 3, 9)) == sorted(
+        f"t{n}-p{p}" for n in (1, 2, 3) for p in range(3)
+    )
+
+
 def test_it_carries_transactions_on_through_a_broker_stopped_and_started(tap, prefix):
     """The leader of a partition stops: the broker closes its connections, the tap closes the clients' connections to
     that broker's listener, and the producer's next transaction goes, through the tap's rewritten Metadata, to the
     new leaders; when the broker is back, so is its listener."""
     from playground.kafka.brokers import run_broker_control
 
-    direct = require_bootstrap()
-    control = broker_control_for(direct)
-    if not control:
-        pytest.fail("no broker control for this cluster: set KAFKA_BROKER_CONTROL (or run it from tools/kafka)")
+    control, direct = broker_control(), require_bootstrap()
     t = tap()
     topic = make_topic(direct, prefix + "moving", partitions=3)
     admin = AdminClient({"bootstrap.servers": direct})
     leader = admin.list_topics(topic, timeout=30).topics[topic].partitions[0].leader
     producer = Producer({"bootstrap.servers": t.bootstrap, "transactional.id": prefix + "mover",
                          "client.id": prefix + "mover"})  # fmt: skip
-
-    def transaction(n: int) -> None:
-        producer.begin_transaction()
-        for p in range(3):
-            producer.produce(topic, value=f"t{n}-p{p}".encode(), partition=p)
-        producer.commit_transaction(WAIT_S)
-
     producer.init_transactions(WAIT_S)
-    transaction(1)
+    transaction(producer, topic, 1)
     stopped_at_ms = time.time() * 1000
     run_broker_control(control, ROOT, "stop", leader, "stop the leader")
     try:
-        transaction(2)  # the partitions it led have other leaders now: found through the tap
+        transaction(producer, topic, 2)  # the partitions it led have other leaders now: found through the tap
         assert admin.list_topics(topic, timeout=30).topics[topic].partitions[0].leader != leader
     finally:
         restarted_at_ms = time.time() * 1000
         run_broker_control(control, ROOT, "start", leader, "start it again")
-    deadline = time.monotonic() + WAIT_S
-    while len(AdminClient({"bootstrap.servers": t.bootstrap}).list_topics(timeout=30).brokers) < 3:
-        assert time.monotonic() < deadline, "the restarted broker never came back through the tap"
-        time.sleep(0.5)
-    transaction(3)
-    assert sorted(v.decode() for *_x, v, _h, _t in read_all(t.bootstrap, topic, 3, 9)) == sorted(
-        f"t{n}-p{p}" for n in (1, 2, 3) for p in range(3)
-    )
+    all_back_then_the_third(t, producer, topic)
     report = t.stop()
     to_leader = [c for c in report["connections"] if c["broker"] == leader and c["opened_ms"] < stopped_at_ms]
     assert to_leader, "no client connection went to the stopped broker's listener before it stopped"
@@ -295,20 +305,11 @@ def test_it_carries_a_transaction_on_through_its_coordinators_failover(tap, pref
     tap sees one producer instance on two coordinators' connections: no shared transactional id, no fence."""
     from playground.kafka.brokers import run_broker_control
 
-    direct = require_bootstrap()
-    control = broker_control_for(direct)
-    if not control:
-        pytest.fail("no broker control for this cluster: set KAFKA_BROKER_CONTROL (or run it from tools/kafka)")
+    control = broker_control()
     t = tap()
-    topic = make_topic(direct, prefix + "coordinated", partitions=3)
+    topic = make_topic(require_bootstrap(), prefix + "coordinated", partitions=3)
     txn = prefix + "failover"
     producer = Producer({"bootstrap.servers": t.bootstrap, "transactional.id": txn, "client.id": prefix + "payer"})
-
-    def transaction(n: int) -> None:
-        producer.begin_transaction()
-        for p in range(3):
-            producer.produce(topic, value=f"t{n}-p{p}".encode(), partition=p)
-        producer.commit_transaction(WAIT_S)
 
     def ends(report: dict) -> list[tuple[int, str | None]]:
         """(broker, error) of each EndTxn, in the order they were answered."""
@@ -317,24 +318,17 @@ def test_it_carries_a_transaction_on_through_its_coordinators_failover(tap, pref
         return [(broker, error) for _at, broker, error in sorted(found)]
 
     producer.init_transactions(WAIT_S)
-    transaction(1)
+    transaction(producer, topic, 1)
     ((coordinator, error),) = ends(t.now(lambda r: ends(r)))
     assert error is None
     run_broker_control(control, ROOT, "stop", coordinator, "stop the coordinator")
     try:
-        transaction(2)
+        transaction(producer, topic, 2)
         moved = [b for b, e in ends(t.now(lambda r: len([e for _b, e in ends(r) if e is None]) == 2)) if e is None]
         assert moved[1] != coordinator, "the second commit went to the stopped broker's listener"
     finally:
         run_broker_control(control, ROOT, "start", coordinator, "start it again")
-    deadline = time.monotonic() + WAIT_S
-    while len(AdminClient({"bootstrap.servers": t.bootstrap}).list_topics(timeout=30).brokers) < 3:
-        assert time.monotonic() < deadline, "the restarted broker never came back through the tap"
-        time.sleep(0.5)
-    transaction(3)
-    assert sorted(v.decode() for *_x, v, _h, _t in read_all(t.bootstrap, topic, 3, 9)) == sorted(
-        f"t{n}-p{p}" for n in (1, 2, 3) for p in range(3)
-    )
+    all_back_then_the_third(t, producer, topic)
     report = t.stop()
     assert [e for _b, e in ends(report) if e is None] == [None, None, None]
     assert {e for _b, e in ends(report)} <= {None, "NOT_COORDINATOR", "COORDINATOR_NOT_AVAILABLE",

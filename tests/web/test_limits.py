@@ -428,6 +428,17 @@ def test_it_knows_the_limits_of_a_room_join_code_by_heart():
     assert rooms.wrong_codes_per_minute() == 20 and len(Workshop().code) == 6
 
 
+async def _request(slots: RequestSlots, address: str) -> int:
+    """A request of `address` through the slots: its answer's status."""
+    sent: list[dict] = []
+
+    async def send(message):
+        sent.append(message)
+
+    await slots({"type": "http", "path": "/s/x/step/", "client": (address, 1), "headers": []}, None, send)
+    return sent[0]["status"]
+
+
 async def test_it_lets_a_client_run_a_few_requests_at_once_and_queues_the_rest_without_holding_up_others(settings):
     import asyncio
 
@@ -442,19 +453,8 @@ async def test_it_lets_a_client_run_a_few_requests_at_once_and_queues_the_rest_w
         await send({"type": "http.response.body", "body": b""})
 
     slots = RequestSlots(view)
-
-    async def request(address: str) -> int:
-        sent: list[dict] = []
-
-        async def send(message):
-            sent.append(message)
-
-        scope = {"type": "http", "path": "/s/x/step/", "client": (address, 1), "headers": []}
-        await slots(scope, None, send)
-        return sent[0]["status"]
-
-    burst = [asyncio.create_task(request("198.51.100.1")) for _ in range(6)]
-    other = asyncio.create_task(request("198.51.100.2"))
+    burst = [asyncio.create_task(_request(slots, "198.51.100.1")) for _ in range(6)]
+    other = asyncio.create_task(_request(slots, "198.51.100.2"))
     await asyncio.sleep(0.05)
     assert started == ["198.51.100.1", "198.51.100.1", "198.51.100.2"]  # two at once; the other client is not held up
     release.set()
@@ -482,19 +482,9 @@ async def test_it_lets_each_client_into_django_in_turn_so_a_burst_does_not_keep_
         await send({"type": "http.response.body", "body": b""})
 
     slots = RequestSlots(view)
-
-    async def request(address: str) -> int:
-        sent: list[dict] = []
-
-        async def send(message):
-            sent.append(message)
-
-        await slots({"type": "http", "path": "/s/x/step/", "client": (address, 1), "headers": []}, None, send)
-        return sent[0]["status"]
-
-    burst = [asyncio.create_task(request("198.51.100.1")) for _ in range(4)]
+    burst = [asyncio.create_task(_request(slots, "198.51.100.1")) for _ in range(4)]
     await asyncio.sleep(0)
-    others = [asyncio.create_task(request("198.51.100.2")) for _ in range(2)]
+    others = [asyncio.create_task(_request(slots, "198.51.100.2")) for _ in range(2)]
     assert [await t for t in burst + others] == [204] * 6
     a, b = "198.51.100.1", "198.51.100.2"
     assert started == [a, a, b, a, b, a]
@@ -513,17 +503,10 @@ async def test_it_passes_a_place_in_django_on_when_a_waiting_client_goes_away(se
         await send({"type": "http.response.body", "body": b""})
 
     slots = RequestSlots(view)
-
-    async def request(address: str) -> None:
-        async def send(message):
-            pass
-
-        await slots({"type": "http", "path": "/s/x/step/", "client": (address, 1), "headers": []}, None, send)
-
-    first = asyncio.create_task(request("198.51.100.1"))
+    first = asyncio.create_task(_request(slots, "198.51.100.1"))
     await asyncio.sleep(0)
-    gone = asyncio.create_task(request("198.51.100.2"))
-    last = asyncio.create_task(request("198.51.100.3"))
+    gone = asyncio.create_task(_request(slots, "198.51.100.2"))
+    last = asyncio.create_task(_request(slots, "198.51.100.3"))
     await asyncio.sleep(0.01)
     gone.cancel()
     release.set()
