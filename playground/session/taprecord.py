@@ -6,19 +6,22 @@ simulator: opened at /s/<id>/, scrubbed, forked, compared across Kafka releases,
 The session: a one-broker simulated cluster (every client connection is a connection to its broker, so the leaders
 and coordinators the clients found upstream are that broker; what upstream's brokers did apart from answering, a
 broker stopping, is not in it), with the upstream's topics when the tap started (partition counts as upstream;
-none when they are more than the scenario format's bounds, and then each as an answer first names it) and the Kafka release `kafka` (3.9 unless told). Its log opens with a listen
-entry naming the tap's first listener and this process (the owner: while it beats, other processes leave the
-session to it, as they leave a listener's), then what came in, in rows as the listener cuts them.
+none when they are more than the scenario format's bounds, and then each as an answer first names it) and the Kafka
+release `kafka` (3.9 unless told). Its log opens with a listen entry naming the tap's first listener and this process
+(the owner: while it beats, other processes leave the session to it, as they leave a listener's), then what came
+in, in rows as the listener cuts them.
 
 Each request is fed to the simulator as it goes upstream (its answer is not sent anywhere: the client has upstream's),
 but a Fetch once upstream's answer came, reading only as far as that answer did (a record produced meanwhile would
-otherwise reach the replayed consumer twice: Translation.as_answered), translated by playground/tap/translate.py: the producer ids, epochs, member ids and topic ids upstream handed out
-become those the simulator handed out for the same request. What a client does after an answer may depend on it (a
+otherwise reach the replayed consumer twice: Translation.as_answered), translated by playground/tap/translate.py: the
+producer ids, epochs, member ids and topic ids upstream handed out become those the simulator handed out for the same
+request. What a client does after an answer may depend on it (a
 producer sends after its InitProducerId, a second instance inits after the first one's send was acknowledged), so
 the simulator answers each request before upstream's answer reaches the client: when upstream's comes first, the
 simulator's clock runs ahead to its answer (a replay runs ahead alike: the next input comes at the time the
-simulator had reached). Answers that hand out identifiers are read from both and paired. A topic upstream names that the simulator lacks is created on
-the tap's own connection (0) with upstream's partition count, as a CreateTopics request in the log.
+simulator had reached). Answers that hand out identifiers are read from both and paired. A topic upstream names
+that the simulator lacks is created on the tap's own connection (0) with upstream's partition count, as a
+CreateTopics request in the log.
 
 Bounds, as the listener's: a request frame over `kafka_request_bytes` is forwarded and not recorded (the recording
 closes that client's connection there, as the listener's broker would have closed it, and ignores the rest of it);

@@ -273,7 +273,8 @@ def fetched_through(answer: Any, topic_names: Mapping[uuid.UUID, str]) -> dict[t
     the partitions it returned records of, without an error)."""
     through: dict[tuple[str, int], int] = {}
     for topic in getattr(answer, "responses", ()) or ():
-        name = getattr(topic, "topic", None) or topic_names.get(getattr(topic, "topic_id", None))  # type: ignore[arg-type]
+        topic_id = getattr(topic, "topic_id", None)
+        name = getattr(topic, "topic", None) or (topic_names.get(topic_id) if topic_id is not None else None)
         for part in topic.partitions if name else ():
             code = getattr(part.error_code, "value", part.error_code)
             end = records.whole_batches_end(part.records) if part.records and int(code) == 0 else None
