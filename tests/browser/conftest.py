@@ -27,7 +27,10 @@ ARTIFACTS = procs.ROOT / "test-artifacts"
 @pytest.fixture(scope="session")
 def server(tmp_path_factory):
     work = tmp_path_factory.mktemp("browser-server")
-    env = procs.django_env(work / "db.sqlite3", "", PLAYGROUND_RUN_STEP_MS="150", DJANGO_DEBUG="0")
+    # one client (127.0.0.1) starts every test's sessions: at its own pace the suite passed the 10 a minute a person
+    # gets (a 429 on a POST /new/, and the test waited for a page that never came)
+    env = procs.django_env(work / "db.sqlite3", "", PLAYGROUND_RUN_STEP_MS="150", DJANGO_DEBUG="0",
+                           PLAYGROUND_LIMITS="sessions_per_minute=1000")  # fmt: skip
     procs.migrate(env)
     proc = procs.start_daphne(env, work)
     yield proc
