@@ -51,10 +51,6 @@ CONTROL_TYPES = {"ABORT": ABORT_TYPE, "COMMIT": COMMIT_TYPE}
 MAX_DECOMPRESSED_BYTES = 64 * 1024 * 1024
 
 _HEADER = struct.Struct(">qiibIhiqqqhii")
-_BASE_LENGTH = struct.Struct(">qi")
-_LAST_DELTA = struct.Struct(
-    ">23xi"
-)  # lastOffsetDelta, after baseOffset, batchLength, leader epoch, magic, crc, attributes
 _XERIAL_MAGIC = b"\x82SNAPPY\x00"
 _XERIAL_HEADER = _XERIAL_MAGIC + struct.pack(">ii", 1, 1)
 _XERIAL_BLOCK = 32 * 1024  # SnappyOutputStream's default block size
@@ -251,12 +247,12 @@ def whole_batches_end(data: bytes | bytearray | memoryview) -> int | None:
     alone: a Fetch answer may end with the first part of a batch, which clients drop."""
     end: int | None = None
     pos = 0
-    while len(data) - pos >= _LAST_DELTA.size:
-        base_offset, length = _BASE_LENGTH.unpack_from(data, pos)
+    while len(data) - pos >= HEADER_BYTES:
+        fields = _HEADER.unpack_from(data, pos)
+        base_offset, length, last_offset_delta = fields[0], fields[1], fields[6]
         if length < HEADER_BYTES - LOG_OVERHEAD or pos + LOG_OVERHEAD + length > len(data):
             break
-        (delta,) = _LAST_DELTA.unpack_from(data, pos)
-        end = base_offset + delta + 1
+        end = base_offset + last_offset_delta + 1
         pos += LOG_OVERHEAD + length
     return end
 

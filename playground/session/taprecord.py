@@ -434,8 +434,9 @@ class TapRecording:
         if not log.log_start_offset <= start <= log.log_end_offset:
             return None
         upper = self._upper((topic, partition), read_committed)
+        bound = upper if stop is None else min(upper, stop)
         total, i = 0, log.batch_index(start)
-        while i < len(log.batches) and log.batches[i].base_offset < min(upper, stop if stop is not None else upper):
+        while i < len(log.batches) and log.batches[i].base_offset < bound:
             total += len(self.core.batch_bytes(tp, log.batches[i]))
             if stop is None:
                 break

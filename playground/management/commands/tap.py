@@ -1,13 +1,15 @@
 """`python manage.py tap --upstream BOOTSTRAP [--listen HOST:PORT] [--report FILE]`: a Kafka-protocol proxy in front
 of a real cluster that sees who uses which transactional.id from where (playground/tap/cli.py). It prints its own
 bootstrap list as its last line and serves until SIGTERM; with --report it writes its JSON report then and on
-SIGUSR1; with --publish [NAME] it stores it in the database too, for the live page on any host. With --record-session [TITLE] the clients' requests are recorded as a simulator session
+SIGUSR1; with --publish [NAME] it stores it in the database too, for the live page on any host. With
+--record-session [TITLE] the clients' requests are recorded as a simulator session
 (playground/session/taprecord.py) whose path it prints before the bootstrap list.
 """
 
 from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
+from django.db import connection
 
 from playground.models import TapReport
 from playground.session.taprecord import TapRecording
@@ -31,8 +33,6 @@ class Command(BaseCommand):
 
 
 def _publish(name: str, report: dict) -> None:
-    from django.db import connection
-
     try:
         TapReport.publish(name, report)
     finally:
