@@ -20,6 +20,7 @@ import time
 from dataclasses import dataclass
 
 from django.conf import settings
+from django.core.signals import setting_changed
 from django.db import IntegrityError, connection, transaction
 from django.utils.translation import gettext as _
 
@@ -182,9 +183,24 @@ class LimitExceeded(Exception):
         return 429 if bound is not None and (bound.window_s or self.name in HELD) else 422
 
 
+_bounds: dict[str, int] | None = None  # DEFAULTS with the settings' overrides, merged when first asked
+
+
 def limit(name: str) -> int:
-    overrides = getattr(settings, "PLAYGROUND_LIMITS", {}) or {}
-    return int(overrides.get(name, DEFAULTS[name]))
+    # Asked hundreds of times per update (every name a page draws is cut to `name_chars`): the overrides are merged
+    # once, and again after a setting changes (tests change them).
+    global _bounds
+    if _bounds is None:
+        _bounds = {**DEFAULTS, **(getattr(settings, "PLAYGROUND_LIMITS", {}) or {})}
+    return int(_bounds[name])
+
+
+def _settings_changed(**_: object) -> None:
+    global _bounds
+    _bounds = None
+
+
+setting_changed.connect(_settings_changed, dispatch_uid="limits-bounds")
 
 
 def sql_limits() -> sql.SqlLimits:

@@ -44,6 +44,8 @@ def text(value: Any, n: int) -> str:
     bytes (b'\\xc3('... without the b''), text with its invisible characters escaped."""
     if value is None:
         return ""
+    if type(value) is str and len(value) <= n and value.isprintable():
+        return value  # most values: shown as they are (a strip's cells ask for thousands an update)
     if is_binary(value):
         raw = bytes(value[: n + 1])
         shown = repr(raw)[2:-1]

@@ -310,6 +310,8 @@ def lane_order(events: list[Mapping[str, Any]], clients: list[str]) -> list[str]
 
 def cells(text: str) -> int:
     """A text's width in Latin characters: a wide character (Chinese) is drawn about twice as wide."""
+    if text.isascii():
+        return len(text)
     return len(text) + sum(unicodedata.east_asian_width(c) in "WF" for c in text)
 
 
@@ -327,9 +329,13 @@ def shorten(text: str, n: int) -> str:
     """At most n cells, the cut marked with an ellipsis."""
     if cells(text) <= n:
         return text
-    while text and cells(text) > n - 1:
-        text = text[:-1]
-    return text + "…"
+    room, end = n - 1, 0
+    for ch in text:  # as many characters as fit in n - 1 cells, the ellipsis in the last one
+        room -= 2 if unicodedata.east_asian_width(ch) in "WF" else 1
+        if room < 0:
+            break
+        end += 1
+    return text[:end] + "…"
 
 
 def lane_xs(lanes: list[str], labels: Mapping[str, list[str]]) -> tuple[dict[str, float], float]:

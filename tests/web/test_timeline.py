@@ -13,6 +13,8 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from playground.scenario import load_scenario
 from playground.scenario.engines import make_backend
@@ -147,6 +149,18 @@ def test_it_shortens_a_label_even_without_an_error_or_a_detail_to_give():
     )  # 20 characters
     assert diagrams.rpc_label({"rpc": "R" * 50, "error": "NOT_COORDINATOR"}, 210) == "R" * 11 + "… → NOT_COORDINATOR"
     assert diagrams.rpc_label({"rpc": "EndTxn", "detail": "v1, commit", "error": "X"}) == "EndTxn (v1, commit) → X"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="ab 日本語タ…\u0301", max_size=40), st.integers(min_value=1, max_value=30))
+def test_it_shortens_to_the_longest_start_that_fits_beside_its_ellipsis(text, n):
+    short = diagrams.shorten(text, n)
+    if diagrams.cells(text) <= n:
+        assert short == text
+    else:
+        start = short.removesuffix("…")
+        assert text.startswith(start) and diagrams.cells(start) <= n - 1
+        assert len(start) == len(text) or diagrams.cells(text[: len(start) + 1]) > n - 1
 
 
 def test_it_keeps_the_spacing_and_scrolls_with_many_lanes():

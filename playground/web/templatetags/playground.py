@@ -188,6 +188,10 @@ def strip_cells(s: Mapping[str, Any]) -> str:
         "plain": _("not transactional"),
     }
     fetches = _("fetches from here")
+    # looked up once per strip, not once per cell (a strip draws dozens, an update several strips)
+    marker_title = _("offset %(o)s · %(k)s marker · PID %(pid)s · epoch %(e)s")
+    record_title = _("offset %(o)s · PID %(pid)s · epoch %(e)s · sequence %(q)s")
+    binary_word = _("binary")
     for c in s["slots"]:
         parts = [
             f'<li class="slot{" end" if c.get("end") else ""}{" cursor" if c["cursors"] else ""}" data-offset="{c["offset"]}">'
@@ -200,7 +204,7 @@ def strip_cells(s: Mapping[str, Any]) -> str:
         if c.get("end"):
             parts.append('<span class="cell endcell" aria-hidden="true"></span><span class="off"></span>')
         elif c.get("control"):
-            title = _("offset %(o)s · %(k)s marker · PID %(pid)s · epoch %(e)s") % {
+            title = marker_title % {
                 "o": c["offset"],
                 "k": c["control"],
                 "pid": c["pid"],
@@ -212,7 +216,7 @@ def strip_cells(s: Mapping[str, Any]) -> str:
                 f'<span class="cell marker m-{c["letter"]}{colour}" data-fate="marker" data-control="{_a(c["control"])}" title="{_a(title)}">{_a(c["letter"])}</span><span class="off">{c["offset"]}</span>'
             )
         else:
-            title = _("offset %(o)s · PID %(pid)s · epoch %(e)s · sequence %(q)s") % {
+            title = record_title % {
                 "o": c["offset"],
                 "pid": dash(c["pid"]),
                 "e": dash(c["epoch"]),
@@ -223,7 +227,7 @@ def strip_cells(s: Mapping[str, Any]) -> str:
             # A value (or key) of up to a KiB in each of a thousand cells' hover would make the page megabytes.
             if c.get("key") is not None:
                 title += f" · key {shown(c['key'], TITLE_KEY_CHARS)}"
-            binary = _("binary") + " " if c.get("binary") else ""
+            binary = binary_word + " " if c.get("binary") else ""
             title += f" · {binary}value {shown(c.get('value'), TITLE_VALUE_CHARS)} · {fates.get(c['fate'], c['fate'])}"
             shade = f" sh{c['shade']}" if c.get("colour") is not None else ""
             parts.append(
@@ -356,9 +360,9 @@ def _status_words(lso: int) -> dict[str, str]:
 
 
 @register.simple_tag
-def status_cells(r: Mapping[str, Any], lso: int) -> str:
-    """A record's row's cells: whether each consumer got it, or why not."""
-    words = _status_words(lso)
+def status_cells(r: Mapping[str, Any], lso: int, words: Mapping[str, str] | None = None) -> str:
+    """A record's row's cells: whether each consumer got it, or why not (`words`: a table's, looked up once)."""
+    words = words or _status_words(lso)
     return mark_safe("".join(f'<td class="s-{c["status"]}">{_status(c, words)}</td>' for c in r["cells"]))
 
 
@@ -376,13 +380,14 @@ def ask_first(number: int) -> str:
 @register.simple_tag
 def cmp_rows(t: Mapping[str, Any], lso: int) -> str:
     out = []
+    words = _status_words(lso)
     for r in t["rows"]:
         key = f"{_a(shown(r['key'], 10))}=" if r.get("key") else ""
         binary = f' title="{_a(_("binary value"))}"' if r.get("binary") else ""
         value = _a(shown(r["value"], 16))
         if r.get("href"):
             value = f'<a href="{_a(r["href"])}">{value}</a>'
-        cells = status_cells(r, lso)
+        cells = status_cells(r, lso, words)
         out.append(
             f'<tr class="f-{r["fate"]}"><td class="num">{r["offset"]}</td><td class="rec"><span class="v"{binary}>{key}{value}</span> <small>{_a(r["by"])}</small></td>{cells}</tr>'
         )
