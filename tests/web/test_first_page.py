@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 from django.test import Client
 
+from playground.deploy import minify
+
 pytestmark = pytest.mark.django_db
 
 
@@ -55,22 +57,44 @@ def _as_a_browser_decodes(packed: bytes) -> bytes:
     return d.decompress(packed) + d.flush()
 
 
+STATIC = Path(__file__).resolve().parents[2] / "static"
+
+
 def test_it_serves_every_stylesheet_and_script_gzip_compressed_and_whole_in_development_mode_too(daphne):
     """`make run` serves /static/ through Django's handler (production mode: WhiteNoise's .gz files): compressed too,
     and whole, also the files longer than one 64 KB block of a streamed answer (compressing the stream made a gzip
     member per block: browsers read the first, and the vendored editor broke off after 64 KB)."""
-    static = Path(__file__).resolve().parents[2] / "static"
-    files = sorted(p for p in static.rglob("*") if p.suffix in (".css", ".js"))
+    files = sorted(p for p in STATIC.rglob("*") if p.suffix in (".css", ".js"))
     assert any(p.stat().st_size > 64 * 1024 for p in files)
     for path in files:
-        original = path.read_bytes()
-        url = f"{daphne.url}/static/{path.relative_to(static).as_posix()}"
-        headers, packed = _get(url, "gzip, deflate, br")
-        assert headers["content-encoding"] == "gzip" and _as_a_browser_decodes(packed) == original, url
-        headers, plain = _get(url, "identity")
-        assert "content-encoding" not in headers and plain == original, url
+        name = path.relative_to(STATIC).as_posix()
+        served = minify.minify(name, path.read_bytes())
+        headers, packed = _get(f"{daphne.url}/static/{name}", "gzip, deflate, br")
+        assert headers["content-encoding"] == "gzip" and _as_a_browser_decodes(packed) == served, name
+        headers, plain = _get(f"{daphne.url}/static/{name}", "identity")
+        assert "content-encoding" not in headers and plain == served, name
+        assert headers["content-length"] == str(len(served)), name
     _headers, packed = _get(f"{daphne.url}/static/css/playground.css", "gzip")
-    assert len(packed) < len((static / "css" / "playground.css").read_bytes()) / 3
+    assert len(packed) < len((STATIC / "css" / "playground.css").read_bytes()) / 3
+
+
+def test_it_serves_our_own_css_and_js_minified_in_development_mode_and_the_vendored_files_as_shipped(daphne):
+    """static/ keeps the hand-written files; `make run` minifies ours as it serves them (deploy/minify.py), from the
+    file as it is now, and leaves the vendored ones (htmx, its ws extension, CodeMirror) as their makers made them."""
+    files = sorted(p for p in STATIC.rglob("*") if p.suffix in (".css", ".js"))
+    ours = [p for p in files if "vendor" not in p.relative_to(STATIC).parts]
+    assert {"playground.css", "pages.css", "playground.js", "rooms.js", "editor.js"} <= {p.name for p in ours}
+    for path in files:
+        name = path.relative_to(STATIC).as_posix()
+        original = path.read_bytes()
+        _headers, served = _get(f"{daphne.url}/static/{name}", "identity")
+        if path in ours:
+            # comments and indentation gone; what is left is the same code (minify.py: nothing renamed)
+            assert len(served) < 0.9 * len(original) and b"\n  " not in served and b"/* " not in served, name
+            comment = b"/*" if path.suffix == ".css" else b"// "
+            assert original.startswith(comment) and not served.startswith(comment), name
+        else:
+            assert served == original, name
 
 
 # What a session's first page and its CSS and JS weigh, uncompressed, as `make run` serves them: 160 KB today (178.6 KB
@@ -82,7 +106,7 @@ FIRST_PAGE_MAX_BYTES = 165_000
 
 def _first_page_bytes(c: Client, scenario: str) -> dict[str, int]:
     """A session page as its view renders it, and every stylesheet and script it links, as `make run` serves them
-    (/static/ from the app's static files, the catalogue from its view): bytes of each, uncompressed."""
+    (/static/ from the app's static files, ours minified, the catalogue from its view): bytes of each, uncompressed."""
     import re
 
     from django.contrib.staticfiles import finders
@@ -100,7 +124,7 @@ def _first_page_bytes(c: Client, scenario: str) -> dict[str, int]:
         if path.startswith("/static/"):
             found = finders.find(path[len("/static/") :])
             assert found, url
-            sizes[path] = Path(found).stat().st_size
+            sizes[path] = len(minify.minify(path[len("/static/") :], Path(found).read_bytes()))
         else:
             answer = c.get(url)
             assert answer.status_code == 200, url
