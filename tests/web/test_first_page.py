@@ -149,3 +149,127 @@ def test_the_other_pages_link_the_rules_the_session_page_leaves_out():
     assert "css/playground.css" in gallery and "css/pages.css" in gallery
     compare = c.get("/compare/?scenario=zombie-fencing&a=3.9-librdkafka&b=4-java").content.decode()
     assert "css/pages.css" in compare and "htmx" in compare
+
+
+def _selectors(stylesheet: str) -> list[str]:
+    """A stylesheet's selectors, one by one (comments, declarations and at-rules' preludes left out)."""
+    import re
+
+    text = re.sub(r"/\*.*?\*/", "", (STATIC / "css" / stylesheet).read_text(), flags=re.S)
+    text = re.sub(r"@[^{;]*\{", "", re.sub(r"\{[^{}]*\}", "\n", text))  # rules, then the @media around them
+    return [s.strip() for part in text.split("\n") for s in part.replace("}", "").split(",") if s.strip()]
+
+
+def _classes(selector: str) -> set[str]:
+    import re
+
+    return set(re.findall(r"\.(-?[_a-zA-Z][\w-]*)", re.sub(r":not\([^)]*\)", "", selector)))
+
+
+def _classes_styled(stylesheet: str) -> set[str]:
+    return {c for s in _selectors(stylesheet) for c in _classes(s)}
+
+
+def _classes_used(html: str) -> set[str]:
+    import re
+
+    return {c for attr in re.findall(r'class="([^"]*)"', html) for c in attr.split()}
+
+
+def _elements(html: str) -> list[tuple[tuple[str, frozenset[str], str], ...]]:
+    """Every element of a page as its ancestry, the root first: each (tag, classes, id)."""
+    from html.parser import HTMLParser
+
+    void = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
+    out: list = []
+    open_: list = []
+
+    class Parser(HTMLParser):
+        def handle_starttag(self, tag, attrs):
+            a = dict(attrs)
+            node = (tag, frozenset((a.get("class") or "").split()), a.get("id") or "")
+            out.append((*open_, node))
+            if tag not in void:
+                open_.append(node)
+
+        def handle_startendtag(self, tag, attrs):
+            self.handle_starttag(tag, attrs)
+            if tag not in void:
+                open_.pop()
+
+        def handle_endtag(self, tag):
+            while open_ and open_.pop()[0] != tag:
+                pass
+
+    Parser().feed(html)
+    return out
+
+
+def _may_match(selector: str, elements) -> bool:
+    """Whether a selector may match one of the elements: each compound's tag, classes and id, right to left through
+    the ancestry (a child combinator read as a descendant one, pseudo-classes and attributes as met: it errs towards
+    a match)."""
+    import re
+
+    def compound(c: str):
+        c = re.sub(r"::?[\w-]+(\([^)]*\))?|\[[^\]]*\]", "", c)
+        tag = re.match(r"^[a-zA-Z][\w-]*", c)
+        return (
+            (tag.group(0).lower() if tag else ""),
+            set(re.findall(r"\.([\w-]+)", c)),
+            set(re.findall(r"#([\w-]+)", c)),
+        )
+
+    def fits(node, want) -> bool:
+        tag, classes, ids = want
+        return (not tag or node[0] == tag) and classes <= node[1] and ids <= {node[2]}
+
+    parts = [compound(c) for c in re.split(r"\s*[>+~]\s*|\s+", selector.strip()) if c]
+    for chain in elements:
+        if not fits(chain[-1], parts[-1]):
+            continue
+        i = len(parts) - 2
+        for node in reversed(chain[:-1]):
+            if i >= 0 and fits(node, parts[i]):
+                i -= 1
+        if i < 0:
+            return True
+    return False
+
+
+def test_it_keeps_the_rules_only_other_pages_match_in_pages_css_which_they_link():
+    """The gallery's header and footer, the editor's cheatsheet, a shared scenario's page, the workshop's forms, the
+    list pages' records, the inspector's and the tap's pages are styled by pages.css alone, which those pages link."""
+    session_css, pages_css = _classes_styled("playground.css"), _classes_styled("pages.css")
+    moved = {"foot", "cheat", "shared-card", "shared-steps", "room-forms", "room-card", "agenda-pick", "agenda-item"}
+    moved |= {"ipart", "itxid", "tapgrid", "tapactor", "taptimeline", "records"}
+    assert moved <= pages_css and not moved & session_css, (moved - pages_css, moved & session_css)
+    c = Client()
+    r = c.post("/new/", {"scenario": "zombie-fencing"})
+    pages = {"/": {"foot"}, "/editor/": {"cheat"}, "/w/": {"room-card"}, "/w/new/": {"room-forms", "agenda-pick"}}
+    pages[r["Location"] + "p/orders-0/"] = {"records"}
+    for url, classes in pages.items():
+        page = c.get(url)
+        assert page.status_code == 200, url
+        html = page.content.decode()
+        assert "/static/css/pages.css" in html and classes <= _classes_used(html), url
+
+
+@pytest.mark.parametrize("scenario", ["zombie-fencing", "db-incident-in-full", "ex-who-is-fenced", ""])
+def test_a_session_page_names_no_class_that_only_pages_css_styles(scenario):
+    """What a session page draws is styled by playground.css alone: its first page does not load pages.css. At the
+    start and after some steps, no rule of pages.css may match an element of the page."""
+    pages_css = _selectors("pages.css")
+    c = Client()
+    r = c.post("/new/", {"scenario": scenario})
+    sid = r["Location"].split("/")[2]
+    if not scenario:
+        for mode in ("new", "plain"):
+            assert c.post(f"/s/{sid}/add-producer/", {"mode": mode}).status_code == 204
+    for _ in range(2):
+        html = c.get(r["Location"]).content.decode()
+        assert "/static/css/pages.css" not in html
+        elements = _elements(html)
+        assert not [s for s in pages_css if _may_match(s, elements)]
+        for _ in range(8):
+            c.post(f"/s/{sid}/step/")
