@@ -273,3 +273,30 @@ def test_a_session_page_names_no_class_that_only_pages_css_styles(scenario):
         assert not [s for s in pages_css if _may_match(s, elements)]
         for _ in range(8):
             c.post(f"/s/{sid}/step/")
+
+
+def test_a_session_page_says_a_button_groups_url_and_actor_once_and_each_note_once():
+    """A producer's or a consumer's buttons post to their group's URL with its actor (playground.js), the brokers'
+    and "+ producer"'s to theirs: each URL is said once per group, not on every button; a note's text is said once
+    (playground.js makes a cut one's tooltip), a button's title never repeats its label."""
+    import html as entities
+    import json
+    import re
+
+    c = Client()
+    r = c.post("/new/", {"scenario": "zombie-fencing"})
+    sid = r["Location"].split("/")[2]
+    page = c.get(r["Location"]).content.decode()
+    groups = re.findall(r"<div class=\"actions\"[^>]* data-post=\"([^\"]+)\" data-vals='([^']*)'>(.*?)</div>", page)
+    assert len(groups) == 6  # A, B and feed; ru, in and rc
+    for url, vals, buttons in groups:
+        assert url == f"/s/{sid}/action/" and list(json.loads(entities.unescape(vals))) == ["actor"]
+        assert re.findall(r'data-post="([^"]+)"', buttons) in ([], [f"/s/{sid}/produce/"])
+        for own in re.findall(r"data-vals='([^']*)'", buttons):
+            assert "actor" not in json.loads(entities.unescape(own))
+    assert page.count(f"/s/{sid}/action/") == 6
+    assert page.count(f"/s/{sid}/broker/") == 1 and page.count(f"/s/{sid}/add-producer/") == 1
+    assert not re.findall(r'title="([^"]*)">\1</button>', page)
+    notes = re.findall(r'<span class="ntext">(.*?)</span></li>', page)
+    assert len(notes) == 8 and all(page.count(n) == 1 for n in notes)
+    assert 'class="ntext" title=' not in page and 'class="args" title=' not in page
