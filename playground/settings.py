@@ -201,11 +201,12 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = Path(os.environ.get("PLAYGROUND_STATIC_ROOT", VAR_DIR / "static"))
 if PLAYGROUND_PRODUCTION:
     # Hashed names (css/playground.3f2a....css) and their .gz (and .br, when the Brotli package is installed) made by
-    # collectstatic, which the Makefile's production path and the Dockerfile run; WhiteNoise serves a hashed name
-    # with "max-age=315360000, public, immutable". A template naming a file collectstatic has not seen fails loudly.
+    # collectstatic, which the Makefile's production path and the Dockerfile run, our own CSS and JS minified first
+    # (deploy/minify.py); WhiteNoise serves a hashed name with "max-age=315360000, public, immutable". A template
+    # naming a file collectstatic has not seen fails loudly.
     STORAGES = {
         "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
-        "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
+        "staticfiles": {"BACKEND": "playground.deploy.staticfiles.MinifiedManifestStaticFilesStorage"},
     }
 
 # Reverse proxies whose X-Forwarded-For (and X-Forwarded-Proto) are believed: comma-separated IP addresses and CIDR

@@ -1,4 +1,6 @@
-"""WhiteNoise as a middleware Django can keep on the event loop (production mode serves /static/ through it).
+"""WhiteNoise as a middleware Django can keep on the event loop (production mode serves /static/ through it), the
+storage collectstatic writes production mode's files with, and development mode's /static/ handler; both of the last
+two serve our own CSS and JS minified (minify.py).
 
 WhiteNoiseMiddleware is sync-only. In the ASGI handler's chain of async middleware Django adapts around it: every
 request (not only static ones) went into a thread to pass WhiteNoise, back to the event loop for the middleware
@@ -11,9 +13,13 @@ from __future__ import annotations
 
 from asgiref.sync import iscoroutinefunction, markcoroutinefunction, sync_to_async
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
+from django.core.files.base import ContentFile
 from django.http import HttpResponse
 from django.middleware.gzip import GZipMiddleware
 from whitenoise.middleware import WhiteNoiseMiddleware
+from whitenoise.storage import CompressedManifestStaticFilesStorage
+
+from playground.deploy import minify
 
 
 class AsyncWhiteNoiseMiddleware(WhiteNoiseMiddleware):
@@ -41,8 +47,27 @@ class AsyncWhiteNoiseMiddleware(WhiteNoiseMiddleware):
         return await self.get_response(request)
 
 
+class MinifiedManifestStaticFilesStorage(CompressedManifestStaticFilesStorage):
+    """WhiteNoise's storage (hashed names, .gz files, far-future caching), our own CSS and JS minified first: each is
+    written minified under its own name over the copy collectstatic made, and hashed and compressed from there (the
+    manifest storage reads each file's original from where it was found: ours are read from the minified copy)."""
+
+    def post_process(self, paths, dry_run=False, **options):
+        if not dry_run:
+            paths = dict(paths)
+            for name, (storage, path) in list(paths.items()):
+                if minify.ours(name):
+                    with storage.open(path) as original:
+                        small = minify.minify(name, original.read())
+                    self.delete(name)
+                    self._save(name, ContentFile(small))
+                    paths[name] = (self, name)
+        yield from super().post_process(paths, dry_run=dry_run, **options)
+
+
 class CompressedStaticFilesHandler(ASGIStaticFilesHandler):
-    """Development mode's /static/ (Django's own handler, `make run`), gzip-compressed for a browser that accepts it,
+    """Development mode's /static/ (Django's own handler, `make run`): our own CSS and JS minified from the files in
+    static/ on every request (they are edited while the server runs), gzip-compressed for a browser that accepts it,
     as WhiteNoise's .gz files are in production mode: a session's first page carried its stylesheet and scripts
     (125 KB) as they are on disk."""
 
@@ -57,4 +82,8 @@ class CompressedStaticFilesHandler(ASGIStaticFilesHandler):
                 plain[header] = value
             response.close()
             response = plain
+        name = self.file_path(request.path)
+        if response.status_code == 200 and minify.ours(name):
+            response.content = minify.minify(name, response.content)
+            response["Content-Length"] = str(len(response.content))
         return GZipMiddleware(lambda _request: response).process_response(request, response)

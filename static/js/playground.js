@@ -77,6 +77,19 @@
     else meta.removeAttribute("title");
   }
   window.addEventListener("resize", titleWhenCut);
+  // So is a narrative's note (cut to a line) or a step's arguments (cut to what fits), set when the pointer reaches
+  // one: the page does not carry each text twice. A <code> span in a note is said with its backticks, as written.
+  function asWritten(el) {
+    return Array.prototype.map.call(el.childNodes, function (n) {
+      return n.nodeName === "CODE" ? "`" + n.textContent + "`" : n.textContent;
+    }).join("");
+  }
+  document.addEventListener("mouseover", function (e) {
+    var el = e.target.closest ? e.target.closest(".steps .ntext, .steps .args") : null;
+    if (!el) return;
+    if (el.scrollWidth > el.clientWidth + 1 || el.scrollHeight > el.clientHeight + 1) el.title = asWritten(el);
+    else el.removeAttribute("title");
+  });
   document.addEventListener("htmx:wsAfterMessage", function () {
     reopen();
     scrollStrips();
@@ -88,7 +101,10 @@
   });
 
   // The panels' buttons: one delegated handler (the server pushes new panels often; no per-button wiring).
-  // <button data-post="URL" data-vals='{"actor": "A", ...}' [data-confirm="..."]> POSTs the values as a form.
+  // <button data-post="URL" data-vals='{"actor": "A", ...}' [data-confirm="..."]> POSTs the values as a form. A
+  // group of buttons posting to one URL says it once: <div data-post="URL" data-vals='{"actor": "A"}'> around
+  // <button data-vals='{"action": "flush"}'>; a button's values are its group's with its own over them, and one with
+  // a data-post of its own in the group (produce) posts there, its group's values still sent.
   function csrf() {
     var m = document.querySelector('meta[name="csrf-token"]');
     return m ? m.content : "";
@@ -115,12 +131,22 @@
       if (document.querySelector("#p-header button.running")) postForm(speed.dataset.run, { ms: speed.value });
     });
   }
+  function group(btn) {
+    return btn.parentElement && btn.parentElement.closest("[data-post]");
+  }
+  function postUrl(btn) {
+    var g = btn.dataset.vals !== undefined && group(btn);
+    return btn.dataset.post || (g ? g.dataset.post : "");
+  }
+  function valsOf(el) {
+    try { return el && el.dataset.vals ? JSON.parse(el.dataset.vals) : {}; } catch (err) { return {}; }
+  }
   function post(btn) {
     if (btn.dataset.confirm && !window.confirm(btn.dataset.confirm)) return;
-    var vals = {};
-    try { vals = btn.dataset.vals ? JSON.parse(btn.dataset.vals) : {}; } catch (err) { vals = {}; }
-    if (speed && btn.dataset.post === speed.dataset.run) vals.ms = speed.value;
-    postForm(btn.dataset.post, vals);
+    var url = postUrl(btn), vals = valsOf(group(btn)), own = valsOf(btn);
+    Object.keys(own).forEach(function (k) { vals[k] = own[k]; });
+    if (speed && url === speed.dataset.run) vals.ms = speed.value;
+    postForm(url, vals);
   }
   // (not "send": that name is the websocket's, below, and a second declaration in one scope replaces the first)
   function postForm(url, vals) {
@@ -138,7 +164,7 @@
     if (mark && scrub) { show(+mark.getAttribute("data-step")); return; }
     var t = e.target.closest ? e.target.closest("button") : null;
     if (!t) return;
-    if (t.dataset.post) {
+    if (postUrl(t)) {
       e.preventDefault();
       post(t);
     } else if (t.classList.contains("open-produce")) {

@@ -179,6 +179,27 @@ def test_it_plays_free_play_with_two_viewers(page, server, browser):
     other_ctx.close()
 
 
+def test_it_posts_a_button_to_its_groups_url_with_the_groups_values_and_its_own(page, server):
+    """A group of buttons says its URL and shared values once (a producer's actions: the action URL and the actor;
+    the brokers; "+ producer"): each button posts there with its own values over the group's, and a button with a
+    URL of its own in the group (produce) posts to that one, the group's actor still sent."""
+    page.goto(server.url + "/")
+    page.get_by_role("button", name="Start free play").click()
+    page.wait_for_selector("#ws-status[data-state=open]")
+    _after(page, lambda: page.locator(".add-producer").get_by_role("button", name="new transactional id").click())
+    _after(page, lambda: page.locator(".add-producer").get_by_role("button", name="plain").click())
+    a, b = page.locator('#p-producers [data-producer="A"]'), page.locator('#p-producers [data-producer="B"]')
+    assert a.locator("button[data-post]").count() == 1 and b.locator("button[data-post]").count() == 1  # produce
+    _after(page, lambda: a.get_by_role("button", name="init", exact=True).click())
+    _after(page, lambda: a.get_by_role("button", name="begin", exact=True).click())
+    _after(page, lambda: a.get_by_role("button", name="produce", exact=True).click())
+    _after(page, lambda: b.get_by_role("button", name="produce", exact=True).click())
+    assert a.locator(".badge").inner_text() == "IN_TRANSACTION" and b.locator(".badge").inner_text() == "READY"
+    assert a.locator(".counters").get_attribute("data-sent") == b.locator(".counters").get_attribute("data-sent") == "1"
+    _after(page, lambda: page.locator("#p-cluster button.broker").first.click())
+    assert page.locator("#p-cluster button.broker.down").count() == 1
+
+
 def test_it_switches_language(page, server):
     page.goto(server.url + "/")
     shot(page, "gallery")

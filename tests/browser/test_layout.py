@@ -1,5 +1,6 @@
 """What a 1440 px wide screen shows whole (issue 17): a step of the narrative on one line with its outcome, a past
-note cut to a line with its whole text as a tooltip, partition names unbroken, the header's clock and step."""
+note cut to a line with its whole text as a tooltip (a step's arguments too, when cut), partition names unbroken, the
+header's clock and step."""
 
 from __future__ import annotations
 
@@ -27,10 +28,17 @@ def test_it_keeps_names_outcomes_and_the_clock_on_one_line_at_1440_px(browser, s
     # a fire-and-forget produce: label, arguments (cut, with a tooltip) and "→ ok" on one line
     steps = page.locator("#p-narrative .steps li:not(.note)")
     assert steps.count() > 10 and steps.evaluate_all(one_line) == []
+    # the tooltip is given when the pointer reaches a cut text (playground.js), and only to a cut one
     produce = page.locator("#p-narrative .steps li", has_text="fire-and-forget").first
+    produce.locator(".args").hover()
     assert produce.locator(".args").get_attribute("title").endswith("fire-and-forget")
     note = page.locator("#p-narrative .steps li.note .ntext").first
-    assert note.get_attribute("title") == note.inner_text().strip() or len(note.get_attribute("title")) > 20
+    note.hover()
+    assert note.evaluate("e => e.scrollHeight > e.clientHeight") and len(note.get_attribute("title")) > 80
+    assert note.get_attribute("title").startswith(note.inner_text().strip().rstrip("…")[:40])
+    whole = page.locator("#p-narrative .steps li:not(.note) .args").last
+    whole.hover()
+    assert whole.evaluate("e => e.scrollWidth <= e.clientWidth") and whole.get_attribute("title") is None
     # partition names whole, and the header's "t = 00:00.542" and "step 14 / 30" unbroken
     assert page.locator(".strip-label b").evaluate_all(one_line) == []
     assert page.locator(".strip-label b").all_inner_texts() == ["order-audit-0", "order-created-0"]

@@ -438,6 +438,41 @@ def test_whitenoise_serves_hashed_compressed_static_files_forever_cacheable_unde
     assert status == 200 and "immutable" not in headers["cache-control"]
 
 
+def test_it_collects_our_own_css_and_js_minified_hashed_as_minified_and_the_vendored_files_as_shipped(
+    production_daphne,
+):
+    """collectstatic writes our stylesheets and scripts minified (deploy/minify.py) under both names, hashes the
+    minified text and compresses it; static/ keeps the hand-written files, and the vendored ones are copied as they
+    are. The page names the hashed file and WhiteNoise serves it."""
+    import hashlib
+    import json
+
+    from playground.deploy import minify
+
+    server, static_root = production_daphne
+    manifest = json.loads((static_root / "staticfiles.json").read_text())["paths"]
+    ours = [n for n in manifest if minify.ours(n)]
+    assert {"css/playground.css", "css/pages.css", "js/playground.js", "js/rooms.js"} <= set(ours)
+    for name in [*ours, "vendor/htmx/htmx-2.0.11.min.js", "vendor/htmx-ext-ws/ws-2.0.4.min.js"]:
+        source = (ROOT / "static" / name).read_bytes()
+        served = minify.minify(name, source)
+        if minify.ours(name):
+            assert len(served) < 0.9 * len(source) and b"\n  " not in served, name
+        else:
+            assert served == source, name
+        hashed = manifest[name]
+        stem, ext = os.path.splitext(name)
+        assert hashed == f"{stem}.{hashlib.md5(served).hexdigest()[:12]}{ext}", name
+        assert (static_root / hashed).read_bytes() == served == (static_root / name).read_bytes(), name
+        assert gzip.decompress((static_root / f"{hashed}.gz").read_bytes()) == served, name
+    status, _, body = _get(server.port, "/")
+    assert status == 200 and f"/static/{manifest['css/playground.css']}" in body.decode()
+    source = (ROOT / "static/css/playground.css").read_bytes()
+    assert source.startswith(b"/*")  # the source as written, comments and all
+    status, _, css = _get(server.port, f"/static/{manifest['css/playground.css']}")
+    assert status == 200 and css == minify.minify("css/playground.css", source) and len(css) < 0.9 * len(source)
+
+
 def test_production_daphne_checks_the_host_and_serves_the_room(production_daphne):
     server, _ = production_daphne
     assert _get(server.port, "/healthz", host="192.0.2.50:8000")[0] == 200  # the public URL's host

@@ -404,21 +404,22 @@ def narrative_steps(steps: list[Any], lang: str) -> str:
             for c, on in (("done", s["done"]), ("current", s["current"]), ("next", s["next"]), ("note", s["note"]))
             if on
         )
-        cur = ' aria-current="step"' if s["current"] else ""
-        body = [f'<li class="{cls}" data-n="{s["n"]}" data-step="{s["k"]}"{cur}><span class="i">{s["k"]}</span>']
         if s.get("hidden"):  # an exercise's note that explains a question not revealed yet
-            body[0] = body[0].replace('class="', 'class="note held ', 1)
+            cls = f"note held {cls}".strip()
+        attrs = (f' class="{cls}"' if cls else "") + (' aria-current="step"' if s["current"] else "")
+        body = [f'<li{attrs} data-step="{s["k"]}"><span class="i">{s["k"]}</span>']
+        if s.get("hidden"):
             body.append(
                 f'<span class="ntext">{_a(_("… shown once the question before it is answered and its step has run"))}</span>'
             )
         elif s["note"]:
-            text = pick(s["note"], lang)  # a past note is cut to a line: the tooltip has it whole
-            body.append(f'<span class="ntext" title="{_a(text)}">{prose_html(text)}</span>')
+            # a past note is cut to a line, a step's arguments to what fits: playground.js gives a cut one its whole
+            # text as a tooltip when the pointer reaches it (the page does not carry every text twice)
+            body.append(f'<span class="ntext">{prose_html(pick(s["note"], lang))}</span>')
         else:
             body.append(f"<code>{_a(s['label'])}</code>")
             if s["args"]:
-                args = _a(summary(s["args"], s["label"]))
-                body.append(f' <span class="args" title="{args}">{args}</span>')
+                body.append(f' <span class="args">{_a(summary(s["args"], s["label"]))}</span>')
             want = " / ".join(s["expect"] or ())
             if s["done"]:
                 err = "" if s["outcome"] == "ok" else " err"
@@ -485,13 +486,22 @@ def _vals(**kw: Any) -> str:
     """data-vals JSON (the command's form fields), escaped for a single-quoted attribute."""
     import json
 
-    return json.dumps(kw, ensure_ascii=False).replace("&", "&amp;").replace("'", "&#x27;").replace("<", "&lt;")
+    text = json.dumps(kw, ensure_ascii=False, separators=(",", ":"))
+    return text.replace("&", "&amp;").replace("'", "&#x27;").replace("<", "&lt;")
 
 
-def _button(url: str, label: str, title: str = "", cls: str = "", **vals: Any) -> str:
+def _group(url: str, **vals: Any) -> str:
+    """A group of buttons' attributes: the URL they post to and the values they all send (playground.js: a button's
+    values are its group's with its own over them), said once instead of on each button."""
+    return f" data-post=\"{url}\" data-vals='{_vals(**vals)}'"
+
+
+def _button(url: str | None, label: str, title: str = "", cls: str = "", **vals: Any) -> str:
+    """A command's button; url None: it posts to its group's (_group). No title where it would say the label again."""
     c = f' class="{cls}"' if cls else ""
     t = f' title="{_a(title)}"' if title else ""
-    return f"<button{c} data-post=\"{url}\" data-vals='{_vals(**vals)}'{t}>{label}</button>"
+    post = f' data-post="{url}"' if url else ""
+    return f"<button{c}{post} data-vals='{_vals(**vals)}'{t}>{label}</button>"
 
 
 def item_id(kind: str, key: str) -> str:
@@ -581,18 +591,16 @@ def producer_card(c: Mapping[str, Any], p: Mapping[str, Any], u: Mapping[str, An
         "r": rc,
     }
     parts.append(f'<div class="counters" data-sent="{sent}" data-landed="{landed}" data-rc="{rc}">{text}</div>')
-    b = [f'<div class="actions" role="group" aria-label="{_a(_("actions of %(n)s") % {"n": name})}">']
+    label = _a(_("actions of %(n)s") % {"n": name})
+    b = [f'<div class="actions" role="group" aria-label="{label}"{_group(u["action"], actor=name)}>']
     if c["transactional"]:
-        b.append(
-            _button(u["action"], "init", "init_transactions: InitProducerId", actor=name, action="init_transactions")
-        )
-        b.append(_button(u["action"], "begin", "begin_transaction", actor=name, action="begin_transaction"))
+        b.append(_button(None, "init", "init_transactions: InitProducerId", action="init_transactions"))
+        b.append(_button(None, "begin", "begin_transaction", action="begin_transaction"))
     b.append(
         _button(
             u["produce"],
             "produce",
             _("produce “%(v)s” to %(t)s") % {"v": c["next_value"], "t": topic},
-            actor=name,
             topic=topic,
             value=c["next_value"],
         )
@@ -600,42 +608,39 @@ def producer_card(c: Mapping[str, Any], p: Mapping[str, Any], u: Mapping[str, An
     b.append(
         f'<button class="open-produce" type="button" data-actor="{_a(name)}" data-value="{_a(c["next_value"])}" title="{_a(_("produce: choose topic, partition, key, value, await"))}">…</button>'
     )
-    b.append(_button(u["action"], "flush", "flush", actor=name, action="flush"))
+    b.append(_button(None, "flush", action="flush"))
     if c["transactional"]:
         for g in p["group_consumers"]:
             b.append(
                 _button(
-                    u["action"],
+                    None,
                     f"offsets·{_a(g)}",
                     f"send_offsets_to_transaction: {g}",
-                    actor=name,
                     action="send_offsets_to_transaction",
                     consumer=g,
                 )
             )
         b.append(
             _button(
-                u["action"],
+                None,
                 "commit",
                 "commit_transaction: EndTxn(commit)",
                 "commit",
-                actor=name,
                 action="commit_transaction",
             )
         )
         b.append(
             _button(
-                u["action"],
+                None,
                 "abort",
                 "abort_transaction: EndTxn(abort)",
                 "abort",
-                actor=name,
                 action="abort_transaction",
             )
         )
-    b.append(_button(u["action"], "crash", crash_t, "danger", actor=name, action="crash"))
-    b.append(_button(u["action"], "restart", restart_t, actor=name, action="restart"))
-    b.append(_button(u["action"], "close", "close", actor=name, action="close"))
+    b.append(_button(None, "crash", crash_t, "danger", action="crash"))
+    b.append(_button(None, "restart", restart_t, action="restart"))
+    b.append(_button(None, "close", action="close"))
     b.append("</div>")
     parts.append("".join(b))
     parts.append("</article>")
@@ -676,16 +681,16 @@ def consumer_cards(cards: list[Any], u: Mapping[str, Any]) -> str:
                 f'<div class="pos">{pos} · {_a(got)}</div>{_external_line(ext)}</article>'
             )
             continue
-        b = [_button(u["action"], "poll", "poll", actor=name, action="poll")]
+        b = [_button(None, "poll", action="poll")]
         if c["group"]:
-            b.append(_button(u["action"], "commit", "commit", actor=name, action="commit"))
-            b.append(_button(u["action"], "seek", "seek_to_committed", actor=name, action="seek_to_committed"))
-        b.append(_button(u["action"], "crash", "crash", "danger", actor=name, action="crash"))
-        b.append(_button(u["action"], "restart", "restart", actor=name, action="restart"))
+            b.append(_button(None, "commit", action="commit"))
+            b.append(_button(None, "seek", "seek_to_committed", action="seek_to_committed"))
+        b.append(_button(None, "crash", cls="danger", action="crash"))
+        b.append(_button(None, "restart", action="restart"))
         out.append(
             f'<article class="ccard{"" if c["state"] == "RUNNING" else " down"}" data-consumer="{_a(name)}"><header><b>{_a(name)}</b>{group} '
             f'<span class="badge {tone}">{_a(state_word(c["state"]))}</span></header><div class="pos">{pos} · {_a(got)}</div>'
-            f'<div class="actions">{"".join(b)}</div></article>'
+            f'<div class="actions"{_group(u["action"], actor=name)}>{"".join(b)}</div></article>'
         )
     return mark_safe("".join(out))
 
