@@ -126,7 +126,13 @@ BOUNDS: tuple[Bound, ...] = (
     # ---- connections
     Bound("requests_per_client", 4, "client and process", "requests carried out at once (the next ones wait)"),
     Bound("queued_per_client", 100, "client and process", "requests waiting their turn (past them: 429)"),
-    Bound("requests_at_once", 1, "process", "requests in Django at once, let in from each client in turn"),
+    Bound(
+        "requests_in_django_per_client",
+        1,
+        "client and process",
+        "its requests in Django at once, the next ones in turn",
+    ),
+    Bound("requests_at_once", 4, "process", "requests in Django at once, let in from each client in turn"),
     Bound("websockets_per_client", 150, "client and process", "open websockets (a room of 40 behind one NAT: ~120)"),
     Bound("websockets", 4_000, "process", "open websockets"),
     # ---- connect your own app (session/listener.py): a listener is a set of sockets in one server process

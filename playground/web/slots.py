@@ -3,12 +3,13 @@ address (behind a trusted proxy, the forwarded one: playground/deploy/clientaddr
 
 - RequestSlots: at most `requests_per_client` of a client's HTTP requests run at once in this process; the next
   ones wait their turn (in order, without a thread: here, in the event loop), at most `queued_per_client` of them,
-  and past that are answered 429 at once. Then, of every client's running requests, at most `requests_at_once` are
-  in Django at a time, let in from each client in turn (fair queuing): Django runs sync views (every view here but
-  `run`) one after another on one thread per process, shared by every client and every websocket's database work.
-  Without the first bound one client's burst of requests (60 join codes guessed at once) filled that thread's queue;
-  without the second, a client within its share (4 at once) still kept 4 requests ahead of another client's command
-  (the attendees' command p95 under the web attacks of tools/bench/abuse.py: 2.43x their quiet figure).
+  and past that are answered 429 at once. Then, of every client's running requests, at most
+  `requests_in_django_per_client` of one client and `requests_at_once` in all are in Django at a time, let in from
+  each client in turn (fair queuing). Each request runs its sync view on a thread of its own (Django's
+  ThreadSensitiveContext), so a client whose request is inside does not wait for another client's: without the
+  first bound one client's burst of requests (60 join codes guessed at once) filled the process; with one request
+  in Django at a time for every client together, an attendee's command waited behind whichever request of the
+  attacker's was inside (its gate wait p95 41 ms under the attacks of tools/bench/abuse.py).
 - WebsocketSlots: at most `websockets_per_client` open websockets of one client and `websockets` in all; a
   handshake past either is refused (Daphne answers it 403) before any consumer runs, and the count goes down when
   the connection ends, however it ends.
@@ -43,6 +44,7 @@ class _Client:
     turns: asyncio.Queue[asyncio.Future[None]] = field(default_factory=asyncio.Queue)
     gate: deque[asyncio.Future[None]] = field(default_factory=deque)  # running, waiting to be let into Django
     in_rotation: bool = False
+    inside: int = 0  # in Django now
 
 
 # Served without taking a slot: files, and the health check a load balancer polls.
@@ -86,14 +88,16 @@ class RequestSlots:
             try:
                 await self.app(scope, receive, send)
             finally:
-                self._leave()
+                self._leave(c)
         finally:
             self._next(who, c)
 
     async def _admit(self, who: str, c: _Client) -> None:
-        """Into Django: at once while fewer than `requests_at_once` are there and no one waits, else in turn."""
-        if self.admitted < limits.limit("requests_at_once") and not self.rotation:
-            self.admitted += 1
+        """Into Django: at once while there is a place, for this client too, and none of its requests waits for one;
+        else in turn. (A place freed goes to a waiting client at once, so no other client waits for a free one.)"""
+        free = self.admitted < limits.limit("requests_at_once")
+        if free and not c.gate and c.inside < limits.limit("requests_in_django_per_client"):
+            self._enter(c)
             return
         turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         c.gate.append(turn)
@@ -101,30 +105,48 @@ class RequestSlots:
             c.in_rotation = True
             self.rotation.append(who)
         try:
-            await turn  # handed over by a request that left Django (which counted this one in)
+            await turn  # handed over by `_let_in` (which counted this one in)
         except asyncio.CancelledError:
             if turn.done() and not turn.cancelled():
-                self._leave()  # let in, and gone: the place passes on
+                self._leave(c)  # let in, and gone: the place passes on
             raise
 
-    def _leave(self) -> None:
-        """A request left Django: its place goes to the next client in turn's first request still waiting (that
-        client goes to the back of the line if it has more), else it is freed."""
-        while self.rotation:
-            who = self.rotation.popleft()
-            c = self.clients.get(who)
-            if c is None:
-                continue
-            c.in_rotation = False
-            while c.gate:
-                turn = c.gate.popleft()
-                if not turn.done():
-                    turn.set_result(None)
-                    if c.gate:
-                        c.in_rotation = True
-                        self.rotation.append(who)
-                    return
+    def _enter(self, c: _Client) -> None:
+        self.admitted += 1
+        c.inside += 1
+
+    def _leave(self, c: _Client) -> None:
         self.admitted -= 1
+        c.inside -= 1
+        self._let_in()
+
+    def _let_in(self) -> None:
+        """The free places go to the clients waiting at the gate, in turn, each one's first request still waiting; a
+        client with more waiting, or with its share inside already, goes to the back of the line."""
+        per_client, at_once = limits.limit("requests_in_django_per_client"), limits.limit("requests_at_once")
+        let_in = True
+        while let_in and self.rotation:
+            let_in = False
+            for _ in range(len(self.rotation)):  # one round: each waiting client once
+                if self.admitted >= at_once:
+                    return
+                who = self.rotation.popleft()
+                c = self.clients.get(who)
+                if c is None:
+                    continue
+                while c.gate and c.gate[0].done():
+                    c.gate.popleft()  # its request went away while it waited
+                if not c.gate:
+                    c.in_rotation = False
+                    continue
+                if c.inside < per_client:
+                    self._enter(c)
+                    c.gate.popleft().set_result(None)
+                    let_in = True
+                if c.gate:
+                    self.rotation.append(who)
+                else:
+                    c.in_rotation = False
 
     def _next(self, who: str, c: _Client) -> None:
         """A request of `who` ended: its slot goes to the client's next waiting request (still waiting: not one

@@ -442,7 +442,12 @@ async def _request(slots: RequestSlots, address: str) -> int:
 async def test_it_lets_a_client_run_a_few_requests_at_once_and_queues_the_rest_without_holding_up_others(settings):
     import asyncio
 
-    settings.PLAYGROUND_LIMITS = {"requests_per_client": 2, "queued_per_client": 3, "requests_at_once": 10}
+    settings.PLAYGROUND_LIMITS = {
+        "requests_per_client": 2,
+        "queued_per_client": 3,
+        "requests_in_django_per_client": 10,
+        "requests_at_once": 10,
+    }
     release = asyncio.Event()
     started: list[str] = []
 
@@ -489,6 +494,72 @@ async def test_it_lets_each_client_into_django_in_turn_so_a_burst_does_not_keep_
     a, b = "198.51.100.1", "198.51.100.2"
     assert started == [a, a, b, a, b, a]
     assert slots.clients == {} and slots.admitted == 0 and not slots.rotation
+
+
+async def test_it_lets_another_clients_request_into_django_while_one_client_has_its_own_inside(settings):
+    """A client's requests go into Django one at a time; another client's goes in beside them at once, without
+    waiting for the first client's to end (each request runs its view on a thread of its own)."""
+    import asyncio
+
+    settings.PLAYGROUND_LIMITS = {"requests_per_client": 4, "requests_in_django_per_client": 1, "requests_at_once": 4}
+    a, b = "198.51.100.1", "198.51.100.2"
+    release = {a: asyncio.Event(), b: asyncio.Event()}
+    started: list[str] = []
+
+    async def view(scope, receive, send):
+        started.append(scope["client"][0])
+        await release[scope["client"][0]].wait()
+        await send({"type": "http.response.start", "status": 204, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+
+    slots = RequestSlots(view)
+    burst = [asyncio.create_task(_request(slots, a)) for _ in range(3)]
+    await asyncio.sleep(0)
+    other = asyncio.create_task(_request(slots, b))
+    await asyncio.wait_for(_until(lambda: started == [a, b]), 5)
+    release[b].set()
+    assert await asyncio.wait_for(other, 5) == 204 and started == [a, b]  # done while a's first is still inside
+    release[a].set()
+    assert [await t for t in burst] == [204] * 3
+    assert started == [a, b, a, a] and slots.clients == {} and slots.admitted == 0 and not slots.rotation
+
+
+async def test_it_lets_no_more_than_requests_at_once_into_django_and_the_next_clients_in_their_order(settings):
+    import asyncio
+
+    settings.PLAYGROUND_LIMITS = {"requests_in_django_per_client": 1, "requests_at_once": 2}
+    release = asyncio.Event()
+    started: list[str] = []
+    inside = [0, 0]  # now, most
+
+    async def view(scope, receive, send):
+        started.append(scope["client"][0])
+        inside[0] += 1
+        inside[1] = max(inside)
+        await release.wait()
+        inside[0] -= 1
+        await send({"type": "http.response.start", "status": 204, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+
+    slots = RequestSlots(view)
+    clients = [f"198.51.100.{n}" for n in range(1, 6)]
+    tasks = []
+    for who in clients:
+        tasks.append(asyncio.create_task(_request(slots, who)))
+        await asyncio.sleep(0)
+    await asyncio.wait_for(_until(lambda: len(started) == 2), 5)
+    await asyncio.sleep(0.01)
+    assert started == clients[:2]
+    release.set()
+    assert [await t for t in tasks] == [204] * 5
+    assert started == clients and inside[1] == 2 and slots.admitted == 0 and not slots.rotation
+
+
+async def _until(condition) -> None:
+    import asyncio
+
+    while not condition():
+        await asyncio.sleep(0.001)
 
 
 async def test_it_passes_a_place_in_django_on_when_a_waiting_client_goes_away(settings):
