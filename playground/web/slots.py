@@ -124,29 +124,24 @@ class RequestSlots:
         """The free places go to the clients waiting at the gate, in turn, each one's first request still waiting; a
         client with more waiting, or with its share inside already, goes to the back of the line."""
         per_client, at_once = limits.limit("requests_in_django_per_client"), limits.limit("requests_at_once")
-        let_in = True
-        while let_in and self.rotation:
-            let_in = False
-            for _ in range(len(self.rotation)):  # one round: each waiting client once
-                if self.admitted >= at_once:
-                    return
-                who = self.rotation.popleft()
-                c = self.clients.get(who)
-                if c is None:
-                    continue
-                while c.gate and c.gate[0].done():
-                    c.gate.popleft()  # its request went away while it waited
-                if not c.gate:
-                    c.in_rotation = False
-                    continue
-                if c.inside < per_client:
-                    self._enter(c)
-                    c.gate.popleft().set_result(None)
-                    let_in = True
-                if c.gate:
-                    self.rotation.append(who)
-                else:
-                    c.in_rotation = False
+        passed_over = 0  # clients visited since the last one let in: a whole round of them, and no one can go in
+        while self.rotation and passed_over < len(self.rotation) and self.admitted < at_once:
+            who = self.rotation.popleft()
+            c = self.clients.get(who)
+            if c is None:
+                continue
+            while c.gate and c.gate[0].done():
+                c.gate.popleft()  # its request went away while it waited
+            if c.gate and c.inside < per_client:
+                self._enter(c)
+                c.gate.popleft().set_result(None)
+                passed_over = 0
+            elif c.gate:
+                passed_over += 1
+            if c.gate:
+                self.rotation.append(who)
+            else:
+                c.in_rotation = False
 
     def _next(self, who: str, c: _Client) -> None:
         """A request of `who` ended: its slot goes to the client's next waiting request (still waiting: not one

@@ -14,9 +14,9 @@ from playground.protocol import messages
 from playground.sim.cluster import Cluster
 from playground.simserver import server as server_module
 from playground.simserver.server import MEMORY, SimServer
+from tests.waiting import CAP_S, until
 
 METADATA = 3
-CAP_S = 30.0  # a generous cap for what must happen soon
 
 
 def metadata_frame(correlation: int) -> bytes:
@@ -40,13 +40,6 @@ async def serve(**config: str) -> tuple[SimServer, list[int]]:
     server = SimServer(cluster, config=config, on_request=lambda b, k, n, v, c: seen.append(k))
     await server.start()
     return server, seen
-
-
-async def until(condition, cap_s: float = CAP_S) -> None:
-    deadline = asyncio.get_running_loop().time() + cap_s
-    while not condition():
-        assert asyncio.get_running_loop().time() < deadline, "the condition did not come within the cap"
-        await asyncio.sleep(0.02)
 
 
 @pytest.mark.asyncio

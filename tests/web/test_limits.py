@@ -24,6 +24,7 @@ from playground.scenario.database import Database
 from playground.session import limits
 from playground.web import broadcast
 from playground.web.slots import RequestSlots, WebsocketSlots
+from tests.waiting import until
 
 from .conftest import hold
 
@@ -516,7 +517,7 @@ async def test_it_lets_another_clients_request_into_django_while_one_client_has_
     burst = [asyncio.create_task(_request(slots, a)) for _ in range(3)]
     await asyncio.sleep(0)
     other = asyncio.create_task(_request(slots, b))
-    await asyncio.wait_for(_until(lambda: started == [a, b]), 5)
+    await until(lambda: started == [a, b], every_s=0.001)
     release[b].set()
     assert await asyncio.wait_for(other, 5) == 204 and started == [a, b]  # done while a's first is still inside
     release[a].set()
@@ -547,19 +548,12 @@ async def test_it_lets_no_more_than_requests_at_once_into_django_and_the_next_cl
     for who in clients:
         tasks.append(asyncio.create_task(_request(slots, who)))
         await asyncio.sleep(0)
-    await asyncio.wait_for(_until(lambda: len(started) == 2), 5)
+    await until(lambda: len(started) == 2, every_s=0.001)
     await asyncio.sleep(0.01)
     assert started == clients[:2]
     release.set()
     assert [await t for t in tasks] == [204] * 5
     assert started == clients and inside[1] == 2 and slots.admitted == 0 and not slots.rotation
-
-
-async def _until(condition) -> None:
-    import asyncio
-
-    while not condition():
-        await asyncio.sleep(0.001)
 
 
 async def test_it_passes_a_place_in_django_on_when_a_waiting_client_goes_away(settings):
