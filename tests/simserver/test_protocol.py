@@ -22,7 +22,8 @@ st.register_type_strategy(Records, st.binary(max_size=64).map(Records))
 CODECS = [records.NONE, records.GZIP, records.SNAPPY, records.LZ4, records.ZSTD]
 record_st = st.builds(
     lambda ts, key, value, headers: (ts, key, value, tuple(headers)),
-    st.integers(min_value=0, max_value=2**41),
+    # timestamps close together too, so that deltas of one and two bytes come up
+    st.integers(min_value=0, max_value=300) | st.integers(min_value=0, max_value=2**41),
     st.none() | st.binary(max_size=40),
     st.none() | st.binary(max_size=200),
     st.lists(st.tuples(st.text(max_size=10), st.none() | st.binary(max_size=10)), max_size=3),
@@ -266,11 +267,14 @@ def test_it_reads_any_bytes_as_batches_or_a_corrupt_record_error(data):
     st.lists(record_st, min_size=1, max_size=5),
     st.lists(st.tuples(st.integers(0, 10_000), st.integers(0, 255)), max_size=4),
     st.integers(-8, 8),
+    st.integers(1, 40),
 )
-def test_it_scans_a_batch_as_it_reads_it_whole_the_same_count_keys_and_errors(raw, flips, resize):
+def test_it_scans_a_batch_as_it_reads_it_whole_the_same_count_keys_and_errors(raw, flips, resize, gap):
     """scan() is what a Produce runs on an external producer's batch: it must refuse exactly what records() refuses,
-    with the same error, however the records' bytes are damaged (flipped bytes, a body cut or grown)."""
-    data = bytearray(records.encode_batch(_records(raw, 0), base_offset=0))
+    with the same error, however the records' bytes are damaged (flipped bytes, a body cut or grown). Offsets `gap`
+    apart give offset deltas of one and two bytes, as a batch of more than 63 records has."""
+    spaced = [records.Record(r.offset * gap, r.timestamp_ms, r.key, r.value, r.headers) for r in _records(raw, 0)]
+    data = bytearray(records.encode_batch(spaced, base_offset=0))
     for at, byte in flips:
         data[records.HEADER_BYTES + at % (len(data) - records.HEADER_BYTES)] = byte
     if resize < 0:

@@ -114,8 +114,9 @@ def produce(call: Call) -> None:
             detail=f"base offset {', '.join(offsets)}" if offsets else "",
         )
 
+    names = {(k, i): n for k, n, i, _r in items}
     for (key, index), batch in batches.items():
-        name = next(n for k, n, i, _r in items if k == key and i == index)
+        name = names[(key, index)]
         assert name is not None
         tp = _tp(name, index)
         error, message = _append_error(call, name, batch)
