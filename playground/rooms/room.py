@@ -114,11 +114,11 @@ def _wrong_code(client: str, code: str) -> None:
 
 
 def join(
-    code: str, name: str, *, client: str, secret: str | None = None, room: Workshop | None = None
+    room: Workshop | None, code: str, name: str, *, client: str, secret: str | None = None
 ) -> tuple[Workshop, Attendee, str]:
-    """An attendee joins by code and display name (a returning browser keeps its name and sessions). `room`: the
-    room of this code, when the caller has just read it."""
-    room = room if room is not None and room.code == (code or "").strip().upper() else by_code(code)
+    """An attendee joins by code and display name (a returning browser keeps its name and sessions). `room` is
+    by_code(code), which the caller has read already (to find the attendee's cookie): a wrong code, the bulk of a
+    guesser's requests, is looked up once."""
     if room is None:
         _wrong_code(client, (code or "").strip().upper()[:12])
         raise CommandError(

@@ -82,9 +82,7 @@ def join(request: HttpRequest) -> HttpResponse:
     known = rooms.by_code(code)
     secret = rooms.secrets_from(request.COOKIES, known.pk)[1] if known else None
     try:
-        room, _attendee, secret = rooms.join(
-            code, d.cleaned_data["name"], client=client(request), secret=secret, room=known
-        )
+        room, _attendee, secret = rooms.join(known, code, d.cleaned_data["name"], client=client(request), secret=secret)
     except session.CommandError as exc:
         return render(
             request,

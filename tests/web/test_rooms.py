@@ -94,6 +94,17 @@ def test_it_counts_the_same_wrong_code_typed_again_once():
         assert c.post("/w/join/", {"code": "ZZZZZZ", "name": "x"}).status_code == 404
 
 
+def test_it_looks_a_wrong_code_up_once():
+    # a guesser's requests are nearly all wrong codes: each one is a single query for the room
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    with CaptureQueriesContext(connection) as seen:
+        assert Client().post("/w/join/", {"code": "ZZZZZZ", "name": "x"}).status_code == 404
+    lookups = [q["sql"] for q in seen.captured_queries if Workshop._meta.db_table in q["sql"]]
+    assert len(lookups) == 1, lookups
+
+
 def test_it_never_hits_the_session_creation_limit_when_a_room_joins(settings):
     settings.PLAYGROUND_LIMITS = {"sessions_per_minute": 2}
     _f, room = _facilitator()
