@@ -430,7 +430,7 @@ public final class Worker {
                 if (race == null) {
                     Field f = tm.getClass().getDeclaredField("pendingRequests");
                     f.setAccessible(true);
-                    race = new RaceQueue((PriorityQueue) f.get(tm));
+                    race = new RaceQueue((PriorityQueue) f.get(tm), tm);
                     f.set(tm, race);
                 }
                 race.holding = true;
