@@ -23,7 +23,6 @@ import logging
 import re
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -31,10 +30,13 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tools" / "bench"))
 
+from viewers import ViewerProcess  # noqa: E402
 from web import CHROMIUM, CHROMIUM_ARGS, Driver, percentile  # noqa: E402
 
 from playground.deploy import procs  # noqa: E402
-from tests.wsviewer import ConnectionClosed, open_viewer  # noqa: E402
+
+# a value the bench produces, as a partition's cell shows it
+VALUE = r">(ev-\d+)<"
 
 # Runs in the viewer page: when each value first shows in the partition logs (epoch ms, sub-millisecond).
 OBSERVE = """() => {
@@ -50,32 +52,6 @@ OBSERVE = """() => {
   };
   new MutationObserver(note).observe(document.body, {subtree: true, childList: true, characterData: true});
 }"""
-
-
-class SocketViewer:
-    """A websocket viewer recording when a frame carrying each value arrived."""
-
-    VALUE = re.compile(r">(ev-\d+)<")
-
-    def __init__(self, server: str, sid: str) -> None:
-        self.ws = open_viewer(server, sid, timeout=60)
-        self.seen: dict[str, float] = {}
-        self.ws.recv(timeout=60)  # the snapshot
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.thread.start()
-
-    def _run(self) -> None:
-        try:
-            while True:
-                frame = self.ws.recv(timeout=None)
-                now = time.time() * 1000.0
-                for value in self.VALUE.findall(frame):
-                    self.seen.setdefault(value, now)
-        except (OSError, ConnectionClosed):
-            return
-
-    def close(self) -> None:
-        self.ws.close()
 
 
 def run_case(browser, servers: list[procs.Proc], viewers: int, events: int, rate: float) -> dict:
@@ -103,7 +79,7 @@ def run_case(browser, servers: list[procs.Proc], viewers: int, events: int, rate
     page.goto(f"{servers[-1].url}/s/{sid}/", wait_until="load")
     page.wait_for_selector("#ws-status[data-state=open]", timeout=60000)
     page.evaluate(OBSERVE)
-    sockets = [SocketViewer(servers[i % len(servers)].url, sid) for i in range(viewers - 1)]
+    sockets = ViewerProcess([s.url for s in servers], sid, viewers - 1, VALUE) if viewers > 1 else None
     time.sleep(1.0)
     sent: dict[str, float] = {}
     gap = 1.0 / rate
@@ -125,9 +101,9 @@ def run_case(browser, servers: list[procs.Proc], viewers: int, events: int, rate
     if __import__("os").environ.get("BENCH_DEBUG"):
         print("latencies", [round(x) for x in latencies], file=sys.stderr)
     time.sleep(0.5)
-    transport = [viewer.seen[v] - t0 for viewer in sockets for v, t0 in sent.items() if v in viewer.seen]
-    for viewer in sockets:
-        viewer.close()
+    transport = [
+        theirs[v] - t0 for theirs in (sockets.stop() if sockets else []) for v, t0 in sent.items() if v in theirs
+    ]
     ctx.close()
     with driver.opener.open(f"{servers[0].url}/s/{sid}/log.json", timeout=20) as r:
         log = json.loads(r.read())

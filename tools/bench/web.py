@@ -14,7 +14,8 @@ DOM (the tag carrying the session's version is swapped after the panels of the s
 Of the N viewers, one is a Chromium page (/usr/bin/chromium, headless) and the others are websocket viewers that
 record when each frame arrived: to the server they are what remote browsers are, while 50 Chromium renderers on
 this machine's own 2 cores would measure the machine's CPU rather than the dashboard (`--chromium-viewers 0` does
-that anyway). Aims (issue 3): p95 < 100 ms with 50 viewers on a 2-core machine; first page < 150 KB.
+that anyway). They run on one asyncio loop in a process of their own (tools/bench/viewers.py), not as threads
+beside the driver, whose GIL they shared while it timed its POSTs. Aims (issue 3): p95 < 100 ms with 50 viewers on a 2-core machine; first page < 150 KB.
 """
 
 from __future__ import annotations
@@ -36,7 +37,10 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from playground.deploy import procs  # noqa: E402
-from tests.wsviewer import ConnectionClosed, open_viewer  # noqa: E402
+from tools.bench.viewers import ViewerProcess  # noqa: E402
+
+# the tag a frame ends with, naming the version it brings the page to (playground/web/broadcast.py's version_tag)
+VERSION = r'id="state-version" data-version="(\d+)"'
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -125,36 +129,6 @@ def first_page_bytes(browser, url: str) -> dict:
     return {"total_bytes": total, "document_bytes": sizes["document"], "resources": sizes["resources"]}
 
 
-class SocketViewer:
-    """A viewer without a browser (what a remote browser is to the server: a websocket that receives the frames),
-    recording when each version's frame arrived."""
-
-    VERSION = re.compile(r'id="state-version" data-version="(\d+)"')
-
-    def __init__(self, server: str, sid: str) -> None:
-        import threading
-
-        self.ws = open_viewer(server, sid, timeout=60)
-        self.seen: dict[str, float] = {}
-        self.ws.recv(timeout=60)  # the snapshot
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.thread.start()
-
-    def _run(self) -> None:
-        try:
-            while True:
-                frame = self.ws.recv(timeout=None)
-                now = time.time() * 1000.0
-                m = self.VERSION.search(frame)
-                if m and m.group(1) not in self.seen:
-                    self.seen[m.group(1)] = now
-        except (OSError, ConnectionClosed):  # closed by close() at the end of the case, or by the server
-            return
-
-    def close(self) -> None:
-        self.ws.close()
-
-
 def run_case(
     browser, servers: list[procs.Proc], viewers: int, events: int, rate: float, in_chromium: int | None = None
 ) -> dict:
@@ -176,7 +150,9 @@ def run_case(
     for page in pages:
         page.wait_for_selector("#ws-status[data-state=open]", timeout=60000)
         page.evaluate(OBSERVE)
-    sockets = [SocketViewer(servers[i % len(servers)].url, sid) for i in range(viewers - in_chromium)]
+    sockets = (
+        ViewerProcess([s.url for s in servers], sid, viewers - in_chromium, VERSION) if viewers > in_chromium else None
+    )
     time.sleep(1.0)
     sent: dict[str, float] = {}
     posts: list[float] = []
@@ -209,13 +185,12 @@ def run_case(
             else:
                 missing += 1  # a later version arrived first (fine: it carries the same panels)
     time.sleep(0.5)
-    for viewer in sockets:
+    for seen_by_socket in sockets.stop() if sockets else []:
         for version, t0 in sent.items():
-            if version in viewer.seen:
-                transport.append(viewer.seen[version] - t0)
+            if version in seen_by_socket:
+                transport.append(seen_by_socket[version] - t0)
             else:
                 missing += 1
-        viewer.close()
     for ctx in contexts:
         ctx.close()
     return {
