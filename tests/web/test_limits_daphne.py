@@ -51,8 +51,13 @@ def _all_at_once(clients: list[Browserish], send) -> list:
 def test_it_creates_no_more_sessions_than_the_limit_however_many_ask_at_once(server):
     who = {"X-Forwarded-For": _address()}
     clients = [Browserish(server.url, who) for _ in range(N)]
+    started = time.monotonic()
     codes = [r[0] for r in _all_at_once(clients, lambda c: c.post("/new/", {"scenario": ""}))]
-    assert codes.count(302) == 10 and codes.count(429) == N - 10, codes
+    # The count drains continuously (10 a minute: one more every 6 s), and one client's requests go into Django one
+    # at a time (requests_in_django_per_client), so a burst that a loaded machine takes seconds to answer may create
+    # one more per 6 s it lasted (11 of 40 in a CI run); never all 40 (the attack made 23)
+    drained = int((time.monotonic() - started) / 6)
+    assert 10 <= codes.count(302) <= 10 + drained and codes.count(302) + codes.count(429) == N, codes
     assert "Server" not in clients[0].post("/new/", {"scenario": ""})[2]  # no "Server: daphne" either
 
 
