@@ -7,7 +7,7 @@ remote browser is to the server, a websocket on /ws/s/<id>/ that receives the pu
     ws.send(json.dumps({"type": "ping"}))
     ws.close()
 
-`open_viewer` returns the library's ClientConnection as it is (recv / send / close, `response.headers` of the
+`open_viewer` and `open_socket` return the library's ClientConnection as it is (recv / send / close, `response.headers` of the
 handshake); this module only says how a viewer connects, and adds the few loops the callers share.
 """
 
@@ -21,11 +21,13 @@ from websockets.exceptions import ConnectionClosed, InvalidHandshake
 from websockets.sync.client import ClientConnection, connect
 
 __all__ = [
+    "BROWSER_LIKE",
     "ClientConnection",
     "ConnectionClosed",
     "InvalidHandshake",
     "frames_until",
     "htmx_reconnect_delay",
+    "open_socket",
     "open_viewer",
     "reconnect",
     "session_url",
@@ -42,35 +44,39 @@ def session_url(server: str | int, sid: str, query: str = "") -> str:
     return url + (f"?{query}" if query else "")
 
 
+# Set like a browser, not like the library's defaults: no keepalive pings of our own (browsers send none; the
+# server's pings are still answered), no compression (Daphne accepts none), no cap on a frame's size or on the frames
+# waiting to be read (a browser reads whatever comes: with a cap the library stops reading the socket and the
+# server's pings go unanswered), and never through a proxy from the environment (these are loopback servers). The
+# asyncio client takes the same keywords (tools/bench/viewers.py).
+BROWSER_LIKE: dict = {
+    "close_timeout": 2,
+    "ping_interval": None,
+    "compression": None,
+    "max_size": None,
+    "max_queue": None,
+    "proxy": None,
+}
+
+
+def open_socket(url: str, origin: str, headers: dict[str, str] | None = None, timeout: float = 10) -> ClientConnection:
+    """A websocket as a page opens it: an Origin of the page's own address (Channels' AllowedHostsOriginValidator
+    refuses a handshake without an allowed one), BROWSER_LIKE. `legacy=True` is websockets' documented way to get the
+    connection itself rather than a context manager (the callers keep sockets open across functions and threads, and
+    close them). Raises InvalidHandshake (InvalidStatus for a refused handshake) or OSError / TimeoutError when it
+    cannot connect."""
+    return connect(
+        url, origin=origin, additional_headers=headers or None, open_timeout=timeout, legacy=True, **BROWSER_LIKE
+    )
+
+
 def open_viewer(
     server: str | int, sid: str, *, cookie: str | None = None, query: str = "", timeout: float = 10
 ) -> ClientConnection:
-    """A websocket on the session, as its page opens it: an Origin of the page's own address (Channels'
-    AllowedHostsOriginValidator refuses a handshake without an allowed one), and the browser's Cookie header when
-    given ("name=value; name2=value2": the drive capability, the language).
-
-    Set like a browser, not like the library's defaults: no keepalive pings of our own (browsers send none; the
-    server's pings are still answered), no compression (Daphne accepts none), no cap on a frame's size or on the
-    frames waiting to be read (a browser reads whatever comes: with a cap the library stops reading the socket and
-    the server's pings go unanswered), and never through a proxy from the environment (these are loopback servers).
-    `legacy=True` is websockets' documented way to get the connection itself rather than a context manager (the
-    callers keep viewers open across functions and threads, and close them).
-    Raises InvalidHandshake (InvalidStatus for a refused handshake) or OSError / TimeoutError when it cannot connect.
-    """
+    """A websocket on the session (open_socket), with the browser's Cookie header when given ("name=value;
+    name2=value2": the drive capability, the language)."""
     base = _base(server)
-    return connect(
-        session_url(base, sid, query),
-        origin=base,
-        additional_headers={"Cookie": cookie} if cookie else None,
-        open_timeout=timeout,
-        close_timeout=2,
-        ping_interval=None,
-        compression=None,
-        max_size=None,
-        max_queue=None,
-        proxy=None,
-        legacy=True,
-    )
+    return open_socket(session_url(base, sid, query), base, {"Cookie": cookie} if cookie else None, timeout)
 
 
 def frames_until(ws: ClientConnection, needle: str, timeout: float = 10) -> str:

@@ -79,8 +79,6 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from websockets.sync.client import connect
-
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tools" / "bench"))
@@ -88,7 +86,7 @@ sys.path.insert(0, str(ROOT / "tools" / "bench"))
 from opening import open_over_http, timed_get, vm_kib  # noqa: E402
 
 from playground.deploy import procs  # noqa: E402
-from tests import pg  # noqa: E402
+from tests import pg, wsviewer  # noqa: E402
 from tests.web.http import Browserish  # noqa: E402
 from tests.wsviewer import ConnectionClosed  # noqa: E402
 
@@ -303,19 +301,8 @@ class Client(Browserish):
 
 
 def open_socket(base: str, path: str, address: str, cookie: str = "", timeout: float = 30):
-    return connect(
-        "ws" + base.removeprefix("http") + path,
-        origin=base,
-        additional_headers={"X-Forwarded-For": address, **({"Cookie": cookie} if cookie else {})},
-        open_timeout=timeout,
-        close_timeout=2,
-        ping_interval=None,
-        compression=None,
-        max_size=None,
-        max_queue=None,
-        proxy=None,
-        legacy=True,
-    )
+    headers = {"X-Forwarded-For": address, **({"Cookie": cookie} if cookie else {})}
+    return wsviewer.open_socket("ws" + base.removeprefix("http") + path, base, headers, timeout)
 
 
 # ----------------------------------------------------------------------------------------------- the attendees

@@ -51,18 +51,9 @@ async def _watch(
     from websockets.asyncio.client import connect
     from websockets.exceptions import ConnectionClosed
 
-    # set as tests/wsviewer.py sets a viewer, and for the same reasons: like a browser, not the library's defaults
-    async with connect(
-        url,
-        origin=origin,
-        open_timeout=OPEN_TIMEOUT_S,
-        close_timeout=2,
-        ping_interval=None,
-        compression=None,
-        max_size=None,
-        max_queue=None,
-        proxy=None,
-    ) as ws:
+    from tests.wsviewer import BROWSER_LIKE
+
+    async with connect(url, origin=origin, open_timeout=OPEN_TIMEOUT_S, **BROWSER_LIKE) as ws:
         await ws.recv()  # the snapshot
         opened.set()
         try:

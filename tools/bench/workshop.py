@@ -55,15 +55,13 @@ import urllib.request
 from collections import Counter
 from pathlib import Path
 
-from websockets.sync.client import connect
-
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from playground.deploy import procs  # noqa: E402
 from tests import pg  # noqa: E402
 from tests.web.http import Browserish  # noqa: E402
-from tests.wsviewer import ConnectionClosed, open_viewer  # noqa: E402
+from tests.wsviewer import ConnectionClosed, open_socket, open_viewer  # noqa: E402
 from tools.bench.web import CHROMIUM, CHROMIUM_ARGS, percentile  # noqa: E402
 
 SCENARIO = "ex-who-is-fenced"
@@ -362,19 +360,7 @@ class Client(Browserish):
 def open_room_socket(base: str, room_id: str, cookie: str, timeout: float = 60):
     """The room's websocket (/ws/w/<room id>/), opened as the page's roombar does (same settings as open_viewer)."""
     url = "ws" + base.removeprefix("http") + f"/ws/w/{room_id}/?lang=en"
-    return connect(
-        url,
-        origin=base,
-        additional_headers={"Cookie": cookie},
-        open_timeout=timeout,
-        close_timeout=2,
-        ping_interval=None,
-        compression=None,
-        max_size=None,
-        max_queue=None,
-        proxy=None,
-        legacy=True,
-    )
+    return open_socket(url, base, {"Cookie": cookie}, timeout)
 
 
 CARD_IN_FRAME = re.compile(r'id="seat-([^"]+)"[\s\S]*?data-session="([^"]*)"[\s\S]*?class="progress">([\s\S]*?)</p>')
