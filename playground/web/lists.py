@@ -61,19 +61,20 @@ def partition(
         pos = (c.get("positions") or {}).get(tp)
         if pos is not None:
             positions.setdefault(pos, []).append(name)
-    got = {n: {r["offset"] for r in (cons[n].get("received") or {}).get(tp, [])} for n in columns}
+    who_reads = logpanels.readers(tp, columns, cons)
     asked = panels.asked_about(live)
-    rows = [_record_row(live, tp, e, lso, columns, cons, who, got, asked) for e in entries]
+    rows = [_record_row(live, tp, e, lso, who_reads, who, asked) for e in entries]
     first = entries[0]["offset"] if entries else start
     last = entries[-1]["offset"] if entries else start - 1
-    cells = [logpanels.slot(e, colours, who, (("HW", hw), ("LSO", lso), ("LEO", leo)), positions) for e in entries]
+    cursors = logpanels.cursors_at((("HW", hw), ("LSO", lso), ("LEO", leo)))
+    cells = [logpanels.slot(e, colours, who, cursors, positions) for e in entries]
     if last + 1 >= leo:
         end_names = sorted({n for o, names in positions.items() if o >= leo for n in names})
         cells.append(
             {
                 "offset": leo,
                 "end": True,
-                "cursors": [m for m, v in (("HW", hw), ("LSO", lso), ("LEO", leo)) if v == leo],
+                "cursors": list(cursors.get(leo, ())),
                 "consumers": logpanels.names_at(end_names),
             }
         )
@@ -105,7 +106,7 @@ def partition(
 
 
 def _record_row(
-    live: Any, tp: str, e: Mapping[str, Any], lso: int, columns: list[str], cons: Any, who: Any, got: Any, asked: Any
+    live: Any, tp: str, e: Mapping[str, Any], lso: int, readers: list[logpanels.Reader], who: Any, asked: Any
 ) -> dict[str, Any]:
     n = limits.limit("cell_chars")
     owner = who.get((e.get("producer_id"), e.get("epoch")))
@@ -117,7 +118,7 @@ def _record_row(
         "epoch": e.get("epoch"),
         "sequence": e.get("sequence"),
         "by": cut.name(owner) if owner else None,
-        "cells": [] if e.get("control") else logpanels.read_cells(e, tp, lso, columns, cons, got, asked),
+        "cells": [] if e.get("control") else logpanels.read_cells(e, lso, readers, asked),
     }
     for part in ("key", "value"):
         value = e.get(part)

@@ -6,7 +6,7 @@ as panels.py's are."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from playground.engine.spec import CONSUMER_ACTIONS
 from playground.web import cut
@@ -70,25 +70,56 @@ def own_topics_first(live: Any, tps: Any) -> list[str]:
     return sorted(tps, key=lambda tp: (tp_key(tp)[0] not in own, tp_key(tp)))
 
 
-def read_status(e: Mapping[str, Any], c: Mapping[str, Any], tp: str, lso: int, got: set[int]) -> str:
-    """Whether a consumer got the record `e` of `tp`, or why not: got, aborted (read_committed hides it), lso (held
-    behind the LSO), pending (not polled yet), skipped (its position went past it without it), past (its position
-    is past it, but the offsets it received that far back are no longer kept), na (it does not read `tp`)."""
-    positions, received = c.get("positions") or {}, c.get("received") or {}
-    committed = c.get("isolation_level", "read_committed") != "read_uncommitted"
-    if not (tp in positions or tp in received or tp.rpartition("-")[0] in (c.get("topics") or ())):
+class Reader(NamedTuple):
+    """What a consumer's cells in one partition depend on, worked out once a partition rather than once a cell."""
+
+    name: str
+    reads: bool  # it reads the partition (assigned, subscribed to its topic, or it received from it)
+    committed: bool  # read_committed
+    position: int
+    got: set[int]  # the offsets it received, as far as they are kept
+    oldest_got: int | None
+    forgot: bool  # it received more than the offsets still kept
+
+
+def readers(tp: str, columns: list[str], cons: Mapping[str, Mapping[str, Any]]) -> list[Reader]:
+    out = []
+    for n in columns:
+        c = cons[n]
+        positions, received = c.get("positions") or {}, c.get("received") or {}
+        got = {r["offset"] for r in received.get(tp, [])}
+        kept = sum(len(v) for v in received.values())
+        reads = tp in positions or tp in received or tp.rpartition("-")[0] in (c.get("topics") or ())
+        out.append(
+            Reader(
+                name=n,
+                reads=reads,
+                committed=c.get("isolation_level", "read_committed") != "read_uncommitted",
+                position=positions.get(tp, 0),
+                got=got,
+                oldest_got=min(got) if got else None,
+                forgot=c.get("received_total", kept) > kept,
+            )
+        )
+    return out
+
+
+def read_status(e: Mapping[str, Any], r: Reader, lso: int) -> str:
+    """Whether a consumer got the record `e`, or why not: got, aborted (read_committed hides it), lso (held behind
+    the LSO), pending (not polled yet), skipped (its position went past it without it), past (its position is past
+    it, but the offsets it received that far back are no longer kept), na (it does not read the partition)."""
+    if not r.reads:
         return "na"
-    offset, pos = e["offset"], positions.get(tp, 0)
-    if offset in got:
+    offset = e["offset"]
+    if offset in r.got:
         return "got"
-    if committed and e.get("fate") == "aborted":
+    if r.committed and e.get("fate") == "aborted":
         return "aborted"
-    if committed and offset >= lso:
+    if r.committed and offset >= lso:
         return "lso"
-    if offset >= pos:
+    if offset >= r.position:
         return "pending"
-    kept = sum(len(v) for v in received.values())
-    if c.get("received_total", kept) > kept and (not got or offset < min(got)):
+    if r.forgot and (r.oldest_got is None or offset < r.oldest_got):
         return "past"  # older than the offsets of it still kept: whether it got this one is not known any more
     return "skipped"
 
@@ -102,21 +133,19 @@ def table_columns(cons: Mapping[str, Mapping[str, Any]]) -> list[str]:
     return ru + [n for n in order if n not in ru]
 
 
-def read_cells(e: Mapping[str, Any], tp: str, lso: int, columns: list[str], cons: Any, got: Any, asked: Any) -> list:
+def read_cells(e: Mapping[str, Any], lso: int, readers: list[Reader], asked: Any) -> list:
     """A record's cell per consumer; the consumer an open question asks about says nothing of a record it has not
     got yet (held behind the LSO, hidden as aborted, not polled yet: each tells what its poll will return); "not
     its partition" tells nothing and stays."""
     out: list[dict[str, Any]] = []
-    for n in columns:
-        status = read_status(e, cons[n], tp, lso, got[n])
-        held = asked is not None and asked.actor == n and status not in ("got", "na")
+    for r in readers:
+        status = read_status(e, r, lso)
+        held = asked is not None and asked.actor == r.name and status not in ("got", "na")
         out.append({"status": "ask", "ask": asked.number} if held else {"status": status})
     return out
 
 
-def table_row(
-    e: Mapping[str, Any], tp: str, lso: int, columns: list[str], cons: Any, who: Any, got: Any, asked: Any = None
-) -> dict:
+def table_row(e: Mapping[str, Any], lso: int, readers: list[Reader], who: Any, asked: Any = None) -> dict:
     return {
         "offset": e["offset"],
         "value": cut.text(e.get("value"), TABLE_CHARS),
@@ -124,7 +153,7 @@ def table_row(
         "binary": cut.is_binary(e.get("value")),
         "fate": e.get("fate"),
         "by": cut.name(who.get((e.get("producer_id"), e.get("epoch"))) or pid_label(e)),
-        "cells": read_cells(e, tp, lso, columns, cons, got, asked),
+        "cells": read_cells(e, lso, readers, asked),
     }
 
 
@@ -149,8 +178,8 @@ def consumers(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
         data = [e for e in part.get("log", []) if not e.get("control")]
         lso = part.get("last_stable_offset", 0)
         shown = data[-per_table:]
-        got = {n: {r["offset"] for r in (cons[n].get("received") or {}).get(tp, [])} for n in columns}
-        rows = [table_row(e, tp, lso, columns, cons, who, got, asked) for e in shown]
+        who_reads = readers(tp, columns, cons)
+        rows = [table_row(e, lso, who_reads, who, asked) for e in shown]
         for e, r in zip(shown, rows):
             if cut.is_cut(e.get("value"), TABLE_CHARS):
                 r["href"] = link(live, "session-record", tp, e["offset"], "value")
@@ -191,29 +220,39 @@ def names_at(names: list[str]) -> dict[str, Any]:
     return {"names": [cut.name(n) for n in shown], "more": len(names) - len(shown)}
 
 
-def slot(e: Mapping[str, Any], colours: Mapping[Any, int], who: Mapping[Any, str], marks: Any, at: Any) -> dict:
+def cursors_at(marks: Any) -> dict[int, list[str]]:
+    """The marks (HW, LSO, LEO) drawn at each offset."""
+    out: dict[int, list[str]] = {}
+    for mark, offset in marks:
+        out.setdefault(offset, []).append(mark)
+    return out
+
+
+def slot(e: Mapping[str, Any], colours: Mapping[Any, int], who: Mapping[Any, str], cursors: Any, at: Any) -> dict:
     """One offset of a strip: what its cell draws and its hover says (a value cut, the rest on its own link)."""
     o = e["offset"]
     control = e.get("control")
+    value, key, pid, epoch = e.get("value"), e.get("key"), e.get("producer_id"), e.get("epoch")
     fate = "marker" if control else (e.get("fate") or ("committed" if e.get("transactional") else "plain"))
-    owner = who.get((e.get("producer_id"), e.get("epoch")))
+    owner = who.get((pid, epoch))
     return {
         "offset": o,
         "control": control,
-        "letter": (control or "?")[0] if control else "",
+        "letter": control[0] if control else "",
         "fate": fate,
-        "text": cut.text(e.get("value"), CELL_CHARS),
-        "value": cut.text(e.get("value"), TITLE_CHARS),
-        "key": cut.text(e.get("key"), TITLE_CHARS // 2) if e.get("key") is not None else None,  # in the hover
-        "binary": cut.is_binary(e.get("value")),
-        "pid": e.get("producer_id"),
-        "epoch": e.get("epoch"),
+        "text": cut.text(value, CELL_CHARS),
+        "value": cut.text(value, TITLE_CHARS),
+        "key": cut.text(key, TITLE_CHARS // 2) if key is not None else None,  # in the hover
+        "binary": cut.is_binary(value),
+        "pid": pid,
+        "epoch": epoch,
         "sequence": e.get("sequence"),
         "owner": cut.name(owner) if owner else None,
-        "colour": colours.get(e.get("producer_id")),
-        "shade": (e.get("epoch") or 0) % 3 if e.get("epoch") not in (None, -1) else 0,
-        "cursors": [m for m, v in marks if v == o],
-        "consumers": names_at(at.get(o, [])),
+        "colour": colours.get(pid),
+        "shade": (epoch or 0) % 3 if epoch not in (None, -1) else 0,
+        "cursors": list(cursors.get(o, ())),
+        # most offsets have no consumer there (a thousand cells an update ask)
+        "consumers": names_at(at[o]) if o in at else {"names": [], "more": 0},
     }
 
 
@@ -246,13 +285,14 @@ def logs(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
                 positions.setdefault(max(pos, start), []).append(name if name in named else "")
                 if pos < start:
                     before.append(name if name in named else "")
-        slots = [slot(e, colours, who, marks, positions) for e in entries]
+        cursors = cursors_at(marks)
+        slots = [slot(e, colours, who, cursors, positions) for e in entries]
         end_offset = max(leo, (entries[-1]["offset"] + 1) if entries else leo)
         slots.append(
             {
                 "offset": end_offset,
                 "end": True,
-                "cursors": [m for m, v in marks if v == end_offset],
+                "cursors": list(cursors.get(end_offset, ())),
                 "consumers": names_at(sorted({n for o, names in positions.items() if o >= end_offset for n in names})),
             }
         )

@@ -4,9 +4,12 @@ Presentation only, as panels.py says."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import urlencode
 
+from django.urls import get_script_prefix, reverse
 from django.utils.translation import gettext as _
 
 from playground.session import limits
@@ -19,17 +22,19 @@ LINE_CHARS = 160  # a line of words made of names (the narrative's, the slider's
 
 def link(live: Any, route: str, *args: Any, **query: Any) -> str:
     """The address of one of the session's list pages (`route`), at the step shown (?at=k on an earlier one)."""
-    from urllib.parse import urlencode
-
-    from django.urls import reverse
-
     sid = getattr(live, "session_id", None)
     if sid is None:
         return ""  # a drawing of a backend's view alone (tests, tools): no session to link to
     q = {k: v for k, v in query.items() if v is not None}
     if getattr(live, "moment", None) is not None:
         q["at"] = live.moment
-    return reverse(route, args=(sid, *args)) + ("?" + urlencode(q) if q else "")
+    return _reverse(route, (sid, *args), get_script_prefix()) + ("?" + urlencode(q) if q else "")
+
+
+@functools.lru_cache(maxsize=4096)
+def _reverse(route: str, args: tuple[Any, ...], _prefix: str) -> str:
+    # once per session, page and script prefix, not a dozen times an update (broadcast.urls says why)
+    return reverse(route, args=args)
 
 
 def short(value: Any, n: int = 9) -> str:
