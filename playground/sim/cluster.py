@@ -37,6 +37,7 @@ from playground.sim.clock import Entry
 from playground.sim.coordinator import TransactionCoordinator
 from playground.sim.effects import Answer, Effects, Emit, Reply, Timer
 from playground.sim.groups import AddOffsetsPartition, AppendTxnOffsets, GroupCoordinator
+from playground.sim.groupstate import OffsetMeta
 from playground.sim.leaders import INTERNAL_TOPICS, OFFSETS_TOPIC, TXN_TOPIC, PartitionLeaders, PartitionMeta
 from playground.sim.markers import SendMarkers
 from playground.sim.txnlog import AppendTxnState, WakeScans
@@ -63,10 +64,10 @@ class Cluster(PartitionLeaders):
                                                                   -> (v5+ on 4.x) producer_id, producer_epoch
         handle_join_group(broker, group_id, client_id, topics, reply, instance_id=None)        -> member_id
         handle_leave_group(group_id, member_id)
-        handle_offset_commit(broker, group_id, generation, member_id, offsets, reply, instance_id=None)
+        handle_offset_commit(broker, group_id, generation, member_id, offsets, reply, instance_id=None, meta=None)
         handle_txn_offset_commit(broker, group_id, producer_id, epoch, generation, member_id, offsets, reply,
-                                 transactional_id=None, version=None, instance_id=None)
-        handle_offset_fetch(broker, group_id, partitions, require_stable, reply)               -> offsets
+                                 transactional_id=None, version=None, instance_id=None, meta=None)
+        handle_offset_fetch(broker, group_id, partitions, require_stable, reply)         -> offsets, meta
         handle_classic_join_group(broker, group_id, member_id, client_id, client_host, session_timeout_ms,
                                   rebalance_timeout_ms, protocol_type, protocols, require_known_member_id, reply,
                                   instance_id=None, supports_skipping_assignment=False)
@@ -405,10 +406,12 @@ class Cluster(PartitionLeaders):
         offsets: dict[str, int],
         reply: Reply,
         instance_id: str | None = None,
+        meta: Mapping[str, OffsetMeta] | None = None,
     ) -> None:
-        """OffsetCommit (generation -1 and no member id: a consumer without group membership)."""
+        """OffsetCommit (generation -1 and no member id: a consumer without group membership); `meta`: the leader
+        epoch and metadata committed with each offset."""
         effects = self.groups.commit_offsets(
-            broker, group_id, generation, member_id, offsets, reply, instance_id, now_ms=self.now_ms
+            broker, group_id, generation, member_id, offsets, reply, instance_id, now_ms=self.now_ms, meta=meta
         )
         self._carry_out(self.groups, effects)
 
@@ -426,6 +429,7 @@ class Cluster(PartitionLeaders):
         transactional_id: str | None = None,
         version: int | None = None,
         instance_id: str | None = None,
+        meta: Mapping[str, OffsetMeta] | None = None,
     ) -> None:
         """TxnOffsetCommit: the offsets are written to `__consumer_offsets` as the producer's transactional batch,
         pending until its marker. v5+ on 4.x (a TV2 client): the offsets partition is added to the transaction
@@ -442,6 +446,7 @@ class Cluster(PartitionLeaders):
             transactional_id=transactional_id,
             version=version,
             instance_id=instance_id,
+            meta=meta,
         )
         self._carry_out(self.groups, effects)
 

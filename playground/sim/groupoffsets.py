@@ -16,7 +16,8 @@ group-coordinator/src/main/java/org/apache/kafka/coordinator/group/GroupCoordina
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from playground.engine import events as ev
 from playground.sim.classicgroups import session_kept
@@ -24,12 +25,14 @@ from playground.sim.effects import Answer, Effect, Effects, Emit, Reply
 from playground.sim.groupstate import (
     COMPLETING_REBALANCE,
     EMPTY,
+    NO_META,
     PREPARING_REBALANCE,
     STABLE,
     TXN_CHECKS_KEPT,
     ClassicMember,
     Group,
     GroupRegistry,
+    OffsetMeta,
 )
 
 
@@ -44,6 +47,7 @@ class TxnOffsetWrite:
     offsets: dict[str, int]
     reply: Reply
     transactional_id: str | None = None
+    meta: Mapping[str, OffsetMeta] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,9 +84,12 @@ class GroupOffsets(GroupRegistry):
         reply: Reply,
         instance_id: str | None = None,
         now_ms: int | None = None,
+        meta: Mapping[str, OffsetMeta] | None = None,
     ) -> Effects:
-        """OffsetCommit; `instance_id`: group.instance.id (OffsetCommit v7+). A member's commit keeps its session as
-        a heartbeat does, in a Stable group or one preparing a rebalance (3.x doCommitOffsets:
+        """OffsetCommit; `instance_id`: group.instance.id (OffsetCommit v7+); `meta`: the leader epoch and metadata
+        committed with each offset, where the request carried them. `offsets` may be empty (every partition's
+        metadata was over offset.metadata.max.bytes): the commit is validated all the same. A member's commit keeps
+        its session as a heartbeat does, in a Stable group or one preparing a rebalance (3.x doCommitOffsets:
         completeAndScheduleNextHeartbeatExpiration; 4.x OffsetMetadataManager.commitOffset:
         rescheduleClassicGroupMemberHeartbeat): a consumer whose heartbeats stall while it commits is not timed out.
         A TxnOffsetCommit does not (neither Kafka's)."""
@@ -106,7 +113,10 @@ class GroupOffsets(GroupRegistry):
             # CompletingRebalance, where Kafka answers REBALANCE_IN_PROGRESS)
             if generation != g.generation:
                 return [Answer(reply, "ILLEGAL_GENERATION")]
+        if not offsets:
+            return [*session, Answer(reply, None)]
         g.committed.update(offsets)
+        _keep_meta(g.committed_meta, offsets, meta or {})
         fields = {"group": group_id, "state": "committed", "offsets": tuple(sorted(offsets.items())), "producer_id": -1}
         return [*session, Emit(ev.GroupOffsets, fields), Answer(reply, None)]
 
@@ -146,10 +156,13 @@ class GroupOffsets(GroupRegistry):
         transactional_id: str | None = None,
         version: int | None = None,
         instance_id: str | None = None,
+        meta: Mapping[str, OffsetMeta] | None = None,
     ) -> Effects:
         """`version`: the TxnOffsetCommit version; v5+ on a 4.x cluster comes from a TV2 client whose
         transaction does not hold the offsets partition yet: the group coordinator has it added first.
-        `instance_id`: the consumer's group.instance.id (TxnOffsetCommit v3+, KIP-447)."""
+        `instance_id`: the consumer's group.instance.id (TxnOffsetCommit v3+, KIP-447); `meta`: as commit_offsets's
+        (the coordinator runtime verifies the transaction, adding the offsets partition, before the offsets are
+        checked one by one, so an empty `offsets` still adds it)."""
         error = self._check(broker, group_id)
         if error:
             return [Answer(reply, error)]
@@ -166,10 +179,10 @@ class GroupOffsets(GroupRegistry):
         if error:
             return [Answer(reply, error)]
         partition = self.offsets_partition(group_id)
+        write = TxnOffsetWrite(group_id, partition, producer_id, epoch, offsets, reply, transactional_id, meta or {})
         if self.kafka == "4" and version is not None and version >= 5 and transactional_id:
-            write = TxnOffsetWrite(group_id, partition, producer_id, epoch, offsets, reply, transactional_id)
             return [AddOffsetsPartition(broker, write)]
-        return [self._append(TxnOffsetWrite(group_id, partition, producer_id, epoch, offsets, reply), None)]
+        return self._append(write, None)
 
     def offsets_partition_added(self, write: TxnOffsetWrite, error: str | None) -> Effects:
         """The transaction coordinator's answer (as the leader's AddPartitionsToTxnManager reads it) to a TV2
@@ -179,17 +192,21 @@ class GroupOffsets(GroupRegistry):
             error = "COORDINATOR_NOT_AVAILABLE"
         if error:
             return [Answer(write.reply, error)]
-        return [self._append(write, write.transactional_id)]
+        return self._append(write, write.transactional_id)
 
-    def _append(self, write: TxnOffsetWrite, verify: str | None) -> AppendTxnOffsets:
+    def _append(self, write: TxnOffsetWrite, verify: str | None) -> Effects:
+        if not write.offsets:
+            return [Answer(write.reply, None)]  # every partition's metadata too large: nothing to write (storeOffsets)
         values = tuple(f"{write.group_id}:{tp}={off}" for tp, off in sorted(write.offsets.items()))
-        return AppendTxnOffsets(write, values, verify)
+        return [AppendTxnOffsets(write, values, verify)]
 
     def txn_offsets_appended(self, write: TxnOffsetWrite, error: str | None) -> Effects:
         """The offsets are in `__consumer_offsets` (pending until the transaction's marker), or were refused."""
         if error:
             return [Answer(write.reply, error)]
-        self.group(write.group_id).pending.setdefault(write.producer_id, {}).update(write.offsets)
+        g = self.group(write.group_id)
+        g.pending.setdefault(write.producer_id, {}).update(write.offsets)
+        _keep_meta(g.pending_meta.setdefault(write.producer_id, {}), write.offsets, write.meta)
         fields = {
             "group": write.group_id,
             "state": "pending",
@@ -206,10 +223,12 @@ class GroupOffsets(GroupRegistry):
             if self.offsets_partition(g.group_id) != offsets_partition:
                 continue
             pending = g.pending.pop(producer_id, None)
+            pending_meta = g.pending_meta.pop(producer_id, {})
             if pending is None:
                 continue
             if control == "COMMIT":
                 g.committed.update(pending)
+                _keep_meta(g.committed_meta, pending, pending_meta)
                 state = "committed"
             else:
                 state = "dropped"
@@ -233,8 +252,20 @@ class GroupOffsets(GroupRegistry):
             for pending in g.pending.values():
                 if any(tp in pending for tp in partitions):
                     return [Answer(reply, "UNSTABLE_OFFSET_COMMIT")]
-        return [Answer(reply, None, {"offsets": {tp: g.committed.get(tp) for tp in partitions}})]
+        offsets = {tp: g.committed.get(tp) for tp in partitions}
+        meta = {tp: g.committed_meta.get(tp, NO_META) for tp in partitions}
+        return [Answer(reply, None, {"offsets": offsets, "meta": meta})]
 
     def committed(self, group_id: str) -> dict[str, int]:
         g = self.groups.get(group_id)
         return dict(g.committed) if g else {}
+
+
+def _keep_meta(kept: dict[str, OffsetMeta], offsets: Mapping[str, int], meta: Mapping[str, OffsetMeta]) -> None:
+    """A commit replaces a partition's whole OffsetAndMetadata: what it carried beside each offset, or nothing."""
+    for tp in offsets:
+        carried = meta.get(tp, NO_META)
+        if carried == NO_META:
+            kept.pop(tp, None)
+        else:
+            kept[tp] = carried

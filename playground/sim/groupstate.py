@@ -75,6 +75,12 @@ class ClassicMember(Member):
         return next((data for name, data in self.protocols if name == protocol), b"")
 
 
+# (committed leader epoch, committed metadata) as a commit carried them (OffsetCommit v6+ and TxnOffsetCommit v2+
+# carry the epoch, both the metadata): the client's own record of where it was, kept and answered back unread
+OffsetMeta = tuple[int, str]
+NO_META: OffsetMeta = (-1, "")
+
+
 @dataclass
 class Group:
     group_id: str
@@ -83,8 +89,12 @@ class Group:
     members: dict[str, Member] = field(default_factory=dict)
     static_members: dict[str, str] = field(default_factory=dict)  # group.instance.id -> its member id
     committed: dict[str, int] = field(default_factory=dict)
+    # what was committed with each offset beside it (OffsetAndMetadata's leader epoch and metadata, which OffsetFetch
+    # answers): absent for a commit that carried neither (-1 and "")
+    committed_meta: dict[str, OffsetMeta] = field(default_factory=dict)
     # producer id -> partition -> offset: written by TxnOffsetCommit, waiting for the transaction's marker
     pending: dict[int, dict[str, int]] = field(default_factory=dict)
+    pending_meta: dict[int, dict[str, OffsetMeta]] = field(default_factory=dict)
     next_member: int = 0
     # the classic protocol's (None for the simulator's own consumers)
     protocol_type: str | None = None

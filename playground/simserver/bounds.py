@@ -11,6 +11,9 @@ deployment's bounds, session/limits.py, and records them in its log so that a re
 - `fetch.max.bytes` (57671680): the most a Fetch answer holds (after its first batch, KIP-74).
 - `log.segment.bytes` (1 GiB) and `log.retention.bytes` (-1, none): the defaults of the topic configs `segment.bytes`
   and `retention.bytes` (storage.py deletes whole segments past retention, as Kafka's log retention does).
+- `offset.metadata.max.bytes` (4096): an OffsetCommit's or TxnOffsetCommit's metadata string longer than this (in
+  Java's characters) is not committed, its partition answered OFFSET_METADATA_TOO_LARGE, the others committed
+  (GroupMetadataManager.storeOffsets, OffsetMetadataManager.isMetadataInvalid).
 - `connections.max.idle.ms` (600000): a connection with no traffic that long is closed (Selector's idle expiry; the
   asyncio layer keeps it).
 - `producer_byte_rate`, `consumer_byte_rate` (none): client quotas, per broker, as `kafka-configs --entity-type users
@@ -43,6 +46,7 @@ SOCKET_REQUEST_MAX_BYTES = 104_857_600
 FETCH_MAX_BYTES = 57_671_680
 LOG_SEGMENT_BYTES = 1 << 30
 CONNECTIONS_MAX_IDLE_MS = 600_000
+OFFSET_METADATA_MAX_BYTES = 4096
 # LegacyRecord.RECORD_OVERHEAD_V0: the smallest segment.bytes a topic may have (TopicConfig's validator)
 MIN_SEGMENT_BYTES = 14
 
@@ -56,6 +60,7 @@ class Bounds:
     log_segment_bytes: int = LOG_SEGMENT_BYTES
     log_retention_bytes: int = -1
     connections_max_idle_ms: int = CONNECTIONS_MAX_IDLE_MS
+    offset_metadata_max_bytes: int = OFFSET_METADATA_MAX_BYTES
     producer_byte_rate: float | None = None
     consumer_byte_rate: float | None = None
     request_percentage: float | None = None
@@ -96,6 +101,7 @@ CONFIG_KEYS = {
     "log_segment_bytes": "log.segment.bytes",
     "log_retention_bytes": "log.retention.bytes",
     "connections_max_idle_ms": "connections.max.idle.ms",
+    "offset_metadata_max_bytes": "offset.metadata.max.bytes",
     "producer_byte_rate": "producer_byte_rate",
     "consumer_byte_rate": "consumer_byte_rate",
     "request_percentage": "request_percentage",

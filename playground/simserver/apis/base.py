@@ -7,6 +7,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from playground.sim.groupstate import OffsetMeta
 from playground.simserver.core import Call
 
 Handler = Callable[[Call], None]
@@ -83,6 +84,34 @@ def offsets_of(call: Call, topics: Any) -> tuple[dict[str, int], set[str]]:
             if name is None or tp not in call.core.cluster.partitions:
                 unknown.add(tp)
     return offsets, unknown
+
+
+def offsets_meta(call: Call, topics: Any) -> tuple[dict[str, OffsetMeta], set[str]]:
+    """What OffsetCommit (v6+ its leader epoch) and TxnOffsetCommit (v2+) carry beside each offset, as Kafka keeps it
+    (OffsetAndMetadata.fromRequest: no metadata is ""), and the partitions whose metadata is longer than
+    `offset.metadata.max.bytes` (counted as Java counts a String: UTF-16 units), which are not committed."""
+    meta: dict[str, OffsetMeta] = {}
+    too_large: set[str] = set()
+    limit = call.core.bounds.offset_metadata_max_bytes
+    for t in topics:
+        name, topic_id = _topic_name(call, t)
+        for p in t.partitions:
+            tp = _tp(name if name is not None else str(topic_id), int(p.partition_index))
+            text = getattr(p, "committed_metadata", None) or ""
+            if len(text) > limit // 2 and len(text.encode("utf-16-le", "surrogatepass")) // 2 > limit:
+                too_large.add(tp)
+            meta[tp] = (int(getattr(p, "committed_leader_epoch", -1)), text)
+    return meta, too_large
+
+
+def commit_error(tp: str, unknown: set[str], too_large: set[str], error: str | None) -> str | None:
+    """A partition's answer to an offset commit: its topic unknown (KafkaApis), else the group's error (the commit
+    as a whole refused), else its metadata too large (the coordinator commits the others)."""
+    if tp in unknown:
+        return "UNKNOWN_TOPIC_OR_PARTITION"
+    if error is None and tp in too_large:
+        return "OFFSET_METADATA_TOO_LARGE"
+    return error
 
 
 def reply_offsets(call: Call, topics: Any, error_of: Callable[[str, int], str | None]) -> None:

@@ -14,6 +14,8 @@ from playground.simserver.apis.base import (
     _topic_name,
     _tp,
     api,
+    commit_error,
+    offsets_meta,
     offsets_of,
     reply_offsets,
 )
@@ -31,6 +33,7 @@ def offset_commit(call: Call) -> None:
         reply_offsets(call, body.topics, lambda t, p: "UNSUPPORTED_VERSION")
         return
     offsets, unknown = offsets_of(call, body.topics)
+    meta, too_large = offsets_meta(call, body.topics)
     call.announce(
         f"group coordinator(b{call.broker})",
         f"group {body.group_id}, " + ", ".join(f"{tp}={off}" for tp, off in offsets.items()),
@@ -38,7 +41,7 @@ def offset_commit(call: Call) -> None:
 
     # KafkaApis: the partitions of unknown topics are answered so, the others go to the coordinator
     def reply(error: str | None = None, **_: Any) -> None:
-        reply_offsets(call, body.topics, lambda t, p: "UNKNOWN_TOPIC_OR_PARTITION" if _tp(t, p) in unknown else error)
+        reply_offsets(call, body.topics, lambda t, p: commit_error(_tp(t, p), unknown, too_large, error))
 
     known = {tp: offset for tp, offset in offsets.items() if tp not in unknown}
     if not known:
@@ -49,9 +52,10 @@ def offset_commit(call: Call) -> None:
         body.group_id,
         int(getattr(body, "generation_id_or_member_epoch", -1)),
         getattr(body, "member_id", ""),
-        known,
+        {tp: offset for tp, offset in known.items() if tp not in too_large},
         reply,
         getattr(body, "group_instance_id", None),  # v7+
+        meta=meta,
     )
 
 
@@ -91,11 +95,11 @@ def _fetch_group(call: Call, group_id: str, topics: Any, require_stable: bool) -
     groups = call.core.cluster.groups
     group_error: list[str | None] = [None]
 
-    def ask(tps: tuple[str, ...], stable: bool) -> dict[str, int | None] | str:
-        out: list[dict[str, int | None] | str] = []
+    def ask(tps: tuple[str, ...], stable: bool) -> dict[str, Any] | str:
+        out: list[dict[str, Any] | str] = []
 
         def reply(error: str | None = None, **result: Any) -> None:
-            out.append(error if error else result["offsets"])
+            out.append(error if error else result)
 
         call.core.cluster.handle_offset_fetch(call.broker, group_id, tps, stable, reply)
         return out[0] if out else "UNKNOWN_SERVER_ERROR"
@@ -126,8 +130,11 @@ def _fetch_group(call: Call, group_id: str, topics: Any, require_stable: bool) -
                 group_error[0] = answer
             entry.update(committed_offset=-1, error_code=answer)
         else:
-            offset = answer.get(tp)
+            offset = answer["offsets"].get(tp)
+            epoch, metadata = answer["meta"][tp]
             entry.update(committed_offset=-1 if offset is None else offset, error_code=None)
+            if offset is not None:
+                entry.update(committed_leader_epoch=epoch, metadata=metadata)
         parts.setdefault(topic, []).append(entry)
     if topics is None and not wanted:
         check = ask((), False)
@@ -405,6 +412,7 @@ def offset_delete(call: Call) -> None:
             errors[(topic, p)] = "GROUP_SUBSCRIBED_TO_TOPIC"
         else:
             g.committed.pop(_tp(topic, p), None)
+            g.committed_meta.pop(_tp(topic, p), None)
             errors[(topic, p)] = None
     by_topic: dict[str, list[dict[str, Any]]] = {}
     for (topic, p), error in errors.items():

@@ -10,7 +10,7 @@ from typing import Any
 
 from playground.protocol.messages import ms
 from playground.sim.txnstate import STATE_IDS
-from playground.simserver.apis.base import _endpoint, _tp, api, offsets_of, reply_offsets
+from playground.simserver.apis.base import _endpoint, _tp, api, commit_error, offsets_meta, offsets_of, reply_offsets
 from playground.simserver.core import Call
 
 Handler = Callable[[Call], None]
@@ -212,6 +212,7 @@ def txn_offset_commit(call: Call) -> None:
     c = call.core.cluster
     pid, epoch = int(body.producer_id), int(body.producer_epoch)
     offsets, unknown = offsets_of(call, body.topics)
+    meta, too_large = offsets_meta(call, body.topics)
     call.announce(
         f"group coordinator(b{call.broker})",
         f"{body.transactional_id}, group {body.group_id}, "
@@ -221,7 +222,7 @@ def txn_offset_commit(call: Call) -> None:
 
     # KafkaApis: the partitions of unknown topics are answered so, the others go to the coordinator
     def reply(error: str | None = None, **_: Any) -> None:
-        reply_offsets(call, body.topics, lambda t, p: "UNKNOWN_TOPIC_OR_PARTITION" if _tp(t, p) in unknown else error)
+        reply_offsets(call, body.topics, lambda t, p: commit_error(_tp(t, p), unknown, too_large, error))
 
     known = {tp: offset for tp, offset in offsets.items() if tp not in unknown}
     if not known:
@@ -235,11 +236,12 @@ def txn_offset_commit(call: Call) -> None:
         # Kafka 4.4's definition renames it (KIP-1319); kio's, from 4.0, has the old name
         int(getattr(body, "generation_id", getattr(body, "generation_id_or_member_epoch", -1))),
         getattr(body, "member_id", ""),
-        known,
+        {tp: offset for tp, offset in known.items() if tp not in too_large},
         reply,
         transactional_id=body.transactional_id,
         version=version,
         instance_id=getattr(body, "group_instance_id", None),  # v3+ (KIP-447)
+        meta=meta,
     )
 
 

@@ -1,0 +1,134 @@
+"""What a group coordinator keeps beside a committed offset: the leader epoch and the metadata string a commit carried
+(OffsetAndMetadata), answered back by OffsetFetch, and the metadata's bound (`offset.metadata.max.bytes`, 4096 by
+default: OFFSET_METADATA_TOO_LARGE for that partition, the others committed). The same requests against any Target of
+tests/simserver/versions.py: the simulated cluster's core here (test_offset_meta.py), a real broker in
+tests/kafka/test_kafka_offset_meta.py, which compares the two.
+
+franz-go commits the epoch of the records it consumed and, finding it in OffsetFetch, validates it with
+OffsetForLeaderEpoch before it fetches (KIP-320); a committed metadata string is the application's own note."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from tests.simserver import versions
+
+TOO_LONG = "é" * 2049  # 2,049 characters but 4,098 bytes in UTF-8: Kafka counts a String's characters, so it passes
+MUCH_TOO_LONG = "m" * 4097
+
+
+def _partition(p: int, offset: int, epoch: int | None, metadata: str | None) -> dict[str, Any]:
+    out: dict[str, Any] = {"partition_index": p, "committed_offset": offset, "committed_metadata": metadata}
+    if epoch is not None:
+        out["committed_leader_epoch"] = epoch
+    out["commit_timestamp"] = -1
+    return out
+
+
+def _commit(target: versions.Target, coordinator: int, group: str, topic: str, version: int, parts: list) -> list:
+    body = {
+        "group_id": group,
+        "generation_id_or_member_epoch": -1,
+        "member_id": "",
+        "group_instance_id": None,
+        "retention_time": -1,
+        "topics": [{"name": topic, "topic_id": None, "partitions": parts}],
+    }
+    for _ in range(600):  # a broker learns of a new topic a moment after the one that created it: clients retry
+        answer = target.call(coordinator, 8, version, body)
+        errors = _errors(answer)
+        if all(e != "unknown_topic_or_partition" for _p, e in errors):
+            break
+        target.pause()
+    return errors
+
+
+def _errors(answer: Any) -> list[tuple[int, str]]:
+    # by partition: Kafka 3.x answers a TxnOffsetCommit's partitions in its map's order, not the request's
+    return sorted((int(p.partition_index), p.error_code.name) for t in answer.topics for p in t.partitions)
+
+
+def _fetched(target: versions.Target, coordinator: int, group: str, topic: str, stable: bool = False) -> list:
+    body = {
+        "require_stable": stable,
+        "groups": [
+            {
+                "group_id": group,
+                "member_id": None,
+                "member_epoch": -1,
+                "topics": [{"name": topic, "topic_id": None, "partition_indexes": [0, 1]}],
+            }
+        ],
+    }
+    for _ in range(600):  # a transaction's offsets are pending until its marker is written: asked again meanwhile
+        answer = target.call(coordinator, 9, 8, body)
+        parts = [p for g in answer.groups for t in g.topics for p in t.partitions]
+        if not any(p.error_code == ErrorCode.unstable_offset_commit for p in parts):
+            break
+        target.pause()
+    return [
+        (int(p.partition_index), int(p.committed_offset), int(p.committed_leader_epoch), p.metadata, p.error_code.name)
+        for p in parts
+    ]
+
+
+def exchange(target: versions.Target, prefix: str) -> dict[str, list]:
+    """Commits with and without an epoch and metadata, as a plain OffsetCommit and in a transaction, and what
+    OffsetFetch answers after each."""
+    topic, group, txn = prefix, f"{prefix}-group", f"{prefix}-txn"
+    body = {
+        "topics": [{"name": topic, "num_partitions": 2, "replication_factor": 1, "assignments": [], "configs": []}],
+        "timeout": 30000,
+    }
+    created = target.call(None, 19, 5, body)
+    assert created.topics[0].error_code == ErrorCode.none, created
+    deadline = time.monotonic() + 60
+    while True:
+        meta = target.call(None, 3, 12, {"topics": [{"name": topic, "topic_id": None}]})
+        (t,) = meta.topics
+        if t.error_code == ErrorCode.none and len(t.partitions) == 2 and all(p.leader_id >= 0 for p in t.partitions):
+            break
+        assert time.monotonic() < deadline, meta
+        time.sleep(0.2)
+    if isinstance(target, versions.SocketTarget):
+        target.addresses = {int(b.node_id): (b.host, int(b.port)) for b in meta.brokers}
+    coordinator = versions._coordinator(target, group, 0)
+    out: dict[str, list] = {}
+    out["commit v8"] = _commit(
+        target,
+        coordinator,
+        group,
+        topic,
+        8,
+        [_partition(0, 5, 3, "read up to 5"), _partition(1, 7, 2, MUCH_TOO_LONG)],
+    )
+    out["fetched after v8"] = _fetched(target, coordinator, group, topic)
+    # v5 carries no epoch; null metadata is kept as ""; a second commit replaces what the first carried
+    out["commit v5"] = _commit(target, coordinator, group, topic, 5, [_partition(0, 6, None, None)])
+    out["commit v8 again"] = _commit(target, coordinator, group, topic, 8, [_partition(1, 9, 0, TOO_LONG)])
+    out["fetched after v5"] = _fetched(target, coordinator, group, topic)
+
+    txn_coordinator = versions._coordinator(target, txn, 1)
+    init_body = {"transactional_id": txn, "transaction_timeout": 60000, "producer_id": -1, "producer_epoch": -1}
+    init = versions._retried(target, lambda: target.call(txn_coordinator, 22, 4, init_body))
+    pid, epoch = int(init.producer_id), int(init.producer_epoch)
+    ids = {"transactional_id": txn, "producer_id": pid, "producer_epoch": epoch}
+    added = versions._retried(target, lambda: target.call(txn_coordinator, 25, 3, {**ids, "group_id": group}))
+    out["add offsets"] = [added.error_code.name]
+    parts = [_partition(0, 11, 4, "in a transaction"), _partition(1, 12, 4, MUCH_TOO_LONG)]
+    txn_body = {
+        **ids,
+        "group_id": group,
+        "generation_id": -1,
+        "member_id": "",
+        "group_instance_id": None,
+        "topics": [{"name": topic, "partitions": parts}],
+    }
+    out["txn commit"] = _errors(target.call(coordinator, 28, 3, txn_body))
+    ended = versions._retried(target, lambda: target.call(txn_coordinator, 26, 3, {**ids, "committed": True}))
+    out["end txn"] = [ended.error_code.name]
+    out["fetched after the transaction"] = _fetched(target, coordinator, group, topic, stable=True)
+    return out
