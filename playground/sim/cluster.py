@@ -521,14 +521,13 @@ class Cluster(PartitionLeaders):
     def _add_offsets_partition(self, add: AddOffsetsPartition) -> None:
         groups, write = self.groups, add.write
         assert write.transactional_id is not None
-        self._add_partition_to_txn(
+        self._add_partitions_to_txn(
             add.broker,
             f"group coordinator(b{add.broker})",
             write.transactional_id,
             write.producer_id,
             write.epoch,
-            write.partition,
-            lambda error: self._carry_out(groups, groups.offsets_partition_added(write, error)),
+            [(write.partition, lambda error: self._carry_out(groups, groups.offsets_partition_added(write, error)))],
         )
 
     def _append_txn_offsets(self, append: AppendTxnOffsets) -> None:

@@ -272,25 +272,23 @@ class TransactionCoordinator(TransactionStateManager):
             broker, transactional_id, producer_id, epoch, frozenset({offsets_partition}), requester, TV_0, now_ms
         )
 
-    def add_partition_for_leader(
+    def add_partitions_for_leader(
         self,
         broker: int,
         transactional_id: str,
         producer_id: int,
         epoch: int,
-        partition: str,
+        partitions: frozenset[str],
         reply: Reply,
         *,
         now_ms: int,
     ) -> Effects:
-        """What a partition leader's AddPartitionsToTxnManager gets back for a TV2 Produce / TxnOffsetCommit
-        (addPartition operation): the coordinator adds the partition (writing Ongoing), and the leader reads the
-        answer as replies.LeaderRequester says, so that the producer retries its batch where Kafka's would.
-        `broker`: where the request arrived."""
+        """What a partition leader's AddPartitionsToTxnManager gets back for a TV2 Produce (the partitions of one
+        request) / TxnOffsetCommit (addPartition operation): the coordinator adds the partitions (writing Ongoing),
+        and the leader reads the answer as replies.LeaderRequester says, so that the producer retries its batches
+        where Kafka's would. `broker`: where the request arrived."""
         waiter = LeaderRequester(reply)
-        return self._add_partitions(
-            broker, transactional_id, producer_id, epoch, frozenset({partition}), waiter, TV_2, now_ms
-        )
+        return self._add_partitions(broker, transactional_id, producer_id, epoch, partitions, waiter, TV_2, now_ms)
 
     def _add_partitions(
         self,

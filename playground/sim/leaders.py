@@ -33,8 +33,9 @@ led by broker 1, orders-1 by broker 2, ... (who leads after a broker stops: clus
 
 from __future__ import annotations
 
+import contextlib
 import functools
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from playground.engine import events as ev
@@ -96,6 +97,9 @@ class PartitionLeaders(Brokers):
         self.topics: dict[str, int] = {}
         self._watermarks: dict[str, tuple[int, int, int]] = {}
         self._parked: dict[str, list[Callable[..., bool]]] = {}  # long-polling fetches per partition
+        # While one Produce request is handled (one_produce_request): the partitions of its TV2 batches waiting to
+        # be added to their transactions, by (broker, transactional id, producer id, epoch)
+        self._tv2_adds: dict[tuple[int, str, int, int], list[tuple[str, Callable[[str | None], None]]]] | None = None
 
     def _carry_out(self, source: TransactionCoordinator | GroupCoordinator, effects: Effects) -> None:
         """What a coordinator returned, carried out: Cluster._carry_out."""
@@ -324,6 +328,26 @@ class PartitionLeaders(Brokers):
         if acks == 1:
             answer()
 
+    @contextlib.contextmanager
+    def one_produce_request(self) -> Iterator[None]:
+        """The batches handed to handle_produce inside are one Produce request's: the partitions its TV2 batches
+        need added to their transactions are added together, one AddPartitionsToTxn per transaction, once the
+        request's batches have all been looked at (ReplicaManager.appendRecords collects them for
+        AddPartitionsToTxnManager.addOrVerifyTransaction). Added one by one, every partition after the first found
+        the coordinator busy writing the first (CONCURRENT_TRANSACTIONS, answered NOT_ENOUGH_REPLICAS) and its
+        batch was retried: a franz-go producer writing to 30 partitions took a retry round per partition."""
+        if self._tv2_adds is not None:
+            yield  # nested: the outer request gathers
+            return
+        self._tv2_adds = {}
+        try:
+            yield
+        finally:
+            gathered, self._tv2_adds = self._tv2_adds, None
+            for (broker, txid, pid, epoch), waiting in gathered.items():
+                src = f"leader {', '.join(p for p, _added in waiting)}(b{broker})"
+                self._add_partitions_to_txn(broker, src, txid, pid, epoch, waiting)
+
     def _produce_tv2(
         self,
         broker: int,
@@ -381,32 +405,40 @@ class PartitionLeaders(Brokers):
             )
             self._answer_produce(log, result, producer_id, epoch, base_sequence, True, values, acks, reply, client_id)
 
+        if self._tv2_adds is not None:
+            self._tv2_adds.setdefault((broker, transactional_id, producer_id, epoch), []).append((partition, added))
+            return
         src = f"leader {partition}(b{broker})"
-        self._add_partition_to_txn(broker, src, transactional_id, producer_id, epoch, partition, added)
+        self._add_partitions_to_txn(broker, src, transactional_id, producer_id, epoch, [(partition, added)])
 
-    def _add_partition_to_txn(
+    def _add_partitions_to_txn(
         self,
         broker: int,
         src: str,
         transactional_id: str,
         producer_id: int,
         epoch: int,
-        partition: str,
-        added: Callable[[str | None], None],
+        waiting: list[tuple[str, Callable[[str | None], None]]],
     ) -> None:
         """AddPartitionsToTxnManager: the broker (a partition leader for a TV2 Produce, the group coordinator for a
-        TV2 TxnOffsetCommit) has the transaction coordinator add `partition` to the transaction, one inter-broker
-        request; `added(error)` runs when the answer is back here (NOT_ENOUGH_REPLICAS at once without a live
-        coordinator)."""
+        TV2 TxnOffsetCommit) has the transaction coordinator add the partitions to the transaction, one
+        inter-broker request; each partition's `added(error)` runs when the answer is back here (NOT_ENOUGH_REPLICAS
+        at once without a live coordinator). The coordinator adds them together, so one error answers them all."""
         tc = self.txn_coordinator
+        partitions = frozenset(p for p, _added in waiting)
+
+        def added(error: str | None) -> None:
+            for _p, then in waiting:
+                then(error)
+
         coordinator = tc.coordinator_of(transactional_id)
         if coordinator is None or not self.broker_up(coordinator):
             added("NOT_ENOUGH_REPLICAS")
             return
 
         def handler(at: int, answer: Reply) -> None:
-            effects = tc.add_partition_for_leader(
-                at, transactional_id, producer_id, epoch, partition, answer, now_ms=self.now_ms
+            effects = tc.add_partitions_for_leader(
+                at, transactional_id, producer_id, epoch, partitions, answer, now_ms=self.now_ms
             )
             self._carry_out(tc, effects)
 
@@ -415,7 +447,7 @@ class PartitionLeaders(Brokers):
             src,
             coordinator,
             f"coordinator(b{coordinator})",
-            f"{partition}, producer {producer_id} epoch {epoch} (verifyOnly=false)",
+            f"{', '.join(p for p, _added in waiting)}, producer {producer_id} epoch {epoch} (verifyOnly=false)",
             handler,
             lambda error, result: added(error),
             src_alive=lambda: self.broker_up(broker),

@@ -421,3 +421,30 @@ def test_the_classic_group_protocol_elects_a_leader_that_assigns_and_a_silent_me
     assert beat.error_code.name == "rebalance_in_progress"
     assert list(core.cluster.groups.groups["g"].members) == [a_id]
     assert wait_answer(a, join(a, "g", a_id)).generation_id == 3
+
+
+def test_a_tv2_produce_to_many_partitions_adds_them_to_the_transaction_together():
+    # Kafka 4's leader gathers the partitions of one Produce request that its transaction does not hold yet into
+    # one AddPartitionsToTxn (ReplicaManager -> AddPartitionsToTxnManager); one request per partition found the
+    # coordinator busy with the first and answered the rest NOT_ENOUGH_REPLICAS, which franz-go retried a metadata
+    # refresh later, partition after partition
+    core = core_for("4", brokers=1, topics={"orders": 6})
+    client = Client(core)
+    pid, epoch = init(client, "tv2", version=5)
+    parts = [
+        {"index": p, "records": batch([f"v{p}".encode()], pid=pid, epoch=epoch, seq=0, txn=True)} for p in range(6)
+    ]
+    body = {
+        "transactional_id": "tv2",
+        "acks": -1,
+        "timeout": 30000,
+        "topic_data": [{"name": "orders", "partition_data": parts}],
+    }
+    answer = client.call(1, PRODUCE, 12, body)
+    assert [(p.index, p.error_code.name) for t in answer.responses for p in t.partition_responses] == [
+        (p, "none") for p in range(6)
+    ]
+    described = client.call(1, DESCRIBE_TXNS, 0, {"transactional_ids": ["tv2"]})
+    (state,) = described.transaction_states
+    assert state.transaction_state == "Ongoing"
+    assert sorted(p for t in state.topics for p in t.partitions) == list(range(6))

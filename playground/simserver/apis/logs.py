@@ -115,61 +115,69 @@ def produce(call: Call) -> None:
         )
 
     names = {(k, i): n for k, n, i, _r in items}
-    for (key, index), batch in batches.items():
-        name = names[(key, index)]
-        assert name is not None
-        tp = _tp(name, index)
-        error, message = _append_error(call, name, batch)
-        if error:
-            results[(key, index)] = _produce_error(error, _leader_info(call, tp) if error.startswith("NOT_") else None)
-            if message:
-                results[(key, index)]["error_message"] = message
-            pending[0] -= 1
-            continue
-        try:
-            count, keyed = batch.scan()  # read whole (decompressed) though only the count is kept: LogValidator does
-        except records.CorruptRecordError as e:
-            results[(key, index)] = _produce_error(e.error)
-            pending[0] -= 1
-            continue
-        values = WireValues(batch.raw, count, shown=core.record_values)
-        keys = WireKeys(values) if core.record_values and keyed else None
-
-        def reply(
-            error: str | None = None, *, _slot: tuple[Any, int] = (key, index), _tp: str = tp, **result: Any
-        ) -> None:
-            if _slot in results:
-                return
+    # the partitions its transactional batches need added to the transaction are added together (leaders.py)
+    with c.one_produce_request():
+        for (key, index), batch in batches.items():
+            name = names[(key, index)]
+            assert name is not None
+            tp = _tp(name, index)
+            error, message = _append_error(call, name, batch)
             if error:
-                results[_slot] = _produce_error(error, _leader_info(call, _tp) if error.startswith("NOT_") else None)
-            else:
-                core.after_append(_tp)
-                results[_slot] = {
-                    "index": _slot[1],
-                    "error_code": None,
-                    "base_offset": result.get("base_offset", -1),
-                    "log_append_time": None,
-                    "log_start_offset": c.log(_tp).log_start_offset,
-                }
-            pending[0] -= 1
-            if pending[0] == 0:
-                done()
+                results[(key, index)] = _produce_error(
+                    error, _leader_info(call, tp) if error.startswith("NOT_") else None
+                )
+                if message:
+                    results[(key, index)]["error_message"] = message
+                pending[0] -= 1
+                continue
+            try:
+                count, keyed = (
+                    batch.scan()
+                )  # read whole (decompressed) though only the count is kept: LogValidator does
+            except records.CorruptRecordError as e:
+                results[(key, index)] = _produce_error(e.error)
+                pending[0] -= 1
+                continue
+            values = WireValues(batch.raw, count, shown=core.record_values)
+            keys = WireKeys(values) if core.record_values and keyed else None
 
-        c.handle_produce(
-            call.broker,
-            tp,
-            txid,
-            batch.producer_id,
-            batch.producer_epoch,
-            batch.base_sequence,
-            batch.transactional,
-            values,
-            keys,
-            acks,
-            reply,
-            client_id=call.conn.label,
-            version=version,
-        )
+            def reply(
+                error: str | None = None, *, _slot: tuple[Any, int] = (key, index), _tp: str = tp, **result: Any
+            ) -> None:
+                if _slot in results:
+                    return
+                if error:
+                    results[_slot] = _produce_error(
+                        error, _leader_info(call, _tp) if error.startswith("NOT_") else None
+                    )
+                else:
+                    core.after_append(_tp)
+                    results[_slot] = {
+                        "index": _slot[1],
+                        "error_code": None,
+                        "base_offset": result.get("base_offset", -1),
+                        "log_append_time": None,
+                        "log_start_offset": c.log(_tp).log_start_offset,
+                    }
+                pending[0] -= 1
+                if pending[0] == 0:
+                    done()
+
+            c.handle_produce(
+                call.broker,
+                tp,
+                txid,
+                batch.producer_id,
+                batch.producer_epoch,
+                batch.base_sequence,
+                batch.transactional,
+                values,
+                keys,
+                acks,
+                reply,
+                client_id=call.conn.label,
+                version=version,
+            )
     if acks == 0:
         if pending[0] == 0:
             done()
