@@ -392,6 +392,9 @@ def test_an_idle_listener_closes_itself_and_the_log_says_so(client, sim_session,
     monkeypatch.setattr(listener, "IDLE_CHECK_S", 0.2)
     listen(client, sim_session.id)
     wait_for(lambda: sim_session.id not in listener.LISTENERS, "the idle listener closed")
+    # the listener is forgotten before its worker writes the unlisten entry: let the write end before reading the
+    # log, since a read at the same moment makes the write fail on the tests' shared-cache SQLite (SQLITE_LOCKED)
+    listener.drain()
     last = stored(sim_session.id, lambda log: "unlisten" in log[-1], "the unlisten entry")[-1]
     assert last["unlisten"]["why"] == "idle"
 
