@@ -216,6 +216,8 @@ def consumers(live: Any, view: Mapping[str, Any]) -> dict[str, Any]:
 def names_at(names: list[str]) -> dict[str, Any]:
     """Who fetches from an offset, as a strip names them: at most NAMES_AT_OFFSET names ("" is one of those a page
     does not name), and how many more."""
+    if not names:
+        return {"names": [], "more": 0}  # most offsets: a strip asks for each of its cells, a thousand an update
     shown = [n for n in names if n][:NAMES_AT_OFFSET]
     return {"names": [cut.name(n) for n in shown], "more": len(names) - len(shown)}
 
@@ -251,8 +253,7 @@ def slot(e: Mapping[str, Any], colours: Mapping[Any, int], who: Mapping[Any, str
         "colour": colours.get(pid),
         "shade": (epoch or 0) % 3 if epoch not in (None, -1) else 0,
         "cursors": list(cursors.get(o, ())),
-        # most offsets have no consumer there (a thousand cells an update ask)
-        "consumers": names_at(at[o]) if o in at else {"names": [], "more": 0},
+        "consumers": names_at(at.get(o, ())),
     }
 
 

@@ -15,7 +15,8 @@ Of the N viewers, one is a Chromium page (/usr/bin/chromium, headless) and the o
 record when each frame arrived: to the server they are what remote browsers are, while 50 Chromium renderers on
 this machine's own 2 cores would measure the machine's CPU rather than the dashboard (`--chromium-viewers 0` does
 that anyway). They run on one asyncio loop in a process of their own (tools/bench/viewers.py), not as threads
-beside the driver, whose GIL they shared while it timed its POSTs. Aims (issue 3): p95 < 100 ms with 50 viewers on a 2-core machine; first page < 150 KB.
+beside the driver, whose GIL they shared while it timed its POSTs. Aims (issue 3): p95 < 100 ms with 50 viewers on
+a 2-core machine; first page < 150 KB.
 """
 
 from __future__ import annotations

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from playground.sim.groupstate import OffsetMeta
@@ -71,47 +72,52 @@ def _config_bool(config: dict[str, Any], key: str, default: bool) -> bool:
     return value if isinstance(value, bool) else str(value).strip().lower() == "true"
 
 
-def offsets_of(call: Call, topics: Any) -> tuple[dict[str, int], set[str]]:
-    """OffsetCommit's and TxnOffsetCommit's offsets by partition ("topic-p"), and the partitions of topics the
-    cluster does not know (by name, or by id from OffsetCommit v10 and TxnOffsetCommit v6 on, KIP-1319)."""
-    offsets: dict[str, int] = {}
-    unknown: set[str] = set()
-    for t in topics:
-        name, topic_id = _topic_name(call, t)
-        for p in t.partitions:
-            tp = _tp(name if name is not None else str(topic_id), int(p.partition_index))
-            offsets[tp] = int(p.committed_offset)
-            if name is None or tp not in call.core.cluster.partitions:
-                unknown.add(tp)
-    return offsets, unknown
-
-
-def offsets_meta(call: Call, topics: Any) -> tuple[dict[str, OffsetMeta], set[str]]:
-    """What OffsetCommit (v6+ its leader epoch) and TxnOffsetCommit (v2+) carry beside each offset, as Kafka keeps it
-    (OffsetAndMetadata.fromRequest: no metadata is ""), and the partitions whose metadata is longer than
+@dataclass
+class CommitRequest:
+    """An OffsetCommit's or TxnOffsetCommit's partitions ("topic-p"), read once: the offsets, what each carries beside
+    its offset as Kafka keeps it (the leader epoch from OffsetCommit v6 and TxnOffsetCommit v2; OffsetAndMetadata.
+    fromRequest: no metadata is ""), the partitions of topics the cluster does not know (by name, or by id from
+    OffsetCommit v10 and TxnOffsetCommit v6 on, KIP-1319), and those whose metadata is longer than
     `offset.metadata.max.bytes` (counted as Java counts a String: UTF-16 units), which are not committed."""
-    meta: dict[str, OffsetMeta] = {}
-    too_large: set[str] = set()
-    limit = call.core.bounds.offset_metadata_max_bytes
-    for t in topics:
-        name, topic_id = _topic_name(call, t)
-        for p in t.partitions:
-            tp = _tp(name if name is not None else str(topic_id), int(p.partition_index))
-            text = getattr(p, "committed_metadata", None) or ""
-            if len(text) > limit // 2 and len(text.encode("utf-16-le", "surrogatepass")) // 2 > limit:
-                too_large.add(tp)
-            meta[tp] = (int(getattr(p, "committed_leader_epoch", -1)), text)
-    return meta, too_large
 
+    offsets: dict[str, int] = field(default_factory=dict)
+    meta: dict[str, OffsetMeta] = field(default_factory=dict)
+    unknown: set[str] = field(default_factory=set)
+    too_large: set[str] = field(default_factory=set)
 
-def commit_error(tp: str, unknown: set[str], too_large: set[str], error: str | None) -> str | None:
-    """A partition's answer to an offset commit: its topic unknown (KafkaApis), else the group's error (the commit
-    as a whole refused), else its metadata too large (the coordinator commits the others)."""
-    if tp in unknown:
-        return "UNKNOWN_TOPIC_OR_PARTITION"
-    if error is None and tp in too_large:
-        return "OFFSET_METADATA_TOO_LARGE"
-    return error
+    @classmethod
+    def read(cls, call: Call, topics: Any) -> CommitRequest:
+        out = cls()
+        limit = call.core.bounds.offset_metadata_max_bytes
+        for t in topics:
+            name, topic_id = _topic_name(call, t)
+            for p in t.partitions:
+                tp = _tp(name if name is not None else str(topic_id), int(p.partition_index))
+                out.offsets[tp] = int(p.committed_offset)
+                if name is None or tp not in call.core.cluster.partitions:
+                    out.unknown.add(tp)
+                text = getattr(p, "committed_metadata", None) or ""
+                if len(text) > limit // 2 and len(text.encode("utf-16-le", "surrogatepass")) // 2 > limit:
+                    out.too_large.add(tp)
+                out.meta[tp] = (int(getattr(p, "committed_leader_epoch", -1)), text)
+        return out
+
+    def known(self) -> dict[str, int]:
+        """The offsets KafkaApis hands the coordinator: those of partitions the cluster knows."""
+        return {tp: offset for tp, offset in self.offsets.items() if tp not in self.unknown}
+
+    def committable(self) -> dict[str, int]:
+        """What the coordinator commits: the known partitions' offsets but those with too much metadata."""
+        return {tp: offset for tp, offset in self.known().items() if tp not in self.too_large}
+
+    def error(self, tp: str, error: str | None) -> str | None:
+        """A partition's answer: its topic unknown (KafkaApis), else the coordinator's error for the commit as a
+        whole, else its metadata too large (the coordinator commits the others)."""
+        if tp in self.unknown:
+            return "UNKNOWN_TOPIC_OR_PARTITION"
+        if error is None and tp in self.too_large:
+            return "OFFSET_METADATA_TOO_LARGE"
+        return error
 
 
 def reply_offsets(call: Call, topics: Any, error_of: Callable[[str, int], str | None]) -> None:

@@ -11,12 +11,10 @@ from playground.protocol.messages import ms
 from playground.sim.groups import DEAD, ClassicMember
 from playground.simserver.apis.base import (
     AUTHORIZED_OPERATIONS_OMITTED,
+    CommitRequest,
     _topic_name,
     _tp,
     api,
-    commit_error,
-    offsets_meta,
-    offsets_of,
     reply_offsets,
 )
 from playground.simserver.core import Call
@@ -32,19 +30,17 @@ def offset_commit(call: Call) -> None:
         # KafkaApis.commitOffsetsToZookeeper: v0 stored offsets in ZooKeeper, which a KRaft cluster does not have
         reply_offsets(call, body.topics, lambda t, p: "UNSUPPORTED_VERSION")
         return
-    offsets, unknown = offsets_of(call, body.topics)
-    meta, too_large = offsets_meta(call, body.topics)
+    commit = CommitRequest.read(call, body.topics)
     call.announce(
         f"group coordinator(b{call.broker})",
-        f"group {body.group_id}, " + ", ".join(f"{tp}={off}" for tp, off in offsets.items()),
+        f"group {body.group_id}, " + ", ".join(f"{tp}={off}" for tp, off in commit.offsets.items()),
     )
 
     # KafkaApis: the partitions of unknown topics are answered so, the others go to the coordinator
     def reply(error: str | None = None, **_: Any) -> None:
-        reply_offsets(call, body.topics, lambda t, p: commit_error(_tp(t, p), unknown, too_large, error))
+        reply_offsets(call, body.topics, lambda t, p: commit.error(_tp(t, p), error))
 
-    known = {tp: offset for tp, offset in offsets.items() if tp not in unknown}
-    if not known:
+    if not commit.known():
         reply()
         return
     c.handle_offset_commit(
@@ -52,10 +48,10 @@ def offset_commit(call: Call) -> None:
         body.group_id,
         int(getattr(body, "generation_id_or_member_epoch", -1)),
         getattr(body, "member_id", ""),
-        {tp: offset for tp, offset in known.items() if tp not in too_large},
+        commit.committable(),
         reply,
         getattr(body, "group_instance_id", None),  # v7+
-        meta=meta,
+        meta=commit.meta,
     )
 
 

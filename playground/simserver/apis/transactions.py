@@ -10,7 +10,7 @@ from typing import Any
 
 from playground.protocol.messages import ms
 from playground.sim.txnstate import STATE_IDS
-from playground.simserver.apis.base import _endpoint, _tp, api, commit_error, offsets_meta, offsets_of, reply_offsets
+from playground.simserver.apis.base import CommitRequest, _endpoint, _tp, api, reply_offsets
 from playground.simserver.core import Call
 
 Handler = Callable[[Call], None]
@@ -211,21 +211,19 @@ def txn_offset_commit(call: Call) -> None:
     body, version = call.body, call.version
     c = call.core.cluster
     pid, epoch = int(body.producer_id), int(body.producer_epoch)
-    offsets, unknown = offsets_of(call, body.topics)
-    meta, too_large = offsets_meta(call, body.topics)
+    commit = CommitRequest.read(call, body.topics)
     call.announce(
         f"group coordinator(b{call.broker})",
         f"{body.transactional_id}, group {body.group_id}, "
-        + ", ".join(f"{tp}={off}" for tp, off in offsets.items())
+        + ", ".join(f"{tp}={off}" for tp, off in commit.offsets.items())
         + f", producer {pid} epoch {epoch}",
     )
 
     # KafkaApis: the partitions of unknown topics are answered so, the others go to the coordinator
     def reply(error: str | None = None, **_: Any) -> None:
-        reply_offsets(call, body.topics, lambda t, p: commit_error(_tp(t, p), unknown, too_large, error))
+        reply_offsets(call, body.topics, lambda t, p: commit.error(_tp(t, p), error))
 
-    known = {tp: offset for tp, offset in offsets.items() if tp not in unknown}
-    if not known:
+    if not commit.known():
         reply()
         return
     c.handle_txn_offset_commit(
@@ -236,12 +234,12 @@ def txn_offset_commit(call: Call) -> None:
         # Kafka 4.4's definition renames it (KIP-1319); kio's, from 4.0, has the old name
         int(getattr(body, "generation_id", getattr(body, "generation_id_or_member_epoch", -1))),
         getattr(body, "member_id", ""),
-        {tp: offset for tp, offset in known.items() if tp not in too_large},
+        commit.committable(),
         reply,
         transactional_id=body.transactional_id,
         version=version,
         instance_id=getattr(body, "group_instance_id", None),  # v3+ (KIP-447)
-        meta=meta,
+        meta=commit.meta,
     )
 
 
