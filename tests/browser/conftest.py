@@ -65,6 +65,12 @@ document.addEventListener("securitypolicyviolation", function (e) {
 """
 
 
+# How long any wait of a browser test may take before it fails: make test runs these beside the real clusters' stages
+# and franz-go's, on a 2-core machine, where a page's websocket or a room's move can take many seconds. Every wait is
+# for a condition, so a generous cap costs nothing when things go well (a test sets no tighter cap of its own).
+PATIENCE_MS = 60_000
+
+
 class WatchedBrowser:
     """The browser, with every context it makes watched for CSP violations (collected in `violations`)."""
 
@@ -74,6 +80,7 @@ class WatchedBrowser:
 
     def new_context(self, **kwargs):
         context = self._browser.new_context(**kwargs)
+        context.set_default_timeout(PATIENCE_MS)
         context.expose_binding("__cspViolation", lambda _source, text: self.violations.append(text))
         context.add_init_script(CSP_WATCH)
         return context
@@ -86,9 +93,10 @@ class WatchedBrowser:
 def browser():
     if not (os.path.exists(CHROMIUM) and os.access(CHROMIUM, os.X_OK)):
         pytest.fail(f"Chromium not found at {CHROMIUM}: `apt-get install -y chromium` (make test does it)")
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import expect, sync_playwright
 
     with sync_playwright() as p:
+        expect.set_options(timeout=PATIENCE_MS)
         b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         yield WatchedBrowser(b)
         b.close()

@@ -37,7 +37,7 @@ def test_it_says_the_scripts_words_in_chinese_on_a_chinese_page(browser, server)
     _steps(page, 4)
     assert page.locator("#scrub-label").inner_text() == "实时 · 第 4 步"
     page.keyboard.press("[")
-    page.wait_for_selector('#ws-moment[data-at="3"]', state="attached", timeout=8000)
+    page.wait_for_selector('#ws-moment[data-at="3"]', state="attached")
     assert page.locator("#scrub-label").inner_text() == "正在查看第 3 步 · 实时：第 4 步"
     page.locator("summary", has_text="分享").click()
     page.locator("#copy-step-link").click()

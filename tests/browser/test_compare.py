@@ -68,13 +68,13 @@ def test_it_takes_every_key_press_as_a_step_however_fast(page, server):
     page.wait_for_selector('#compare[data-at="0"]')
     for _ in range(6):
         page.keyboard.press("n", delay=10)  # faster than a step's answer: htmx alone dropped some of these
-    page.wait_for_selector('#compare[data-at="6"]', timeout=20_000)
+    page.wait_for_selector('#compare[data-at="6"]')
     assert page.url.endswith("at=6")
     for _ in range(2):
         page.keyboard.press("b", delay=10)
-    page.wait_for_selector('#compare[data-at="4"]', timeout=20_000)
+    page.wait_for_selector('#compare[data-at="4"]')
     page.keyboard.press("ArrowRight")  # and one more, from where it stopped: no press was left over
-    page.wait_for_selector('#compare[data-at="5"]', timeout=20_000)
+    page.wait_for_selector('#compare[data-at="5"]')
     assert page.url.endswith("at=5")
 
 

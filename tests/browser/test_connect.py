@@ -23,11 +23,10 @@ pytestmark = pytest.mark.browser
 ROOT = Path(__file__).resolve().parents[2]
 JARS = ROOT / "tools" / "kafka" / ".jars"
 QUIET = {"logger": logging.getLogger("connect-browser-test")}
-WAIT_MS = 30_000  # generous: a loaded machine
 
 
 def _live(page) -> None:
-    page.wait_for_selector("#ws-status[data-state=open]", timeout=WAIT_MS)
+    page.wait_for_selector("#ws-status[data-state=open]")
 
 
 def _clients(bootstrap: str) -> None:
@@ -129,20 +128,18 @@ def test_a_teams_own_clients_live_in_a_session_shown_live_to_a_watcher_and_forke
     _clients(bootstrap)
 
     for p in (page, watcher):  # both pages change without a reload
-        p.wait_for_selector('.pcard.external.fenced[data-producer="payment-service"]', timeout=WAIT_MS)
-        p.wait_for_selector('.pcard.external[data-producer="monitoring"]', timeout=WAIT_MS)
-        p.wait_for_selector('.pcard.external[data-producer="java-audit"]', timeout=WAIT_MS)
-        p.wait_for_selector('.ccard.external[data-consumer="ledger"]', timeout=WAIT_MS)
-        p.wait_for_selector('#p-logs .cell.marker.m-A[data-control="ABORT"]', timeout=WAIT_MS)
+        p.wait_for_selector('.pcard.external.fenced[data-producer="payment-service"]')
+        p.wait_for_selector('.pcard.external[data-producer="monitoring"]')
+        p.wait_for_selector('.pcard.external[data-producer="java-audit"]')
+        p.wait_for_selector('.ccard.external[data-consumer="ledger"]')
+        p.wait_for_selector('#p-logs .cell.marker.m-A[data-control="ABORT"]')
     assert "FENCED" in page.locator('.pcard[data-producer="payment-service"] .badge').inner_text()
     assert "apache-kafka-java" in page.locator('.pcard[data-producer="java-audit"] .extline').inner_text()
     assert "confluent-kafka-python" in page.locator('.pcard[data-producer="monitoring"] .extline').inner_text()
     assert page.locator('#p-logs .cell.marker.m-C[data-control="COMMIT"]').count() >= 1
     assert page.locator('#p-logs .cell[data-fate="aborted"]').count() >= 1
     # the consumers' views: the ledger got the committed records, and the aborted one is hidden from it
-    page.wait_for_function(
-        "() => document.querySelectorAll('#p-consumers .cmp-table td.s-got').length >= 5", timeout=WAIT_MS
-    )
+    page.wait_for_function("() => document.querySelectorAll('#p-consumers .cmp-table td.s-got').length >= 5")
     assert page.locator("#p-consumers .cmp-table td.s-aborted").count() >= 1
     # the timeline names the clients, the coordinator their transactional id
     lanes = page.locator("#p-timeline").inner_text()
@@ -193,7 +190,6 @@ def test_the_consumer_groups_panel_follows_two_instances_of_an_application_live(
         page.wait_for_function(
             "() => ['billing-1', 'billing-2'].every(n => document.querySelector('#p-groups').textContent.includes(n))"
             " && document.querySelector('#p-groups').textContent.includes('billing-2 joined')",
-            timeout=WAIT_MS,
         )
         assert page.locator("section.a-groups").is_visible() and "Stable" in panel.inner_text()
         page.locator("section.a-groups").scroll_into_view_if_needed()
@@ -204,7 +200,6 @@ def test_the_consumer_groups_panel_follows_two_instances_of_an_application_live(
             one.poll(0.2)
         page.wait_for_function(
             "() => document.querySelector('#p-groups').textContent.includes('billing-2 left (LeaveGroup)')",
-            timeout=WAIT_MS,
         )
         assert page.evaluate("() => window.sameDocument") is True  # live, not reloaded
     finally:

@@ -16,13 +16,11 @@ def _version(page) -> str:
     return page.locator("#state-version").get_attribute("data-version")
 
 
-def _after(page, action, timeout: float = 8000) -> None:
+def _after(page, action) -> None:
     """Do something that changes the session and wait until the pushed update reached the screen."""
     before = _version(page)
     action()
-    page.wait_for_function(
-        f"() => document.querySelector('#state-version').dataset.version !== '{before}'", timeout=timeout
-    )
+    page.wait_for_function(f"() => document.querySelector('#state-version').dataset.version !== '{before}'")
 
 
 def _play(page, server, scenario: str) -> None:
@@ -82,7 +80,6 @@ def test_it_walks_the_zombie_fencing_scenario(page, server):
     page.get_by_role("button", name="run").click()
     page.wait_for_function(
         "() => document.querySelector('#p-header .cursor').textContent.trim().split(' / ').every((v, i, a) => v === a[0])",
-        timeout=30000,
     )
     assert page.get_by_role("button", name="step").is_disabled()
     table = page.locator('.cmp-table[data-tp="orders-0"]')
@@ -107,8 +104,7 @@ def test_it_walks_the_shared_id_incident(page, server):
     _play(page, server, "shared-id-incident")
     page.get_by_role("button", name="run").click()
     page.wait_for_function(
-        "() => document.querySelector('#p-header .cursor').textContent.trim().split(' / ').every((v, i, a) => v === a[0])",
-        timeout=40000,
+        "() => document.querySelector('#p-header .cursor').textContent.trim().split(' / ').every((v, i, a) => v === a[0])"
     )
     pay = page.locator('#p-producers [data-producer="pay"]')
     assert pay.locator(".badge").inner_text() == "FENCED"
@@ -160,9 +156,7 @@ def test_it_plays_free_play_with_two_viewers(page, server, browser):
     _after(page, lambda: page.locator('[data-consumer="rc"]').get_by_role("button", name="poll").click())
     _after(page, lambda: page.locator('[data-consumer="ru"]').get_by_role("button", name="poll").click())
     # The second viewer saw all of it, live.
-    other.wait_for_function(
-        f"() => document.querySelector('#state-version').dataset.version === '{_version(page)}'", timeout=8000
-    )
+    other.wait_for_function(f"() => document.querySelector('#state-version').dataset.version === '{_version(page)}'")
     assert other.locator('#p-producers [data-producer="A"] .badge').inner_text() == "FENCED"
     assert other.locator('.strip[data-tp="orders-1"] .cell[data-control="ABORT"]').count() == 1
     shot(page, "freeplay-fenced")
@@ -173,7 +167,7 @@ def test_it_plays_free_play_with_two_viewers(page, server, browser):
     page.evaluate(
         """() => htmx.ajax('POST', location.pathname + 'produce/', {values: {actor: 'A', topic: 'nope', value: 'x'}, swap: 'none'})"""
     )
-    page.locator("#toast.show").wait_for(timeout=5000)
+    page.locator("#toast.show").wait_for()
     assert "topic" in page.locator("#toast").inner_text().lower()
     assert _version(page) == version
     other_ctx.close()

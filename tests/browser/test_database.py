@@ -23,8 +23,7 @@ def test_it_shows_the_database_the_gaps_and_the_findings_and_jumps_to_a_findings
 
     page.get_by_role("button", name="run").click()
     page.wait_for_function(
-        "() => document.querySelector('#p-header .cursor').textContent.trim().split(' / ').every((v, i, a) => v === a[0])",
-        timeout=60000,
+        "() => document.querySelector('#p-header .cursor').textContent.trim().split(' / ').every((v, i, a) => v === a[0])"
     )
     # Orders 102 to 105: paid and stock deducted in the database, their events fenced away in Kafka.
     assert db.locator(".gaps").inner_text() == "4 gaps"
@@ -45,10 +44,8 @@ def test_it_shows_the_database_the_gaps_and_the_findings_and_jumps_to_a_findings
     step = lost.first.locator(".goto-step").first
     n = step.get_attribute("data-step")
     step.click()
-    page.wait_for_function(
-        f"() => document.getElementById('scrub-label').textContent.includes('viewing step {n} ·')", timeout=8000
-    )
+    page.wait_for_function(f"() => document.getElementById('scrub-label').textContent.includes('viewing step {n} ·')")
     current = page.locator("#p-narrative li.current")
-    current.filter(has_text="order-102").wait_for(timeout=8000)
+    current.filter(has_text="order-102").wait_for()
     assert current.inner_text().startswith(f"{n}\npay.produce")
     shot(page, "database-finding-step", full_page=False)

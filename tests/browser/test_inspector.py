@@ -122,12 +122,10 @@ def test_it_enters_the_key_picks_a_topic_and_sees_the_log_update_live(page, insp
     p1_from.fill("1")
     transaction(p, topic, "live-1", "live-2")
     cell = page.wait_for_selector(
-        f'section.ipart[data-tp="{topic}-0"] .cell[data-fate="committed"][title*="value live-1"]', timeout=20_000
+        f'section.ipart[data-tp="{topic}-0"] .cell[data-fate="committed"][title*="value live-1"]'
     )
     assert cell.inner_text() == "live-1"
-    page.wait_for_selector(
-        f'section.ipart[data-tp="{topic}-1"] .cell[data-fate="committed"][title*="value live-2"]', timeout=20_000
-    )
+    page.wait_for_selector(f'section.ipart[data-tp="{topic}-1"] .cell[data-fate="committed"][title*="value live-2"]')
     assert page.evaluate("window.__samePage") is True
     assert p1_from.input_value() == "1"
     shot(page, "inspector-watch")
@@ -136,13 +134,11 @@ def test_it_enters_the_key_picks_a_topic_and_sees_the_log_update_live(page, insp
     p.begin_transaction()
     p.produce(topic, b"pending-1", partition=0)
     p.flush(20)
-    page.wait_for_selector(f'section.ipart[data-tp="{topic}-0"] .cell[data-fate="open"]', timeout=20_000)
-    page.wait_for_selector(f'section.ipart[data-tp="{topic}-0"] tr.holds', timeout=20_000)
+    page.wait_for_selector(f'section.ipart[data-tp="{topic}-0"] .cell[data-fate="open"]')
+    page.wait_for_selector(f'section.ipart[data-tp="{topic}-0"] tr.holds')
     shot(page, "inspector-open-transaction")
     p.commit_transaction(20)
-    page.wait_for_selector(
-        f'section.ipart[data-tp="{topic}-0"] .cell[data-fate="committed"][title*="pending-1"]', timeout=20_000
-    )
+    page.wait_for_selector(f'section.ipart[data-tp="{topic}-0"] .cell[data-fate="committed"][title*="pending-1"]')
 
     # read from offset 1 of partition 1: the page's address holds it, the strip marks it
     page.click(f'section.ipart[data-tp="{topic}-1"] form.ifrom button')
@@ -151,7 +147,7 @@ def test_it_enters_the_key_picks_a_topic_and_sees_the_log_update_live(page, insp
 
     # make a scenario of this: the editor opens with a text the server's loader accepts
     page.click("#make-scenario")
-    page.wait_for_selector("#editor-status.ok", timeout=20_000)
+    page.wait_for_selector("#editor-status.ok")
     assert "Observed on the cluster" in page.inner_text("#editor-status")
     shot(page, "inspector-scenario", full_page=False)
 
@@ -196,10 +192,10 @@ def test_it_puts_an_lso_stall_on_top_and_folds_repeated_findings_into_one_group(
     # every check waits for its condition: the page renders its panels, scrolls a strip and swaps the findings in
     # separate frames, and CI's machine is busy (a run once read the page between two of them)
     stall = page.locator(f'#insp-stalls .stall[data-tp="{topic}-3"]')
-    expect(stall).to_contain_text("held the LSO at offset 0", timeout=30_000)
-    expect(stall).to_contain_text("60 records of other producers", timeout=30_000)
+    expect(stall).to_contain_text("held the LSO at offset 0")
+    expect(stall).to_contain_text("60 records of other producers")
     # the stalled partition leads the panels, its strip scrolled so that its LSO is in view
-    page.wait_for_selector(f'.iparts section.ipart:first-child[data-tp="{topic}-3"]', timeout=30_000)
+    page.wait_for_selector(f'.iparts section.ipart:first-child[data-tp="{topic}-3"]')
     page.wait_for_function(
         """tp => { const s = document.querySelector(`section.ipart[data-tp="${tp}"]`);
         const ol = s && s.querySelector('.cells'), c = ol && ol.querySelector('.slot[data-offset="0"]');
@@ -207,23 +203,20 @@ def test_it_puts_an_lso_stall_on_top_and_folds_repeated_findings_into_one_group(
         const a = ol.getBoundingClientRect(), b = c.getBoundingClientRect();
         return b.left >= a.left && b.right <= a.right; }""",
         arg=f"{topic}-3",
-        timeout=30_000,
     )
     group = page.locator('article.fgroup[data-kind="shared_transactional_id"]')
-    expect(group).to_have_count(1, timeout=30_000)
-    expect(group).to_have_attribute("data-count", "3", timeout=30_000)
-    expect(group).to_contain_text("×3", timeout=30_000)
-    expect(group).to_contain_text("certain", timeout=30_000)
+    expect(group).to_have_count(1)
+    expect(group).to_have_attribute("data-count", "3")
+    expect(group).to_contain_text("×3")
+    expect(group).to_contain_text("certain")
     shot(page, "inspector-lso-stall-and-groups", full_page=False)
     group.locator("summary").click()
     opened = 'article.fgroup[data-kind="shared_transactional_id"] details[open]'
-    expect(page.locator(f"{opened} .fitem")).to_have_count(3, timeout=30_000)
+    expect(page.locator(f"{opened} .fitem")).to_have_count(3)
     # the stall's age changes the findings at every poll: an expanded group stays expanded across the swaps
     read_at = page.get_attribute("#insp-status", "data-read-at")
-    page.wait_for_function(
-        "t => document.querySelector('#insp-status').dataset.readAt !== t", arg=read_at, timeout=30_000
-    )
-    expect(page.locator(opened)).to_have_count(1, timeout=30_000)
+    page.wait_for_function("t => document.querySelector('#insp-status').dataset.readAt !== t", arg=read_at)
+    expect(page.locator(opened)).to_have_count(1)
     page.locator(opened).evaluate("d => d.scrollIntoView()")
     shot(page, "inspector-findings-group-open", full_page=False)
     held.abort_transaction(20)

@@ -60,7 +60,7 @@ def _scrub(page, k: int) -> None:
     page.evaluate(
         "k => { const s = document.getElementById('scrub'); s.value = k; s.dispatchEvent(new Event('input')); }", k
     )
-    page.wait_for_selector(f'#ws-moment[data-at="{k}"]', state="attached", timeout=8000)
+    page.wait_for_selector(f'#ws-moment[data-at="{k}"]', state="attached")
 
 
 def test_it_writes_plays_shares_forks_scrubs_and_watches(browser, server):
@@ -208,9 +208,9 @@ def test_it_takes_the_keys_after_the_slider_was_dragged(browser, server):
     _scrub(page, 2)
     page.focus("#scrub")  # as a drag leaves it
     page.keyboard.press("]")
-    page.wait_for_selector('#ws-moment[data-at="3"]', state="attached", timeout=8000)
+    page.wait_for_selector('#ws-moment[data-at="3"]', state="attached")
     page.keyboard.press("[")
-    page.wait_for_selector('#ws-moment[data-at="2"]', state="attached", timeout=8000)
+    page.wait_for_selector('#ws-moment[data-at="2"]', state="attached")
     assert "viewing step 2 · live: step 4" in page.locator("#scrub-label").inner_text()
     ctx.close()
 

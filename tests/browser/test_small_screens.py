@@ -180,10 +180,10 @@ def test_it_puts_follow_me_beside_the_attendees_session_from_1440_px_with_its_st
     ada.wait_for_url(re.compile(r"/s/[^/]+/$"))
     ada.wait_for_selector("#ws-status[data-state=open]")
     fac.locator("#follow-toggle").click()
-    fac.wait_for_selector("#present-mine", timeout=10000)
-    ada.wait_for_selector(".follow-panel iframe[src]", timeout=10000)
+    fac.wait_for_selector("#present-mine")
+    ada.wait_for_selector(".follow-panel iframe[src]")
     follow = ada.frame_locator(".follow-panel iframe")
-    follow.locator("#ws-status[data-state=open]").wait_for(timeout=10000)
+    follow.locator("#ws-status[data-state=open]").wait_for()
 
     # Beside: the whole height on the right, Ada's own session (bar, slider, panels) entirely on its left.
     panel = _box(ada, "#follow-panel")

@@ -59,6 +59,6 @@ def test_it_shows_the_taps_actors_and_fence_and_follows_its_report(browser, tap_
             again["connections"].append(extra)
             again["tap"]["reported_ms"] = int(time.time() * 1000)
             path.write_text(json.dumps(again))
-            page.wait_for_selector('article.tapactor[data-connection="99"]', timeout=30_000)
+            page.wait_for_selector('article.tapactor[data-connection="99"]')
         context.close()
         assert not errors, errors

@@ -14,9 +14,7 @@ pytestmark = pytest.mark.browser
 
 
 def _wait_version(page, before: str) -> None:
-    page.wait_for_function(
-        f"() => document.querySelector('#state-version').dataset.version !== '{before}'", timeout=8000
-    )
+    page.wait_for_function(f"() => document.querySelector('#state-version').dataset.version !== '{before}'")
 
 
 def _version(page) -> str:
@@ -71,7 +69,7 @@ def test_it_runs_a_workshop_with_three_attendees(browser, server):
         assert f"you are {name}" in page.locator(".roombar").inner_text()
         attendees.append(page)
     # The board, opened before anyone joined, shows each one as they join (no reload).
-    fac.wait_for_function("() => document.querySelectorAll('#seats .seat').length === 3", timeout=8000)
+    fac.wait_for_function("() => document.querySelectorAll('#seats .seat').length === 3")
     assert fac.locator("#no-seats").count() == 0 and fac.locator("#seat-count").inner_text() == "3 attendees"
 
     # Ada works through the exercise: the checklist ticks as her steps reach the goal; a question comes first.
@@ -110,7 +108,7 @@ def test_it_runs_a_workshop_with_three_attendees(browser, server):
     shot(ada, "workshop-attendee", full_page=False)
 
     # The board shows all three, live: Ada's goal met, Lin's progress.
-    fac.wait_for_function("() => document.querySelector('.seat.met') !== null", timeout=8000)
+    fac.wait_for_function("() => document.querySelector('.seat.met') !== null")
     cards = fac.locator(".seat")
     assert cards.count() == 3 and "Ada" in fac.locator(".seat.met").inner_text()
     assert fac.locator("#room-questions .dist .n").first.is_visible()
@@ -119,7 +117,7 @@ def test_it_runs_a_workshop_with_three_attendees(browser, server):
     # Spotlight: one attendee's session full screen, watch-only.
     fac.locator(".seat.met .spotlight").click()
     frame = fac.frame_locator("#spotlight iframe")
-    frame.locator("#ws-status[data-state=open]").wait_for(timeout=10000)
+    frame.locator("#ws-status[data-state=open]").wait_for()
     assert frame.locator("body.present.watch").count() == 1
     # whose session it is: on the overlay's bar and on the page itself
     assert "Ada" in fac.locator("#spotlight-who").inner_text() and "Ada" in frame.locator("#whose").inner_text()
@@ -131,15 +129,15 @@ def test_it_runs_a_workshop_with_three_attendees(browser, server):
     bo.evaluate("() => { window.sameDocument = true; }")  # gone if the page reloads
     fac.evaluate("() => { window.sameDocument = true; }")
     fac.locator("#follow-toggle").click()
-    fac.wait_for_function("() => document.querySelector('#follow-toggle').textContent.includes('on')", timeout=8000)
+    fac.wait_for_function("() => document.querySelector('#follow-toggle').textContent.includes('on')")
     # The board says so in place (a reload would render every card again while the room opens the session): the
     # next click switches it off, and the facilitator's session just made is offered in presenter mode.
     assert fac.evaluate("() => window.sameDocument") is True
     assert fac.locator("#follow-toggle").get_attribute("data-vals") == '{"on":"0"}'
     assert fac.locator("#present-mine").get_attribute("href").endswith("/?present=1")
-    bo.wait_for_selector(".follow-panel iframe[src]", timeout=10000)
+    bo.wait_for_selector(".follow-panel iframe[src]")
     follow = bo.frame_locator(".follow-panel iframe")
-    follow.locator("#ws-status[data-state=open]").wait_for(timeout=10000)
+    follow.locator("#ws-status[data-state=open]").wait_for()
     assert follow.locator("body.watch").count() == 1
     # Docked without a reload, beside Bo's own session at 1440 px (which it covers nowhere: the page makes room for
     # it on the right; tests/browser/test_small_screens.py has it below under 1440 px), opening on the partition logs.
@@ -163,12 +161,12 @@ def test_it_runs_a_workshop_with_three_attendees(browser, server):
     with fac.context.expect_page() as opened:
         fac.locator("#open-mine").click()
     mine = opened.value
-    mine.wait_for_selector("#ws-status[data-state=open]", timeout=10000)
+    mine.wait_for_selector("#ws-status[data-state=open]")
     assert re.search(r"/s/[^/]+/$", mine.url), mine.url
     fac.locator(".agenda button").first.click()
     # a move, a redirect, a new seat's session and its page: generous, for a loaded 2-core CI machine
-    bo.wait_for_function("() => document.title.includes('Two instances')", timeout=30000), bo.url
-    mine.wait_for_function("() => document.title.includes('Two instances')", timeout=30000)
+    bo.wait_for_function("() => document.title.includes('Two instances')"), bo.url
+    mine.wait_for_function("() => document.title.includes('Two instances')")
     assert re.search(r"/s/[^/]+/$", mine.url), mine.url  # a session, not the board
     # The board reloads on the new item with every attendee's card at its start: their sessions were made as the
     # room moved (nobody's card says "not started" while their page is still on its way).
@@ -177,7 +175,6 @@ def test_it_runs_a_workshop_with_three_attendees(browser, server):
           const p = [...document.querySelectorAll('.seat .progress')].map(e => e.textContent.trim());
           return p.length === 3 && p.every(t => /^step 0\\/\\d+$/.test(t));
         }""",
-        timeout=30000,
     )
     shot(fac, "workshop-board-moved", full_page=False)
     for ctx in contexts:

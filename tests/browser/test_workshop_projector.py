@@ -34,9 +34,7 @@ def _step(page) -> None:
         page.locator(".question .choices button").first.click()
     else:
         page.keyboard.press("n")
-    page.wait_for_function(
-        "(v) => document.querySelector('#state-version').dataset.version !== v", arg=before, timeout=8000
-    )
+    page.wait_for_function("(v) => document.querySelector('#state-version').dataset.version !== v", arg=before)
 
 
 def test_it_shows_the_board_and_presenter_mode_readable_from_the_back_of_the_room(browser, server):
@@ -63,7 +61,7 @@ def test_it_shows_the_board_and_presenter_mode_readable_from_the_back_of_the_roo
         while page.locator(".question").count() == 0:
             _step(page)
         _step(page)  # the question answered
-    fac.wait_for_function("() => document.querySelectorAll('#room-questions .dist').length > 0", timeout=8000)
+    fac.wait_for_function("() => document.querySelectorAll('#room-questions .dist').length > 0")
     fac.reload()
     fac.wait_for_selector("#ws-status[data-state=open]")
 
@@ -81,7 +79,7 @@ def test_it_shows_the_board_and_presenter_mode_readable_from_the_back_of_the_roo
     # The spotlight: a presenter-mode page zoomed once, for the projector's width (not again by the board's zoom).
     fac.locator(".seat .spotlight").first.click()
     spot = fac.frame_locator("#spotlight iframe")
-    spot.locator("#ws-status[data-state=open]").wait_for(timeout=10000)
+    spot.locator("#ws-status[data-state=open]").wait_for()
     assert "Ada" in fac.locator("#spotlight-who").inner_text()
     assert spot.locator("body").evaluate("(b) => getComputedStyle(b).zoom") == "1.6"
     assert fac.locator("#spotlight iframe").evaluate("(f) => f.getBoundingClientRect().width / f.offsetWidth") == 1
