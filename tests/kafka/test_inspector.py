@@ -178,7 +178,9 @@ def test_it_shows_the_fencing_markers_and_lso_of_a_shared_id_and_reports_both_fi
     assert [e["fate"] for e in held["entries"]] == ["open", "open", "plain", "plain"]
     assert [e["producer"] for e in held["entries"]] == ["transactional", "transactional", "plain", "idempotent"]
 
-    # instance B starts with the same transactional.id: fences A, which is still writing
+    # instance B starts with the same transactional.id: fences A, which is still writing (A's last record is what
+    # makes the InitProducerId's gap small, however long the view above took on a loaded machine)
+    send(a, topic, "a-3")
     b = txn_producer(kafka_bootstrap, txid)
     b.begin_transaction()
     send(b, topic, "b-1")
@@ -196,29 +198,31 @@ def test_it_shows_the_fencing_markers_and_lso_of_a_shared_id_and_reports_both_fi
         (1, "a-2", pid, 0),
         (2, "plain-1", -1, -1),
         (3, "plain-2", idem_pid, 0),
-        (4, "ABORT", pid, 1),
-        (5, "b-1", pid, 2),
-        (6, "COMMIT", pid, 2),
+        (4, "a-3", pid, 0),
+        (5, "ABORT", pid, 1),
+        (6, "b-1", pid, 2),
+        (7, "COMMIT", pid, 2),
     ]
     assert [e["fate"] for e in view["entries"]] == [
         "aborted",
         "aborted",
         "plain",
         "plain",
+        "aborted",
         "marker",
         "committed",
         "marker",
     ]
-    assert (view["last_stable_offset"], view["high_watermark"]) == (7, 7) and view["open_transactions"] == []
+    assert (view["last_stable_offset"], view["high_watermark"]) == (8, 8) and view["open_transactions"] == []
     c = view["consumers"]
-    assert [r["offset"] for r in c["read_committed"]] == [2, 3, 5] == read_committed(kafka_bootstrap, topic)
-    assert c["dropped_as_aborted"] == [0, 1]
-    assert [r["offset"] for r in c["read_uncommitted"]] == [0, 1, 2, 3, 5]
+    assert [r["offset"] for r in c["read_committed"]] == [2, 3, 6] == read_committed(kafka_bootstrap, topic)
+    assert c["dropped_as_aborted"] == [0, 1, 4]
+    assert [r["offset"] for r in c["read_uncommitted"]] == [0, 1, 2, 3, 4, 6]
     # a consumer positioned inside the aborted transaction, and one past it
     inside = insp.partition_view(topic, 0, from_offset=1)["consumers"]
-    assert [r["offset"] for r in inside["read_committed"]] == [2, 3, 5] and inside["dropped_as_aborted"] == [1]
-    past = insp.partition_view(topic, 0, from_offset=3)["consumers"]
-    assert [r["offset"] for r in past["read_committed"]] == [3, 5] == [r["offset"] for r in past["read_uncommitted"]]
+    assert [r["offset"] for r in inside["read_committed"]] == [2, 3, 6] and inside["dropped_as_aborted"] == [1, 4]
+    past = insp.partition_view(topic, 0, from_offset=5)["consumers"]
+    assert [r["offset"] for r in past["read_committed"]] == [6] == [r["offset"] for r in past["read_uncommitted"]]
 
     [tid] = report["transactional_ids"]
     assert [(r["event"], r["state"], r["epoch"]) for r in tid["timeline"]] == [
@@ -240,7 +244,7 @@ def test_it_shows_the_fencing_markers_and_lso_of_a_shared_id_and_reports_both_fi
     assert shared["transactional_id"] == txid and shared["producer_id"] == pid
     assert (shared["fenced_epoch"], shared["fence_epoch"], shared["new_epoch"]) == (0, 1, 2)
     assert shared["fenced_open_transaction"] is True
-    assert shared["aborted_records"] == {f"{topic}-0": [0, 1]} and shared["abort_markers"] == {f"{topic}-0": [4]}
+    assert shared["aborted_records"] == {f"{topic}-0": [0, 1, 4]} and shared["abort_markers"] == {f"{topic}-0": [5]}
     assert shared["gap_ms"] is not None and shared["gap_ms"] <= 5000
     mixed = findings["interleaved_plain_records"]["evidence"]
     assert [(r["offset"], r["producer_id"], r["producer"]) for r in mixed["plain_records"]] == [
@@ -252,7 +256,7 @@ def test_it_shows_the_fencing_markers_and_lso_of_a_shared_id_and_reports_both_fi
         pid,
         [0],
         0,
-        4,
+        5,
         "ABORT",
     )
     assert t["transactional_id"] == txid
