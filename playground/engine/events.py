@@ -193,7 +193,8 @@ class Consume(Event):
 
 @dataclass(frozen=True, slots=True)
 class GroupOffsets(Event):
-    """Group offsets changed: `state` is committed (visible), pending (transactional, not yet decided) or dropped."""
+    """Group offsets changed: `state` is committed (visible), pending (transactional, not yet decided), dropped (the
+    transaction aborted) or lost (a Kafka 3.5 coordinator stopped completing its commit, sim/groupoffsets.py)."""
 
     kind: ClassVar[str] = "group.offsets"
     group: str

@@ -64,9 +64,10 @@ class Cluster(PartitionLeaders):
                                                                   -> (v5+ on 4.x) producer_id, producer_epoch
         handle_join_group(broker, group_id, client_id, topics, reply, instance_id=None)        -> member_id
         handle_leave_group(group_id, member_id)
-        handle_offset_commit(broker, group_id, generation, member_id, offsets, reply, instance_id=None, meta=None)
+        handle_offset_commit(broker, group_id, generation, member_id, offsets, reply, instance_id=None, meta=None,
+                             too_large=None)
         handle_txn_offset_commit(broker, group_id, producer_id, epoch, generation, member_id, offsets, reply,
-                                 transactional_id=None, version=None, instance_id=None, meta=None)
+                                 transactional_id=None, version=None, instance_id=None, meta=None, too_large=None)
         handle_offset_fetch(broker, group_id, partitions, require_stable, reply)         -> offsets, meta
         handle_classic_join_group(broker, group_id, member_id, client_id, client_host, session_timeout_ms,
                                   rebalance_timeout_ms, protocol_type, protocols, require_known_member_id, reply,
@@ -407,11 +408,22 @@ class Cluster(PartitionLeaders):
         reply: Reply,
         instance_id: str | None = None,
         meta: Mapping[str, OffsetMeta] | None = None,
+        too_large: Mapping[str, int] | None = None,
     ) -> None:
         """OffsetCommit (generation -1 and no member id: a consumer without group membership); `meta`: the leader
-        epoch and metadata committed with each offset."""
+        epoch and metadata committed with each offset; `too_large`: the offsets not committed for their metadata's
+        length (offset.metadata.max.bytes)."""
         effects = self.groups.commit_offsets(
-            broker, group_id, generation, member_id, offsets, reply, instance_id, now_ms=self.now_ms, meta=meta
+            broker,
+            group_id,
+            generation,
+            member_id,
+            offsets,
+            reply,
+            instance_id,
+            now_ms=self.now_ms,
+            meta=meta,
+            too_large=too_large,
         )
         self._carry_out(self.groups, effects)
 
@@ -430,6 +442,7 @@ class Cluster(PartitionLeaders):
         version: int | None = None,
         instance_id: str | None = None,
         meta: Mapping[str, OffsetMeta] | None = None,
+        too_large: Mapping[str, int] | None = None,
     ) -> None:
         """TxnOffsetCommit: the offsets are written to `__consumer_offsets` as the producer's transactional batch,
         pending until its marker. v5+ on 4.x (a TV2 client): the offsets partition is added to the transaction
@@ -447,6 +460,7 @@ class Cluster(PartitionLeaders):
             version=version,
             instance_id=instance_id,
             meta=meta,
+            too_large=too_large,
         )
         self._carry_out(self.groups, effects)
 

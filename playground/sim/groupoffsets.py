@@ -12,6 +12,15 @@ Follows core/src/main/scala/kafka/coordinator/group/GroupCoordinator.scala (hand
 handleTxnCommitOffsets, handleFetchOffsets, onCompleteTxn), GroupMetadata.scala (pending transactional offsets) and
 GroupMetadataManager.scala (storeOffsets); the TV2 path
 group-coordinator/src/main/java/org/apache/kafka/coordinator/group/GroupCoordinatorService.java.
+
+Kafka 3.5 (KAFKA-16371, fixed in 3.7.1 and 3.8.0): storeOffsets prepares every partition of a commit, then writes
+only those whose metadata is within offset.metadata.max.bytes, so a commit that writes some partitions leaves the
+too-large ones pending, never written. A plain commit's stay in pendingOffsetCommits until a later commit of the
+partition is written; a transaction's make completePendingTxnOffsetCommit throw at the COMMIT marker (an
+IllegalStateException in the broker's log, "...hasn't been appended to the log"): the offsets it walked before are
+committed, the rest are lost, and the groups it had not reached yet keep theirs pending (scalahash.py: the order).
+Either way OffsetFetch with RequireStable answers UNSTABLE_OFFSET_COMMIT for the pending partitions meanwhile. Kafka
+3.5.2's GroupMetadata.scala and GroupMetadataManager.scala (handleTxnCompletion).
 """
 
 from __future__ import annotations
@@ -34,6 +43,7 @@ from playground.sim.groupstate import (
     GroupRegistry,
     OffsetMeta,
 )
+from playground.sim.scalahash import java_string_hash, scala_order, topic_partition_hash
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,10 +95,11 @@ class GroupOffsets(GroupRegistry):
         instance_id: str | None = None,
         now_ms: int | None = None,
         meta: Mapping[str, OffsetMeta] | None = None,
+        too_large: Mapping[str, int] | None = None,
     ) -> Effects:
         """OffsetCommit; `instance_id`: group.instance.id (OffsetCommit v7+); `meta`: the leader epoch and metadata
         committed with each offset, where the request carried them. `offsets` may be empty (every partition's
-        metadata was over offset.metadata.max.bytes): the commit is validated all the same. A member's commit keeps
+        metadata was over offset.metadata.max.bytes, `too_large`): the commit is validated all the same. A member's commit keeps
         its session as a heartbeat does, in a Stable group or one preparing a rebalance (3.x doCommitOffsets:
         completeAndScheduleNextHeartbeatExpiration; 4.x OffsetMetadataManager.commitOffset:
         rescheduleClassicGroupMemberHeartbeat): a consumer whose heartbeats stall while it commits is not timed out.
@@ -117,8 +128,10 @@ class GroupOffsets(GroupRegistry):
             return [*session, Answer(reply, None)]
         g.committed.update(offsets)
         _keep_meta(g.committed_meta, offsets, meta or {})
-        fields = {"group": group_id, "state": "committed", "offsets": tuple(sorted(offsets.items())), "producer_id": -1}
-        return [*session, Emit(ev.GroupOffsets, fields), Answer(reply, None)]
+        g.never_written.difference_update(offsets)
+        if self.kafka == "3.5":
+            g.never_written.update(too_large or ())
+        return [*session, _offsets_event(g, "committed", offsets, -1), Answer(reply, None)]
 
     @classmethod
     def _classic_commit_error(
@@ -157,12 +170,13 @@ class GroupOffsets(GroupRegistry):
         version: int | None = None,
         instance_id: str | None = None,
         meta: Mapping[str, OffsetMeta] | None = None,
+        too_large: Mapping[str, int] | None = None,
     ) -> Effects:
         """`version`: the TxnOffsetCommit version; v5+ on a 4.x cluster comes from a TV2 client whose
         transaction does not hold the offsets partition yet: the group coordinator has it added first.
-        `instance_id`: the consumer's group.instance.id (TxnOffsetCommit v3+, KIP-447); `meta`: as commit_offsets's
-        (the coordinator runtime verifies the transaction, adding the offsets partition, before the offsets are
-        checked one by one, so an empty `offsets` still adds it)."""
+        `instance_id`: the consumer's group.instance.id (TxnOffsetCommit v3+, KIP-447); `meta` and `too_large`: as
+        commit_offsets's (the coordinator runtime verifies the transaction, adding the offsets partition, before the
+        offsets are checked one by one, so an empty `offsets` still adds it)."""
         error = self._check(broker, group_id)
         if error:
             return [Answer(reply, error)]
@@ -178,6 +192,12 @@ class GroupOffsets(GroupRegistry):
         g.txn_checks = [*g.txn_checks[-(TXN_CHECKS_KEPT - 1) :], check]
         if error:
             return [Answer(reply, error)]
+        if self.kafka == "3.5" and offsets and too_large:
+            never_written = g.never_written_txn.setdefault(producer_id, {})
+            for tp, offset in too_large.items():  # prepareTxnOffsetCommit replaces what the partition had pending
+                never_written[tp] = offset
+                g.pending.get(producer_id, {}).pop(tp, None)
+                g.pending_meta.get(producer_id, {}).pop(tp, None)
         partition = self.offsets_partition(group_id)
         write = TxnOffsetWrite(group_id, partition, producer_id, epoch, offsets, reply, transactional_id, meta or {})
         if self.kafka == "4" and version is not None and version >= 5 and transactional_id:
@@ -207,38 +227,40 @@ class GroupOffsets(GroupRegistry):
         g = self.group(write.group_id)
         g.pending.setdefault(write.producer_id, {}).update(write.offsets)
         _keep_meta(g.pending_meta.setdefault(write.producer_id, {}), write.offsets, write.meta)
-        fields = {
-            "group": write.group_id,
-            "state": "pending",
-            "offsets": tuple(sorted(write.offsets.items())),
-            "producer_id": write.producer_id,
-        }
-        return [Emit(ev.GroupOffsets, fields), Answer(write.reply, None)]
+        for tp in write.offsets:  # onTxnOffsetCommitAppend: written now
+            g.never_written_txn.get(write.producer_id, {}).pop(tp, None)
+        return [_offsets_event(g, "pending", write.offsets, write.producer_id), Answer(write.reply, None)]
 
     def on_marker(self, offsets_partition: str, producer_id: int, control: str) -> Effects:
         """A transaction marker landed on a __consumer_offsets partition: settle that producer's pending offsets
-        for the groups living there."""
+        for the groups living there (Kafka 3.5: up to the first offset never written, module docstring)."""
+        groups = [
+            g
+            for g in self.groups.values()
+            if self.offsets_partition(g.group_id) == offsets_partition
+            and (producer_id in g.pending or producer_id in g.never_written_txn)
+        ]
+        if self.kafka == "3.5":
+            groups = scala_order(groups, lambda g: java_string_hash(g.group_id))
         effects: Effects = []
-        for g in self.groups.values():
-            if self.offsets_partition(g.group_id) != offsets_partition:
-                continue
-            pending = g.pending.pop(producer_id, None)
+        for g in groups:
+            pending = g.pending.pop(producer_id, {})
             pending_meta = g.pending_meta.pop(producer_id, {})
-            if pending is None:
+            never_written = g.never_written_txn.pop(producer_id, {})
+            if control != "COMMIT":
+                effects.append(_offsets_event(g, "dropped", {**pending, **never_written}, producer_id))
                 continue
-            if control == "COMMIT":
-                g.committed.update(pending)
-                _keep_meta(g.committed_meta, pending, pending_meta)
-                state = "committed"
-            else:
-                state = "dropped"
-            fields = {
-                "group": g.group_id,
-                "state": state,
-                "offsets": tuple(sorted(pending.items())),
-                "producer_id": producer_id,
-            }
-            effects.append(Emit(ev.GroupOffsets, fields))
+            walked = scala_order([*pending, *never_written], topic_partition_hash) if never_written else list(pending)
+            stop = next((i for i, tp in enumerate(walked) if tp in never_written), len(walked))
+            committed = {tp: pending[tp] for tp in walked[:stop]}
+            g.committed.update(committed)
+            _keep_meta(g.committed_meta, committed, pending_meta)
+            if committed:
+                effects.append(_offsets_event(g, "committed", committed, producer_id))
+            if never_written:
+                lost = {tp: pending.get(tp, never_written.get(tp, -1)) for tp in walked[stop:]}
+                effects.append(_offsets_event(g, "lost", lost, producer_id))
+                break  # the IllegalStateException ends handleTxnCompletion: the groups after keep theirs pending
         return effects
 
     def fetch_offsets(
@@ -249,7 +271,7 @@ class GroupOffsets(GroupRegistry):
             return [Answer(reply, error)]
         g = self.group(group_id)
         if require_stable:
-            for pending in g.pending.values():
+            for pending in [*g.pending.values(), *g.never_written_txn.values(), g.never_written]:
                 if any(tp in pending for tp in partitions):
                     return [Answer(reply, "UNSTABLE_OFFSET_COMMIT")]
         offsets = {tp: g.committed.get(tp) for tp in partitions}
@@ -259,6 +281,16 @@ class GroupOffsets(GroupRegistry):
     def committed(self, group_id: str) -> dict[str, int]:
         g = self.groups.get(group_id)
         return dict(g.committed) if g else {}
+
+
+def _offsets_event(g: Group, state: str, offsets: Mapping[str, int], producer_id: int) -> Emit:
+    fields = {
+        "group": g.group_id,
+        "state": state,
+        "offsets": tuple(sorted(offsets.items())),
+        "producer_id": producer_id,
+    }
+    return Emit(ev.GroupOffsets, fields)
 
 
 def _keep_meta(kept: dict[str, OffsetMeta], offsets: Mapping[str, int], meta: Mapping[str, OffsetMeta]) -> None:

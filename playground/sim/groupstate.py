@@ -95,6 +95,11 @@ class Group:
     # producer id -> partition -> offset: written by TxnOffsetCommit, waiting for the transaction's marker
     pending: dict[int, dict[str, int]] = field(default_factory=dict)
     pending_meta: dict[int, dict[str, OffsetMeta]] = field(default_factory=dict)
+    # Kafka 3.5 only (KAFKA-16371, fixed in 3.7.1): the partitions of a commit that also wrote others but whose own
+    # metadata was too large stay pending, never written: a plain commit's until a later commit of the partition is
+    # written (pendingOffsetCommits), a transaction's (producer id -> partition -> offset) until its marker
+    never_written: set[str] = field(default_factory=set)
+    never_written_txn: dict[int, dict[str, int]] = field(default_factory=dict)
     next_member: int = 0
     # the classic protocol's (None for the simulator's own consumers)
     protocol_type: str | None = None
@@ -112,6 +117,15 @@ class Group:
     # the last TxnOffsetCommits' KIP-447 checks: (producer id, generation, member id, group.instance.id, checked,
     # error or None)
     txn_checks: list[tuple[int, int, str, str | None, bool, str | None]] = field(default_factory=list)
+
+    def forget_offset(self, tp: str) -> None:
+        """OffsetDelete: the partition's committed offset goes, and with it what Kafka 3.5 kept pending of it
+        (GroupMetadata.removeOffsets)."""
+        self.committed.pop(tp, None)
+        self.committed_meta.pop(tp, None)
+        self.never_written.discard(tp)
+        for never_written in self.never_written_txn.values():
+            never_written.pop(tp, None)
 
     @property
     def classic(self) -> bool:

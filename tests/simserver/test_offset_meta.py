@@ -8,6 +8,9 @@ import pytest
 from playground.simserver.bounds import Bounds
 from tests.simserver import offsetmeta, versions
 
+TOO_LONG_NOW = (1, 9, 0, offsetmeta.TOO_LONG, "none")  # partition 1 after its second commit
+UNSTABLE = "unstable_offset_commit"
+
 
 @pytest.mark.parametrize("kafka", ["3.5", "3.9", "4"])
 def test_it_answers_the_epoch_and_metadata_each_commit_carried(kafka):
@@ -19,20 +22,44 @@ def test_it_answers_the_epoch_and_metadata_each_commit_carried(kafka):
     # a commit without an epoch and with null metadata leaves neither of the first commit's behind
     assert out["commit v5"] == [(0, "none")]
     assert out["commit v8 again"] == [(1, "none")]  # 2,049 characters: under the bound, whatever its bytes
-    assert out["fetched after v5"] == [(0, 6, -1, "", "none"), (1, 9, 0, offsetmeta.TOO_LONG, "none")]
+    assert out["fetched after v5"] == [(0, 6, -1, "", "none"), TOO_LONG_NOW]
+
+
+@pytest.mark.parametrize("kafka", ["3.9", "4"])
+def test_it_forgets_a_partition_whose_metadata_was_too_large(kafka):
+    out = offsetmeta.exchange(versions.CoreTarget(kafka), "meta")
+    assert out["fetched stable after v8"] == [(0, 5, 3, "read up to 5", "none"), (1, -1, -1, "", "none")]
+    assert out["fetched stable in the transaction"] == [(0, -1, -1, "", UNSTABLE), TOO_LONG_NOW]
+
+
+def test_it_keeps_a_too_large_partition_pending_on_kafka_35_until_the_partition_is_committed_again():
+    # KAFKA-16371: a read_committed consumer asking for partition 1 is told to wait until the next commit of it
+    out = offsetmeta.exchange(versions.CoreTarget("3.5"), "meta")
+    assert out["fetched stable after v8"] == [(0, 5, 3, "read up to 5", "none"), (1, -1, -1, "", UNSTABLE)]
+    # until an OffsetDelete of the partition (or a commit of it that is written)
+    assert out["offset delete"] == ["none", (1, "none")]
+    assert out["fetched stable after the delete"] == [(0, 5, 3, "read up to 5", "none"), (1, -1, -1, "", "none")]
+    assert out["fetched after v5"] == [(0, 6, -1, "", "none"), TOO_LONG_NOW]
+    assert out["fetched stable in the transaction"] == [(0, -1, -1, "", UNSTABLE), (1, -1, -1, "", UNSTABLE)]
 
 
 @pytest.mark.parametrize("kafka", ["3.5", "3.9", "4"])
 def test_it_keeps_a_transactions_offsets_with_their_epoch_and_metadata_until_its_commit(kafka):
-    target = versions.CoreTarget(kafka)
-    out = offsetmeta.exchange(target, "meta")
+    # on Kafka 3.5, a topic whose partition 0 is walked first: its offset is completed before the walk stops
+    out = offsetmeta.exchange(versions.CoreTarget(kafka), offsetmeta.topic_walked_first("meta", 0))
     assert out["add offsets"] == ["none"]
     assert out["txn commit"] == [(0, "none"), (1, "offset_metadata_too_large")]
     assert out["end txn"] == ["none"]
-    assert out["fetched after the transaction"] == [
-        (0, 11, 4, "in a transaction", "none"),
-        (1, 9, 0, offsetmeta.TOO_LONG, "none"),
-    ]
+    assert out["fetched after the transaction"] == [(0, 11, 4, "in a transaction", "none"), TOO_LONG_NOW]
+
+
+def test_it_loses_a_transactions_offsets_on_kafka_35_when_the_never_written_one_is_walked_first():
+    out = offsetmeta.exchange(versions.CoreTarget("3.5"), offsetmeta.topic_walked_first("meta", 1))
+    assert out["end txn"] == ["none"]
+    # neither pending nor committed: partition 0 still has the offset from before the transaction
+    assert out["fetched after the transaction"] == [(0, 6, -1, "", "none"), TOO_LONG_NOW]
+    out = offsetmeta.exchange(versions.CoreTarget("3.9"), offsetmeta.topic_walked_first("meta", 1))
+    assert out["fetched after the transaction"] == [(0, 11, 4, "in a transaction", "none"), TOO_LONG_NOW]
 
 
 def test_it_refuses_metadata_past_the_brokers_own_bound_when_one_is_set():

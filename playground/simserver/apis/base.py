@@ -110,6 +110,10 @@ class CommitRequest:
         """What the coordinator commits: the known partitions' offsets but those with too much metadata."""
         return {tp: offset for tp, offset in self.known().items() if tp not in self.too_large}
 
+    def too_large_known(self) -> dict[str, int]:
+        """The known partitions' offsets that are not committed for their metadata (Kafka 3.5 keeps them pending)."""
+        return {tp: offset for tp, offset in self.known().items() if tp in self.too_large}
+
     def error(self, tp: str, error: str | None) -> str | None:
         """A partition's answer: its topic unknown (KafkaApis), else the coordinator's error for the commit as a
         whole, else its metadata too large (the coordinator commits the others)."""

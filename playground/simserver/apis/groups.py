@@ -52,6 +52,7 @@ def offset_commit(call: Call) -> None:
         reply,
         getattr(body, "group_instance_id", None),  # v7+
         meta=commit.meta,
+        too_large=commit.too_large_known(),
     )
 
 
@@ -407,8 +408,7 @@ def offset_delete(call: Call) -> None:
         elif topic in subscribed:
             errors[(topic, p)] = "GROUP_SUBSCRIBED_TO_TOPIC"
         else:
-            g.committed.pop(_tp(topic, p), None)
-            g.committed_meta.pop(_tp(topic, p), None)
+            g.forget_offset(_tp(topic, p))
             errors[(topic, p)] = None
     by_topic: dict[str, list[dict[str, Any]]] = {}
     for (topic, p), error in errors.items():

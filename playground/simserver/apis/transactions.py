@@ -240,6 +240,7 @@ def txn_offset_commit(call: Call) -> None:
         version=version,
         instance_id=getattr(body, "group_instance_id", None),  # v3+ (KIP-447)
         meta=commit.meta,
+        too_large=commit.too_large_known(),
     )
 
 
