@@ -6,7 +6,8 @@ TxnOffsetCommit writes the offsets as a transactional batch of the producer to t
 partition, so they stay *pending*: the COMMIT marker written there makes them the group's committed offsets, the
 ABORT marker drops them (GroupMetadata prepareTxnOffsetCommit / completePendingTxnOffsetCommit). OffsetFetch with
 RequireStable answers UNSTABLE_OFFSET_COMMIT while a partition has pending transactional offsets; read_committed
-consumers ask that way.
+consumers ask that way. At the COMMIT marker a transaction's offset replaces a committed one only if its record came
+later in `__consumer_offsets`: a plain commit written while the transaction was open stays (KAFKA-5247).
 
 Follows core/src/main/scala/kafka/coordinator/group/GroupCoordinator.scala (handleCommitOffsets,
 handleTxnCommitOffsets, handleFetchOffsets, onCompleteTxn), GroupMetadata.scala (pending transactional offsets) and
@@ -128,6 +129,8 @@ class GroupOffsets(GroupRegistry):
             return [*session, Answer(reply, None)]
         g.committed.update(offsets)
         _keep_meta(g.committed_meta, offsets, meta or {})
+        self.records += 1
+        g.committed_at.update(dict.fromkeys(offsets, self.records))
         g.never_written.difference_update(offsets)
         if self.kafka == "3.5":
             g.never_written.update(too_large or ())
@@ -198,6 +201,7 @@ class GroupOffsets(GroupRegistry):
                 never_written[tp] = offset
                 g.pending.get(producer_id, {}).pop(tp, None)
                 g.pending_meta.get(producer_id, {}).pop(tp, None)
+                g.pending_at.get(producer_id, {}).pop(tp, None)
         partition = self.offsets_partition(group_id)
         write = TxnOffsetWrite(group_id, partition, producer_id, epoch, offsets, reply, transactional_id, meta or {})
         if self.kafka == "4" and version is not None and version >= 5 and transactional_id:
@@ -227,6 +231,8 @@ class GroupOffsets(GroupRegistry):
         g = self.group(write.group_id)
         g.pending.setdefault(write.producer_id, {}).update(write.offsets)
         _keep_meta(g.pending_meta.setdefault(write.producer_id, {}), write.offsets, write.meta)
+        self.records += 1
+        g.pending_at.setdefault(write.producer_id, {}).update(dict.fromkeys(write.offsets, self.records))
         for tp in write.offsets:  # onTxnOffsetCommitAppend: written now
             g.never_written_txn.get(write.producer_id, {}).pop(tp, None)
         return [_offsets_event(g, "pending", write.offsets, write.producer_id), Answer(write.reply, None)]
@@ -246,15 +252,19 @@ class GroupOffsets(GroupRegistry):
         for g in groups:
             pending = g.pending.pop(producer_id, {})
             pending_meta = g.pending_meta.pop(producer_id, {})
+            pending_at = g.pending_at.pop(producer_id, {})
             never_written = g.never_written_txn.pop(producer_id, {})
             if control != "COMMIT":
                 effects.append(_offsets_event(g, "dropped", {**pending, **never_written}, producer_id))
                 continue
             walked = scala_order([*pending, *never_written], topic_partition_hash) if never_written else list(pending)
             stop = next((i for i, tp in enumerate(walked) if tp in never_written), len(walked))
-            committed = {tp: pending[tp] for tp in walked[:stop]}
+            # a commit written after the transaction's offset stays (completePendingTxnOffsetCommit: olderThan; 4.x
+            # replayEndTransactionMarker: recordOffset)
+            committed = {tp: pending[tp] for tp in walked[:stop] if g.committed_at.get(tp, -1) < pending_at[tp]}
             g.committed.update(committed)
             _keep_meta(g.committed_meta, committed, pending_meta)
+            g.committed_at.update({tp: pending_at[tp] for tp in committed})
             if committed:
                 effects.append(_offsets_event(g, "committed", committed, producer_id))
             if never_written:

@@ -95,6 +95,10 @@ class Group:
     # producer id -> partition -> offset: written by TxnOffsetCommit, waiting for the transaction's marker
     pending: dict[int, dict[str, int]] = field(default_factory=dict)
     pending_meta: dict[int, dict[str, OffsetMeta]] = field(default_factory=dict)
+    # where each committed and pending offset's record stands in __consumer_offsets (GroupRegistry.records): a
+    # transaction's offset replaces the committed one at its marker only if its record came later (KAFKA-5247)
+    committed_at: dict[str, int] = field(default_factory=dict)
+    pending_at: dict[int, dict[str, int]] = field(default_factory=dict)
     # Kafka 3.5 only (KAFKA-16371, fixed in 3.7.1): the partitions of a commit that also wrote others but whose own
     # metadata was too large stay pending, never written: a plain commit's until a later commit of the partition is
     # written (pendingOffsetCommits), a transaction's (producer id -> partition -> offset) until its marker
@@ -123,6 +127,7 @@ class Group:
         (GroupMetadata.removeOffsets)."""
         self.committed.pop(tp, None)
         self.committed_meta.pop(tp, None)
+        self.committed_at.pop(tp, None)
         self.never_written.discard(tp)
         for never_written in self.never_written_txn.values():
             never_written.pop(tp, None)
@@ -190,6 +195,9 @@ class GroupRegistry:
         self.min_session_timeout_ms = int(config.get("group.min.session.timeout.ms", MIN_SESSION_TIMEOUT_MS))
         self.max_session_timeout_ms = int(config.get("group.max.session.timeout.ms", MAX_SESSION_TIMEOUT_MS))
         self.groups: dict[str, Group] = {}
+        # the offset commit records written to __consumer_offsets so far: stands for a record's offset there, as only
+        # the order of the records of one group (one partition) matters
+        self.records = 0
         # what the cluster tells: the leader of each __consumer_offsets partition, the brokers that are up, and the
         # topics' partition counts (the cluster's metadata, read-only here)
         self.leaders: dict[int, int | None] = {}

@@ -1,6 +1,6 @@
 """A committed offset's leader epoch and metadata as real brokers keep and answer them, next to the simulated
 cluster of the same release (tests/simserver/offsetmeta.py: plain and transactional commits, metadata over
-`offset.metadata.max.bytes`), with the same topic names, as Kafka 3.5's answers depend on them (KAFKA-16371:
+`offset.metadata.max.bytes`; plain commits beside a transaction's), with the same topic names, as Kafka 3.5's answers depend on them (KAFKA-16371:
 playground/sim/groupoffsets.py, playground/sim/scalahash.py)."""
 
 from __future__ import annotations
@@ -8,6 +8,7 @@ from __future__ import annotations
 import random
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -20,14 +21,14 @@ pytestmark = pytest.mark.kafka
 JARS_35 = Path(__file__).resolve().parents[2] / "tools" / "kafka" / ".jars-3.5.2"
 
 
-def _both(kafka: str, topic: str) -> tuple[dict, dict]:
+def _both(kafka: str, topic: str, exchange: Callable = offsetmeta.exchange) -> tuple[dict, dict]:
     real = versions.SocketTarget(require_bootstrap(kafka))
     try:
-        theirs = offsetmeta.exchange(real, topic)
+        theirs = exchange(real, topic)
     finally:
         real.close()
     simulated = versions.CoreTarget(kafka, brokers=3)
-    ours = offsetmeta.exchange(simulated, topic)
+    ours = exchange(simulated, topic)
     assert list(simulated.core.failures) == []
     return theirs, ours
 
@@ -37,6 +38,13 @@ def test_the_real_release_keeps_and_answers_what_each_commit_carried_as_the_simu
     theirs, ours = _both(kafka, f"offset-meta-{kafka.replace('.', '')}-{time.time_ns()}")
     assert ours == theirs
     assert theirs["fetched after v8"][0] == (0, 5, 3, "read up to 5", "none")  # what the simulator once left out
+
+
+@pytest.mark.parametrize("kafka", ["3.9", "4", pytest.param("3.5", marks=pytest.mark.kafka35)])
+def test_the_record_written_last_wins_at_the_commit_marker_as_in_the_simulator(kafka):
+    theirs, ours = _both(kafka, f"offset-mixed-{kafka.replace('.', '')}-{time.time_ns()}", offsetmeta.mixed)
+    assert ours == theirs
+    assert theirs["fetched after the transaction"][0][1] == 20  # what the simulator once answered 11 for
 
 
 @pytest.mark.kafka35

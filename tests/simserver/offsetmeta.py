@@ -91,10 +91,8 @@ def _fetched(
     ]
 
 
-def exchange(target: versions.Target, prefix: str) -> dict[str, list]:
-    """Commits with and without an epoch and metadata, as a plain OffsetCommit and in a transaction, and what
-    OffsetFetch answers after each."""
-    topic, group, txn = prefix, f"{prefix}-group", f"{prefix}-txn"
+def _setup(target: versions.Target, topic: str, group: str) -> int:
+    """Creates the 2-partition topic and waits for its leaders; the group's coordinator."""
     body = {
         "topics": [{"name": topic, "num_partitions": 2, "replication_factor": 1, "assignments": [], "configs": []}],
         "timeout": 30000,
@@ -111,7 +109,51 @@ def exchange(target: versions.Target, prefix: str) -> dict[str, list]:
         time.sleep(0.2)
     if isinstance(target, versions.SocketTarget):
         target.addresses = {int(b.node_id): (b.host, int(b.port)) for b in meta.brokers}
-    coordinator = versions._coordinator(target, group, 0)
+    return versions._coordinator(target, group, 0)
+
+
+class _Transaction:
+    """A transactional id's producer committing a group's offsets by hand (InitProducerId, AddOffsetsToTxn,
+    TxnOffsetCommit v3, EndTxn), as a client before TV2 does."""
+
+    def __init__(self, target: versions.Target, txn: str, group: str, coordinator: int) -> None:
+        self.target, self.group, self.coordinator = target, group, coordinator
+        self.txn_coordinator = versions._coordinator(target, txn, 1)
+        body = {"transactional_id": txn, "transaction_timeout": 60000, "producer_id": -1, "producer_epoch": -1}
+        init = versions._retried(target, lambda: target.call(self.txn_coordinator, 22, 4, body))
+        self.ids = {
+            "transactional_id": txn,
+            "producer_id": int(init.producer_id),
+            "producer_epoch": int(init.producer_epoch),
+        }
+
+    def add_offsets(self) -> list:
+        body = {**self.ids, "group_id": self.group}
+        added = versions._retried(self.target, lambda: self.target.call(self.txn_coordinator, 25, 3, body))
+        return [added.error_code.name]
+
+    def commit_offsets(self, topic: str, parts: list) -> list:
+        body = {
+            **self.ids,
+            "group_id": self.group,
+            "generation_id": -1,
+            "member_id": "",
+            "group_instance_id": None,
+            "topics": [{"name": topic, "partitions": parts}],
+        }
+        return _errors(self.target.call(self.coordinator, 28, 3, body))
+
+    def end(self, commit: bool) -> list:
+        body = {**self.ids, "committed": commit}
+        ended = versions._retried(self.target, lambda: self.target.call(self.txn_coordinator, 26, 3, body))
+        return [ended.error_code.name]
+
+
+def exchange(target: versions.Target, prefix: str) -> dict[str, list]:
+    """Commits with and without an epoch and metadata, as a plain OffsetCommit and in a transaction, and what
+    OffsetFetch answers after each."""
+    topic, group = prefix, f"{prefix}-group"
+    coordinator = _setup(target, topic, group)
     out: dict[str, list] = {}
     out["commit v8"] = _commit(
         target,
@@ -133,28 +175,34 @@ def exchange(target: versions.Target, prefix: str) -> dict[str, list]:
     out["commit v8 again"] = _commit(target, coordinator, group, topic, 8, [_partition(1, 9, 0, TOO_LONG)])
     out["fetched after v5"] = _fetched(target, coordinator, group, topic, stable=True)
 
-    txn_coordinator = versions._coordinator(target, txn, 1)
-    init_body = {"transactional_id": txn, "transaction_timeout": 60000, "producer_id": -1, "producer_epoch": -1}
-    init = versions._retried(target, lambda: target.call(txn_coordinator, 22, 4, init_body))
-    pid, epoch = int(init.producer_id), int(init.producer_epoch)
-    ids = {"transactional_id": txn, "producer_id": pid, "producer_epoch": epoch}
-    added = versions._retried(target, lambda: target.call(txn_coordinator, 25, 3, {**ids, "group_id": group}))
-    out["add offsets"] = [added.error_code.name]
+    txn = _Transaction(target, f"{prefix}-txn", group, coordinator)
+    out["add offsets"] = txn.add_offsets()
     parts = [_partition(0, 11, 4, "in a transaction"), _partition(1, 12, 4, MUCH_TOO_LONG)]
-    txn_body = {
-        **ids,
-        "group_id": group,
-        "generation_id": -1,
-        "member_id": "",
-        "group_instance_id": None,
-        "topics": [{"name": topic, "partitions": parts}],
-    }
-    out["txn commit"] = _errors(target.call(coordinator, 28, 3, txn_body))
+    out["txn commit"] = txn.commit_offsets(topic, parts)
     out["fetched stable in the transaction"] = _fetched(target, coordinator, group, topic, stable=True)
-    ended = versions._retried(target, lambda: target.call(txn_coordinator, 26, 3, {**ids, "committed": True}))
-    out["end txn"] = [ended.error_code.name]
+    out["end txn"] = txn.end(commit=True)
     # A broker completes the transaction's offsets after EndTxn has answered (the marker on __consumer_offsets, then
     # the group coordinator's scheduled handleTxnCompletion), answering UNSTABLE_OFFSET_COMMIT until it has: timing,
     # not behaviour, asked until it answers otherwise.
+    out["fetched after the transaction"] = _fetched(target, coordinator, group, topic, stable=True, wait=True)
+    return out
+
+
+def mixed(target: versions.Target, prefix: str) -> dict[str, list]:
+    """Plain commits beside a transaction's: one written before the transaction's offsets and one while they are
+    pending. At the COMMIT marker the record written last in __consumer_offsets wins (KAFKA-5247), so partition 0
+    keeps the plain commit written after the transaction's, and partition 1 takes the transaction's."""
+    topic, group = prefix, f"{prefix}-group"
+    coordinator = _setup(target, topic, group)
+    out: dict[str, list] = {}
+    txn = _Transaction(target, f"{prefix}-txn", group, coordinator)
+    out["add offsets"] = txn.add_offsets()
+    out["plain before"] = _commit(target, coordinator, group, topic, 8, [_partition(1, 30, -1, "plain before")])
+    parts = [_partition(0, 11, -1, "transaction"), _partition(1, 31, -1, "transaction")]
+    out["txn commit"] = txn.commit_offsets(topic, parts)
+    out["plain after"] = _commit(target, coordinator, group, topic, 8, [_partition(0, 20, -1, "plain after")])
+    out["fetched stable in the transaction"] = _fetched(target, coordinator, group, topic, stable=True)
+    out["fetched in the transaction"] = _fetched(target, coordinator, group, topic)
+    out["end txn"] = txn.end(commit=True)
     out["fetched after the transaction"] = _fetched(target, coordinator, group, topic, stable=True, wait=True)
     return out

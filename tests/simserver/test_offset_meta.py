@@ -68,3 +68,20 @@ def test_it_refuses_metadata_past_the_brokers_own_bound_when_one_is_set():
     out = offsetmeta.exchange(target, "meta")
     assert out["commit v8"] == [(0, "offset_metadata_too_large"), (1, "offset_metadata_too_large")]
     assert out["fetched after v8"] == [(0, -1, -1, "", "none"), (1, -1, -1, "", "none")]
+
+
+@pytest.mark.parametrize("kafka", ["3.5", "3.9", "4"])
+def test_it_keeps_a_plain_commit_written_while_a_transactions_offsets_were_pending(kafka):
+    out = offsetmeta.mixed(versions.CoreTarget(kafka), "mixed")
+    assert out["txn commit"] == [(0, "none"), (1, "none")] and out["end txn"] == ["none"]
+    # meanwhile, a read_uncommitted fetch sees the plain commits, a stable one is told to wait
+    assert out["fetched in the transaction"] == [
+        (0, 20, -1, "plain after", "none"),
+        (1, 30, -1, "plain before", "none"),
+    ]
+    assert [p[-1] for p in out["fetched stable in the transaction"]] == [UNSTABLE, UNSTABLE]
+    # the record written last wins: partition 0's plain commit came after the transaction's, partition 1's before
+    assert out["fetched after the transaction"] == [
+        (0, 20, -1, "plain after", "none"),
+        (1, 31, -1, "transaction", "none"),
+    ]
