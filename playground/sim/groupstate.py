@@ -8,7 +8,7 @@ member's state), GroupCoordinator.scala (validateCurrentMember) and GroupMetadat
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -123,14 +123,21 @@ class Group:
     txn_checks: list[tuple[int, int, str, str | None, bool, str | None]] = field(default_factory=list)
 
     def forget_offset(self, tp: str) -> None:
-        """OffsetDelete: the partition's committed offset goes, and with it what Kafka 3.5 kept pending of it
-        (GroupMetadata.removeOffsets)."""
+        """OffsetDelete: the partition's committed offset goes, and with it every offset of it still pending, the
+        open transactions' too (3.x GroupMetadata.removeOffsets; 4.x OffsetMetadataManager.replay of the tombstone)."""
         self.committed.pop(tp, None)
         self.committed_meta.pop(tp, None)
         self.committed_at.pop(tp, None)
         self.never_written.discard(tp)
-        for never_written in self.never_written_txn.values():
-            never_written.pop(tp, None)
+        by_producer: tuple[Mapping[int, MutableMapping[str, Any]], ...] = (
+            self.pending,
+            self.pending_meta,
+            self.pending_at,
+            self.never_written_txn,
+        )
+        for of_producer in by_producer:
+            for pending in of_producer.values():
+                pending.pop(tp, None)
 
     @property
     def classic(self) -> bool:

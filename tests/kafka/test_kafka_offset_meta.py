@@ -47,6 +47,14 @@ def test_the_record_written_last_wins_at_the_commit_marker_as_in_the_simulator(k
     assert theirs["fetched after the transaction"][0][1] == 20  # what the simulator once answered 11 for
 
 
+@pytest.mark.parametrize("kafka", ["3.9", "4", pytest.param("3.5", marks=pytest.mark.kafka35)])
+def test_an_offset_delete_takes_the_pending_transactional_offset_too_as_in_the_simulator(kafka):
+    topic = f"offset-deleted-{kafka.replace('.', '')}-{time.time_ns()}"
+    theirs, ours = _both(kafka, topic, offsetmeta.deleted_while_pending)
+    assert ours == theirs
+    assert theirs["fetched after the transaction"][0][1] == -1  # what the simulator once answered 11 for
+
+
 @pytest.mark.kafka35
 @pytest.mark.parametrize("walked_first", [0, 1])
 def test_kafka_35_completes_a_transactions_offsets_up_to_the_never_written_one_as_the_simulator_does(walked_first):

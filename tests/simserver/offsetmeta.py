@@ -206,3 +206,26 @@ def mixed(target: versions.Target, prefix: str) -> dict[str, list]:
     out["end txn"] = txn.end(commit=True)
     out["fetched after the transaction"] = _fetched(target, coordinator, group, topic, stable=True, wait=True)
     return out
+
+
+def deleted_while_pending(target: versions.Target, prefix: str) -> dict[str, list]:
+    """An OffsetDelete of partition 0 while a transaction's offsets are pending: the pending offset goes with the
+    committed one (3.x removeOffsets, 4.x the tombstone's replay), so the COMMIT marker brings only partition 1's."""
+    topic, group = prefix, f"{prefix}-group"
+    coordinator = _setup(target, topic, group)
+    out: dict[str, list] = {}
+    out["plain"] = _commit(
+        target, coordinator, group, topic, 8, [_partition(0, 3, -1, "plain"), _partition(1, 4, -1, "plain")]
+    )
+    txn = _Transaction(target, f"{prefix}-txn", group, coordinator)
+    out["add offsets"] = txn.add_offsets()
+    parts = [_partition(0, 11, -1, "transaction"), _partition(1, 12, -1, "transaction")]
+    out["txn commit"] = txn.commit_offsets(topic, parts)
+    delete = {"group_id": group, "topics": [{"name": topic, "partitions": [{"partition_index": 0}]}]}
+    deleted = target.call(coordinator, 47, 0, delete)
+    out["offset delete"] = [deleted.error_code.name, *_errors(deleted)]
+    out["fetched stable after the delete"] = _fetched(target, coordinator, group, topic, stable=True)
+    out["fetched after the delete"] = _fetched(target, coordinator, group, topic)
+    out["end txn"] = txn.end(commit=True)
+    out["fetched after the transaction"] = _fetched(target, coordinator, group, topic, stable=True, wait=True)
+    return out

@@ -85,3 +85,11 @@ def test_it_keeps_a_plain_commit_written_while_a_transactions_offsets_were_pendi
         (0, 20, -1, "plain after", "none"),
         (1, 31, -1, "transaction", "none"),
     ]
+
+
+@pytest.mark.parametrize("kafka", ["3.5", "3.9", "4"])
+def test_it_forgets_a_pending_transactional_offset_with_the_partitions_committed_one(kafka):
+    out = offsetmeta.deleted_while_pending(versions.CoreTarget(kafka), "deleted")
+    assert out["offset delete"] == ["none", (0, "none")]
+    assert out["fetched stable after the delete"] == [(0, -1, -1, "", "none"), (1, -1, -1, "", UNSTABLE)]
+    assert out["fetched after the transaction"] == [(0, -1, -1, "", "none"), (1, 12, -1, "transaction", "none")]
