@@ -36,7 +36,7 @@ from playground.sim.brokers import PeriodicScan
 from playground.sim.clock import Entry
 from playground.sim.coordinator import TransactionCoordinator
 from playground.sim.effects import Answer, Effects, Emit, Reply, Timer
-from playground.sim.groups import AddOffsetsPartition, AppendTxnOffsets, GroupCoordinator
+from playground.sim.groups import AddOffsetsPartition, AppendTxnOffsets, GroupCoordinator, VerifyOffsetsPartition
 from playground.sim.groupstate import OffsetMeta
 from playground.sim.leaders import INTERNAL_TOPICS, OFFSETS_TOPIC, TXN_TOPIC, PartitionLeaders, PartitionMeta
 from playground.sim.markers import SendMarkers
@@ -65,7 +65,7 @@ class Cluster(PartitionLeaders):
         handle_join_group(broker, group_id, client_id, topics, reply, instance_id=None)        -> member_id
         handle_leave_group(group_id, member_id)
         handle_offset_commit(broker, group_id, generation, member_id, offsets, reply, instance_id=None, meta=None,
-                             too_large=None)
+                             too_large=None, version=None)
         handle_txn_offset_commit(broker, group_id, producer_id, epoch, generation, member_id, offsets, reply,
                                  transactional_id=None, version=None, instance_id=None, meta=None, too_large=None)
         handle_offset_fetch(broker, group_id, partitions, require_stable, reply)         -> offsets, meta
@@ -409,10 +409,11 @@ class Cluster(PartitionLeaders):
         instance_id: str | None = None,
         meta: Mapping[str, OffsetMeta] | None = None,
         too_large: Mapping[str, int] | None = None,
+        version: int | None = None,
     ) -> None:
         """OffsetCommit (generation -1 and no member id: a consumer without group membership); `meta`: the leader
         epoch and metadata committed with each offset; `too_large`: the offsets not committed for their metadata's
-        length (offset.metadata.max.bytes)."""
+        length (offset.metadata.max.bytes); `version`: the request's."""
         effects = self.groups.commit_offsets(
             broker,
             group_id,
@@ -424,6 +425,7 @@ class Cluster(PartitionLeaders):
             now_ms=self.now_ms,
             meta=meta,
             too_large=too_large,
+            version=version,
         )
         self._carry_out(self.groups, effects)
 
@@ -492,6 +494,8 @@ class Cluster(PartitionLeaders):
                 self._timer(source, effect)
             elif isinstance(effect, AddOffsetsPartition):
                 self._add_offsets_partition(effect)
+            elif isinstance(effect, VerifyOffsetsPartition):
+                self._verify_offsets_partition(effect)
             elif isinstance(effect, AppendTxnOffsets):
                 self._append_txn_offsets(effect)
             else:
@@ -543,6 +547,20 @@ class Cluster(PartitionLeaders):
             write.epoch,
             [(write.partition, lambda error: self._carry_out(groups, groups.offsets_partition_added(write, error)))],
         )
+
+    def _verify_offsets_partition(self, verify: VerifyOffsetsPartition) -> None:
+        """KIP-890 part 1 for a TV1 TxnOffsetCommit: no need to ask when the offsets partition has this producer's
+        transaction open at this epoch already (UnifiedLog.maybeStartTransactionVerification), else the transaction
+        coordinator is asked, as for a Produce (TransactionCoordinator.verify_partition)."""
+        write = verify.write
+        assert write.transactional_id is not None
+        entry = self.log(write.partition).producers.get(write.producer_id)
+        error = None
+        if entry is None or entry.epoch != write.epoch or entry.current_txn_first_offset is None:
+            error = self.txn_coordinator.verify_partition(
+                write.transactional_id, write.producer_id, write.epoch, write.partition, verify.generic_error
+            )
+        self._carry_out(self.groups, self.groups.offsets_partition_verified(write, error))
 
     def _append_txn_offsets(self, append: AppendTxnOffsets) -> None:
         """The group coordinator's write to `__consumer_offsets` (GroupMetadataManager.storeOffsets): a

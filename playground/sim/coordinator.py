@@ -325,24 +325,22 @@ class TransactionCoordinator(TransactionStateManager):
 
     # -- what a partition leader asks (queries: nothing changes) ----------------------------------------------
     def verify_partition(
-        self, transactional_id: str, producer_id: int, epoch: int, partition: str, produce_version: int | None = None
+        self, transactional_id: str, producer_id: int, epoch: int, partition: str, generic_error: bool = False
     ) -> str | None:
-        """handleVerifyPartitionsInTransaction as a partition leader's Produce path uses it for a TV1 client
-        (KIP-890 part 1, verifyOnly), with the leader's translation of the answer (ReplicaManager /
-        AddPartitionsToTxnManager). `produce_version`: the client's Produce version; from v11 (kafka-clients 3.8+)
-        KafkaApis asks for the genericError operation and TRANSACTION_ABORTABLE goes out as it is, older versions
-        (librdkafka's v10) get INVALID_TXN_STATE."""
+        """handleVerifyPartitionsInTransaction as a partition leader's Produce path, or a group coordinator's
+        TxnOffsetCommit path, uses it for a TV1 client (KIP-890 part 1, verifyOnly), with the broker's translation of
+        the answer (ReplicaManager / AddPartitionsToTxnManager). `generic_error`: the request asked for the
+        genericError operation (Produce v11+, kafka-clients 3.8+; TxnOffsetCommit v4+), and TRANSACTION_ABORTABLE goes
+        out as it is; older versions (librdkafka's Produce v10) get INVALID_TXN_STATE."""
         st = self.partitions[self.partition_for(transactional_id)]
         if st.leader is None or st.loading or not self.broker_up(st.leader):
             return "NOT_ENOUGH_REPLICAS"
         error = self._verify_error(transactional_id, producer_id, epoch)
         if error == "PRODUCER_FENCED":
-            return "INVALID_PRODUCER_EPOCH"  # as producers expect it on Produce
-        if error == "CONCURRENT_TRANSACTIONS":
-            return "NOT_ENOUGH_REPLICAS"  # made retriable for older clients
+            return "INVALID_PRODUCER_EPOCH"  # AddPartitionsToTxnManager: as producers expect it
         if error or partition in self.cache[transactional_id].partitions:
             return error
-        return "TRANSACTION_ABORTABLE" if produce_version is not None and produce_version > 10 else "INVALID_TXN_STATE"
+        return "TRANSACTION_ABORTABLE" if generic_error else "INVALID_TXN_STATE"
 
     def verify_partitions(
         self, broker: int, transactional_id: str, producer_id: int, epoch: int, partitions: list[str]

@@ -44,12 +44,14 @@ from playground.sim.groupstate import (
     GroupRegistry,
     OffsetMeta,
 )
-from playground.sim.scalahash import java_string_hash, scala_order, topic_partition_hash
+from playground.sim.placement import java_string_hash
+from playground.sim.scalahash import scala_order, topic_partition_hash
 
 
 @dataclass(frozen=True, slots=True)
 class TxnOffsetWrite:
-    """A TxnOffsetCommit on its way to `__consumer_offsets`: what is written, and who waits for the answer."""
+    """A TxnOffsetCommit on its way to `__consumer_offsets`: the request, what is written, and who waits for the
+    answer."""
 
     group_id: str
     partition: str
@@ -59,6 +61,22 @@ class TxnOffsetWrite:
     reply: Reply
     transactional_id: str | None = None
     meta: Mapping[str, OffsetMeta] = field(default_factory=dict)
+    generation: int = -1
+    member_id: str = ""
+    instance_id: str | None = None
+    too_large: Mapping[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class VerifyOffsetsPartition(Effect):
+    """A TV1 TxnOffsetCommit on 3.9 or 4.x (KIP-890 part 1): the group coordinator's broker asks the transaction
+    coordinator whether the transaction holds the offsets partition (AddPartitionsToTxn verifyOnly, unless the
+    partition has this producer's transaction open already: UnifiedLog.maybeStartTransactionVerification), before
+    anything else is checked. `generic_error`: TxnOffsetCommit v4+ (TRANSACTION_ABORTABLE as it is, else
+    INVALID_TXN_STATE). The answer comes back as GroupCoordinator.offsets_partition_verified(write, error)."""
+
+    write: TxnOffsetWrite
+    generic_error: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,17 +115,23 @@ class GroupOffsets(GroupRegistry):
         now_ms: int | None = None,
         meta: Mapping[str, OffsetMeta] | None = None,
         too_large: Mapping[str, int] | None = None,
+        version: int | None = None,
     ) -> Effects:
-        """OffsetCommit; `instance_id`: group.instance.id (OffsetCommit v7+); `meta`: the leader epoch and metadata
-        committed with each offset, where the request carried them. `offsets` may be empty (every partition's
-        metadata was over offset.metadata.max.bytes, `too_large`): the commit is validated all the same. A member's commit keeps
-        its session as a heartbeat does, in a Stable group or one preparing a rebalance (3.x doCommitOffsets:
-        completeAndScheduleNextHeartbeatExpiration; 4.x OffsetMetadataManager.commitOffset:
+        """OffsetCommit (`version`, where a client asked); `instance_id`: group.instance.id (OffsetCommit v7+);
+        `meta`: the leader epoch and metadata committed with each offset, where the request carried them. `offsets`
+        may be empty (every partition's metadata was over offset.metadata.max.bytes, `too_large`): the commit is
+        validated all the same. A commit with a generation to a group that does not exist is refused (3.x
+        handleCommitOffsets: ILLEGAL_GENERATION; 4.x validateOffsetCommit: GROUP_ID_NOT_FOUND from v9). A member's
+        commit keeps its session as a heartbeat does, in a Stable group or one preparing a rebalance (3.x
+        doCommitOffsets: completeAndScheduleNextHeartbeatExpiration; 4.x OffsetMetadataManager.commitOffset:
         rescheduleClassicGroupMemberHeartbeat): a consumer whose heartbeats stall while it commits is not timed out.
         A TxnOffsetCommit does not (neither Kafka's)."""
         error = self._check(broker, group_id)
         if error:
             return [Answer(reply, error)]
+        if group_id not in self.groups and generation >= 0:
+            new_version = self.kafka == "4" and version is not None and version >= 9
+            return [Answer(reply, "GROUP_ID_NOT_FOUND" if new_version else "ILLEGAL_GENERATION")]
         g = self.group(group_id)
         session: Effects = []
         if g.classic:
@@ -178,12 +202,49 @@ class GroupOffsets(GroupRegistry):
         """`version`: the TxnOffsetCommit version; v5+ on a 4.x cluster comes from a TV2 client whose
         transaction does not hold the offsets partition yet: the group coordinator has it added first.
         `instance_id`: the consumer's group.instance.id (TxnOffsetCommit v3+, KIP-447); `meta` and `too_large`: as
-        commit_offsets's (the coordinator runtime verifies the transaction, adding the offsets partition, before the
-        offsets are checked one by one, so an empty `offsets` still adds it)."""
+        commit_offsets's. The transaction is verified (TV1 on 3.9 and 4.x, with transaction.partition.verification.
+        enable) or the offsets partition added to it (TV2) before the group, the member and the offsets are checked
+        (3.9 GroupCoordinator.handleTxnCommitOffsets: postVerificationCallback; 4.x
+        scheduleTransactionalWriteOperation), so an empty `offsets` still adds it."""
         error = self._check(broker, group_id)
         if error:
             return [Answer(reply, error)]
-        g = self.group(group_id)
+        partition = self.offsets_partition(group_id)
+        write = TxnOffsetWrite(
+            group_id,
+            partition,
+            producer_id,
+            epoch,
+            offsets,
+            reply,
+            transactional_id,
+            meta or {},
+            generation,
+            member_id,
+            instance_id,
+            too_large or {},
+        )
+        if self.kafka == "4" and version is not None and version >= 5 and transactional_id:
+            return [AddOffsetsPartition(broker, write)]
+        if self.verification and transactional_id:
+            return [VerifyOffsetsPartition(write, generic_error=version is not None and version >= 4)]
+        return self._validated(write, None)
+
+    def offsets_partition_verified(self, write: TxnOffsetWrite, error: str | None) -> Effects:
+        """The verification's answer as the broker's AddPartitionsToTxnManager reads it."""
+        if error:
+            return [Answer(write.reply, _commit_error(error))]
+        return self._validated(write, None)
+
+    def _validated(self, write: TxnOffsetWrite, verify: str | None) -> Effects:
+        """The group and the member checked (KIP-447), then the offsets written. Kafka 3.x creates a group that does
+        not exist (handleTxnCommitOffsets); 4.x refuses a generation for it (validateTransactionalOffsetCommit)."""
+        producer_id, generation, member_id = write.producer_id, write.generation, write.member_id
+        instance_id = write.instance_id
+        if self.kafka == "4" and write.group_id not in self.groups and generation >= 0:
+            return [Answer(write.reply, "ILLEGAL_GENERATION")]
+        g = self.group(write.group_id)
+        error = None
         checked = g.classic or instance_id is not None or bool(member_id and generation >= 0)
         if g.classic:
             error = self._classic_commit_error(g, generation, member_id, instance_id, transactional=True)
@@ -194,29 +255,22 @@ class GroupOffsets(GroupRegistry):
         check = (producer_id, generation, member_id, instance_id, checked, error)
         g.txn_checks = [*g.txn_checks[-(TXN_CHECKS_KEPT - 1) :], check]
         if error:
-            return [Answer(reply, error)]
-        if self.kafka == "3.5" and offsets and too_large:
+            return [Answer(write.reply, error)]
+        if self.kafka == "3.5" and write.offsets and write.too_large:
             never_written = g.never_written_txn.setdefault(producer_id, {})
-            for tp, offset in too_large.items():  # prepareTxnOffsetCommit replaces what the partition had pending
+            for tp, offset in write.too_large.items():  # prepareTxnOffsetCommit replaces what the partition had pending
                 never_written[tp] = offset
                 g.pending.get(producer_id, {}).pop(tp, None)
                 g.pending_meta.get(producer_id, {}).pop(tp, None)
                 g.pending_at.get(producer_id, {}).pop(tp, None)
-        partition = self.offsets_partition(group_id)
-        write = TxnOffsetWrite(group_id, partition, producer_id, epoch, offsets, reply, transactional_id, meta or {})
-        if self.kafka == "4" and version is not None and version >= 5 and transactional_id:
-            return [AddOffsetsPartition(broker, write)]
-        return self._append(write, None)
+        return self._append(write, verify)
 
     def offsets_partition_added(self, write: TxnOffsetWrite, error: str | None) -> Effects:
         """The transaction coordinator's answer (as the leader's AddPartitionsToTxnManager reads it) to a TV2
         TxnOffsetCommit's AddPartitionsToTxn."""
-        if error in ("NOT_ENOUGH_REPLICAS", "_TRANSPORT"):
-            # GroupCoordinatorService.handleOperationException: NOT_ENOUGH_REPLICAS -> COORDINATOR_NOT_AVAILABLE
-            error = "COORDINATOR_NOT_AVAILABLE"
         if error:
-            return [Answer(write.reply, error)]
-        return self._append(write, write.transactional_id)
+            return [Answer(write.reply, _commit_error(error))]
+        return self._validated(write, write.transactional_id)
 
     def _append(self, write: TxnOffsetWrite, verify: str | None) -> Effects:
         if not write.offsets:
@@ -279,7 +333,7 @@ class GroupOffsets(GroupRegistry):
         error = self._check(broker, group_id)
         if error:
             return [Answer(reply, error)]
-        g = self.group(group_id)
+        g = self.groups.get(group_id) or Group(group_id)  # asking makes no group
         if require_stable:
             for pending in [*g.pending.values(), *g.never_written_txn.values(), g.never_written]:
                 if any(tp in pending for tp in partitions):
@@ -291,6 +345,13 @@ class GroupOffsets(GroupRegistry):
     def committed(self, group_id: str) -> dict[str, int]:
         g = self.groups.get(group_id)
         return dict(g.committed) if g else {}
+
+
+def _commit_error(error: str) -> str:
+    """An append's error as a commit answers it: NOT_ENOUGH_REPLICAS (or no answer from the transaction coordinator)
+    is COORDINATOR_NOT_AVAILABLE (3.x GroupMetadataManager.maybeConvertOffsetCommitError, 4.x
+    GroupCoordinatorService.handleOperationException)."""
+    return "COORDINATOR_NOT_AVAILABLE" if error in ("NOT_ENOUGH_REPLICAS", "_TRANSPORT") else error
 
 
 def _offsets_event(g: Group, state: str, offsets: Mapping[str, int], producer_id: int) -> Emit:

@@ -38,7 +38,13 @@ from __future__ import annotations
 from playground.sim.classicgroups import ClassicGroupProtocol
 from playground.sim.clock import TIMER
 from playground.sim.effects import Answer, Effects, Reply, Timer
-from playground.sim.groupoffsets import AddOffsetsPartition, AppendTxnOffsets, GroupOffsets, TxnOffsetWrite
+from playground.sim.groupoffsets import (
+    AddOffsetsPartition,
+    AppendTxnOffsets,
+    GroupOffsets,
+    TxnOffsetWrite,
+    VerifyOffsetsPartition,
+)
 from playground.sim.groupstate import (
     DEAD,
     EMPTY,
@@ -58,7 +64,15 @@ from playground.sim.groupstate import (
     SyncDeadline,
 )
 
-__all__ = ["DEAD", "AddOffsetsPartition", "AppendTxnOffsets", "ClassicMember", "GroupCoordinator", "TxnOffsetWrite"]
+__all__ = [
+    "DEAD",
+    "AddOffsetsPartition",
+    "AppendTxnOffsets",
+    "ClassicMember",
+    "GroupCoordinator",
+    "TxnOffsetWrite",
+    "VerifyOffsetsPartition",
+]
 
 
 class GroupCoordinator(ClassicGroupProtocol, GroupOffsets):

@@ -14,7 +14,7 @@ from typing import Any
 
 from playground.engine import events as ev
 from playground.sim.effects import Emit, Reply
-from playground.sim.placement import partition_for
+from playground.sim.placement import partition_for, setting_true
 
 STABLE = "Stable"
 PREPARING_REBALANCE = "PreparingRebalance"
@@ -194,6 +194,10 @@ class GroupRegistry:
         self, config: Mapping[str, Any], *, kafka: str, brokers: Iterable[int], topics: Mapping[str, int]
     ) -> None:
         self.kafka = kafka
+        # KIP-890 part 1 on 3.9 and 4.x: a TV1 TxnOffsetCommit's transaction is verified first (groupoffsets.py)
+        self.verification = kafka != "3.5" and setting_true(
+            config.get("transaction.partition.verification.enable", True)
+        )
         self.num_partitions = int(config.get("offsets.topic.num.partitions", 50))
         self.session_timeout_ms = 45_000
         self.initial_rebalance_delay_ms = int(

@@ -44,6 +44,7 @@ from playground.sim.coordinator import TransactionCoordinator
 from playground.sim.effects import Effects, Reply
 from playground.sim.groups import GroupCoordinator
 from playground.sim.log import PartitionLog
+from playground.sim.placement import setting_true
 
 TXN_TOPIC = "__transaction_state"
 OFFSETS_TOPIC = "__consumer_offsets"
@@ -83,7 +84,7 @@ class PartitionLeaders(Brokers):
         super().__init__(brokers, config, seed, on_event=on_event, keep_events=keep_events)
         self.kafka = kafka
         # KIP-890 part 1's check on the produce path: 3.6+ only, on unless the broker setting turns it off
-        self.verification = kafka != "3.5" and _setting_true(
+        self.verification = kafka != "3.5" and setting_true(
             self.config.get("transaction.partition.verification.enable", True)
         )
         self.replication_factor = int(self.config.get("sim.replication.factor", min(3, brokers)))
@@ -681,11 +682,6 @@ class PartitionLeaders(Brokers):
 def _verify_partition(
     tc: TransactionCoordinator, transactional_id: str, partition: str, version: int | None, producer_id: int, epoch: int
 ) -> str | None:
-    return tc.verify_partition(transactional_id, producer_id, epoch, partition, version)
-
-
-def _setting_true(value: Any) -> bool:
-    """A boolean broker setting as a scenario's config gives it (true/false, or their text)."""
-    if isinstance(value, str):
-        return value.strip().lower() not in ("false", "0", "no")
-    return bool(value)
+    error = tc.verify_partition(transactional_id, producer_id, epoch, partition, version is not None and version > 10)
+    # the Produce path makes it retriable for older clients (ReplicaManager); a TxnOffsetCommit answers it as it is
+    return "NOT_ENOUGH_REPLICAS" if error == "CONCURRENT_TRANSACTIONS" else error

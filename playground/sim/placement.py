@@ -1,11 +1,13 @@
 """Where a key lives: the `__transaction_state` partition of a transactional id and the `__consumer_offsets`
 partition of a group, as TransactionStateManager.partitionFor and GroupMetadataManager.partitionFor compute them
 (Utils.abs(key.hashCode()) % partitions): core/src/main/scala/kafka/coordinator/transaction/
-TransactionStateManager.scala and core/src/main/scala/kafka/coordinator/group/GroupMetadataManager.scala."""
+TransactionStateManager.scala and core/src/main/scala/kafka/coordinator/group/GroupMetadataManager.scala. Also how a
+boolean broker setting reads, which the coordinators and the leaders both consult."""
 
 from __future__ import annotations
 
 import functools
+from typing import Any
 
 
 # Cached: every transactional request looks its id's coordinator partition up, and ids repeat from one transaction
@@ -28,3 +30,10 @@ def kafka_abs(n: int) -> int:
 def partition_for(key: str, partitions: int = 50) -> int:
     """TransactionStateManager.partitionFor / GroupMetadataManager.partitionFor."""
     return kafka_abs(java_string_hash(key)) % partitions
+
+
+def setting_true(value: Any) -> bool:
+    """A boolean broker setting as a scenario's config gives it (true/false, or their text)."""
+    if isinstance(value, str):
+        return value.strip().lower() not in ("false", "0", "no")
+    return bool(value)

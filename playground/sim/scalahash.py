@@ -16,21 +16,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import TypeVar
 
+from playground.sim.placement import java_string_hash
+
 K = TypeVar("K")
 
 
 def _int32(x: int) -> int:
     x &= 0xFFFFFFFF
     return x - (1 << 32) if x & 0x80000000 else x
-
-
-def java_string_hash(s: str) -> int:
-    """java.lang.String.hashCode: over the string's UTF-16 code units."""
-    h = 0
-    units = s.encode("utf-16-be", "surrogatepass")
-    for i in range(0, len(units), 2):
-        h = (31 * h + (units[i] << 8 | units[i + 1])) & 0xFFFFFFFF
-    return _int32(h)
 
 
 def topic_partition_hash(tp: str) -> int:

@@ -55,6 +55,17 @@ def test_an_offset_delete_takes_the_pending_transactional_offset_too_as_in_the_s
     assert theirs["fetched after the transaction"][0][1] == -1  # what the simulator once answered 11 for
 
 
+@pytest.mark.parametrize("kafka", ["3.9", "4", pytest.param("3.5", marks=pytest.mark.kafka35)])
+def test_a_commit_is_checked_in_kafkas_order_with_kafkas_errors_as_in_the_simulator(kafka):
+    topic = f"offset-checks-{kafka.replace('.', '')}-{time.time_ns()}"
+    theirs, ours = _both(kafka, topic, lambda target, name: offsetmeta.checks(target, name, kafka))
+    assert ours == theirs
+    # what the simulator once answered otherwise: 3.9 and 4 verify a TV1 transaction first
+    assert theirs["txn, not added, generation 7"] == [
+        (0, "unknown_member_id" if kafka == "3.5" else "invalid_txn_state")
+    ]
+
+
 @pytest.mark.kafka35
 @pytest.mark.parametrize("walked_first", [0, 1])
 def test_kafka_35_completes_a_transactions_offsets_up_to_the_never_written_one_as_the_simulator_does(walked_first):

@@ -229,3 +229,61 @@ def deleted_while_pending(target: versions.Target, prefix: str) -> dict[str, lis
     out["end txn"] = txn.end(commit=True)
     out["fetched after the transaction"] = _fetched(target, coordinator, group, topic, stable=True, wait=True)
     return out
+
+
+def _txn_commit(txn: _Transaction, topic: str, version: int = 3, **fields: Any) -> list | str:
+    body = {
+        **txn.ids,
+        "group_id": txn.group,
+        "generation_id": -1,
+        "member_id": "",
+        "group_instance_id": None,
+        "topics": [{"name": topic, "partitions": [_partition(0, 5, -1, "checked")]}],
+        **fields,
+    }
+    answer = txn.target.call(txn.coordinator, 28, version, body)
+    return answer if isinstance(answer, str) else _errors(answer)
+
+
+def _plain_commit(target: versions.Target, coordinator: int, group: str, topic: str, version: int, gen: int) -> list:
+    body = {
+        "group_id": group,
+        "generation_id_or_member_epoch": gen,
+        "member_id": "m" if gen >= 0 else "",
+        "group_instance_id": None,
+        "retention_time": -1,
+        "topics": [{"name": topic, "topic_id": None, "partitions": [_partition(0, 5, -1, "plain")]}],
+    }
+    return _errors(target.call(coordinator, 8, version, body))
+
+
+def checks(target: versions.Target, prefix: str, kafka: str) -> dict[str, list | str]:
+    """What a commit is checked for, in Kafka's order: a TV1 TxnOffsetCommit's transaction is verified before the
+    group and the member are (KIP-890 part 1 on 3.9 and 4.x: INVALID_TXN_STATE, or TRANSACTION_ABORTABLE from v4,
+    when the transaction does not hold the offsets partition), and a commit naming a generation of a group that does
+    not exist is refused (plain commits on every release; transactional ones on 4.x)."""
+    topic, group = prefix, f"{prefix}-group"
+    coordinator = _setup(target, topic, group)
+    newer = kafka != "3.5"  # TxnOffsetCommit v4 and OffsetCommit v9
+    out: dict[str, list | str] = {}
+    out["fetched, no group"] = _fetched(target, coordinator, group, topic)
+    out["plain, generation 7, no group"] = _plain_commit(target, coordinator, group, topic, 8, 7)
+    if newer:
+        out["plain v9, generation 7, no group"] = _plain_commit(target, coordinator, group, topic, 9, 7)
+    txn = _Transaction(target, f"{prefix}-txn", group, coordinator)
+    if newer:
+        out["txn v4, not added"] = _txn_commit(txn, topic, 4)
+    out["txn, not added, generation 7"] = _txn_commit(txn, topic, generation_id=7, member_id="m")
+    out["add offsets"] = txn.add_offsets()
+    out["txn, generation 7"] = _txn_commit(txn, topic, generation_id=7, member_id="m")
+    out["txn"] = _txn_commit(txn, topic)
+    out["plain, generation 7, the group exists"] = _plain_commit(target, coordinator, group, topic, 8, 7)
+    out["end txn"] = txn.end(commit=True)
+    out["fetched after the transaction"] = _fetched(target, coordinator, group, topic, stable=True, wait=True)
+    fencer = _Transaction(target, f"{prefix}-txn", group, coordinator)  # the same id again: the first is fenced
+    out["txn, fenced"] = _txn_commit(txn, topic)
+    if newer:
+        out["txn v4, fenced"] = _txn_commit(txn, topic, 4)
+    out["txn of the new instance, not added"] = _txn_commit(fencer, topic)
+    out["txn, producer id unknown"] = _txn_commit(fencer, topic, producer_id=fencer.ids["producer_id"] + 999)
+    return out

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from playground.sim.effects import Answer
+from playground.sim.groups import TxnOffsetWrite
 from playground.simserver.bounds import Bounds
 from tests.simserver import offsetmeta, versions
 
@@ -93,3 +95,42 @@ def test_it_forgets_a_pending_transactional_offset_with_the_partitions_committed
     assert out["offset delete"] == ["none", (0, "none")]
     assert out["fetched stable after the delete"] == [(0, -1, -1, "", "none"), (1, -1, -1, "", UNSTABLE)]
     assert out["fetched after the transaction"] == [(0, -1, -1, "", "none"), (1, 12, -1, "transaction", "none")]
+
+
+def test_it_verifies_a_tv1_transaction_before_it_checks_the_group_on_39_and_4():
+    for kafka in ("3.9", "4"):
+        out = offsetmeta.checks(versions.CoreTarget(kafka), "checked", kafka)
+        assert out["txn v4, not added"] == [(0, "transaction_abortable")]
+        assert out["txn, not added, generation 7"] == [(0, "invalid_txn_state")]  # not UNKNOWN_MEMBER_ID: asked first
+        assert out["txn, fenced"] == [(0, "invalid_producer_epoch")]
+        assert out["txn, producer id unknown"] == [(0, "invalid_producer_id_mapping")]
+
+
+def test_it_takes_a_fenced_producers_offsets_on_35_which_has_no_verification():
+    out = offsetmeta.checks(versions.CoreTarget("3.5"), "checked", "3.5")
+    assert out["txn, not added, generation 7"] == [(0, "unknown_member_id")]
+    assert out["txn, fenced"] == [(0, "none")] and out["txn, producer id unknown"] == [(0, "none")]
+
+
+def test_it_refuses_a_generation_of_a_group_that_does_not_exist():
+    for kafka, v9 in (("3.9", "illegal_generation"), ("4", "group_id_not_found")):
+        out = offsetmeta.checks(versions.CoreTarget(kafka), "checked", kafka)
+        assert out["plain, generation 7, no group"] == [(0, "illegal_generation")]
+        assert out["plain v9, generation 7, no group"] == [(0, v9)]
+        assert out["plain, generation 7, the group exists"] == [(0, "unknown_member_id")]
+    # a transactional commit: 3.x makes the group, 4.x refuses
+    assert offsetmeta.checks(versions.CoreTarget("3.9"), "c", "3.9")["txn, generation 7"] == [(0, "unknown_member_id")]
+    assert offsetmeta.checks(versions.CoreTarget("4"), "c", "4")["txn, generation 7"] == [(0, "illegal_generation")]
+
+
+def test_it_answers_a_verification_the_coordinator_could_not_give_as_a_commit_does():
+    # CONCURRENT_TRANSACTIONS (the transaction still completing) goes out as it is, where a Produce gets
+    # NOT_ENOUGH_REPLICAS; an unreachable transaction coordinator is COORDINATOR_NOT_AVAILABLE
+    groups = versions.CoreTarget("3.9").core.cluster.groups
+    answers: list = []
+    write = TxnOffsetWrite("g", groups.offsets_partition("g"), 1, 0, {"t-0": 1}, lambda *_a, **_k: None)
+    for error in ("CONCURRENT_TRANSACTIONS", "NOT_ENOUGH_REPLICAS", "INVALID_TXN_STATE"):
+        [answer] = groups.offsets_partition_verified(write, error)
+        assert isinstance(answer, Answer)
+        answers.append(answer.error)
+    assert answers == ["CONCURRENT_TRANSACTIONS", "COORDINATOR_NOT_AVAILABLE", "INVALID_TXN_STATE"]

@@ -53,6 +53,7 @@ def offset_commit(call: Call) -> None:
         getattr(body, "group_instance_id", None),  # v7+
         meta=commit.meta,
         too_large=commit.too_large_known(),
+        version=call.version,
     )
 
 
