@@ -263,7 +263,6 @@ def _test_case(profile, budget):
     )
     case = machine.TestCase
     case.settings = settings(
-        deadline=None,
         suppress_health_check=list(HealthCheck),
         derandomize=os.environ.get("HYPOTHESIS_PROFILE") != "thorough",
         **budget,

@@ -115,7 +115,7 @@ def _served_versions():
 def test_it_reads_back_every_request_version_it_serves(api_key, version):
     cls = messages.request_class(api_key, version)
 
-    @settings(max_examples=3, suppress_health_check=list(HealthCheck), deadline=None)
+    @settings(max_examples=3, suppress_health_check=list(HealthCheck))
     @given(st.from_type(cls))
     def round_trip(body):
         payload = messages.encode_request(api_key, version, 11, "client-1", body)
@@ -170,7 +170,7 @@ def test_it_advertises_exactly_the_releases_versions_of_the_apis_it_serves_and_r
 # ------------------------------------------------------------------------------------------------ record batches
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60)
 @given(st.lists(record_st, min_size=1, max_size=8), st.sampled_from(CODECS), st.booleans(), st.integers(0, 2**40))
 def test_it_reads_back_every_batch_it_writes_in_every_codec(raw, codec, transactional, base):
     recs = _records(raw, base)
@@ -192,7 +192,7 @@ def test_it_reads_back_every_batch_it_writes_in_every_codec(raw, codec, transact
     assert batch.next_offset == base + len(recs)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=40)
 @given(st.lists(record_st, min_size=1, max_size=5), st.sampled_from(CODECS))
 def test_the_real_backends_decoder_reads_the_batches_as_written(raw, codec):
     """playground/kafka/records.py decodes what real brokers return, written apart from this module: a second reader."""
@@ -262,7 +262,7 @@ def test_it_reads_any_bytes_as_batches_or_a_corrupt_record_error(data):
         pass
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300)
 @given(
     st.lists(record_st, min_size=1, max_size=5),
     st.lists(st.tuples(st.integers(0, 10_000), st.integers(0, 255)), max_size=4),

@@ -20,9 +20,7 @@ from playground.web.views import EXAMPLE
 
 pytestmark = pytest.mark.django_db
 
-FUZZ = hsettings(
-    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
-)
+FUZZ = hsettings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 
 
 def _check(client, text: str) -> dict:

@@ -77,9 +77,7 @@ PLAUSIBLE = [
     "{}",
 ]
 values = st.one_of(st.sampled_from(PLAUSIBLE), st.text(max_size=60))
-FUZZ = hsettings(
-    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
-)
+FUZZ = hsettings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 
 
 def _prepared(sid):

@@ -72,9 +72,7 @@ def _play(commands: list[Step]) -> str:
     return row.id
 
 
-@hsettings(
-    max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
-)
+@hsettings(max_examples=15, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(commands=st.lists(st.sampled_from(ACTIONS), min_size=1, max_size=40), data=st.data())
 def test_it_shows_step_k_as_a_fresh_replay_of_the_first_k_commands(commands, data):
     sid = _play(commands)

@@ -151,7 +151,7 @@ def test_it_shortens_a_label_even_without_an_error_or_a_detail_to_give():
     assert diagrams.rpc_label({"rpc": "EndTxn", "detail": "v1, commit", "error": "X"}) == "EndTxn (v1, commit) → X"
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300)
 @given(st.text(alphabet="ab 日本語タ…\u0301", max_size=40), st.integers(min_value=1, max_value=30))
 def test_it_shortens_to_the_longest_start_that_fits_beside_its_ellipsis(text, n):
     short = diagrams.shorten(text, n)
